@@ -1,0 +1,3 @@
+from gitswarm.cli.main import app
+
+app(prog_name="gitswarm")

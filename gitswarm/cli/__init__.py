@@ -1,0 +1,1 @@
+"""The `gitswarm` command line: one typer app with a sub-app per noun."""

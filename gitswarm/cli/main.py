@@ -1,0 +1,38 @@
+"""The `gitswarm` app. Commands import their heavy modules inside, so `--help` stays fast."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from gitswarm import __version__
+from gitswarm.cli import problems
+from gitswarm.cli.log import log
+
+app = typer.Typer(
+    name="gitswarm",
+    help="Run a swarm of LLM agents on hard problems; their only shared memory is a git "
+    "repository you can read with plain `git log`.\n\n"
+    "Exit codes: 0 success, 1 the command failed, 2 bad input (nothing changed).",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+app.add_typer(problems.app, name="problems")
+app.command()(log)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"gitswarm {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """gitswarm: compound reasoning by a swarm of agents sharing a git repository."""

@@ -1,0 +1,125 @@
+"""`gitswarm problems ...`: check, list and import problem sets."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gitswarm.cli.common import Exit, fail, user_errors
+
+app = typer.Typer(help="Check, list and import problem sets (folders of `<id>.md` files).",
+                  no_args_is_help=True)
+
+SetArg = Annotated[str, typer.Argument(
+    help="Problem-set folder, e.g. problems/imo (or the name of a shipped set: imo, answers, "
+         "programs, demo).", show_default=False)]
+
+
+class Format(StrEnum):
+    imo_proofbench = "imo-proofbench"
+    imo_answerbench = "imo-answerbench"
+    jsonl = "jsonl"
+
+
+class OnError(StrEnum):
+    refuse = "refuse"
+    skip = "skip"
+
+
+@app.command()
+def check(directory: SetArg) -> None:
+    """Validate a problem set; report every defect with file, line and what to do.
+
+    Exit 0 when the set is clean, 2 when it has defects.
+    """
+    from gitswarm.problems.loader import check_set
+    from gitswarm.resources import resolve_set
+
+    problem_set, defects = check_set(resolve_set(directory))
+    for defect in defects:
+        typer.echo(str(defect), err=True)
+    if defects:
+        raise fail(f"{len(defects)} defect(s) in {directory}; fix them and run the check again")
+    assert problem_set is not None
+    kinds = {}
+    for p in problem_set.problems:
+        kinds[p.kind.value] = kinds.get(p.kind.value, 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    typer.echo(f"{problem_set.path}: {len(problem_set.problems)} problems ({summary}), no defects")
+
+
+@app.command("list")
+def list_(
+    directory: SetArg,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON array, for scripts.")] = False,
+) -> None:
+    """List the problems of a set: id, kind, title, source."""
+    from gitswarm.problems.loader import ProblemSetError, load_set
+    from gitswarm.resources import resolve_set
+
+    try:
+        problem_set = load_set(resolve_set(directory))
+    except ProblemSetError as exc:
+        raise fail(f"{directory} has {len(exc.defects)} defect(s); run `gitswarm problems check "
+                   f"{directory}` to see them") from None
+    rows = [{"id": p.id, "kind": p.kind.value, "title": p.title, "source": p.source}
+            for p in problem_set.problems]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    widths = {k: max([len(k)] + [len(r[k]) for r in rows]) for k in ("id", "kind", "title")}
+    widths["title"] = min(widths["title"], 48)
+    head = "  ".join(k.upper().ljust(widths[k]) for k in widths) + "  SOURCE"
+    typer.echo(head)
+    for r in rows:
+        cells = [r[k][: widths[k]].ljust(widths[k]) for k in widths]
+        typer.echo("  ".join(cells) + "  " + r["source"])
+
+
+@app.command("import")
+def import_(
+    fmt: Annotated[Format, typer.Argument(metavar="FORMAT", help="Source format.")],
+    source: Annotated[Path, typer.Argument(help="The CSV or JSONL file to import.",
+                                           show_default=False)],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the problem set to.",
+                                      show_default=False)],
+    level: Annotated[str | None, typer.Option(
+        help="imo-proofbench only: keep problems of this Level (e.g. 'IMO-easy').")] = None,
+    on_error: Annotated[OnError, typer.Option(
+        help="A malformed row: 'refuse' writes nothing, 'skip' imports the rest. Either way "
+             "each bad row is reported by its row number.")] = OnError.refuse,
+    overwrite: Annotated[bool, typer.Option(help="Replace problem files that exist.")] = False,
+) -> None:
+    """Import a public benchmark file into a problem set folder.
+
+    Formats: imo-proofbench (IMO-ProofBench CSV), imo-answerbench (IMO-AnswerBench CSV),
+    jsonl (one {"id", "problem", "answer"} object per line, as AIME-style sets use).
+    """
+    from gitswarm.problems import importers
+
+    if not source.is_file():
+        raise fail(f"{source}: no such file")
+    with user_errors():
+        try:
+            result = importers.import_file(fmt.value, source, out, level=level,
+                                           on_error=on_error.value, overwrite=overwrite)
+        except importers.ImportRefused as exc:
+            for error in exc.errors:
+                typer.echo(_row(source, error), err=True)
+            raise fail(f"{len(exc.errors)} malformed row(s); nothing written. Fix them, or pass "
+                       "--on-error skip to import the other rows") from None
+    for error in result.skipped:
+        typer.echo(_row(source, error) + " (skipped)", err=True)
+    typer.echo(f"wrote {len(result.written)} problems to {out}"
+               + (f"; skipped {len(result.skipped)} malformed row(s)" if result.skipped else ""))
+    if result.skipped:
+        raise typer.Exit(int(Exit.FAILED))
+
+
+def _row(source: Path, error) -> str:
+    who = f" ({error.problem_id})" if error.problem_id else ""
+    return f"{source}: row {error.row}{who}: {error.message}"

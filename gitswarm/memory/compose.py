@@ -1,0 +1,168 @@
+"""Compose finished episode branches into `main` by tree operations, moved by compare-and-swap.
+
+Contributions mostly add new files, so most merges are unions decided path by path with no
+index. A path both sides changed gets a three-way file merge; if that conflicts, the
+conflict is returned as data for the merger agent, and that branch waits for a resolution.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import pygit2
+from pygit2.enums import FileMode
+
+from gitswarm.memory import trees
+from gitswarm.memory.errors import Contention
+from gitswarm.memory.trailers import Message
+from gitswarm.memory.write import committer
+
+MAIN = "refs/heads/main"
+BRANCH_PREFIX = "refs/heads/swarm/"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """Both sides changed `path` incompatibly; the merger agent writes the composed text."""
+
+    episode: str
+    path: str
+    base: str | None
+    ours: str | None
+    theirs: str | None
+    ours_blob: str | None
+    """Identifies the `ours` version a resolution applies to."""
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The merger's composed text for a conflict, valid while `ours_blob` is still main's."""
+
+    episode: str
+    path: str
+    ours_blob: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Composed:
+    """The result of one compose: the merge commit (None if nothing merged) and what waits."""
+
+    commit: str | None
+    merged: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+
+
+def pending(repo: pygit2.Repository) -> dict[str, pygit2.Oid]:
+    """Unmerged episode branches: episode id -> tip."""
+    return {name.removeprefix(BRANCH_PREFIX): repo.references[name].target
+            for name in repo.references if name.startswith(BRANCH_PREFIX)}
+
+
+def compose(repo: pygit2.Repository, run_id: str, episodes: list[str] | None = None,
+            resolutions: list[Resolution] = ()) -> Composed:
+    """One attempt to merge pending branches into main; raises Contention if main moved."""
+    main = repo.references[MAIN]
+    tip = repo[main.target]
+    branches = pending(repo)
+    chosen = sorted(branches if episodes is None else set(episodes) & set(branches))
+    merged, conflicts, stale = [], [], []
+    overlay: trees.Changes = {}  # changes of the branches merged so far; one tree write at the end
+    fixes = {(r.episode, r.path): r for r in resolutions}
+    for episode in chosen:
+        head = branches[episode]
+        if head == tip.id or repo.descendant_of(tip.id, head):
+            stale.append(episode)
+            continue
+        changes, found = _merge_one(repo, tip, overlay, head, episode, fixes)
+        if found:
+            conflicts += found
+        else:
+            overlay.update(changes)
+            merged.append(episode)
+    commit = None
+    if merged:
+        parents = [tip.id] + [branches[e] for e in merged]
+        commit = repo.create_commit(None, committer(), committer(),
+                                    _message(run_id, repo, parents, merged),
+                                    trees.update(repo, tip.tree, overlay), parents)
+    _advance(repo, main.target, commit, {e: branches[e] for e in merged + stale})
+    return Composed(str(commit) if commit else None, merged, conflicts)
+
+
+def _merge_one(repo, tip: pygit2.Commit, overlay: trees.Changes, head: pygit2.Oid, episode: str,
+               fixes: dict) -> tuple[trees.Changes, list[Conflict]]:
+    """The changes that merge branch `head` into main's tip plus `overlay`, or its conflicts."""
+    base_id = repo.merge_base(tip.id, head)
+    base = repo[base_id].tree if base_id is not None else repo[repo.TreeBuilder().write()]
+    theirs = repo[head].tree
+    changes, conflicts = {}, []
+    for path, their_entry in trees.diff(base, theirs).items():
+        base_entry = trees.lookup(base, path)
+        our_entry = overlay[path] if path in overlay else trees.lookup(tip.tree, path)
+        if our_entry in (base_entry, their_entry):
+            changes[path] = their_entry
+            continue
+        merged = _merge_file(repo, path, base_entry, our_entry, their_entry)
+        fix = fixes.get((episode, path))
+        if merged is None and fix is not None and fix.ours_blob == _hex(our_entry):
+            merged = repo.create_blob(fix.text.encode())
+        if merged is None:
+            conflicts.append(Conflict(episode, path, _text(repo, base_entry), _text(repo, our_entry),
+                                      _text(repo, their_entry), _hex(our_entry)))
+        else:
+            changes[path] = (merged, FileMode.BLOB)
+    return ({}, conflicts) if conflicts else (changes, [])
+
+
+def _merge_file(repo, path, base, ours, theirs) -> pygit2.Oid | None:
+    """A clean three-way merge of one file's text, or None when the hunks overlap."""
+    if ours is None or theirs is None:
+        return None  # one side deleted what the other changed
+    entries = [pygit2.IndexEntry(path, e[0], e[1]) if e else None for e in (base, ours, theirs)]
+    result = repo.merge_file_from_index(*entries)
+    if not result.automergeable:
+        return None
+    return repo.create_blob(result.contents.encode())
+
+
+def _text(repo, entry) -> str | None:
+    return None if entry is None else repo[entry[0]].data.decode("utf-8", "replace")
+
+
+def _hex(entry) -> str | None:
+    return None if entry is None else str(entry[0])
+
+
+def _message(run_id: str, repo, parents: list[pygit2.Oid], episodes: list[str]) -> str:
+    problems = sorted({repo[p].message_trailers.get("Gitswarm-Problem", "") for p in parents[1:]} - {""})
+    digest = hashlib.sha1(b"".join(p.raw for p in parents)).hexdigest()[:16]
+    return Message(
+        subject=f"merge: compose {len(episodes)} contribution(s) ({', '.join(problems) or 'no problem'})",
+        body="\n".join(f"- {e}: {repo[p].message.splitlines()[0]}"
+                       for e, p in zip(episodes, parents[1:], strict=True)),
+        trailers={"Run": run_id, "Op": f"merge-{digest}", "Kind": "merge",
+                  "Merged": ", ".join(episodes)},
+    ).render()
+
+
+def _advance(repo, expected: pygit2.Oid, commit: pygit2.Oid | None,
+             done: dict[str, pygit2.Oid]) -> None:
+    """Move main from `expected` to `commit` and drop the merged branches, in one transaction."""
+    if commit is None and not done:
+        return
+    with repo.transaction() as txn:
+        txn.lock_ref(MAIN)
+        for episode in done:
+            txn.lock_ref(BRANCH_PREFIX + episode)
+        if repo.references[MAIN].target != expected:
+            raise Contention("main moved during compose")
+        for episode, head in done.items():
+            ref = repo.references.get(BRANCH_PREFIX + episode)
+            if ref is None or ref.target != head:
+                raise Contention(f"branch swarm/{episode} moved during compose")
+        if commit is not None:
+            txn.set_target(MAIN, commit, message=f"gitswarm: compose {len(done)} branch(es)")
+        for episode in done:
+            txn.remove(BRANCH_PREFIX + episode)

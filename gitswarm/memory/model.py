@@ -1,0 +1,97 @@
+"""The memory's records: what a worker contributes, and what readers get back."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gitswarm.memory.trailers import split_ids
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
+KIND_FOLDERS = {"note": "notes", "lemma": "lemmas", "attempt": "attempts", "review": "reviews",
+                "code": "code"}
+
+
+def check_name(what: str, value: str) -> str:
+    """Ids that become ref names or e-mail local parts must be plain and short."""
+    if not SAFE_NAME.match(value) or ".." in value or value.endswith(".lock"):
+        raise ValueError(f"invalid {what} {value!r}: use letters, digits, '.', '_' and '-'")
+    return value
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens and money a contribution cost (cost None: the provider's price is unknown)."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One episode's atomic result: files in its problem folder, as one commit."""
+
+    problem: str
+    episode: str
+    worker: str
+    kind: str
+    """note, lemma, attempt, review, code or summary: the commit subject's prefix."""
+    title: str
+    files: dict[str, bytes | str]
+    """Paths relative to `problems/<problem>/`, e.g. `lemmas/sunny-lines.md`."""
+    parent: str
+    """The commit the worker started from (normally main's tip then)."""
+    op: str
+    """Stable operation id: writing the same op twice returns the first commit."""
+    summary: str = ""
+    informed_by: tuple[str, ...] = ()
+    model: str = ""
+    usage: Usage = field(default_factory=Usage)
+    self_assessment: str = ""
+
+    def file_bytes(self) -> dict[str, bytes]:
+        return {p: d.encode() if isinstance(d, str) else d for p, d in self.files.items()}
+
+
+@dataclass(frozen=True)
+class Written:
+    """The commit holding an operation's result; `existed` when a retry found it already done."""
+
+    commit: str
+    existed: bool = False
+
+
+@dataclass(frozen=True)
+class Item:
+    """A file of a problem on some commit (a note, lemma, attempt, review or code file)."""
+
+    kind: str
+    path: str
+    blob: str
+    size: int
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """A commit of the memory as readers and `gitswarm log` show it."""
+
+    id: str
+    subject: str
+    body: str
+    author: str
+    time: int
+    parents: tuple[str, ...]
+    trailers: dict[str, str]
+
+    @property
+    def problem(self) -> str:
+        return self.trailers.get("Problem", "")
+
+    @property
+    def kind(self) -> str:
+        return self.trailers.get("Kind", "")
+
+    @property
+    def informed_by(self) -> list[str]:
+        return split_ids(self.trailers.get("Informed-By", ""))

@@ -1,0 +1,74 @@
+"""Readers of the memory: a problem's items and files from a tree, its history from trailers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pygit2
+from pygit2.enums import FileMode, SortMode
+
+from gitswarm.memory.model import KIND_FOLDERS, CommitInfo, Item
+from gitswarm.memory.trailers import parse
+
+
+def items(repo: pygit2.Repository, problem: str, kind: str | None, at: str) -> list[Item]:
+    """The items of a problem on commit `at`, read from its tree (no history walk)."""
+    tree = repo.revparse_single(at).peel(pygit2.Tree)
+    kinds = [kind] if kind else list(KIND_FOLDERS)
+    found: list[Item] = []
+    for k in kinds:
+        folder = f"problems/{problem}/{KIND_FOLDERS[k]}"
+        try:
+            sub = tree[folder]
+        except KeyError:
+            continue
+        found += [Item(k, f"{folder}/{path}", str(oid), size)
+                  for path, oid, size in _walk(repo, repo[sub.id], "")]
+    return found
+
+
+def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid, int]]:
+    for entry in tree:
+        if entry.filemode == FileMode.TREE:
+            yield from _walk(repo, repo[entry.id], f"{prefix}{entry.name}/")
+        else:
+            yield f"{prefix}{entry.name}", entry.id, repo[entry.id].size
+
+
+def file(repo: pygit2.Repository, path: str, at: str) -> bytes | None:
+    """The content of `path` on commit `at`, or None if it is not there (or is a folder)."""
+    tree = repo.revparse_single(at).peel(pygit2.Tree)
+    try:
+        obj = repo[tree[path].id]
+    except KeyError:
+        return None
+    return obj.data if isinstance(obj, pygit2.Blob) else None
+
+
+def info(commit: pygit2.Commit) -> CommitInfo:
+    subject, _, body = commit.message.partition("\n")
+    trailers = parse(commit.message)
+    if trailers:
+        body = body.split("\nGitswarm-", 1)[0]
+    return CommitInfo(
+        id=str(commit.id), subject=subject, body=body.strip(), author=commit.author.name,
+        time=commit.commit_time, parents=tuple(str(p) for p in commit.parent_ids), trailers=trailers,
+    )
+
+
+def log(repo: pygit2.Repository, heads: list[str], problem: str | None, worker: str | None,
+        kind: str | None) -> Iterator[CommitInfo]:
+    """Walk from `heads`, newest first, keeping the commits whose trailers match."""
+    walker = repo.walk(repo.revparse_single(heads[0]).id, SortMode.TOPOLOGICAL | SortMode.TIME)
+    for head in heads[1:]:
+        walker.push(repo.revparse_single(head).id)
+    for commit in walker:
+        found = info(commit)
+        kind_of = found.kind
+        if (kind is None and kind_of == "merge") or (kind is not None and kind_of != kind):
+            continue
+        if problem is not None and found.problem != problem:
+            continue
+        if worker is not None and found.author != worker:
+            continue
+        yield found

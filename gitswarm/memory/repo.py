@@ -1,0 +1,154 @@
+"""`Memory`: the run repository — created once, then written by contributions and merges."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from pathlib import Path
+
+import pygit2
+
+from gitswarm import __version__
+from gitswarm.memory import compose as composer
+from gitswarm.memory import read, trees, write
+from gitswarm.memory.errors import NotARun
+from gitswarm.memory.model import CommitInfo, Contribution, Item, Written
+from gitswarm.memory.paths import WriteLimits
+from gitswarm.memory.retry import retry
+from gitswarm.problems.model import ProblemSet
+from gitswarm.resources import render
+
+FORMAT = 1
+META_REF = "refs/gitswarm/meta"
+NOTES_REF = "refs/notes/transcripts"
+INITIAL_SUMMARY = "# Summary\n\nNo work on this problem yet.\n"
+
+
+class Memory:
+    """The run's git repository. Safe to share between threads: calls are serialised.
+
+    Every write is idempotent by operation id and every ref move is a compare-and-swap,
+    so several processes may open the same run.
+    """
+
+    def __init__(self, path: Path, limits: WriteLimits | None = None) -> None:
+        self.path = Path(path)
+        self.limits = limits or WriteLimits()
+        try:
+            self.repo = pygit2.Repository(str(self.path))
+        except pygit2.GitError:
+            raise NotARun(f"{self.path} is not a gitswarm run (no git repository there)") from None
+        self.meta = _read_meta(self.repo, self.path)
+        self.run_id: str = self.meta["run_id"]
+        self._lock = threading.RLock()
+
+    @classmethod
+    def create(cls, path: Path, problem_set: ProblemSet, run_id: str | None = None,
+               problem_ids: list[str] | None = None) -> Memory:
+        """Create a run repository holding the visible statements (never hidden parts)."""
+        path = Path(path)
+        if path.exists() and any(path.iterdir()):
+            raise NotARun(f"{path} exists and is not empty; choose another --run folder")
+        run_id = run_id or time.strftime("%Y-%m-%dT%H%M") + f"-{problem_set.name}"
+        problems = [p for p in problem_set.problems if problem_ids is None or p.id in problem_ids]
+        repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
+        files = {"README.md": render("run_readme.md.j2", run_id=run_id, set_name=problem_set.name,
+                                     description=problem_set.description, problems=problems).encode()}
+        for problem in problems:
+            for name, data in problem.visible_files().items():
+                files[f"problems/{problem.id}/{name}"] = data
+            files[f"problems/{problem.id}/SUMMARY.md"] = INITIAL_SUMMARY.encode()
+        sig = write.committer()
+        tree = trees.update(repo, None, trees.blobs(repo, files))
+        repo.create_commit(composer.MAIN, sig, sig, f"run: start {run_id}\n", tree, [])
+        meta = {"format": FORMAT, "run_id": run_id, "set": problem_set.name,
+                "problems": [p.id for p in problems], "created": int(time.time()),
+                "gitswarm": __version__}
+        meta_file = {"run.json": json.dumps(meta, indent=2).encode()}
+        meta_tree = trees.update(repo, None, trees.blobs(repo, meta_file))
+        repo.create_commit(META_REF, sig, sig, "gitswarm: run metadata\n", meta_tree, [])
+        return cls(path)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def contribute(self, contribution: Contribution) -> Written:
+        """Commit a contribution on `swarm/<episode>`; the same op twice returns the first."""
+        with self._lock:
+            done = write.find_op(self.repo, contribution.op)
+            if done is not None:
+                return Written(done, existed=True)
+            files = write.validate(self.repo, contribution, self.limits)
+            return retry(lambda: write.write(self.repo, self.run_id, contribution, files))
+
+    def compose(self, episodes: list[str] | None = None,
+                resolutions: list[composer.Resolution] = ()) -> composer.Composed:
+        """Merge pending branches (all, or `episodes`) into main; retried until main is ours."""
+        with self._lock:
+            return retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions))
+
+    def add_transcript(self, commit: str, text: str) -> None:
+        """Attach an episode's model transcript to its commit as a git note (idempotent)."""
+        with self._lock:
+            if self.transcript(commit) == text:
+                return
+            sig = write.committer()
+            retry(lambda: self.repo.create_note(text, sig, sig, commit, NOTES_REF, True))
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def main(self) -> str:
+        with self._lock:
+            return str(self.repo.references[composer.MAIN].target)
+
+    def op_commit(self, op: str) -> str | None:
+        with self._lock:
+            return write.find_op(self.repo, op)
+
+    def pending(self) -> dict[str, str]:
+        """Unmerged episode branches: episode id -> tip commit."""
+        with self._lock:
+            return {e: str(t) for e, t in composer.pending(self.repo).items()}
+
+    def problems(self) -> list[str]:
+        return list(self.meta["problems"])
+
+    def items(self, problem: str, kind: str | None = None, at: str | None = None) -> list[Item]:
+        with self._lock:
+            return read.items(self.repo, problem, kind, at or self.main())
+
+    def read_file(self, path: str, at: str | None = None) -> bytes | None:
+        with self._lock:
+            return read.file(self.repo, path, at or self.main())
+
+    def transcript(self, commit: str) -> str | None:
+        with self._lock:
+            try:
+                note = self.repo.lookup_note(commit, NOTES_REF)
+            except KeyError:
+                return None
+            return note.message
+
+    def commit(self, rev: str) -> CommitInfo:
+        with self._lock:
+            return read.info(self.repo.revparse_single(rev).peel(pygit2.Commit))
+
+    def log(self, problem: str | None = None, worker: str | None = None, kind: str | None = None,
+            include_pending: bool = False, limit: int | None = None) -> list[CommitInfo]:
+        """Commits newest first, filtered by their trailers (merges only when kind='merge')."""
+        with self._lock:
+            heads = [self.main()] + (list(self.pending().values()) if include_pending else [])
+            found = read.log(self.repo, heads, problem, worker, kind)
+            return list(itertools.islice(found, limit))
+
+
+def _read_meta(repo: pygit2.Repository, path: Path) -> dict:
+    ref = repo.references.get(META_REF)
+    if ref is None:
+        raise NotARun(f"{path} is a git repository but not a gitswarm run (no {META_REF})")
+    meta = json.loads(repo[ref.target].peel(pygit2.Commit).tree["run.json"].data)
+    if meta.get("format", 0) > FORMAT:
+        raise NotARun(f"{path} was made by a newer gitswarm (run format {meta['format']}, this "
+                      f"gitswarm {__version__} reads format {FORMAT}); upgrade gitswarm")
+    return meta

@@ -1,0 +1,92 @@
+"""Write one contribution: blobs, tree and commit, then its branch and op refs atomically."""
+
+from __future__ import annotations
+
+import time
+
+import pygit2
+
+from gitswarm.memory import trees
+from gitswarm.memory.errors import Contention, PathRejected
+from gitswarm.memory.model import Contribution, Written, check_name
+from gitswarm.memory.paths import WriteLimits, check_files
+from gitswarm.memory.trailers import Message
+
+COMMITTER = ("gitswarm", "gitswarm@gitswarm.local")
+
+
+def op_ref(op: str) -> str:
+    return f"refs/gitswarm/ops/{op}"
+
+
+def branch_ref(episode: str) -> str:
+    return f"refs/heads/swarm/{episode}"
+
+
+def committer() -> pygit2.Signature:
+    return pygit2.Signature(*COMMITTER, int(time.time()), 0)
+
+
+def find_op(repo: pygit2.Repository, op: str) -> str | None:
+    """The commit that holds operation `op`, if the repository has it."""
+    ref = repo.references.get(op_ref(op))
+    return str(ref.target) if ref is not None else None
+
+
+def message(run_id: str, c: Contribution) -> str:
+    usage = c.usage
+    cost = "unknown" if usage.cost_usd is None else f"{usage.cost_usd:.4f}"
+    return Message(
+        subject=f"{c.kind}({c.problem}): {c.title}",
+        body=c.summary,
+        trailers={
+            "Run": run_id, "Episode": c.episode, "Op": c.op, "Worker": c.worker,
+            "Problem": c.problem, "Kind": c.kind, "Informed-By": ", ".join(c.informed_by),
+            "Model": c.model, "Tokens": f"in={usage.tokens_in} out={usage.tokens_out}",
+            "Cost-USD": cost, "Self-Assessment": c.self_assessment,
+        },
+    ).render()
+
+
+def validate(repo: pygit2.Repository, c: Contribution, limits: WriteLimits) -> dict[str, bytes]:
+    """Check ids, the start commit, the problem and every path; return the files to write."""
+    for what, value in (("episode", c.episode), ("worker", c.worker), ("op", c.op),
+                        ("problem", c.problem), ("kind", c.kind)):
+        check_name(what, value)
+    files = check_files(c.file_bytes(), limits)
+    start = _commit(repo, c.parent, "parent")
+    if trees.lookup(start.tree, f"problems/{c.problem}/statement.md") is None:
+        raise PathRejected(f"problems/{c.problem}", "no such problem in this run")
+    for cited in c.informed_by:
+        _commit(repo, cited, "informed_by")
+    return files
+
+
+def _commit(repo: pygit2.Repository, rev: str, what: str) -> pygit2.Commit:
+    try:
+        obj = repo.revparse_single(rev)
+        return obj.peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        raise ValueError(f"{what} {rev!r} is not a commit of this run") from None
+
+
+def write(repo: pygit2.Repository, run_id: str, c: Contribution, files: dict[str, bytes]) -> Written:
+    """Commit the contribution on `swarm/<episode>` and record its op, all or nothing."""
+    branch = branch_ref(c.episode)
+    existing = repo.references.get(branch)
+    parent = existing.target if existing is not None else _commit(repo, c.parent, "parent").id
+    author = pygit2.Signature(c.worker, f"{c.worker}@gitswarm.local", int(time.time()), 0)
+    tree = trees.update(repo, repo[parent].tree, trees.blobs(repo, files, f"problems/{c.problem}/"))
+    commit = repo.create_commit(None, author, committer(), message(run_id, c), tree, [parent])
+    with repo.transaction() as txn:
+        txn.lock_ref(branch)
+        txn.lock_ref(op_ref(c.op))
+        done = find_op(repo, c.op)
+        if done is not None:
+            return Written(done, existed=True)  # leaving the block unchanged commits nothing
+        now = repo.references.get(branch)
+        if (now.target if now is not None else None) != (existing.target if existing else None):
+            raise Contention(f"{branch} moved while writing")
+        txn.set_target(branch, commit, message=f"gitswarm: {c.op}")
+        txn.set_target(op_ref(c.op), commit, message=f"gitswarm: {c.op}")
+    return Written(str(commit))

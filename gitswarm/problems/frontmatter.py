@@ -1,0 +1,77 @@
+"""Split a problem file into YAML front matter and body, keeping line numbers for errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+
+
+@dataclass(frozen=True)
+class FrontMatterError(Exception):
+    """The front matter cannot be read; `line` is 1-based within the whole file."""
+
+    message: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """Front matter values, the 1-based file line of each key, and the body text."""
+
+    values: dict[str, object]
+    key_lines: dict[str, int]
+    body: str
+    body_line: int
+
+
+def split(text: str) -> Parsed:
+    """Parse `---` delimited YAML front matter at the top of `text`."""
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        raise FrontMatterError("the file must start with a '---' line opening the front matter", 1)
+    for end in range(1, len(lines)):
+        if lines[end].strip() in ("---", "..."):
+            break
+    else:
+        raise FrontMatterError("the front matter is never closed: add a '---' line after it", 1)
+    yaml_text = "".join(lines[1:end])
+    try:
+        node = yaml.compose(yaml_text, Loader=yaml.SafeLoader)
+        values = yaml.safe_load(yaml_text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 2 if mark is not None else 1
+        raise FrontMatterError(f"invalid YAML: {exc.problem or exc}", line) from None
+    except yaml.YAMLError as exc:
+        raise FrontMatterError(f"invalid YAML: {exc}", 2) from None
+    if values is None:
+        values, node = {}, None
+    if not isinstance(values, dict):
+        raise FrontMatterError("the front matter must be a mapping of keys to values", 2)
+    key_lines: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, _ in node.value:
+            key_lines[str(key_node.value)] = key_node.start_mark.line + 2
+    body = "".join(lines[end + 1 :])
+    return Parsed({str(k): v for k, v in values.items()}, key_lines, body, end + 2)
+
+
+class _Dumper(yaml.SafeDumper):
+    """Writes multi-line text as `|` blocks, so imported solutions stay readable."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    multi = "\n" in value and not any(c in value for c in "\r\t\x0b\x0c\x85\u2028\u2029")
+    if multi and value == value.rstrip(" "):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _text)
+
+
+def render(values: dict[str, object], body: str) -> str:
+    """The inverse of `split`: a problem file with `values` as front matter."""
+    front = yaml.dump(values, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    return f"---\n{front}---\n\n{body.strip()}\n"

@@ -1,0 +1,188 @@
+"""Load and validate problem sets; every defect carries its file, line and a fix."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitswarm.problems import frontmatter
+from gitswarm.problems.model import Kind, Problem, ProblemSet
+
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
+TEXT_KEYS = ("id", "title", "kind", "source", "answer", "solution", "grading")
+FOLDER_KEYS = ("tests", "starter", "reference")
+SET_KEYS = ("name", "description", "defaults")
+MAX_PROBLEM_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Defect:
+    """One thing wrong with a problem set, said so that the user can fix it."""
+
+    path: Path
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else str(self.path)
+        return f"{where}: {self.message}"
+
+
+class ProblemSetError(Exception):
+    """A problem set has defects; the CLI prints them all."""
+
+    def __init__(self, defects: list[Defect]) -> None:
+        super().__init__(f"{len(defects)} defect(s) in the problem set")
+        self.defects = defects
+
+
+def problem_files(directory: Path) -> list[Path]:
+    """The problem files of a set: every top-level `*.md` except README.md."""
+    return sorted(p for p in directory.glob("*.md") if p.name.lower() != "readme.md")
+
+
+def load_set(directory: Path) -> ProblemSet:
+    """Load a problem set, or raise ProblemSetError listing every defect."""
+    problem_set, defects = check_set(directory)
+    if defects or problem_set is None:
+        raise ProblemSetError(defects)
+    return problem_set
+
+
+def check_set(directory: Path) -> tuple[ProblemSet | None, list[Defect]]:
+    """Load what can be loaded and collect every defect (never raises on bad input)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return None, [Defect(directory, "not a folder: give the folder that holds the problem files")]
+    name, description, defaults, defects = _read_set_toml(directory)
+    problems: list[Problem] = []
+    seen: dict[str, Path] = {}
+    files = problem_files(directory)
+    if not files:
+        defects.append(Defect(directory, "no problem files: add one `<id>.md` file per problem"))
+    for path in files:
+        problem, file_defects = _load_problem(path)
+        defects += file_defects
+        if problem is None:
+            continue
+        if problem.id in seen:
+            defects.append(Defect(path, f"duplicate id {problem.id!r}, also used by {seen[problem.id]}: "
+                                  "give each problem its own id", 2))
+            continue
+        seen[problem.id] = path
+        problems.append(problem)
+    return ProblemSet(name or directory.resolve().name, directory, problems, description, defaults), defects
+
+
+def _read_set_toml(directory: Path) -> tuple[str, str, dict[str, object], list[Defect]]:
+    path = directory / "set.toml"
+    if not path.exists():
+        return "", "", {}, []
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        line = re.search(r"line (\d+)", str(exc))
+        return "", "", {}, [Defect(path, f"invalid TOML: {exc}", int(line.group(1)) if line else None)]
+    defects = [Defect(path, f"unknown key {k!r}; known keys: {', '.join(SET_KEYS)}")
+               for k in data if k not in SET_KEYS]
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        defects.append(Defect(path, "'defaults' must be a table, e.g. [defaults] with workers = 4"))
+        defaults = {}
+    return str(data.get("name", "")), str(data.get("description", "")), defaults, defects
+
+
+def _load_problem(path: Path) -> tuple[Problem | None, list[Defect]]:
+    raw = path.read_bytes()
+    if not raw.strip():
+        return None, [Defect(path, "empty file: write front matter (id, kind, ...) and the statement", 1)]
+    if len(raw) > MAX_PROBLEM_BYTES:
+        return None, [Defect(path, f"file is {len(raw)} bytes; the limit is {MAX_PROBLEM_BYTES}")]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        return None, [Defect(path, "not UTF-8 text: save the file as UTF-8", line)]
+    try:
+        parsed = frontmatter.split(text)
+    except frontmatter.FrontMatterError as exc:
+        return None, [Defect(path, exc.message, exc.line)]
+    return _build(path, parsed)
+
+
+def _build(path: Path, parsed: frontmatter.Parsed) -> tuple[Problem | None, list[Defect]]:
+    values, lines = parsed.values, parsed.key_lines
+    defects: list[Defect] = []
+
+    def defect(key: str | None, message: str) -> None:
+        defects.append(Defect(path, message, lines.get(key, 2) if key else None))
+
+    for key in values:
+        if key not in TEXT_KEYS + FOLDER_KEYS:
+            defect(key, f"unknown key {key!r}; known keys: {', '.join(TEXT_KEYS + FOLDER_KEYS)}")
+    text: dict[str, str | None] = {}
+    for key in TEXT_KEYS + FOLDER_KEYS:
+        value = values.get(key)
+        if isinstance(value, bool | dict | list):
+            defect(key, f"{key!r} must be text or a number, not {type(value).__name__}")
+            value = None
+        text[key] = None if value is None else str(value).strip()
+
+    problem_id = text["id"] or path.stem
+    if not ID_PATTERN.match(problem_id) or ".." in problem_id:
+        defect("id", f"unsafe id {problem_id!r}: use letters, digits, '.', '_' and '-' (at most 80)")
+    elif text["id"] and problem_id != path.stem:
+        defect("id", f"id {problem_id!r} differs from the file name {path.name!r}: rename one")
+    kind_text = text["kind"]
+    if kind_text is None:
+        defect(None, "missing 'kind': add `kind: proof`, `kind: answer` or `kind: program`")
+        kind = None
+    elif kind_text not in Kind.__members__.values():
+        defect("kind", f"unknown kind {kind_text!r}: use proof, answer or program")
+        kind = None
+    else:
+        kind = Kind(kind_text)
+    if not parsed.body.strip():
+        defects.append(Defect(path, "missing statement: write it below the closing '---'", parsed.body_line))
+    if kind is Kind.ANSWER and not text["answer"]:
+        defect("answer" if "answer" in values else None, "an answer problem needs a non-empty 'answer' key")
+
+    folders = _folders(path, problem_id, kind, text, defect)
+    if defects or kind is None:
+        return None, defects
+    return Problem(
+        id=problem_id, title=text["title"] or problem_id, kind=kind, statement=parsed.body.strip(),
+        path=path, source=text["source"] or "", answer=text["answer"], solution=text["solution"],
+        grading=text["grading"], **folders,
+    ), []
+
+
+def _folders(path: Path, problem_id: str, kind: Kind | None, text: dict[str, str | None],
+             defect) -> dict[str, Path | None]:
+    """Resolve the program folders (tests, starter, reference); default `<id>/<name>`."""
+    found: dict[str, Path | None] = {f"{key}_dir": None for key in FOLDER_KEYS}
+    if kind is not Kind.PROGRAM or not ID_PATTERN.match(problem_id):
+        for key in FOLDER_KEYS:
+            if text[key] and kind not in (None, Kind.PROGRAM):
+                defect(key, f"{key!r} is only for program problems")
+        return found
+    for key in FOLDER_KEYS:
+        given = text[key]
+        folder = path.parent / (given or f"{problem_id}/{key}")
+        resolved = folder.resolve()
+        if not resolved.is_relative_to(path.parent.resolve()):
+            defect(key, f"{key!r} folder {given!r} lies outside the set folder")
+            folder = None
+        elif not folder.is_dir():
+            if key == "tests":
+                defect(key if given else None, f"missing test folder {folder}: a program problem needs "
+                       "hidden pytest files there (or set 'tests:' to their folder)")
+            elif given:
+                defect(key, f"{key!r} folder {folder} does not exist")
+            folder = None
+        elif key == "tests" and not list(folder.rglob("test_*.py")):
+            defect(key if given else None, f"test folder {folder} holds no test_*.py file")
+        found[f"{key}_dir"] = folder
+    return found

@@ -1,0 +1,81 @@
+"""Shared fixtures: small problem sets and run repositories written under tmp_path."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gitswarm.memory.repo import Memory
+from gitswarm.problems.loader import load_set
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+ANSWER = """---
+id: sum
+title: A sum
+kind: answer
+source: test fixture
+answer: "HIDDEN-ANSWER-7431"
+solution: "HIDDEN-SOLUTION-TEXT"
+---
+What is $3 + 4$?
+"""
+
+PROOF = """---
+id: odd
+title: Odd squares
+kind: proof
+grading: |
+  HIDDEN-GRADING-GUIDE: 7 for a full proof.
+---
+Prove that the square of an odd number is odd.
+"""
+
+PROGRAM = """---
+id: rev
+title: Reverse
+kind: program
+---
+Write `solution.py` with `def rev(s: str) -> str`.
+"""
+
+
+def write_set(folder: Path) -> Path:
+    """A three-problem set (answer, proof, program) with hidden parts marked HIDDEN-."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sum.md").write_text(ANSWER)
+    (folder / "odd.md").write_text(PROOF)
+    (folder / "rev.md").write_text(PROGRAM)
+    (folder / "rev" / "tests").mkdir(parents=True)
+    (folder / "rev" / "tests" / "test_rev.py").write_text(
+        "from solution import rev\n\ndef test_rev():\n    assert rev('ab') == 'ba'  # HIDDEN-TEST\n")
+    (folder / "rev" / "starter").mkdir()
+    (folder / "rev" / "starter" / "solution.py").write_text("def rev(s):\n    return s\n")
+    return folder
+
+
+@pytest.fixture
+def problem_dir(tmp_path: Path) -> Path:
+    return write_set(tmp_path / "set")
+
+
+@pytest.fixture
+def memory(tmp_path: Path, problem_dir: Path) -> Memory:
+    return Memory.create(tmp_path / "run", load_set(problem_dir), run_id="test-run")
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run the real git CLI in `repo` and return its output."""
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def fsck_clean(repo: Path) -> bool:
+    """`git fsck --full --strict` passes; dangling objects (unused trees) are not damage."""
+    done = subprocess.run(["git", "-C", str(repo), "fsck", "--full", "--strict"],
+                          capture_output=True, text=True)
+    problems = [ln for ln in (done.stdout + done.stderr).splitlines()
+                if ln.strip() and not ln.startswith("dangling ")]
+    return done.returncode == 0 and not problems

@@ -1,0 +1,82 @@
+"""The real CLI, through typer's runner and as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gitswarm.cli.main import app
+from gitswarm.memory.model import Contribution
+from gitswarm.memory.repo import Memory
+
+runner = CliRunner()
+
+
+def test_version_and_help():
+    assert runner.invoke(app, ["--version"]).output.startswith("gitswarm ")
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0 and "problems" in result.output and "Exit codes" in result.output
+
+
+def test_module_entry_point_and_light_start():
+    done = subprocess.run([sys.executable, "-m", "gitswarm", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("gitswarm ")
+    probe = ("import sys; from gitswarm.cli.main import app; "
+             "print(sorted(m for m in ('litellm', 'textual', 'pygit2', 'git') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"  # nothing heavy before a command needs it
+
+
+def test_problems_check_clean_and_defective(problem_dir: Path):
+    result = runner.invoke(app, ["problems", "check", str(problem_dir)])
+    assert result.exit_code == 0, result.output
+    assert "3 problems (1 answer, 1 program, 1 proof), no defects" in result.output
+    (problem_dir / "bad.md").write_text("---\nkind: essay\n---\nText\n")
+    result = runner.invoke(app, ["problems", "check", str(problem_dir)])
+    assert result.exit_code == 2
+    assert "bad.md:2: unknown kind 'essay'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_problems_check_missing_folder(tmp_path: Path):
+    result = runner.invoke(app, ["problems", "check", str(tmp_path / "nope")])
+    assert result.exit_code == 2 and "not a folder" in result.output
+
+
+def test_problems_list_table_and_json(problem_dir: Path):
+    result = runner.invoke(app, ["problems", "list", str(problem_dir)])
+    assert result.exit_code == 0 and result.output.splitlines()[0].startswith("ID")
+    rows = json.loads(runner.invoke(app, ["problems", "list", str(problem_dir), "--json"]).output)
+    assert [(r["id"], r["kind"]) for r in rows] == [("odd", "proof"), ("rev", "program"), ("sum", "answer")]
+    assert "HIDDEN" not in json.dumps(rows)
+
+
+def test_problems_import_jsonl_then_check(tmp_path: Path):
+    source = tmp_path / "set.jsonl"
+    source.write_text('{"id": "q1", "problem": "What is 1+1?", "answer": 2}\n'
+                      '{"id": "q2", "problem": "What is 2+2?"}\n')
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["problems", "import", "jsonl", str(source), "--out", str(out)])
+    assert result.exit_code == 2 and "row 2" in result.output and not out.exists()
+    result = runner.invoke(app, ["problems", "import", "jsonl", str(source), "--out", str(out),
+                                 "--on-error", "skip"])
+    assert result.exit_code == 1 and "wrote 1 problems" in result.output
+    assert runner.invoke(app, ["problems", "check", str(out)]).exit_code == 0
+
+
+def test_log_shows_contributions_and_rejects_non_runs(memory: Memory, tmp_path: Path):
+    memory.contribute(Contribution(problem="sum", episode="e1", worker="w07", kind="lemma",
+                                   title="seven is prime", files={"lemmas/p.md": "x"},
+                                   parent=memory.main(), op="e1-c", summary="Because."))
+    memory.compose()
+    result = runner.invoke(app, ["log", str(memory.path), "--problem", "sum"])
+    assert result.exit_code == 0 and "lemma(sum): seven is prime" in result.output
+    assert "w07" in result.output and "Because." in result.output
+    oneline = runner.invoke(app, ["log", str(memory.path), "--oneline", "--kind", "merge"]).output
+    assert len(oneline.splitlines()) == 1 and "merge:" in oneline
+    result = runner.invoke(app, ["log", str(tmp_path)])
+    assert result.exit_code == 2 and "not a gitswarm run" in result.output
