@@ -100,3 +100,13 @@ def test_not_a_folder_and_empty_folder(tmp_path: Path):
     assert "not a folder" in str(check_set(tmp_path / "missing")[1][0])
     (tmp_path / "empty").mkdir()
     assert "no problem files" in str(check_set(tmp_path / "empty")[1][0])
+
+
+def test_scalars_are_kept_as_written_and_block_text_cannot_close_front_matter(tmp_path: Path):
+    folder = tmp_path / "set"
+    folder.mkdir()
+    (folder / "p.md").write_text("---\nkind: answer\nanswer: 010\ngrading: |\n  a\n  ---\n  ...\n"
+                                 "  SECRET\n---\nVisible.\n")
+    [problem] = load_set(folder).problems
+    assert problem.answer == "010"
+    assert "SECRET" in problem.grading and "SECRET" not in problem.statement

@@ -28,10 +28,10 @@ class Parsed:
 def split(text: str) -> Parsed:
     """Parse `---` delimited YAML front matter at the top of `text`."""
     lines = text.splitlines(keepends=True)
-    if not lines or lines[0].strip() != "---":
+    if not lines or lines[0].rstrip() != "---":
         raise FrontMatterError("the file must start with a '---' line opening the front matter", 1)
     for end in range(1, len(lines)):
-        if lines[end].strip() in ("---", "..."):
+        if lines[end].rstrip() in ("---", "..."):  # unindented: not a line of a block scalar
             break
     else:
         raise FrontMatterError("the front matter is never closed: add a '---' line after it", 1)
@@ -49,12 +49,17 @@ def split(text: str) -> Parsed:
         values, node = {}, None
     if not isinstance(values, dict):
         raise FrontMatterError("the front matter must be a mapping of keys to values", 2)
+    values = {str(k): v for k, v in values.items()}
     key_lines: dict[str, int] = {}
     if isinstance(node, yaml.MappingNode):
-        for key_node, _ in node.value:
-            key_lines[str(key_node.value)] = key_node.start_mark.line + 2
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            key_lines[key] = key_node.start_mark.line + 2
+            if isinstance(value_node, yaml.ScalarNode):
+                # The text as written: YAML would turn `010` into 8 and `1:30` into 90.
+                values[key] = None if value_node.tag.endswith(":null") else value_node.value
     body = "".join(lines[end + 1 :])
-    return Parsed({str(k): v for k, v in values.items()}, key_lines, body, end + 2)
+    return Parsed(values, key_lines, body, end + 2)
 
 
 class _Dumper(yaml.SafeDumper):

@@ -1,0 +1,55 @@
+"""The problem sets shipped with gitswarm: clean, and program tasks that can be graded."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitswarm.problems.loader import check_set, load_set
+from gitswarm.problems.model import Kind
+from gitswarm.resources import data_dir, resolve_set
+
+SETS = ["imo", "answers", "programs", "demo"]
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_shipped_set_has_no_defects(name: str):
+    problem_set, defects = check_set(resolve_set(name))
+    assert defects == []
+    assert all(p.source for p in problem_set.problems)
+
+
+def test_sizes_promised_by_the_readme():
+    imo = load_set(data_dir("problems") / "imo").problems
+    assert len([p for p in imo if p.id.startswith("imo-2025-")]) == 6 and len(imo) >= 10
+    assert all(p.grading and p.kind is Kind.PROOF for p in imo)
+    assert len(load_set(data_dir("problems") / "answers").problems) >= 15
+    programs = load_set(data_dir("problems") / "programs").problems
+    assert len(programs) >= 5
+    assert {p.kind for p in load_set(data_dir("problems") / "demo").problems} == set(Kind)
+
+
+def run_hidden_tests(problem, code_dir: Path, tmp_path: Path) -> int:
+    work = tmp_path / f"{problem.id}-{code_dir.name}"
+    shutil.copytree(code_dir, work)
+    shutil.copytree(problem.tests_dir, work / "hidden_tests")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "hidden_tests"], cwd=work, capture_output=True, text=True, timeout=120)
+    return done.returncode
+
+
+def program_problems():
+    return [p for name in ("programs", "demo") for p in load_set(resolve_set(name)).problems
+            if p.kind is Kind.PROGRAM]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("problem", program_problems(), ids=lambda p: p.id)
+def test_reference_passes_and_starter_fails_the_hidden_tests(problem, tmp_path: Path):
+    assert problem.reference_dir and problem.starter_dir
+    assert run_hidden_tests(problem, problem.reference_dir, tmp_path) == 0
+    assert run_hidden_tests(problem, problem.starter_dir, tmp_path) != 0
