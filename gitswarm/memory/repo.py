@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pygit2
+from pygit2.enums import ObjectType
 
 from gitswarm import __version__
 from gitswarm.memory import compose as composer
@@ -16,11 +17,12 @@ from gitswarm.memory import read, trees, write
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.model import CommitInfo, Contribution, Item, Written
 from gitswarm.memory.paths import WriteLimits
-from gitswarm.memory.retry import retry
+from gitswarm.memory.retry import is_transient, retry
 from gitswarm.problems.model import ProblemSet
 from gitswarm.resources import render
 
 FORMAT = 1
+PACK_EVERY = 32
 META_REF = "refs/gitswarm/meta"
 NOTES_REF = "refs/notes/transcripts"
 INITIAL_SUMMARY = "# Summary\n\nNo work on this problem yet.\n"
@@ -43,6 +45,8 @@ class Memory:
         self.meta = _read_meta(self.repo, self.path)
         self.run_id: str = self.meta["run_id"]
         self._lock = threading.RLock()
+        self._merges = 0
+        _cache_trees()
 
     @classmethod
     def create(cls, path: Path, problem_set: ProblemSet, run_id: str | None = None,
@@ -86,7 +90,20 @@ class Memory:
                 resolutions: list[composer.Resolution] = ()) -> composer.Composed:
         """Merge pending branches (all, or `episodes`) into main; retried until main is ours."""
         with self._lock:
-            return retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions))
+            result = retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions))
+            self._merges += bool(result.commit)
+            if self._merges % PACK_EVERY == 0 and result.commit:
+                self.pack_refs()
+            return result
+
+    def pack_refs(self) -> None:
+        """Pack loose refs (one op ref per write): listing branches reads every loose ref file."""
+        with self._lock:
+            try:
+                self.repo.references.compress()
+            except (pygit2.GitError, OSError) as exc:
+                if not is_transient(exc):
+                    raise  # a held lock only means someone else is writing: pack next time
 
     def add_transcript(self, commit: str, text: str) -> None:
         """Attach an episode's model transcript to its commit as a git note (idempotent)."""
@@ -141,6 +158,13 @@ class Memory:
             heads = [self.main()] + (list(self.pending().values()) if include_pending else [])
             found = read.log(self.repo, heads, problem, worker, kind)
             return list(itertools.islice(found, limit))
+
+
+def _cache_trees() -> None:
+    """libgit2 caches no tree over 4 KiB by default; a problem folder's tree is read on every
+    contribution and merge, and re-inflating it costs 10x the merge itself."""
+    pygit2.settings.cache_object_limit(ObjectType.TREE, 4 * 1024 * 1024)
+    pygit2.settings.cache_object_limit(ObjectType.COMMIT, 256 * 1024)
 
 
 def _read_meta(repo: pygit2.Repository, path: Path) -> dict:
