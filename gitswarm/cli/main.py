@@ -9,6 +9,7 @@ import typer
 from gitswarm import __version__
 from gitswarm.cli import problems
 from gitswarm.cli.log import log
+from gitswarm.cli.solve import demo, solve
 
 app = typer.Typer(
     name="gitswarm",
@@ -21,6 +22,8 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(problems.app, name="problems")
+app.command()(solve)
+app.command()(demo)
 app.command()(log)
 
 

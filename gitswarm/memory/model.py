@@ -49,6 +49,8 @@ class Contribution:
     model: str = ""
     usage: Usage = field(default_factory=Usage)
     self_assessment: str = ""
+    trailers: dict[str, str] = field(default_factory=dict)
+    """More `Gitswarm-*` trailers, e.g. `Candidate` on a nomination."""
 
     def file_bytes(self) -> dict[str, bytes]:
         return {p: d.encode() if isinstance(d, str) else d for p, d in self.files.items()}

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from gitswarm.memory.errors import PathRejected
 
-WRITABLE_TOP = ("notes", "lemmas", "attempts", "reviews", "code", "SUMMARY.md")
+WRITABLE_TOP = ("notes", "lemmas", "attempts", "reviews", "code", "nominations", "SUMMARY.md")
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,13 @@ import pygit2
 from pygit2.enums import ObjectType
 
 from gitswarm import __version__
+from gitswarm.memory import books, read, trees, write
 from gitswarm.memory import compose as composer
-from gitswarm.memory import read, trees, write
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.model import CommitInfo, Contribution, Item, Written
 from gitswarm.memory.paths import WriteLimits
 from gitswarm.memory.retry import is_transient, retry
+from gitswarm.memory.trailers import Message
 from gitswarm.problems.model import ProblemSet
 from gitswarm.resources import render
 
@@ -104,6 +105,25 @@ class Memory:
             except (pygit2.GitError, OSError) as exc:
                 if not is_transient(exc):
                     raise  # a held lock only means someone else is writing: pack next time
+
+    def commit_to_main(self, files: dict[str, bytes], subject: str, op: str,
+                       trailers: dict[str, str] | None = None) -> Written:
+        """A system write straight onto main (SOLUTION.md, the merger's summaries); idempotent."""
+        with self._lock:
+            done = write.find_op(self.repo, op)
+            if done is not None:
+                return Written(done, existed=True)
+            message = Message(subject, "", {"Run": self.run_id, "Op": op, **(trailers or {})}).render()
+            return retry(lambda: write.to_main(self.repo, files, message, op))
+
+    def put_records(self, book: str, records: dict[str, object], message: str) -> None:
+        """Write bookkeeping records (ledger, grades) agents never read; see books.py."""
+        with self._lock:
+            retry(lambda: books.put(self.repo, book, records, message))
+
+    def records(self, book: str, folder: str = "") -> dict[str, object]:
+        with self._lock:
+            return books.all_records(self.repo, book, folder)
 
     def add_transcript(self, commit: str, text: str) -> None:
         """Attach an episode's model transcript to its commit as a git note (idempotent)."""

@@ -44,6 +44,7 @@ def message(run_id: str, c: Contribution) -> str:
             "Problem": c.problem, "Kind": c.kind, "Informed-By": ", ".join(c.informed_by),
             "Model": c.model, "Tokens": f"in={usage.tokens_in} out={usage.tokens_out}",
             "Cost-USD": cost, "Self-Assessment": c.self_assessment,
+            "Files": ", ".join(sorted(c.files)), **c.trailers,
         },
     ).render()
 
@@ -68,6 +69,22 @@ def _commit(repo: pygit2.Repository, rev: str, what: str) -> pygit2.Commit:
         return obj.peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
         raise ValueError(f"{what} {rev!r} is not a commit of this run") from None
+
+
+def to_main(repo: pygit2.Repository, files: dict[str, bytes], message: str, op: str) -> Written:
+    """Commit `files` (full paths) on top of main and record `op`, by compare-and-swap."""
+    main = repo.references["refs/heads/main"]
+    tip = repo[main.target]
+    tree = trees.update(repo, tip.tree, trees.blobs(repo, files))
+    commit = repo.create_commit(None, committer(), committer(), message, tree, [tip.id])
+    with repo.transaction() as txn:
+        txn.lock_ref("refs/heads/main")
+        txn.lock_ref(op_ref(op))
+        if repo.references["refs/heads/main"].target != tip.id:
+            raise Contention("main moved")
+        txn.set_target("refs/heads/main", commit, message=f"gitswarm: {op}")
+        txn.set_target(op_ref(op), commit, message=f"gitswarm: {op}")
+    return Written(str(commit))
 
 
 def write(repo: pygit2.Repository, run_id: str, c: Contribution, files: dict[str, bytes]) -> Written:

@@ -1,0 +1,48 @@
+"""Plain progress: one line per event (or one JSON line with --json), for pipes and logs."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from gitswarm.engine.events import Event
+
+SHOWN = {
+    "run_started": "run {run}: {workers} workers, budget {budget} episodes ({charged} already spent)",
+    "episode_started": "{episode} {worker} starts on {problem}",
+    "committed": "{episode} {worker} committed to {problem} ({commit_short}) [{charged} charged]",
+    "nominated": "{episode} {worker} nominated a solution of {problem} [{charged} charged]",
+    "abstain": "{episode} {worker} abstained on {problem}: {note}",
+    "failed": "{episode} {worker} failed on {problem}: {note}",
+    "merged": "merged {count} branch(es) into main ({commit_short})",
+    "conflict_resolved": "merger composed {path} ({episode})",
+    "summarised": "merger rewrote the summary of {problem}",
+    "merger_failed": "merger model call failed: {error}",
+    "selected": "{problem}: {choice}",
+    "run_stopped": "stopped: {reason}; {charged} episodes charged, {tokens} tokens",
+}
+
+
+def printer(as_json: bool = False):
+    """A listener printing events to stdout."""
+    def show(event: Event) -> None:
+        if as_json:
+            typer.echo(event.to_json())
+            return
+        template = SHOWN.get(event.kind)
+        if template is None:
+            return
+        data = dict(event.data)
+        data["commit_short"] = str(data.get("commit") or "")[:10]
+        data["count"] = len(data.get("episodes") or [])
+        data["choice"] = (f"selected {data.get('path')} ({data.get('nominations')} nominations)"
+                          if data.get("path") else "no candidate was nominated")
+        typer.echo(template.format_map(_Default(data)))
+        sys.stdout.flush()
+    return show
+
+
+class _Default(dict):
+    def __missing__(self, key: str) -> str:
+        return "?"

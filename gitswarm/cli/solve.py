@@ -1,0 +1,182 @@
+"""`gitswarm solve` and `gitswarm demo`: run the swarm (resuming a run that exists)."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+
+from gitswarm.cli.common import Exit, fail, user_errors
+
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", "-m", envvar="GITSWARM_MODEL",
+    help="litellm model string for the workers, e.g. anthropic/claude-opus-4, openai/gpt-4o, "
+         "ollama/llama3 (env GITSWARM_MODEL).")]
+
+
+def solve(
+    problems: Annotated[str, typer.Argument(help="Problem-set folder (or shipped set name).",
+                                            show_default=False)],
+    model: ModelOpt = None,
+    run: Annotated[Path | None, typer.Option(help="Run repository; default runs/<set>. An existing "
+                                             "run is resumed.")] = None,
+    merger_model: Annotated[str | None, typer.Option(help="Model for the merger (default --model).")] = None,
+    api_base: Annotated[str | None, typer.Option(
+        help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); default: the provider's own.")] = None,
+    workers: Annotated[int, typer.Option("--workers", "-C", min=1, help="Episodes in flight at once.")] = 4,
+    budget: Annotated[int | None, typer.Option(
+        "--budget", "-B", min=1, help="Charged episodes (abstaining is free); default 8 per problem.")] = None,
+    max_usd: Annotated[float | None, typer.Option(help="Stop before spending more USD than this.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Stop before spending more tokens than this.")] = None,
+    time_limit: Annotated[float | None, typer.Option(help="Stop starting episodes after N seconds.")] = None,
+    problem: Annotated[list[str] | None, typer.Option(help="Only this problem id (repeatable).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the scheduler's random choices.")] = 0,
+    max_steps: Annotated[int, typer.Option(min=2, help="Model calls per episode at most.")] = 12,
+    price_in: Annotated[float | None, typer.Option(
+        help="USD per million input tokens, for a model litellm has no price for.")] = None,
+    price_out: Annotated[float | None, typer.Option(
+        help="USD per million output tokens, for a model litellm has no price for.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
+) -> None:
+    """Run a swarm of agents on a problem set; run the same command again to resume.
+
+    The run's memory is a git repository (default runs/<set>): read it with
+    `git -C runs/<set> log --graph --oneline`. Ctrl-C once finishes the episodes in flight;
+    twice stops at once (nothing is lost either way). Exit 0 when the run ended by budget,
+    caps or settling; 1 when stopped by an error; 130 when stopped by Ctrl-C.
+    """
+    from gitswarm import models
+
+    with user_errors():
+        problem_set = _load(problems)
+        hint = models.credentials_hint(model or "", api_base=api_base)
+        if hint:
+            raise fail(hint)
+        cfg = _config(problem_set, model, run, merger_model=merger_model, api_base=api_base,
+                      workers=workers, budget=budget, max_usd=max_usd, max_tokens=max_tokens,
+                      time_limit_s=time_limit, problem_ids=tuple(problem or ()), seed=seed,
+                      max_steps=max_steps, price_in_per_mtok=price_in, price_out_per_mtok=price_out)
+        if cfg.max_usd is not None and not models.has_price(_model_config(cfg, cfg.model)):
+            raise fail(f"--max-usd cannot be enforced: litellm has no price for {cfg.model}. Give "
+                       "--price-in and --price-out (USD per million tokens), or use --max-tokens.")
+    raise typer.Exit(run_swarm(cfg, problem_set, as_json))
+
+
+def _load(problems: str):
+    from gitswarm.problems.loader import ProblemSetError, load_set
+    from gitswarm.resources import resolve_set
+
+    try:
+        return load_set(resolve_set(problems))
+    except ProblemSetError as exc:
+        for defect in exc.defects:
+            typer.echo(str(defect), err=True)
+        raise fail(f"the problem set {problems} has {len(exc.defects)} defect(s)") from None
+
+
+def _config(problem_set, model: str | None, run: Path | None, **options):
+    from gitswarm.engine.config import SolveConfig
+
+    defaults = {k: v for k, v in problem_set.defaults.items() if k in SolveConfig.model_fields}
+    given = {k: v for k, v in options.items() if v is not None}
+    if given.get("budget") is None:
+        given["budget"] = defaults.pop("budget", 8 * len(problem_set.problems))
+    unknown = set(given.get("problem_ids", ())) - {p.id for p in problem_set.problems}
+    if unknown:
+        raise ValueError(f"no problem {', '.join(sorted(unknown))} in {problem_set.path}")
+    return SolveConfig(problems=problem_set.path, run=run or Path("runs") / problem_set.name,
+                       model=model, **(defaults | given))
+
+
+def _model_config(cfg, name: str, api_base: str | None = None):
+    from gitswarm.models import ModelConfig
+
+    return ModelConfig(model=name, api_base=api_base or cfg.api_base, api_key=cfg.api_key,
+                       timeout_s=cfg.call_timeout_s, price_in_per_mtok=cfg.price_in_per_mtok,
+                       price_out_per_mtok=cfg.price_out_per_mtok)
+
+
+def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None) -> int:
+    """Run on a fresh event loop with Ctrl-C handling; returns the exit code. With a
+    `responder`, the models are served by the local fake server (the offline demo)."""
+    from gitswarm.cli.progress import printer
+    from gitswarm.engine.run import solve as engine_solve
+    from gitswarm.engine.swarm import Control
+    from gitswarm.fakeserver import serve
+    from gitswarm.models import LiteLLMModel
+
+    control = Control()
+    outcome: dict = {}
+
+    async def swarm(api_base: str | None) -> None:
+        model = LiteLLMModel(_model_config(cfg, cfg.model, api_base))
+        merger = LiteLLMModel(_model_config(cfg, cfg.merger, api_base))
+        outcome["result"] = await engine_solve(cfg, problem_set, model, merger, [printer(as_json)], control)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_signals, control, tg.cancel_scope)
+            if responder is None:
+                await swarm(None)
+            else:
+                async with serve(responder, faults) as server:
+                    await swarm(server.url)
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    result = outcome.get("result")
+    if result is None:
+        typer.echo("gitswarm: stopped at once; run the same command to resume", err=True)
+        return 130
+    if not as_json:
+        _summary(cfg, result)
+    if result.reason.startswith("stopped:"):
+        return int(Exit.FAILED)
+    return 130 if result.reason == "stopped by the user" else int(Exit.OK)
+
+
+async def _signals(control, scope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        async for _ in received:
+            if control.stop.is_set():
+                scope.cancel()
+                return
+            control.stop.set()
+            typer.echo("gitswarm: finishing the episodes in flight (Ctrl-C again to stop now)", err=True)
+
+
+def _summary(cfg, result) -> None:
+    cost = f"USD {result.cost:.4f}" + ("" if result.cost_known else " (some prices unknown)")
+    typer.echo(f"\n{result.reason}. {result.charged} charged episodes of {cfg.budget}, "
+               f"{result.tokens} tokens, {cost}.")
+    for problem, picked in result.selected.items():
+        shown = f"{picked.path} ({picked.nominations} nominations)" if picked else "no candidate"
+        typer.echo(f"  {problem:28} {shown}")
+    typer.echo(f"\nRead the reasoning: git -C {cfg.run} log --graph --oneline main")
+
+
+def demo(
+    run: Annotated[Path, typer.Option(help="Where to write the demo run.")] = Path("runs/demo"),
+    workers: Annotated[int, typer.Option("--workers", "-C", min=1, help="Episodes in flight.")] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
+    latency: Annotated[float, typer.Option(
+        min=0, help="Seconds the scripted model takes per call, to watch the swarm at human speed.")] = 0.0,
+) -> None:
+    """Run the whole pipeline offline on problems/demo: no API key, a scripted model.
+
+    The scripted model answers through a local OpenAI-compatible server on 127.0.0.1, so the
+    demo exercises exactly the path a real model takes. Running it again resumes the run.
+    """
+    from gitswarm.demo.brain import respond
+
+    with user_errors():
+        problem_set = _load("demo")
+        cfg = _config(problem_set, "openai/gitswarm-scripted", run, workers=workers, seed=0,
+                      api_key="demo-key-not-secret")
+    from gitswarm.fakeserver import FaultPlan
+
+    raise typer.Exit(run_swarm(cfg, problem_set, as_json, responder=respond,
+                               faults=FaultPlan(latency_s=latency)))

@@ -1,0 +1,102 @@
+"""The scripted model: reads the engine's prompts like a worker would and answers with tool
+calls from `script.yaml`. Deterministic; it plays note -> attempt -> review -> nominations."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+import yaml
+
+from gitswarm.fakeserver import FakeReply
+
+STATE = re.compile(r"problem: (\S+) \((\w+)\).*?episode: (\S+)", re.DOTALL)
+ROW = re.compile(r"^\| ((?:notes|lemmas|attempts|reviews|code)/\S+) \| ([0-9a-f]{7,40}) \|", re.MULTILINE)
+FENCED = re.compile(r'<memory-data source="([^"]+)">\n(.*?)\n</memory-data>', re.DOTALL)
+
+
+@cache
+def script() -> dict:
+    return yaml.safe_load((Path(__file__).with_name("script.yaml")).read_text(encoding="utf-8"))
+
+
+def respond(request: dict) -> FakeReply:
+    """Answer one chat-completion request as the engine's worker or merger would."""
+    messages = request.get("messages", [])
+    if not request.get("tools"):
+        return FakeReply(content=_merger(messages[-1]["content"]))
+    first = next(m["content"] for m in messages if m["role"] == "user")
+    state = STATE.search(first)
+    if state is None:
+        return FakeReply(tool_calls=[_call("abstain", reason="no state header in the prompt")])
+    problem, kind, episode = state.groups()
+    items = {}
+    for path, commit in ROW.findall(first):
+        items.setdefault(path.split("/")[0], []).append((path, commit))
+    done = sum(1 for m in messages if m["role"] == "assistant")
+    plan = _plan(problem, kind, episode, items)
+    return FakeReply(tool_calls=[plan[min(done, len(plan) - 1)]])
+
+
+def _plan(problem: str, kind: str, episode: str, items: dict) -> list[dict]:
+    """The tool calls of this episode, one per step, chosen from what the memory holds."""
+    text = script().get(problem) or script()["default"]
+    summary = f"- {episode}: "
+    if "notes" not in items:
+        return [_call("read_file", path="SUMMARY.md"), _call("announce", intent="first observations"),
+                _call("write_file", path=f"notes/observations-{episode}.md", content=text["note"]),
+                _call("contribute", kind="note", title="first observations",
+                      summary="Small cases and a plan.", self_assessment="partial: no proof yet")]
+    note_path, note = items["notes"][0]
+    candidates = items.get("attempts", []) + items.get("code", [])
+    if not candidates:
+        return [_call("read_file", path=note_path), _call("announce", intent="a full attempt"),
+                *_attempt(kind, episode, text),
+                _call("write_file", path="SUMMARY.md",
+                      content=f"# Summary\n\n{summary}an attempt built on {note_path}.\n"),
+                _call("contribute", kind="code" if kind == "program" else "attempt",
+                      title="a full attempt", summary=f"Built on {note_path}.", informed_by=[note],
+                      self_assessment="complete")]
+    path, commit = candidates[0]
+    if "reviews" not in items:
+        return [_call("read_file", path=path), _call("announce", intent=f"reviewing {path}"),
+                _call("write_file", path=f"reviews/review-{episode}.md", content=text["review"]),
+                _call("write_file", path="SUMMARY.md",
+                      content=f"# Summary\n\n{summary}{path} reviewed: no critical errors.\n"),
+                _call("contribute", kind="review", title=f"review of {path}",
+                      summary="Step-by-step check.", informed_by=[commit], self_assessment="complete")]
+    target = "/".join(path.split("/")[:2]) if path.startswith("code/") else path
+    return [_call("read_file", path=path),
+            _call("nominate", candidate=target, rationale="Reviewed and checked: correct and complete.")]
+
+
+def _attempt(kind: str, episode: str, text: dict) -> list[dict]:
+    if kind != "program" or "code" not in text:
+        return [_call("write_file", path=f"attempts/attempt-{episode}.md", content=text["attempt"])]
+    return [_call("write_file", path=f"code/{episode}/solution.py", content=text["code"]),
+            _call("run_python", code=text["check"])]
+
+
+def _merger(prompt: str) -> str:
+    """Compose two versions of a file, or rewrite a summary from the items shown."""
+    sources = FENCED.findall(prompt)
+    if "Rewrite the running summary" in prompt:
+        lines = [f"- `{src.split('/', 2)[-1]}`: {_first_line(body)}" for src, body in sources[1:]]
+        return "# Summary\n\nItems so far (composed by the merger):\n\n" + "\n".join(lines) + "\n"
+    versions = {src.split(" ")[0]: body for src, body in sources}
+    seen, merged = set(), []
+    for line in (versions.get("ours", "") + "\n" + versions.get("theirs", "")).splitlines():
+        if line.strip() and line not in seen:
+            seen.add(line)
+            merged.append(line)
+    return "\n".join(merged) + "\n"
+
+
+def _first_line(body: str) -> str:
+    return next((ln.strip("# ").strip() for ln in body.splitlines() if ln.strip()), "")
+
+
+def _call(name: str, **arguments: object) -> dict:
+    return {"name": name, "arguments": json.loads(json.dumps(arguments))}

@@ -1,0 +1,65 @@
+"""What the engine tells the outside world: small event records, one JSON line each.
+
+The engine writes every event to `<run>/gitswarm-events.jsonl` (append-only, beside the
+git data, so a dashboard in another terminal can follow it) and hands it to the listeners
+given to it (the plain progress printer, the dashboard). Listeners never reach back in.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+EVENT_LOG = "gitswarm-events.jsonl"
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing that happened: `kind` names it, `data` carries its fields."""
+
+    kind: str
+    """run_started, episode_started, step, tool, committed, nominated, abstained,
+    episode_failed, merged, conflict_resolved, selected, run_stopped."""
+    data: dict[str, object] = field(default_factory=dict)
+    time: float = field(default_factory=time.time)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False, default=str)
+
+
+Listener = Callable[[Event], None]
+
+
+class EventLog:
+    """Appends events to the run's event log and passes them to listeners."""
+
+    def __init__(self, run: Path, listeners: list[Listener] | None = None) -> None:
+        self.path = Path(run) / EVENT_LOG
+        self.listeners = list(listeners or [])
+        self._file = self.path.open("a", encoding="utf-8")
+
+    def emit(self, kind: str, **data: object) -> None:
+        event = Event(kind, data)
+        self._file.write(event.to_json() + "\n")
+        self._file.flush()
+        for listener in self.listeners:
+            listener(event)
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_events(run: Path) -> list[Event]:
+    """Every complete event of a run (a line cut by a crash is skipped)."""
+    path = Path(run) / EVENT_LOG
+    events = []
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                events.append(Event(**json.loads(line)))
+            except (json.JSONDecodeError, TypeError):
+                continue
+    return events

@@ -1,0 +1,84 @@
+"""What the engine knows of the memory without re-reading history: which commit wrote each
+item, how often each commit was cited, and the nominations of each problem.
+
+Built once from main's history (the commit messages' trailers only, no diffs) and then
+extended with each merge's new commits, so prompts and the scheduler never walk history.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import pygit2
+from pygit2.enums import SortMode
+
+from gitswarm.memory.trailers import parse, split_ids
+
+
+@dataclass
+class ProblemIndex:
+    """One problem's items and votes."""
+
+    items: dict[str, str] = field(default_factory=dict)
+    """Path in the problem folder -> the commit that last wrote it."""
+    kinds: Counter = field(default_factory=Counter)
+    """Contributions by kind."""
+    nominations: Counter = field(default_factory=Counter)
+    """Candidate commit -> nominations."""
+
+
+@dataclass
+class MemoryIndex:
+    """Items, citations and nominations, for every problem of the run."""
+
+    problems: dict[str, ProblemIndex] = field(default_factory=lambda: defaultdict(ProblemIndex))
+    cited: Counter = field(default_factory=Counter)
+    files_of: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
+    """Commit -> (problem, files it wrote)."""
+    seen_tip: str | None = None
+
+    def update(self, repo: pygit2.Repository, tip: str) -> None:
+        """Take in the commits of main between the last seen tip and `tip` (git thread)."""
+        walker = repo.walk(pygit2.Oid(hex=tip), SortMode.TOPOLOGICAL | SortMode.REVERSE)
+        if self.seen_tip is not None:
+            walker.hide(pygit2.Oid(hex=self.seen_tip))
+        for commit in walker:
+            self._add(str(commit.id), parse(commit.message))
+        self.seen_tip = tip
+
+    def _add(self, commit: str, trailers: dict[str, str]) -> None:
+        problem, kind = trailers.get("Problem"), trailers.get("Kind")
+        if not problem or not kind or kind == "merge":
+            return
+        index = self.problems[problem]
+        index.kinds[kind] += 1
+        files = [f for f in split_ids(trailers.get("Files", "")) if f]
+        self.files_of[commit] = (problem, files)
+        for path in files:
+            index.items[path] = commit
+        for cited in split_ids(trailers.get("Informed-By", "")):
+            self.cited[cited] += 1
+        if kind == "nomination" and trailers.get("Candidate"):
+            index.nominations[trailers["Candidate"]] += 1
+
+    def resolve(self, problem: str, reference: str) -> tuple[str, str] | None:
+        """An attempt or code item of `problem`, named by path or (a prefix of) its commit."""
+        index = self.problems[problem]
+        ref = reference.strip().removeprefix(f"problems/{problem}/").rstrip("/")
+        for path, commit in index.items.items():
+            if (path == ref or path.startswith(ref + "/")) and path.startswith(("attempts/", "code/")):
+                return commit, _candidate_path(path)
+        if len(ref) >= 7:
+            for commit, (owner, files) in self.files_of.items():
+                if owner == problem and commit.startswith(ref.lower()):
+                    shown = [f for f in files if f.startswith(("attempts/", "code/"))]
+                    if shown:
+                        return commit, _candidate_path(shown[0])
+        return None
+
+
+def _candidate_path(path: str) -> str:
+    """An attempt file, or a program's folder `code/<slug>`."""
+    parts = path.split("/")
+    return "/".join(parts[:2]) if parts[0] == "code" else path

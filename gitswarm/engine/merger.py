@@ -1,0 +1,122 @@
+"""The merger: composes finished branches into main as they arrive, asks the merger model
+to compose a file both sides changed, and keeps each problem's SUMMARY.md current."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import anyio
+
+from gitswarm.engine import selection
+from gitswarm.engine.episode import CapReached, Shared, charge
+from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.memory.compose import Composed, Conflict, Resolution
+from gitswarm.resources import render
+
+FENCE = re.compile(r"^```[\w-]*\n(.*)\n```\s*$", re.DOTALL)
+
+
+@dataclass
+class Merger:
+    """Runs beside the episodes; `kick()` after a branch is written, `run()` until stopped."""
+
+    shared: Shared
+    ledger: Ledger
+    model: object
+    """The merger's model (may differ from the workers')."""
+    merges_since_summary: Counter = field(default_factory=Counter)
+    _wake: anyio.Event = field(default_factory=anyio.Event)
+    _record: EpisodeRecord | None = None
+
+    def kick(self) -> None:
+        self._wake.set()
+
+    async def run(self, stop: anyio.Event) -> None:
+        """Compose whenever kicked; after `stop`, one last pass over everything pending."""
+        while not stop.is_set():
+            with anyio.move_on_after(1.0):
+                await self._wake.wait()
+            self._wake = anyio.Event()
+            await self.compose_all()
+        await self.compose_all()
+
+    async def compose_all(self) -> None:
+        shared = self.shared
+        result = await shared.git(shared.memory.compose)
+        await self._after(result)
+        for conflict in result.conflicts:
+            text = await self._resolve(conflict)
+            fix = Resolution(conflict.episode, conflict.path, conflict.ours_blob, text)
+            again = await shared.git(shared.memory.compose, [conflict.episode], [fix])
+            await self._after(again)
+            if again.merged:
+                shared.events.emit("conflict_resolved", episode=conflict.episode, path=conflict.path)
+
+    async def _after(self, result: Composed) -> None:
+        if result.commit is None:
+            return
+        shared = self.shared
+        tip = result.commit
+        await shared.git(shared.index.update, shared.memory.repo, tip)
+        view = shared.view
+        view.settled = selection.settled(shared.index, view.problems, view.config.settle_nominations)
+        shared.events.emit("merged", commit=tip, episodes=result.merged, parents=len(result.merged) + 1)
+        for episode in result.merged:
+            record = self.ledger.episodes.get(episode)
+            if record is not None:
+                self.merges_since_summary[record.problem] += 1
+        for problem, count in list(self.merges_since_summary.items()):
+            if count >= shared.view.config.summary_every:
+                self.merges_since_summary[problem] = 0
+                await self._summarise(problem)
+
+    async def _resolve(self, conflict: Conflict) -> str:
+        prompt = render("merger_conflict.md.j2", path=conflict.path, base=conflict.base or "",
+                        ours=conflict.ours or "", theirs=conflict.theirs or "")
+        text = await self._ask(prompt)
+        if text is None:  # no usable answer: keep both sides rather than lose either
+            text = f"{conflict.ours or ''}\n\n{conflict.theirs or ''}\n"
+        return text
+
+    async def _summarise(self, problem: str) -> None:
+        shared = self.shared
+        items = await shared.git(self._summary_inputs, problem)
+        text = await self._ask(render("merger_summary.md.j2", problem=problem, **items))
+        if not text or not text.lstrip().startswith("#"):
+            return
+        op = f"summary-{problem}-{shared.index.seen_tip[:16]}"
+        written = await shared.git(shared.memory.commit_to_main,
+                                   {f"problems/{problem}/SUMMARY.md": text.encode()},
+                                   f"summary({problem}): the merger's summary of the problem", op,
+                                   {"Problem": problem, "Kind": "summary", "Worker": "merger"})
+        await shared.git(shared.index.update, shared.memory.repo, written.commit)
+        shared.events.emit("summarised", problem=problem, commit=written.commit)
+
+    def _summary_inputs(self, problem: str) -> dict:
+        memory, index = self.shared.memory, self.shared.index
+        base = f"problems/{problem}"
+        summary = (memory.read_file(f"{base}/SUMMARY.md") or b"").decode("utf-8", "replace")
+        newest = list(index.problems[problem].items)[-12:]
+        items = [{"path": p, "text": (memory.read_file(f"{base}/{p}") or b"").decode("utf-8", "replace")[:3000]}
+                 for p in newest]
+        return {"summary": summary[:6000], "items": items}
+
+    async def _ask(self, prompt: str) -> str | None:
+        """One merger model call, charged to the ledger's merger record; None if it failed."""
+        from gitswarm.models import ModelError
+
+        try:
+            self.shared.check_caps()
+            reply = await self.model.complete([{"role": "user", "content": prompt}])
+        except (ModelError, CapReached) as exc:
+            self.shared.events.emit("merger_failed", error=str(exc))
+            return None
+        record = self._record or self.ledger.episodes.get("merger") or EpisodeRecord("merger", "merger", "", "merger")
+        self._record = record
+        charge(record, reply.usage)
+        await self.shared.git(self.ledger.save, self.shared.memory, record)
+        text = (reply.content or "").strip()
+        match = FENCE.match(text)
+        return (match.group(1) if match else text) + "\n" if text else None

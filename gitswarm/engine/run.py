@@ -1,0 +1,96 @@
+"""`solve()`: open or create the run, resume its state, run the swarm, select solutions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import anyio
+
+from gitswarm.engine import selection
+from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.context import RunView
+from gitswarm.engine.episode import CapReached, Model, Shared
+from gitswarm.engine.events import EventLog, Listener
+from gitswarm.engine.gitio import GitThread
+from gitswarm.engine.index import MemoryIndex
+from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.merger import Merger
+from gitswarm.engine.swarm import Control, Scheduler, restore_rng
+from gitswarm.memory.errors import NotARun
+from gitswarm.memory.repo import Memory
+from gitswarm.problems.model import ProblemSet
+
+
+@dataclass
+class RunResult:
+    """How a run ended and what it selected."""
+
+    reason: str
+    charged: int
+    episodes: int
+    tokens: int
+    cost: float
+    cost_known: bool
+    selected: dict[str, selection.Selected | None] = field(default_factory=dict)
+
+
+def open_run(cfg: SolveConfig, problem_set: ProblemSet) -> Memory:
+    """The run repository: resumed when it exists, else created with the chosen problems."""
+    if (cfg.run / "HEAD").exists() or (cfg.run / ".git").exists():
+        memory = Memory(cfg.run)
+        if memory.meta.get("set") != problem_set.name:
+            raise NotARun(f"{cfg.run} is a run of the set {memory.meta.get('set')!r}, not "
+                          f"{problem_set.name!r}; choose another --run folder")
+        return memory
+    ids = list(cfg.problem_ids) or None
+    return Memory.create(cfg.run, problem_set, problem_ids=ids)
+
+
+def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView):
+    def check() -> None:
+        view.tokens = ledger.tokens
+        view.cost, view.cost_known = ledger.cost
+        if cfg.max_tokens is not None and view.tokens >= cfg.max_tokens:
+            raise CapReached(f"token cap of {cfg.max_tokens} reached")
+        if cfg.max_usd is not None and view.cost >= cfg.max_usd:
+            raise CapReached(f"USD cap of {cfg.max_usd:.2f} reached")
+    return check
+
+
+async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_model: Model,
+                listeners: list[Listener] | None = None, control: Control | None = None) -> RunResult:
+    """Run the swarm on `problem_set` until a stop condition; resumable at any instant."""
+    git = GitThread()
+    memory = await git(open_run, cfg, problem_set)
+    problems = [p for p in memory.problems() if not cfg.problem_ids or p in cfg.problem_ids]
+    ledger = await git(Ledger.load, memory)
+    index = MemoryIndex()
+    await git(index.update, memory.repo, memory.main())
+    view = RunView(cfg, problems)
+    view.settled = selection.settled(index, problems, cfg.settle_nominations)
+    events = EventLog(cfg.run, listeners)
+    shared = Shared(memory, git, index, view, model, events, anyio.CapacityLimiter(2),
+                    caps_check(cfg, ledger, view))
+    control = control or Control()
+    merger = Merger(shared, ledger, merger_model)
+    scheduler = Scheduler(shared, ledger, merger, problem_set, problems, control,
+                          restore_rng(cfg.seed, ledger.rng_state),
+                          free_workers=[f"w{i:02d}" for i in range(1, cfg.workers + 1)])
+    events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget,
+                workers=cfg.workers, charged=ledger.charged, problems=problems)
+    try:
+        async with anyio.create_task_group() as tg:
+            stop_merger = anyio.Event()
+            tg.start_soon(merger.run, stop_merger)
+            reason = await scheduler.loop()
+            stop_merger.set()
+        chosen = {p: await git(selection.select, memory, index, p) for p in problems}
+        for problem, picked in chosen.items():
+            events.emit("selected", problem=problem, path=picked.path if picked else None,
+                        nominations=picked.nominations if picked else 0)
+        cost, known = ledger.cost
+        result = RunResult(reason, ledger.charged, len(ledger.episodes), ledger.tokens, cost, known, chosen)
+        events.emit("run_stopped", reason=reason, charged=result.charged, tokens=result.tokens)
+        return result
+    finally:
+        events.close()

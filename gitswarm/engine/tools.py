@@ -1,0 +1,196 @@
+"""The worker's tools: read the memory as of the episode's start, stage files, run code, and
+end the episode with one final action. Every refusal is a `ToolError` the agent reads."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from functools import cache
+
+import anyio
+import yaml
+
+from gitswarm.engine.context import EpisodeInfo, RunView
+from gitswarm.engine.gitio import GitThread
+from gitswarm.engine.index import MemoryIndex
+from gitswarm.memory.errors import PathRejected
+from gitswarm.memory.model import Contribution
+from gitswarm.memory.paths import check_path
+from gitswarm.memory.repo import Memory
+from gitswarm.resources import data_dir, render
+
+PAGE = 8000
+KINDS = ("note", "lemma", "attempt", "review", "code", "summary")
+
+
+class ToolError(Exception):
+    """A tool call the agent must fix; the message goes back to it."""
+
+
+@dataclass(frozen=True)
+class Final:
+    """The episode's final action: a contribution or nomination to commit, or an abstention."""
+
+    action: str
+    contribution: Contribution | None = None
+    reason: str = ""
+
+
+@cache
+def tool_schemas() -> list[dict]:
+    """The tools in the OpenAI function-calling format, from prompts/tools.yaml."""
+    specs = yaml.safe_load((data_dir("prompts") / "tools.yaml").read_text(encoding="utf-8"))
+    return [{"type": "function", "function": spec} for spec in specs]
+
+
+@dataclass
+class Toolbox:
+    """The tools of one episode, bound to its problem and start commit."""
+
+    memory: Memory
+    git: GitThread
+    index: MemoryIndex
+    view: RunView
+    ep: EpisodeInfo
+    sandbox: anyio.CapacityLimiter
+    staged: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def base(self) -> str:
+        return f"problems/{self.ep.problem_id}"
+
+    async def call(self, name: str, args: dict) -> str | Final:
+        handler = getattr(self, f"tool_{name}", None)
+        if handler is None:
+            raise ToolError(f"there is no tool {name!r}")
+        try:
+            return await handler(**args)
+        except TypeError as exc:
+            raise ToolError(f"bad arguments for {name}: {exc}") from None
+
+    async def tool_list_items(self, kind: str | None = None, offset: int = 0) -> str:
+        items = self.index.problems[self.ep.problem_id].items
+        rows = [f"{path}  commit {commit[:12]}  cited by {self.index.cited[commit]}"
+                for path, commit in items.items()
+                if kind is None or path.startswith(f"{kind}s/") or (kind == "code" and path.startswith("code/"))]
+        page = rows[offset: offset + 100]
+        more = f"\n... {len(rows) - offset - 100} more: call again with offset={offset + 100}"
+        return "\n".join(page) + (more if len(rows) > offset + 100 else "") if page else "no items"
+
+    async def tool_read_file(self, path: str, offset: int = 0) -> str:
+        rel = self._relative(path)
+        data = await self.git(self.memory.read_file, f"{self.base}/{rel}", self.ep.start_commit)
+        if data is None:
+            staged = self.staged.get(rel)
+            if staged is None:
+                raise ToolError(f"no file {rel!r} in problems/{self.ep.problem_id}/ at your start commit")
+            data = staged.encode()
+        text = data.decode("utf-8", "replace")
+        page = text[offset: offset + PAGE]
+        if offset + PAGE < len(text):
+            page += f"\n[... {len(text) - offset - PAGE} more characters: read_file offset={offset + PAGE}]"
+        return render("tool_result.md.j2", fenced=True, source=f"{self.base}/{rel}", text=page)
+
+    async def tool_search(self, query: str) -> str:
+        needle = query.lower().strip()
+        if not needle:
+            raise ToolError("give a non-empty query")
+        hits: list[str] = []
+        for path in [*self.index.problems[self.ep.problem_id].items, "SUMMARY.md"]:
+            data = await self.git(self.memory.read_file, f"{self.base}/{path}", self.ep.start_commit)
+            for n, line in enumerate((data or b"").decode("utf-8", "replace").splitlines(), 1):
+                if needle in line.lower():
+                    hits.append(f"{path}:{n}: {line.strip()[:200]}")
+            if len(hits) >= 40:
+                break
+        text = "\n".join(hits[:40]) or "no matches"
+        return render("tool_result.md.j2", fenced=True, source=f"search {query!r}", text=text)
+
+    async def tool_in_flight(self) -> str:
+        others = [f"{w}: {a}" for w, a in self.view.announcements.items() if w != self.ep.worker]
+        return "\n".join(others) or "no other episode is in flight"
+
+    async def tool_announce(self, intent: str) -> str:
+        self.view.announcements[self.ep.worker] = f"{self.ep.problem_id}: {intent.strip()[:160]}"
+        return "announced"
+
+    async def tool_write_file(self, path: str, content: str) -> str:
+        rel = self._relative(path)
+        if rel.startswith("nominations/"):
+            raise ToolError("nominations are made with the nominate action, not written")
+        try:
+            check_path(rel, self.memory.limits)
+        except PathRejected as exc:
+            raise ToolError(exc.reason) from None
+        if len(content.encode()) > self.memory.limits.max_file_bytes:
+            raise ToolError(f"the file is larger than {self.memory.limits.max_file_bytes} bytes")
+        if rel not in self.staged and len(self.staged) >= self.memory.limits.max_files:
+            raise ToolError(f"at most {self.memory.limits.max_files} files in one contribution")
+        self.staged[rel] = content
+        return f"staged {rel} ({len(content)} characters); {len(self.staged)} file(s) staged"
+
+    async def tool_run_python(self, code: str) -> str:
+        from gitswarm.sandbox import Limits, run
+
+        files = {"main.py": code.encode()}
+        for path, text in self.staged.items():
+            if path.startswith("code/"):
+                files[path.split("/", 2)[-1]] = text.encode()
+        limits = Limits(wall_seconds=30, cpu_seconds=20, memory_bytes=1 << 30)
+        result = await anyio.to_thread.run_sync(
+            lambda: run([sys.executable, "main.py"], files=files, limits=limits, hide=(self.memory.path,)),
+            limiter=self.sandbox)
+        status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
+        return f"{status}\n--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
+
+    async def tool_contribute(self, kind: str, title: str, summary: str, informed_by: list | None = None,
+                              self_assessment: str = "") -> Final:
+        if kind not in KINDS:
+            raise ToolError(f"kind must be one of {', '.join(KINDS)}")
+        if not self.staged:
+            raise ToolError("nothing is staged: write_file first, then contribute")
+        cited = [self._commit(ref) for ref in (informed_by or [])]
+        return Final("contribute", self._contribution(kind, title, summary, self.staged, cited,
+                                                      self_assessment, {}))
+
+    async def tool_nominate(self, candidate: str, rationale: str) -> Final:
+        found = self.index.resolve(self.ep.problem_id, candidate)
+        if found is None:
+            raise ToolError(f"no attempt or program {candidate!r} of this problem in the memory; "
+                            "give its path (attempts/... or code/...) or commit id")
+        commit, path = found
+        text = f"---\ncandidate: {commit}\npath: {path}\n---\n\n{rationale.strip()}\n"
+        files = {f"nominations/{self.ep.episode}.md": text}
+        return Final("nominate", self._contribution("nomination", f"nominate {path}", rationale, files,
+                                                    [commit], "", {"Candidate": commit}))
+
+    async def tool_abstain(self, reason: str) -> Final:
+        return Final("abstain", reason=reason.strip()[:500])
+
+    def _contribution(self, kind, title, summary, files, cited, assessment, trailers) -> Contribution:
+        return Contribution(
+            problem=self.ep.problem_id, episode=self.ep.episode, worker=self.ep.worker, kind=kind,
+            title=title.strip()[:100] or kind, files=dict(files), parent=self.ep.start_commit,
+            op=f"{self.ep.episode}-final", summary=summary.strip()[:2000],
+            informed_by=tuple(dict.fromkeys(cited)), self_assessment=assessment.strip()[:200],
+            trailers=trailers)
+
+    def _relative(self, path: str) -> str:
+        rel = str(path).strip().removeprefix("./").removeprefix(f"{self.base}/")
+        if not rel or rel.startswith("/") or ".." in rel.split("/"):
+            raise ToolError(f"{path!r}: give a path inside your problem folder, e.g. notes/idea.md")
+        return rel
+
+    def _commit(self, reference: str) -> str:
+        """A cited commit, named by an item's path or by (a prefix of) its id."""
+        ref = str(reference).strip()
+        items = self.index.problems[self.ep.problem_id].items
+        rel = ref.removeprefix(f"{self.base}/")
+        if rel in items:
+            return items[rel]
+        if len(ref) >= 7:
+            matches = [c for c in self.index.files_of if c.startswith(ref.lower())]
+            if len(matches) == 1:
+                return matches[0]
+        raise ToolError(f"informed_by: {reference!r} is not a commit in the memory; use the commit "
+                        "ids or paths shown by list_items")

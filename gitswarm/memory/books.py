@@ -1,0 +1,75 @@
+"""Bookkeeping refs (`refs/gitswarm/<name>`): JSON records agents never read.
+
+Each ref is a chain of commits whose tree holds one file per record, so a record is
+written once with its history kept, and `git log refs/gitswarm/ledger` shows every change.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pygit2
+
+from gitswarm.memory import trees
+from gitswarm.memory.errors import Contention
+from gitswarm.memory.write import committer
+
+
+def ref_name(book: str) -> str:
+    return f"refs/gitswarm/{book}"
+
+
+def put(repo: pygit2.Repository, book: str, records: dict[str, object], message: str) -> str | None:
+    """Write `records` (path -> JSON value) to the book in one commit; None if all unchanged."""
+    name = ref_name(book)
+    ref = repo.references.get(name)
+    tip = repo[ref.target] if ref is not None else None
+    blobs = {path: json.dumps(value, sort_keys=True, indent=1).encode() for path, value in records.items()}
+    changes = {p: e for p, e in trees.blobs(repo, blobs).items()
+               if tip is None or trees.lookup(tip.tree, p) != e}
+    if not changes:
+        return None
+    tree = trees.update(repo, tip.tree if tip else None, changes)
+    sig = committer()
+    commit = repo.create_commit(None, sig, sig, f"{message}\n", tree, [tip.id] if tip else [])
+    with repo.transaction() as txn:
+        txn.lock_ref(name)
+        now = repo.references.get(name)
+        if (now.target if now else None) != (tip.id if tip else None):
+            raise Contention(f"{name} moved")
+        txn.set_target(name, commit, message=message)
+    return str(commit)
+
+
+def get(repo: pygit2.Repository, book: str, path: str) -> object | None:
+    ref = repo.references.get(ref_name(book))
+    if ref is None:
+        return None
+    entry = trees.lookup(repo[ref.target].tree, path)
+    return None if entry is None else json.loads(repo[entry[0]].data)
+
+
+def all_records(repo: pygit2.Repository, book: str, folder: str = "") -> dict[str, object]:
+    """Every record under `folder` of the book: path -> value."""
+    ref = repo.references.get(ref_name(book))
+    if ref is None:
+        return {}
+    tree = repo[ref.target].tree
+    if folder:
+        try:
+            tree = repo[tree[folder].id]
+        except KeyError:
+            return {}
+    found: dict[str, object] = {}
+    prefix = f"{folder}/" if folder else ""
+    for path, oid in _blobs(repo, tree, prefix):
+        found[path] = json.loads(repo[oid].data)
+    return found
+
+
+def _blobs(repo, tree, prefix):
+    for entry in tree:
+        if entry.type_str == "tree":
+            yield from _blobs(repo, repo[entry.id], f"{prefix}{entry.name}/")
+        else:
+            yield f"{prefix}{entry.name}", entry.id

@@ -1,0 +1,259 @@
+"""Model access: the one module that calls litellm.
+
+litellm is imported on the first call (it takes seconds to import) with its price map read
+locally and its own network fetches off. Calls get a timeout, our own retries (litellm's and
+the OpenAI SDK's are switched off so every attempt is counted here), tokens and cost.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import anyio
+
+from gitswarm.models_errors import ModelError, backoff_delay, from_litellm
+
+__all__ = ["LiteLLMModel", "ModelConfig", "ModelError", "Reply", "ToolCall", "Usage", "credentials_hint",
+           "has_price"]
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """How to reach one model through litellm."""
+
+    model: str
+    """A litellm model string, e.g. "anthropic/claude-opus-4", "openai/gpt-4o", "ollama/llama3"."""
+    api_base: str | None = None
+    """Base URL of the server (an OpenAI-compatible local server, a proxy); None: litellm's
+    default for the provider, or the provider's usual environment variable."""
+    api_key: str | None = None
+    """API key; None: the provider's usual environment variable (e.g. ANTHROPIC_API_KEY)."""
+    timeout_s: float = 120.0
+    """Timeout of one attempt, in seconds."""
+    max_retries: int = 4
+    """Attempts after the first one, for transient failures only (see RETRYABLE)."""
+    temperature: float | None = None
+    """Sampling temperature; None: the provider's default."""
+    max_output_tokens: int | None = None
+    """Cap on the tokens of one reply; None: the provider's default."""
+    price_in_per_mtok: float | None = None
+    """USD per million input tokens. Given with price_out_per_mtok, it is used instead of
+    litellm's price; needed for models litellm has no price for."""
+    price_out_per_mtok: float | None = None
+    """USD per million output tokens (see price_in_per_mtok)."""
+    backoff_base_s: float = 1.0
+    """First retry delay before jitter; it doubles with each attempt."""
+    backoff_cap_s: float = 30.0
+    """Longest delay between attempts, also the bound on a server's Retry-After."""
+
+    def __post_init__(self) -> None:
+        if (self.price_in_per_mtok is None) != (self.price_out_per_mtok is None):
+            raise ValueError("give both the input and the output price per million tokens, or neither")
+
+    @property
+    def user_priced(self) -> bool:
+        """The user gave prices for this model."""
+        return self.price_in_per_mtok is not None
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call of a reply; `error` is set when the arguments are not a JSON object."""
+
+    id: str
+    name: str
+    arguments: dict | None
+    raw_arguments: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens and cost of one call, or of a sum of calls (`+`; `Usage()` is zero).
+
+    A cost is known only while every call in the sum had a price: `cost_usd` is None as soon
+    as one did not, and `known_cost_usd` keeps the sum over the calls that had one.
+    """
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    known_cost_usd: float = 0.0
+    unpriced_calls: int = 0
+    calls: int = 0
+
+    @classmethod
+    def of_call(cls, tokens_in: int, tokens_out: int, cost_usd: float | None) -> Usage:
+        """The usage of a single call; `cost_usd` None means no price was known."""
+        return cls(tokens_in, tokens_out, cost_usd or 0.0, int(cost_usd is None), 1)
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Total cost in USD, or None when unknown (some call had no price)."""
+        return self.known_cost_usd if self.unpriced_calls == 0 else None
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.tokens_in + other.tokens_in, self.tokens_out + other.tokens_out,
+                     self.known_cost_usd + other.known_cost_usd,
+                     self.unpriced_calls + other.unpriced_calls, self.calls + other.calls)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model's reply; `message` is the assistant message to append to the conversation."""
+
+    content: str
+    tool_calls: list[ToolCall]
+    usage: Usage
+    finish_reason: str
+    message: dict = field(repr=False)
+
+
+@functools.cache
+def _litellm() -> ModuleType:
+    """Import litellm once: local price map, no fetches of its own, no banners or chatter."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False  # older litellm versions only; a no-op attribute on newer ones
+    if "LITELLM_LOG" not in os.environ:  # the user asked for litellm's logs: keep them
+        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+    return litellm
+
+
+class LiteLLMModel:
+    """A model reached through `litellm.acompletion`, with timeouts, retries, tokens and cost."""
+
+    def __init__(self, config: ModelConfig) -> None:
+        self.config = config
+
+    async def complete(self, messages: list[dict], tools: list[dict] | None = None) -> Reply:
+        """One completion; transient failures are retried, the rest raise ModelError at once."""
+        for attempt in range(1, self.config.max_retries + 2):
+            try:
+                return await self._attempt(messages, tools, attempt)
+            except ModelError as error:
+                if not error.retryable or attempt > self.config.max_retries:
+                    raise
+                await anyio.sleep(backoff_delay(attempt, self.config.backoff_base_s,
+                                                self.config.backoff_cap_s, error.retry_after_s))
+        raise AssertionError("unreachable")
+
+    async def _attempt(self, messages: list[dict], tools: list[dict] | None, attempt: int) -> Reply:
+        import openai  # loaded by litellm already
+
+        litellm = _litellm()
+        # litellm's own timeout is per read on some transports; this bounds the whole attempt.
+        with anyio.move_on_after(self.config.timeout_s * 1.5 + 5) as scope:
+            try:
+                response = await litellm.acompletion(**self._request(messages, tools))
+            except openai.OpenAIError as exc:  # litellm's exceptions all derive from it
+                raise from_litellm(exc, litellm, attempt) from exc
+        if scope.cancelled_caught:
+            raise ModelError("timeout", "no complete reply in time", attempts=attempt)
+        return self._reply(response, attempt)
+
+    def _request(self, messages: list[dict], tools: list[dict] | None) -> dict[str, Any]:
+        c = self.config
+        optional = {"tools": tools or None, "api_base": c.api_base, "temperature": c.temperature,
+                    "api_key": c.api_key or self._fallback_key, "max_tokens": c.max_output_tokens}
+        return {"model": c.model, "messages": messages, "timeout": c.timeout_s, "num_retries": 0,
+                **{k: v for k, v in optional.items() if v is not None}}
+
+    @functools.cached_property
+    def _fallback_key(self) -> str | None:
+        # A local server at api_base ignores the key, but the OpenAI SDK refuses to run without one.
+        if self.config.api_base and _litellm().validate_environment(self.config.model)["missing_keys"]:
+            return "sk-no-key-needed"
+        return None
+
+    def _reply(self, response: Any, attempt: int) -> Reply:
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            raise ModelError("malformed", "the reply has no choices", attempts=attempt)
+        message, finish = choices[0].message, choices[0].finish_reason or ""
+        content = message.content or ""
+        calls = [_tool_call(call, n) for n, call in enumerate(message.tool_calls or [])]
+        if not content and not calls and finish == "stop":
+            raise ModelError("malformed", "the reply is empty", attempts=attempt)
+        tokens_in = getattr(response.usage, "prompt_tokens", 0) or 0
+        tokens_out = getattr(response.usage, "completion_tokens", 0) or 0
+        usage = Usage.of_call(tokens_in, tokens_out, self._cost(response, tokens_in, tokens_out))
+        return Reply(content, calls, usage, finish, _assistant_message(content, calls))
+
+    def _cost(self, response: Any, tokens_in: int, tokens_out: int) -> float | None:
+        c = self.config
+        if c.user_priced:
+            return (tokens_in * c.price_in_per_mtok + tokens_out * c.price_out_per_mtok) / 1e6
+        try:
+            cost = _litellm().completion_cost(completion_response=response)
+        except Exception:  # litellm raises assorted types for a model it cannot price: cost unknown
+            return None
+        return cost if cost > 0 else None  # litellm's fallback rules price unmapped models at 0
+
+
+def _tool_call(call: Any, n: int) -> ToolCall:
+    raw = call.function.arguments or ""
+    name, call_id = call.function.name or "", call.id or f"call_{n}"
+    if not raw.strip():
+        return ToolCall(call_id, name, {}, raw)
+    try:
+        arguments = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return ToolCall(call_id, name, None, raw, f"arguments are not valid JSON: {exc}")
+    if not isinstance(arguments, dict):
+        kind = type(arguments).__name__
+        return ToolCall(call_id, name, None, raw, f"arguments are a JSON {kind}, not an object")
+    return ToolCall(call_id, name, arguments, raw)
+
+
+def _assistant_message(content: str, calls: list[ToolCall]) -> dict:
+    if not calls:
+        return {"role": "assistant", "content": content}
+    return {"role": "assistant", "content": content or None,
+            "tool_calls": [{"id": c.id, "type": "function",
+                            "function": {"name": c.name, "arguments": c.raw_arguments}} for c in calls]}
+
+
+def has_price(config: ModelConfig) -> bool:
+    """We can put a price on calls to this model: the user gave prices, or litellm has one."""
+    if config.user_priced:
+        return True
+    try:
+        cost_in, cost_out = _litellm().cost_per_token(model=config.model, prompt_tokens=10**6,
+                                                      completion_tokens=10**6)
+    except Exception:  # unmapped model: litellm raises assorted types
+        return False
+    return cost_in + cost_out > 0
+
+
+def credentials_hint(model: str, *, api_base: str | None = None, api_key: str | None = None) -> str | None:
+    """None when `model` can be called as configured; otherwise one paragraph saying what to set."""
+    if not model.strip():
+        return ("No model is configured. Pass --model with a litellm model string (for example "
+                "anthropic/claude-opus-4, openai/gpt-4o or ollama/llama3) or set GITSWARM_MODEL; "
+                "`gitswarm demo` runs offline without one.")
+    litellm = _litellm()
+    try:
+        provider = litellm.get_llm_provider(model)[1]
+    except litellm.exceptions.BadRequestError:
+        return (f"litellm cannot tell which provider serves the model {model!r}. Write it as "
+                "provider/name, for example anthropic/claude-opus-4, openai/gpt-4o or ollama/llama3.")
+    if api_base or api_key:
+        return None
+    missing = litellm.validate_environment(model)["missing_keys"]
+    # A missing *_API_BASE is fine: such providers (ollama, ...) default to their local address.
+    keys = [k for k in missing if not k.endswith(("_API_BASE", "_BASE_URL"))]
+    if not keys:
+        return None
+    return (f"The model {model!r} (provider {provider}) needs credentials from the environment, and "
+            f"litellm reports {', '.join(keys)} missing. Set it (export {keys[0]}=...) and run again, or "
+            "pass --api-base URL to use a local OpenAI-compatible server instead.")

@@ -1,0 +1,121 @@
+"""The fake OpenAI-compatible server, spoken to with a plain HTTP client (httpx) on 127.0.0.1."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import anyio
+import httpx
+import pytest
+
+from gitswarm.fakeserver import FakeReply, FaultPlan, ScriptedResponder, serve
+
+CHAT = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def events(text: str) -> list[str]:
+    """The data lines of a server-sent-events body."""
+    return [line.removeprefix("data: ") for line in text.splitlines() if line.startswith("data: ")]
+
+
+@pytest.mark.anyio
+async def test_keep_alive_models_and_errors() -> None:
+    async def answer(body: dict) -> dict:
+        return {"raw": True, "n": len(body["messages"])}
+
+    with anyio.fail_after(10):
+        async with serve(answer) as server, httpx.AsyncClient(base_url=server.url) as client:
+            raw = await client.post("/chat/completions", json=CHAT)
+            models = await client.get("/models")
+            missing = await client.get("/nowhere")
+            not_json = await client.post("/chat/completions", content=b"[1")
+    assert raw.json() == {"raw": True, "n": 1}
+    assert [m["id"] for m in models.json()["data"]] == ["fake-model"]
+    assert missing.status_code == 404 and not_json.status_code == 400
+    assert server.connections == 1 and len(server.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_script_replays_in_order_then_reports_exhaustion() -> None:
+    script = ScriptedResponder([FakeReply(content="one"), FakeReply(content="two")])
+    with anyio.fail_after(10):
+        async with serve(script) as server, httpx.AsyncClient(base_url=server.url) as client:
+            replies = [await client.post("/chat/completions", json=CHAT) for _ in range(3)]
+    assert [r.json()["choices"][0]["message"]["content"] for r in replies[:2]] == ["one", "two"]
+    assert replies[2].status_code == 500 and "exhausted" in replies[2].json()["error"]["message"]
+
+
+@pytest.mark.anyio
+async def test_stream_carries_content_tool_calls_and_usage() -> None:
+    reply = FakeReply(content="a" * 40, tool_calls=[{"name": "f", "arguments": {"x": 1}}], completion_tokens=9)
+    body = {**CHAT, "stream": True, "stream_options": {"include_usage": True}}
+    with anyio.fail_after(10):
+        async with serve(lambda _: reply) as server, httpx.AsyncClient(base_url=server.url) as client:
+            response = await client.post("/chat/completions", json=body)
+    data = events(response.text)
+    assert data[-1] == "[DONE]"
+    chunks = [json.loads(d) for d in data[:-1]]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks if c["choices"])
+    calls = [c["choices"][0]["delta"]["tool_calls"] for c in chunks if c["choices"] and
+             "tool_calls" in c["choices"][0]["delta"]]
+    assert text == "a" * 40 and calls[0][0]["function"] == {"name": "f", "arguments": '{"x": 1}'}
+    assert chunks[-2]["choices"][0]["finish_reason"] == "tool_calls"
+    assert chunks[-1]["usage"]["completion_tokens"] == 9
+
+
+@pytest.mark.anyio
+async def test_truncated_stream_is_cut_mid_way() -> None:
+    body = {**CHAT, "stream": True}
+    with anyio.fail_after(10):
+        async with serve(lambda _: FakeReply(content="x"), FaultPlan.first("truncated_stream")) as server:
+            async with httpx.AsyncClient(base_url=server.url) as client:
+                with pytest.raises(httpx.RemoteProtocolError):
+                    await client.post("/chat/completions", json=body)
+    assert server.records[0].fault == "truncated_stream"
+
+
+@pytest.mark.anyio
+async def test_shutdown_does_not_wait_for_a_hanging_request() -> None:
+    async def hang(client: httpx.AsyncClient) -> None:
+        with pytest.raises(httpx.TransportError):  # the server went away without answering
+            await client.post("/chat/completions", json=CHAT)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as group:
+            async with serve(lambda _: FakeReply(content="x"), FaultPlan.first("timeout")) as server:
+                client = httpx.AsyncClient(base_url=server.url, timeout=30)
+                group.start_soon(hang, client)
+                while not server.requests:
+                    await anyio.sleep(0.01)
+        await client.aclose()
+    assert server.records[0].fault == "timeout" and server.records[0].status is None
+
+
+@pytest.mark.anyio
+async def test_hundreds_of_slow_requests_are_served_concurrently() -> None:
+    limits = httpx.Limits(max_connections=300)
+    with anyio.fail_after(20):
+        async with serve(lambda _: FakeReply(content="x"), FaultPlan(latency_s=1.0)) as server:
+            async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=15) as client:
+                async with anyio.create_task_group() as group:
+                    for _ in range(256):
+                        group.start_soon(functools.partial(client.post, "/chat/completions", json=CHAT))
+    # Served concurrently, not one after another (timings belong to the benchmarks).
+    assert len(server.requests) == 256 and server.max_in_flight >= 200
+
+
+def test_fault_plan_is_deterministic_and_checked() -> None:
+    plan = FaultPlan(rate=0.5, kinds=("rate_limit", "reset"), seed=7, at={0: "timeout", 1: None})
+    draws = [plan.fault_for(i) for i in range(200)]
+    assert draws == [FaultPlan(rate=0.5, kinds=("rate_limit", "reset"), seed=7,
+                               at={0: "timeout", 1: None}).fault_for(i) for i in range(200)]
+    assert draws[:2] == ["timeout", None] and set(draws[2:]) == {None, "rate_limit", "reset"}
+    assert 60 < sum(d is not None for d in draws) < 140
+    with pytest.raises(ValueError, match="unknown faults"):
+        FaultPlan.first("gremlins")

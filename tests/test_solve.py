@@ -1,0 +1,105 @@
+"""The swarm end to end: the real engine, the real litellm path, the fake server on 127.0.0.1
+playing the scripted model, real git repositories."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import fsck_clean, git
+
+from gitswarm.demo.brain import respond
+from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.run import solve
+from gitswarm.fakeserver import FaultPlan, serve
+from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.problems.loader import load_set
+from gitswarm.resources import resolve_set
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def run_swarm(problem_dir: Path, run: Path, faults: FaultPlan | None = None, **options):
+    problem_set = load_set(problem_dir)
+    async with serve(respond, faults) as server:
+        config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
+                             timeout_s=5, backoff_base_s=0.01, backoff_cap_s=0.05)
+        model = LiteLLMModel(config)
+        cfg = SolveConfig(problems=problem_dir, run=run, model=config.model, **options)
+        with anyio.fail_after(120):
+            return await solve(cfg, problem_set, model, model), server
+
+
+def ops_in_history(run: Path) -> Counter:
+    text = git(run, "log", "--all", "--format=%(trailers:key=Gitswarm-Op,valueonly)")
+    return Counter(op for op in text.split() if not op.startswith("merge-"))
+
+
+@pytest.mark.anyio
+async def test_demo_set_is_solved_end_to_end(tmp_path: Path):
+    run = tmp_path / "run"
+    result, _ = await run_swarm(resolve_set("demo"), run, workers=4, budget=40)
+    assert result.reason == "every problem is settled"
+    assert set(result.selected) == {p.id for p in load_set(resolve_set("demo")).problems}
+    assert all(s is not None for s in result.selected.values())
+    for problem, selected in result.selected.items():
+        solution = git(run, "show", f"main:problems/{problem}/SOLUTION.md")
+        assert f"candidate: {selected.candidate}" in solution
+    merges = git(run, "log", "main", "--merges", "--format=%P").splitlines()
+    assert merges and max(len(line.split()) for line in merges) >= 3  # several branches at once
+    notes = git(run, "notes", "--ref=transcripts", "list").splitlines()
+    assert len(notes) >= result.charged - 1
+    assert set(ops_in_history(run).values()) == {1}
+    assert result.charged <= 40 and fsck_clean(run)
+    cited = git(run, "log", "main", "--format=%(trailers:key=Gitswarm-Informed-By,valueonly)")
+    assert len([line for line in cited.splitlines() if line.strip()]) >= 4  # work built on work
+
+
+@pytest.mark.anyio
+async def test_budget_is_never_exceeded_and_abstaining_is_free(tmp_path: Path, problem_dir: Path):
+    result, _ = await run_swarm(problem_dir, tmp_path / "run", workers=3, budget=5)
+    assert result.charged == 5 and result.reason == "budget of 5 episodes spent"
+    again, _ = await run_swarm(problem_dir, tmp_path / "run", workers=3, budget=5)
+    assert again.charged == 5 and again.episodes == result.episodes  # resume: nothing re-spent
+
+
+@pytest.mark.anyio
+async def test_token_cap_stops_cleanly(tmp_path: Path, problem_dir: Path):
+    result, _ = await run_swarm(problem_dir, tmp_path / "run", workers=2, budget=50, max_tokens=20_000)
+    assert result.reason == "token cap of 20000 reached"
+    assert result.charged < 50
+    assert fsck_clean(tmp_path / "run")
+
+
+@pytest.mark.anyio
+async def test_provider_faults_are_retried_or_end_episodes_cleanly(tmp_path: Path):
+    faults = FaultPlan(rate=0.2, seed=7, kinds=("rate_limit", "server_error", "reset",
+                                                "malformed_args", "timeout", "empty"),
+                       retry_after_s=0)
+    result, server = await run_swarm(resolve_set("demo"), tmp_path / "run", faults, workers=4,
+                                     budget=40, call_timeout_s=2)
+    assert result.reason == "every problem is settled"
+    injected = server.injected
+    assert injected["malformed_args"] and injected["rate_limit"]
+    assert fsck_clean(tmp_path / "run")
+
+
+def test_no_model_prints_guidance(tmp_path: Path):
+    env = {k: v for k, v in os.environ.items()
+           if not k.endswith(("_API_KEY", "_API_BASE")) and k != "GITSWARM_MODEL"}
+    done = subprocess.run([sys.executable, "-m", "gitswarm", "solve", "demo", "--run", str(tmp_path / "r")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2
+    assert "No model is configured" in done.stderr and "gitswarm demo" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "gitswarm", "solve", "demo", "--model", "openai/gpt-4o",
+                           "--run", str(tmp_path / "r")], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2 and "OPENAI_API_KEY" in done.stderr
+    assert "Traceback" not in done.stderr and not (tmp_path / "r").exists()
