@@ -3,6 +3,7 @@ playing the scripted model, real git repositories."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -103,3 +104,26 @@ def test_no_model_prints_guidance(tmp_path: Path):
                            "--run", str(tmp_path / "r")], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 2 and "OPENAI_API_KEY" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "r").exists()
+
+
+@pytest.mark.anyio
+async def test_status_and_log_read_a_finished_run(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from gitswarm.cli.main import app
+
+    run = tmp_path / "run"
+    result, _ = await run_swarm(resolve_set("demo"), run, workers=2, budget=40)
+    shown = CliRunner().invoke(app, ["status", str(run), "--json"])
+    assert shown.exit_code == 0, shown.output
+    status = json.loads(shown.output)
+    assert status["totals"]["charged"] == result.charged
+    assert {p["id"]: p["state"] for p in status["problems"]} == dict.fromkeys(result.selected, "selected")
+    for row in status["problems"]:
+        assert row["selected"] == result.selected[row["id"]].path
+        votes = git(run, "ls-tree", "--name-only", f"main:problems/{row['id']}/nominations/")
+        assert row["nominations"] == votes.count("\n")
+    table = CliRunner().invoke(app, ["status", str(run)]).output
+    assert "cost unknown" in table and "demo-odd-sum" in table
+    log = CliRunner().invoke(app, ["log", str(run), "--problem", "demo-odd-sum", "--kind", "attempt"]).output
+    assert "attempt(demo-odd-sum)" in log and "built on:" in log

@@ -10,6 +10,7 @@ from gitswarm import __version__
 from gitswarm.cli import problems
 from gitswarm.cli.log import log
 from gitswarm.cli.solve import demo, solve
+from gitswarm.cli.status import status
 
 app = typer.Typer(
     name="gitswarm",
@@ -24,6 +25,7 @@ app = typer.Typer(
 app.add_typer(problems.app, name="problems")
 app.command()(solve)
 app.command()(demo)
+app.command()(status)
 app.command()(log)
 
 

@@ -148,8 +148,15 @@ async def _signals(control, scope) -> None:
             typer.echo("gitswarm: finishing the episodes in flight (Ctrl-C again to stop now)", err=True)
 
 
+def usd(cost: float, known: bool) -> str:
+    """Money spent, honest about calls litellm has no price for."""
+    if known:
+        return f"USD {cost:.4f}"
+    return "cost unknown (no price for this model)" if cost == 0 else f"USD {cost:.4f} + unpriced calls"
+
+
 def _summary(cfg, result) -> None:
-    cost = f"USD {result.cost:.4f}" + ("" if result.cost_known else " (some prices unknown)")
+    cost = usd(result.cost, result.cost_known)
     typer.echo(f"\n{result.reason}. {result.charged} charged episodes of {cfg.budget}, "
                f"{result.tokens} tokens, {cost}.")
     for problem, picked in result.selected.items():

@@ -82,7 +82,7 @@ def _attempt(kind: str, episode: str, text: dict) -> list[dict]:
 def _merger(prompt: str) -> str:
     """Compose two versions of a file, or rewrite a summary from the items shown."""
     sources = FENCED.findall(prompt)
-    if "Rewrite the running summary" in prompt:
+    if "Rewrite the running summary" in " ".join(prompt.split()):
         lines = [f"- `{src.split('/', 2)[-1]}`: {_first_line(body)}" for src, body in sources[1:]]
         return "# Summary\n\nItems so far (composed by the merger):\n\n" + "\n".join(lines) + "\n"
     versions = {src.split(" ")[0]: body for src, body in sources}

@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 import pygit2
 from pygit2.enums import SortMode
 
+from gitswarm.memory.model import KIND_FOLDERS
 from gitswarm.memory.trailers import parse, split_ids
+
+ITEM_FOLDERS = tuple(KIND_FOLDERS.values())
 
 
 @dataclass
@@ -21,7 +24,7 @@ class ProblemIndex:
     """One problem's items and votes."""
 
     items: dict[str, str] = field(default_factory=dict)
-    """Path in the problem folder -> the commit that last wrote it."""
+    """Item path (notes/, lemmas/, attempts/, reviews/, code/) -> the commit that last wrote it."""
     kinds: Counter = field(default_factory=Counter)
     """Contributions by kind."""
     nominations: Counter = field(default_factory=Counter)
@@ -56,7 +59,8 @@ class MemoryIndex:
         files = [f for f in split_ids(trailers.get("Files", "")) if f]
         self.files_of[commit] = (problem, files)
         for path in files:
-            index.items[path] = commit
+            if path.split("/")[0] in ITEM_FOLDERS:
+                index.items[path] = commit
         for cited in split_ids(trailers.get("Informed-By", "")):
             self.cited[cited] += 1
         if kind == "nomination" and trailers.get("Candidate"):

@@ -1,0 +1,87 @@
+"""`gitswarm status RUN`: where each problem stands, from main's tree and the ledger."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gitswarm.cli.common import user_errors
+
+FOLDERS = ("notes", "lemmas", "attempts", "reviews", "code")
+
+
+def status(
+    run: Annotated[Path, typer.Argument(help="The run folder, e.g. runs/imo.", show_default=False)],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object, for scripts.")] = False,
+) -> None:
+    """Show each problem's state (open, in progress, nominated, selected) and the run's totals.
+
+    Reads main's tree and the ledger, never the whole history, so it is fast on large runs.
+    """
+    from gitswarm.cli.solve import usd
+    from gitswarm.engine.ledger import Ledger
+    from gitswarm.memory.repo import Memory
+
+    with user_errors():
+        memory = Memory(run)
+        rows = [_problem(memory, p) for p in memory.problems()]
+        ledger = Ledger.load(memory)
+    cost, known = ledger.cost
+    totals = {"run": memory.run_id, "episodes": len([e for e in ledger.episodes if e != "merger"]),
+              "charged": ledger.charged, "tokens": ledger.tokens,
+              "cost_usd": round(cost, 6) if known else None, "pending_branches": len(memory.pending())}
+    if as_json:
+        typer.echo(json.dumps({"totals": totals, "problems": rows}, indent=2))
+        return
+    typer.echo(f"run {totals['run']}: {totals['charged']} charged episodes ({totals['episodes']} in all), "
+               f"{totals['tokens']} tokens, "
+               + usd(cost, known)
+               + (f", {totals['pending_branches']} branch(es) not yet merged" if totals["pending_branches"] else ""))
+    typer.echo(f"\n{'PROBLEM':28} {'STATE':11} {'NOTES':>5} {'LEMMAS':>6} {'ATTEMPTS':>8} {'REVIEWS':>7} "
+               f"{'VOTES':>5}  SELECTED")
+    for r in rows:
+        c = r["counts"]
+        typer.echo(f"{r['id']:28} {r['state']:11} {c['notes']:5} {c['lemmas']:6} "
+                   f"{c['attempts'] + c['code']:8} {c['reviews']:7} {r['nominations']:5}  {r['selected'] or '-'}")
+
+
+def _problem(memory, problem: str) -> dict:
+    from gitswarm.memory.read import items
+    from gitswarm.problems.frontmatter import FrontMatterError, split
+
+    tip = memory.main()
+    found = items(memory.repo, problem, None, tip)
+    counts = Counter({f: 0 for f in FOLDERS})
+    for item in found:
+        counts[item.path.split("/")[2]] += 1
+    votes = Counter()
+    base = f"problems/{problem}"
+    for entry in _listing(memory, f"{base}/nominations", tip):
+        try:
+            votes[split((memory.read_file(entry, tip) or b"").decode()).values.get("candidate")] += 1
+        except FrontMatterError:
+            continue
+    selected = None
+    solution = memory.read_file(f"{base}/SOLUTION.md", tip)
+    if solution:
+        selected = split(solution.decode()).values.get("path")
+    work = sum(counts.values())
+    state = ("selected" if selected else "nominated" if votes else
+             "candidate" if counts["attempts"] + counts["code"] else "in progress" if work else "open")
+    return {"id": problem, "state": state, "counts": dict(counts), "nominations": sum(votes.values()),
+            "top_candidate": votes.most_common(1)[0][0] if votes else None, "selected": selected}
+
+
+def _listing(memory, folder: str, at: str) -> list[str]:
+    import pygit2
+
+    tree = memory.repo.revparse_single(at).peel(pygit2.Tree)
+    try:
+        sub = memory.repo[tree[folder].id]
+    except KeyError:
+        return []
+    return [f"{folder}/{e.name}" for e in sub]
