@@ -134,6 +134,7 @@ class LiteLLMModel:
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
+        self._unpriced: set[str] = set()  # models litellm failed to price: each failure scans its map
 
     async def complete(self, messages: list[dict], tools: list[dict] | None = None) -> Reply:
         """One completion; transient failures are retried, the rest raise ModelError at once."""
@@ -171,7 +172,8 @@ class LiteLLMModel:
     @functools.cached_property
     def _fallback_key(self) -> str | None:
         # A local server at api_base ignores the key, but the OpenAI SDK refuses to run without one.
-        if self.config.api_base and _litellm().validate_environment(self.config.model)["missing_keys"]:
+        model, base = self.config.model, self.config.api_base
+        if _configured_base(model, base) and _litellm().validate_environment(model)["missing_keys"]:
             return "sk-no-key-needed"
         return None
 
@@ -193,9 +195,13 @@ class LiteLLMModel:
         c = self.config
         if c.user_priced:
             return (tokens_in * c.price_in_per_mtok + tokens_out * c.price_out_per_mtok) / 1e6
+        served_by = str(getattr(response, "model", ""))
+        if served_by in self._unpriced:
+            return None
         try:
             cost = _litellm().completion_cost(completion_response=response)
         except Exception:  # litellm raises assorted types for a model it cannot price: cost unknown
+            self._unpriced.add(served_by)
             return None
         return cost if cost > 0 else None  # litellm's fallback rules price unmapped models at 0
 
@@ -247,7 +253,7 @@ def credentials_hint(model: str, *, api_base: str | None = None, api_key: str | 
     except litellm.exceptions.BadRequestError:
         return (f"litellm cannot tell which provider serves the model {model!r}. Write it as "
                 "provider/name, for example anthropic/claude-opus-4, openai/gpt-4o or ollama/llama3.")
-    if api_base or api_key:
+    if api_key or _configured_base(model, api_base):
         return None
     missing = litellm.validate_environment(model)["missing_keys"]
     # A missing *_API_BASE is fine: such providers (ollama, ...) default to their local address.
@@ -257,3 +263,13 @@ def credentials_hint(model: str, *, api_base: str | None = None, api_key: str | 
     return (f"The model {model!r} (provider {provider}) needs credentials from the environment, and "
             f"litellm reports {', '.join(keys)} missing. Set it (export {keys[0]}=...) and run again, or "
             "pass --api-base URL to use a local OpenAI-compatible server instead.")
+
+
+def _configured_base(model: str, api_base: str | None) -> str | None:
+    """`api_base`, or the base URL the provider's usual variable sets (OPENAI_API_BASE, ...)."""
+    litellm = _litellm()
+    try:
+        provider = litellm.get_llm_provider(model)[1].upper()
+    except litellm.exceptions.BadRequestError:
+        return api_base
+    return api_base or os.environ.get(f"{provider}_API_BASE") or os.environ.get(f"{provider}_BASE_URL")

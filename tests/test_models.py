@@ -231,7 +231,11 @@ def test_credentials_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     hint = credentials_hint("anthropic/claude-opus-4")
     assert hint is not None and "ANTHROPIC_API_KEY" in hint
     assert credentials_hint("anthropic/claude-opus-4", api_key="sk-ant-x") is None
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert credentials_hint("openai/local-model", api_base="http://127.0.0.1:8000/v1") is None
+    assert "OPENAI_API_KEY" in (credentials_hint("openai/gpt-4o") or "")
+    monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:8000/v1")
+    assert credentials_hint("openai/local-model") is None
     assert credentials_hint("ollama/llama3") is None
     assert "--model" in (credentials_hint("") or "")
     assert "provider/name" in (credentials_hint("no-such-model") or "")

@@ -8,6 +8,7 @@ import typer
 
 from gitswarm import __version__
 from gitswarm.cli import problems
+from gitswarm.cli.grade import grade
 from gitswarm.cli.log import log
 from gitswarm.cli.solve import demo, solve
 from gitswarm.cli.status import status
@@ -27,6 +28,7 @@ app.command()(solve)
 app.command()(demo)
 app.command()(status)
 app.command()(log)
+app.command()(grade)
 
 
 def _version(value: bool) -> None:

@@ -16,7 +16,7 @@ from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.problems.model import ProblemSet
 
-FATAL_KINDS = ("auth", "permission", "not_found", "bad_request", "context_window")
+FATAL_KINDS = ("auth", "permission", "not_found", "bad_request", "context_window", "quota")
 
 
 @dataclass

@@ -46,10 +46,8 @@ def tokenize(text: str) -> list[str]:
 
 def looks_like_prose(text: str) -> bool:
     """Words (not products of one-letter variables) in `text`."""
-    for word in re.findall(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}", text):
-        if len(word) > 3 or word.lower() in PROSE:
-            return True
-    return False
+    words = re.findall(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}", text)
+    return any(len(word) > 3 or word.lower() in PROSE for word in words)
 
 
 def parse(text: str) -> Tree:

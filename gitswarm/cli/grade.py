@@ -1,0 +1,139 @@
+"""`gitswarm grade RUN`: grade the selected solutions (or every candidate) against the hidden parts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from gitswarm.cli.common import Exit, fail, user_errors
+
+if TYPE_CHECKING:
+    from gitswarm.memory.repo import Memory
+    from gitswarm.problems.model import Problem
+    from gitswarm.referee.grade import Outcome
+
+
+def grade(
+    run: Annotated[Path, typer.Argument(help="The run folder, e.g. runs/imo.", show_default=False)],
+    problem: Annotated[list[str] | None, typer.Option(
+        "--problem", metavar="ID", help="Grade only this problem id (repeat the option for several).",
+        show_default=False)] = None,
+    all_: Annotated[bool, typer.Option(
+        "--all", help="Grade every candidate (each attempt, or each code folder), not only the "
+                      "selected solution.")] = False,
+    referee_model: Annotated[str | None, typer.Option(
+        "--referee-model", envvar="GITSWARM_REFEREE_MODEL", metavar="MODEL",
+        help="litellm model string of the referee: judges proofs, and answers the symbolic "
+             "check cannot decide. Needed for proof problems.", show_default=False)] = None,
+    api_base: Annotated[str | None, typer.Option(
+        "--api-base", metavar="URL", help="Base URL of an OpenAI-compatible server for the referee model.",
+        show_default=False)] = None,
+    k: Annotated[int, typer.Option(
+        "--judgments", min=1, max=15, metavar="K",
+        help="Independent judgments per proof; the score is their median.")] = 3,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Grade again even where a grade is stored (the old one stays in the "
+                        "history of refs/gitswarm/grades).")] = False,
+    problem_set: Annotated[Path | None, typer.Option(
+        "--set", metavar="DIR", help="Problem-set folder holding the hidden parts (default: the set the run "
+                      "was made from, by its name).", show_default=False)] = None,
+) -> None:
+    """Grade each problem's selected solution against the hidden answer, tests or reference.
+
+    Grades are stored in the run under refs/gitswarm/grades (agents never read it); grading
+    again is free: a stored grade is shown, not recomputed, unless --force.
+    Exit 0 when everything asked was graded, 1 when something stayed ungraded, 2 on bad input.
+    """
+    import anyio
+
+    from gitswarm.memory.repo import Memory
+
+    with user_errors():
+        memory = Memory(run)
+        problems = _problems(memory, problem_set, problem)
+        judge = _judge(referee_model, api_base)
+    outcomes, errors = anyio.run(_grade_all, memory, problems, judge, k, force, all_)
+    _print(outcomes, {p.id: p.kind.value for p in problems})
+    for message, _ in errors:
+        typer.echo(f"gitswarm: {message}", err=True)
+    if errors:
+        raise typer.Exit(int(max(code for _, code in errors)))
+    if any(o.grade is not None and not o.grade.graded for o in outcomes):
+        raise typer.Exit(int(Exit.FAILED))
+
+
+def _problems(memory: Memory, set_path: Path | None, wanted: list[str] | None) -> list[Problem]:
+    """The run's problems with their hidden parts, from the problem set."""
+    from gitswarm.problems.loader import ProblemSetError, load_set
+    from gitswarm.resources import resolve_set
+
+    in_run = memory.problems()
+    unknown = [p for p in wanted or [] if p not in in_run]
+    if unknown:
+        raise fail(f"no problem {unknown[0]!r} in this run (it has: {', '.join(in_run)})")
+    source = set_path or resolve_set(memory.meta.get("set", ""))
+    try:
+        loaded = load_set(source)
+    except ProblemSetError as exc:
+        raise fail(f"cannot load the problem set {str(source)!r} with the hidden parts "
+                   f"({exc.defects[0]}); pass --set DIR") from None
+    by_id = {p.id: p for p in loaded.problems}
+    ids = wanted or in_run
+    missing = [p for p in ids if p not in by_id]
+    if missing:
+        raise fail(f"the problem set {loaded.path} has no problem {missing[0]!r}; pass the set "
+                   "the run was made from with --set DIR")
+    return [by_id[p] for p in ids]
+
+
+def _judge(model: str | None, api_base: str | None):
+    if not model:
+        return None
+    from gitswarm.models import LiteLLMModel, ModelConfig, credentials_hint
+
+    hint = credentials_hint(model, api_base=api_base)
+    if hint:
+        raise fail(hint)
+    return LiteLLMModel(ModelConfig(model, api_base=api_base))
+
+
+async def _grade_all(memory: Memory, problems: list[Problem], judge, k: int, force: bool,
+                     all_: bool) -> tuple[list[Outcome], list[tuple[str, Exit]]]:
+    """Grade problem by problem; a problem that cannot be graded does not stop the others."""
+    from gitswarm.models import ModelError
+    from gitswarm.referee.candidates import CandidateError
+    from gitswarm.referee.grade import GradingError, Outcome, grade_problem
+
+    outcomes, errors = [], []
+    for problem in problems:
+        try:
+            outcomes += await grade_problem(memory, problem, judge_model=judge, k=k, force=force,
+                                            all_candidates=all_)
+        except (GradingError, CandidateError) as exc:
+            outcomes.append(Outcome(problem.id, None, None, note="not graded (see below)"))
+            errors.append((str(exc), Exit.BAD_INPUT))
+        except ModelError as exc:  # auth, unknown model, quota: no judgment can succeed
+            outcomes.append(Outcome(problem.id, None, None, note="not graded (see below)"))
+            errors.append((f"the referee model failed on {problem.id}: {exc}", Exit.FAILED))
+    return outcomes, errors
+
+
+def _print(outcomes: list[Outcome], kinds: dict[str, str]) -> None:
+    from gitswarm.referee.grades import describe
+
+    rows = [("PROBLEM", "KIND", "CANDIDATE", "GRADER", "SCORE", "NOTE")]
+    for o in outcomes:
+        c, g = o.candidate, o.grade
+        if c is None:
+            continue
+        note = ", ".join(n for n, on in (("selected", o.selected), ("stored earlier", o.reused)) if on)
+        rows.append((o.problem, kinds.get(o.problem, ""), c.commit[:10], g.grader if g else "-",
+                     describe(g), note))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows if len(rows) > 1 else []:
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
+    for o in outcomes:
+        if o.candidate is None and o.note:
+            typer.echo(o.note if o.problem in o.note else f"{o.problem}: {o.note}")

@@ -1,0 +1,135 @@
+"""Find what to grade on `main`: a problem's selected solution, or every candidate.
+
+The selection is `problems/<id>/SOLUTION.md`, written by the engine: YAML front matter with
+`problem`, `candidate` (full commit id), `path` (the candidate's file, or for programs its
+`code/<slug>` folder, in that commit's tree) and `nominations`; the body is the candidate's
+text. Candidates of `--all` are the files of `attempts/` (answer and proof problems) and the
+folders of `code/` (program problems); each is attributed to the contribution commit that
+last changed it, found by walking main's history for the problem's `Gitswarm-Problem` trailer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pygit2
+from pygit2.enums import FileMode
+
+from gitswarm.memory import trees
+from gitswarm.memory.read import log
+from gitswarm.memory.repo import Memory
+from gitswarm.problems import frontmatter
+from gitswarm.problems.model import Kind
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate solution: where it lives and its content."""
+
+    problem: str
+    commit: str
+    path: str
+    text: str = ""
+    """The candidate's text (answer and proof candidates)."""
+    files: dict[str, bytes] | None = None
+    """The candidate's program files, relative to its folder (program candidates)."""
+    nominations: int | None = None
+
+
+class CandidateError(Exception):
+    """A selection or candidate cannot be read; the message says which and why."""
+
+
+def solution_path(problem: str) -> str:
+    return f"problems/{problem}/SOLUTION.md"
+
+
+def selected(memory: Memory, problem: str, kind: Kind) -> Candidate | None:
+    """The problem's selected solution on main, or None when there is none yet."""
+    raw = memory.read_file(solution_path(problem))
+    if raw is None:
+        return None
+    try:
+        parsed = frontmatter.split(raw.decode("utf-8", "replace"))
+    except frontmatter.FrontMatterError as exc:
+        raise CandidateError(f"{solution_path(problem)}: {exc.message}") from None
+    values = parsed.values
+    missing = [k for k in ("candidate", "path") if not values.get(k)]
+    if missing:
+        raise CandidateError(f"{solution_path(problem)} lacks {', '.join(missing)} in its front matter")
+    nominations = values.get("nominations")
+    found = load(memory, problem, kind, str(values["candidate"]), str(values["path"]),
+                 fallback_text=parsed.body)
+    return Candidate(found.problem, found.commit, found.path, found.text, found.files,
+                     int(nominations) if str(nominations or "").isdigit() else None)
+
+
+def load(memory: Memory, problem: str, kind: Kind, commit: str, path: str,
+         fallback_text: str = "") -> Candidate:
+    """Read a candidate's content from commit `commit` (its text, or its program files)."""
+    repo = memory.repo
+    try:
+        tip = repo.revparse_single(commit).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        raise CandidateError(f"candidate commit {commit} of {problem} is not in this run") from None
+    entry = trees.lookup(tip.tree, path)
+    if kind == Kind.PROGRAM:
+        if entry is None or entry[1] != FileMode.TREE:
+            raise CandidateError(f"{path} is not a folder in commit {commit[:12]}")
+        return Candidate(problem, str(tip.id), path, files=_files(repo, repo[entry[0]], ""))
+    if entry is not None and entry[1] != FileMode.TREE:
+        text = repo[entry[0]].data.decode("utf-8", "replace")
+    elif fallback_text.strip():
+        text = fallback_text
+    else:
+        raise CandidateError(f"{path} is not a file in commit {commit[:12]}")
+    return Candidate(problem, str(tip.id), path, text=text)
+
+
+def every(memory: Memory, problem: str, kind: Kind) -> list[Candidate]:
+    """Every candidate on main: attempts (or code folders), each with its last-changing commit."""
+    repo, main = memory.repo, memory.main()
+    folder = f"problems/{problem}/{'code' if kind == Kind.PROGRAM else 'attempts'}"
+    entry = trees.lookup(repo[main].peel(pygit2.Tree), folder)
+    if entry is None or entry[1] != FileMode.TREE:
+        return []
+    want_tree = kind == Kind.PROGRAM
+    paths = {f"{folder}/{e.name}": (e.id, e.filemode) for e in repo[entry[0]]
+             if (e.filemode == FileMode.TREE) == want_tree}
+    owners = last_changed(repo, main, problem, paths)
+    return [load(memory, problem, kind, owners[p], p) for p in sorted(paths) if p in owners]
+
+
+def last_changed(repo: pygit2.Repository, head: str, problem: str,
+                 paths: dict[str, trees.Entry]) -> dict[str, str]:
+    """For each path, the newest contribution of `problem` that gave it its entry at `head`.
+
+    Only the problem's contribution commits (by trailer) are compared, and the walk stops
+    as soon as every path is attributed. A path whose content on `head` a merge composed
+    from several contributions goes to the newest contribution that changed it.
+    """
+    owners: dict[str, str] = {}
+    touched: dict[str, str] = {}  # newest change, for content a merge composed from several
+    for info in log(repo, [head], problem, None, None):
+        commit = repo[info.id]
+        parent = commit.parents[0].tree if commit.parents else None
+        for path, entry in paths.items():
+            mine = trees.lookup(commit.tree, path)
+            if path in owners or trees.lookup(parent, path) == mine:
+                continue
+            touched.setdefault(path, info.id)
+            if mine == entry:
+                owners[path] = info.id
+        if len(owners) == len(paths):
+            break
+    return {**touched, **owners}
+
+
+def _files(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for entry in tree:
+        if entry.filemode == FileMode.TREE:
+            files.update(_files(repo, repo[entry.id], f"{prefix}{entry.name}/"))
+        else:
+            files[f"{prefix}{entry.name}"] = repo[entry.id].data
+    return files

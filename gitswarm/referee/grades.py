@@ -1,0 +1,194 @@
+"""Grades, kept in the run repository under `refs/gitswarm/grades`, out of the agents' sight.
+
+The ref is a chain of commits; each adds or replaces one file
+
+    grades/<problem>/<candidate-commit>/<grader>--<model-slug>.json
+
+so there is one entry per (problem, candidate commit, grader, model): grading again finds
+the entry and does nothing, unless asked to replace it (`--force`), and every earlier
+version stays in the chain's history. The ref moves by compare-and-swap only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+
+import pygit2
+from pygit2.enums import FileMode
+
+from gitswarm.memory import trees
+from gitswarm.memory.errors import Contention
+from gitswarm.memory.repo import Memory
+from gitswarm.memory.retry import retry
+from gitswarm.memory.trailers import Message
+from gitswarm.memory.write import committer
+
+GRADES_REF = "refs/gitswarm/grades"
+NO_MODEL = "none"
+
+
+def slug(model: str | None) -> str:
+    """A model name as a file-name part: `openai/gpt-4o` -> `openai-gpt-4o`."""
+    if not model:
+        return NO_MODEL
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", model).strip("-.") or NO_MODEL
+
+
+@dataclass(frozen=True)
+class Grade:
+    """One grader's verdict on one candidate."""
+
+    problem: str
+    candidate: str
+    """The full id of the commit that holds the candidate."""
+    path: str
+    """The candidate's path in that commit (a file, or a folder for programs)."""
+    grader: str
+    """answer, tests or proof-judge."""
+    model: str | None
+    """The model that judged (None for graders without one)."""
+    score: float | None
+    """None when the candidate could not be graded (recorded as such, never as 0)."""
+    max: float
+    details: dict = field(default_factory=dict)
+    judgments: list[dict] = field(default_factory=list)
+    time: int = 0
+
+    @property
+    def key(self) -> str:
+        """The entry's path in the grades tree."""
+        return entry_path(self.problem, self.candidate, self.grader, self.model)
+
+    @property
+    def graded(self) -> bool:
+        return self.score is not None
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), indent=2, ensure_ascii=False).encode() + b"\n"
+
+    @classmethod
+    def from_json(cls, data: bytes) -> Grade:
+        return cls(**json.loads(data))
+
+
+def entry_path(problem: str, candidate: str, grader: str, model: str | None) -> str:
+    return f"grades/{problem}/{candidate}/{grader}--{slug(model)}.json"
+
+
+class GradeStore:
+    """Read and write the grades of one run."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.repo = memory.repo
+        self.run_id = memory.run_id
+
+    def get(self, problem: str, candidate: str, grader: str, model: str | None) -> Grade | None:
+        """The current entry for this key, or None."""
+        tree = self._tree()
+        entry = trees.lookup(tree, entry_path(problem, candidate, grader, model))
+        return None if entry is None else Grade.from_json(self.repo[entry[0]].data)
+
+    def for_problem(self, problem: str) -> list[Grade]:
+        """Every current grade of a problem's candidates."""
+        return list(self._walk(f"grades/{problem}"))
+
+    def for_candidate(self, problem: str, candidate: str) -> list[Grade]:
+        """Every current grade of one candidate."""
+        return list(self._walk(f"grades/{problem}/{candidate}"))
+
+    def scores(self, problem: str) -> dict[str, float]:
+        """Each graded candidate's score as a fraction of its maximum (its newest grade wins)."""
+        found: dict[str, float] = {}
+        for grade in sorted(self.for_problem(problem), key=lambda g: g.time):
+            if grade.score is not None and grade.max:
+                found[grade.candidate] = grade.score / grade.max
+        return found
+
+    def history(self, grade_key: str) -> list[Grade]:
+        """Every version an entry has had, newest first."""
+        ref = self.repo.references.get(GRADES_REF)
+        if ref is None:
+            return []
+        found, last = [], None
+        for commit in self.repo.walk(ref.target):
+            entry = trees.lookup(commit.tree, grade_key)
+            if entry is not None and entry[0] != last:
+                found.append(Grade.from_json(self.repo[entry[0]].data))
+            last = entry[0] if entry is not None else None
+        return found
+
+    def put(self, grade: Grade, replace: bool = False) -> tuple[Grade, bool]:
+        """Store `grade`; an existing entry of the same key wins unless `replace`.
+
+        Returns the entry now stored and whether it was written (False: an existing one was kept).
+        """
+        if not grade.time:
+            grade = Grade(**{**asdict(grade), "time": int(time.time())})
+        return retry(lambda: self._put_once(grade, replace))
+
+    def _put_once(self, grade: Grade, replace: bool) -> tuple[Grade, bool]:
+        ref = self.repo.references.get(GRADES_REF)
+        tip = self.repo[ref.target].peel(pygit2.Commit) if ref is not None else None
+        existing = trees.lookup(tip.tree if tip else None, grade.key)
+        if existing is not None and not replace:
+            return Grade.from_json(self.repo[existing[0]].data), False
+        blob = self.repo.create_blob(grade.to_json())
+        tree = trees.update(self.repo, tip.tree if tip else None, {grade.key: (blob, FileMode.BLOB)})
+        parents = [tip.id] if tip else []
+        commit = self.repo.create_commit(None, committer(), committer(), self._message(grade),
+                                         tree, parents)
+        self._advance(tip.id if tip else None, commit)
+        return grade, True
+
+    def _advance(self, expected: pygit2.Oid | None, commit: pygit2.Oid) -> None:
+        with self.repo.transaction() as txn:
+            txn.lock_ref(GRADES_REF)
+            now = self.repo.references.get(GRADES_REF)
+            if (now.target if now is not None else None) != expected:
+                raise Contention(f"{GRADES_REF} moved while grading")
+            txn.set_target(GRADES_REF, commit, message="gitswarm: grade")
+
+    def _message(self, grade: Grade) -> str:
+        score = "ungraded" if grade.score is None else f"{grade.score:g}/{grade.max:g}"
+        return Message(
+            subject=f"grade({grade.problem}): {grade.grader} {score} for {grade.candidate[:12]}",
+            trailers={"Run": self.run_id, "Problem": grade.problem, "Kind": "grade",
+                      "Candidate": grade.candidate, "Grader": grade.grader,
+                      "Model": grade.model or ""},
+        ).render()
+
+    def _tree(self) -> pygit2.Tree | None:
+        ref = self.repo.references.get(GRADES_REF)
+        return None if ref is None else self.repo[ref.target].peel(pygit2.Tree)
+
+    def _walk(self, folder: str) -> Iterator[Grade]:
+        tree = self._tree()
+        entry = trees.lookup(tree, folder)
+        if entry is None or entry[1] != FileMode.TREE:
+            return
+        stack = [self.repo[entry[0]]]
+        while stack:
+            for item in stack.pop():
+                if item.filemode == FileMode.TREE:
+                    stack.append(self.repo[item.id])
+                else:
+                    yield Grade.from_json(self.repo[item.id].data)
+
+
+def describe(grade: Grade | None) -> str:
+    """A grade as a short cell for tables (status, report, `gitswarm grade`)."""
+    if grade is None:
+        return "-"
+    if grade.score is None:
+        return "ungraded" if grade.grader != "answer" else "undecided"
+    details = grade.details
+    if grade.grader == "tests":
+        return f"{grade.score:.2f} ({details.get('passed', '?')}/{details.get('total', '?')} tests)"
+    if grade.grader == "proof-judge":
+        points = ",".join(str(p) for p in details.get("points", []))
+        return f"{grade.score:g}/{grade.max:g} (judges {points})"
+    return f"{grade.score:g}/{grade.max:g}"
