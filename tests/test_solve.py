@@ -127,3 +127,19 @@ async def test_status_and_log_read_a_finished_run(tmp_path: Path):
     assert "cost unknown" in table and "demo-odd-sum" in table
     log = CliRunner().invoke(app, ["log", str(run), "--problem", "demo-odd-sum", "--kind", "attempt"]).output
     assert "attempt(demo-odd-sum)" in log and "built on:" in log
+
+
+@pytest.mark.anyio
+async def test_stale_ref_locks_of_a_killed_process_are_cleared_and_a_busy_run_refused(
+        tmp_path: Path, problem_dir: Path):
+    from gitswarm.engine.runlock import RunBusy, run_lock
+
+    run = tmp_path / "run"
+    await run_swarm(problem_dir, run, workers=2, budget=2)
+    (run / "refs" / "heads" / "main.lock").write_text("left by a kill -9")
+    (run / "refs" / "heads" / "swarm").mkdir(exist_ok=True)
+    (run / "refs" / "heads" / "swarm" / "e00099.lock").write_text("")
+    again, _ = await run_swarm(problem_dir, run, workers=2, budget=4)
+    assert again.charged == 4 and not list(run.glob("refs/**/*.lock"))
+    with run_lock(run), pytest.raises(RunBusy, match="another gitswarm"):
+        await run_swarm(problem_dir, run, workers=2, budget=6)

@@ -29,11 +29,12 @@ def fail(message: str, code: Exit = Exit.BAD_INPUT) -> typer.Exit:
 @contextmanager
 def user_errors() -> Iterator[None]:
     """Turn the errors that bad input causes into one-paragraph messages, never tracebacks."""
+    from gitswarm.engine.runlock import RunBusy
     from gitswarm.memory.errors import NotARun, PathRejected
 
     try:
         yield
-    except (NotARun, PathRejected, FileNotFoundError, FileExistsError, ValueError) as exc:
+    except (NotARun, PathRejected, RunBusy, FileNotFoundError, FileExistsError, ValueError) as exc:
         raise fail(str(exc)) from None
     except PermissionError as exc:
         raise fail(f"permission denied: {exc.filename or exc}", Exit.FAILED) from None

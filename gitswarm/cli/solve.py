@@ -114,7 +114,10 @@ def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None) -> i
     async def swarm(api_base: str | None) -> None:
         model = LiteLLMModel(_model_config(cfg, cfg.model, api_base))
         merger = LiteLLMModel(_model_config(cfg, cfg.merger, api_base))
-        outcome["result"] = await engine_solve(cfg, problem_set, model, merger, [printer(as_json)], control)
+        try:
+            outcome["result"] = await engine_solve(cfg, problem_set, model, merger, [printer(as_json)], control)
+        except Exception as exc:  # handed to user_errors() outside the loop, or re-raised there
+            outcome["error"] = exc
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
@@ -127,6 +130,9 @@ def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None) -> i
             tg.cancel_scope.cancel()
 
     anyio.run(main)
+    if "error" in outcome:
+        with user_errors():
+            raise outcome["error"]
     result = outcome.get("result")
     if result is None:
         typer.echo("gitswarm: stopped at once; run the same command to resume", err=True)

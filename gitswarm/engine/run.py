@@ -15,6 +15,7 @@ from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
+from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.swarm import Control, Scheduler, restore_rng
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
@@ -62,6 +63,12 @@ async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_
     """Run the swarm on `problem_set` until a stop condition; resumable at any instant."""
     git = GitThread()
     memory = await git(open_run, cfg, problem_set)
+    with run_lock(cfg.run):
+        removed = await git(clear_stale_locks, cfg.run)
+        return await _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed)
+
+
+async def _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed) -> RunResult:
     problems = [p for p in memory.problems() if not cfg.problem_ids or p in cfg.problem_ids]
     ledger = await git(Ledger.load, memory)
     index = MemoryIndex()
@@ -77,7 +84,8 @@ async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_
                           restore_rng(cfg.seed, ledger.rng_state),
                           free_workers=[f"w{i:02d}" for i in range(1, cfg.workers + 1)])
     events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget,
-                workers=cfg.workers, charged=ledger.charged, problems=problems)
+                workers=cfg.workers, charged=ledger.charged, problems=problems,
+                stale_locks_removed=[str(p.relative_to(cfg.run)) for p in removed])
     try:
         async with anyio.create_task_group() as tg:
             stop_merger = anyio.Event()
