@@ -127,6 +127,11 @@ async def test_status_and_log_read_a_finished_run(tmp_path: Path):
     assert "cost unknown" in table and "demo-odd-sum" in table
     log = CliRunner().invoke(app, ["log", str(run), "--problem", "demo-odd-sum", "--kind", "attempt"]).output
     assert "attempt(demo-odd-sum)" in log and "built on:" in log
+    graded = await anyio.to_thread.run_sync(  # the command runs its own event loop
+        lambda: CliRunner().invoke(app, ["grade", str(run), "--problem", "demo-divisors-36"]))
+    assert graded.exit_code == 0, graded.output
+    rows = json.loads(CliRunner().invoke(app, ["status", str(run), "--json"]).output)["problems"]
+    assert {r["id"]: r["grade"] for r in rows}["demo-divisors-36"] == "1/1"
 
 
 @pytest.mark.anyio

@@ -73,7 +73,9 @@ def _problems(memory: Memory, set_path: Path | None, wanted: list[str] | None) -
     unknown = [p for p in wanted or [] if p not in in_run]
     if unknown:
         raise fail(f"no problem {unknown[0]!r} in this run (it has: {', '.join(in_run)})")
-    source = set_path or resolve_set(memory.meta.get("set", ""))
+    recorded = memory.meta.get("set_path")
+    source = set_path or (Path(recorded) if recorded and Path(recorded).is_dir() else None) \
+        or resolve_set(memory.meta.get("set", ""))
     try:
         loaded = load_set(source)
     except ProblemSetError as exc:

@@ -42,11 +42,12 @@ def status(
                + usd(cost, known)
                + (f", {totals['pending_branches']} branch(es) not yet merged" if totals["pending_branches"] else ""))
     typer.echo(f"\n{'PROBLEM':28} {'STATE':11} {'NOTES':>5} {'LEMMAS':>6} {'ATTEMPTS':>8} {'REVIEWS':>7} "
-               f"{'VOTES':>5}  SELECTED")
+               f"{'VOTES':>5} {'GRADE':>16}  SELECTED")
     for r in rows:
         c = r["counts"]
         typer.echo(f"{r['id']:28} {r['state']:11} {c['notes']:5} {c['lemmas']:6} "
-                   f"{c['attempts'] + c['code']:8} {c['reviews']:7} {r['nominations']:5}  {r['selected'] or '-'}")
+                   f"{c['attempts'] + c['code']:8} {c['reviews']:7} {r['nominations']:5} {r['grade'] or '-':>16}  "
+                   f"{r['selected'] or '-'}")
 
 
 def _problem(memory, problem: str) -> dict:
@@ -65,15 +66,25 @@ def _problem(memory, problem: str) -> dict:
             votes[split((memory.read_file(entry, tip) or b"").decode()).values.get("candidate")] += 1
         except FrontMatterError:
             continue
-    selected = None
+    selected = candidate = None
     solution = memory.read_file(f"{base}/SOLUTION.md", tip)
     if solution:
-        selected = split(solution.decode()).values.get("path")
+        values = split(solution.decode()).values
+        selected, candidate = values.get("path"), values.get("candidate")
     work = sum(counts.values())
     state = ("selected" if selected else "nominated" if votes else
              "candidate" if counts["attempts"] + counts["code"] else "in progress" if work else "open")
     return {"id": problem, "state": state, "counts": dict(counts), "nominations": sum(votes.values()),
-            "top_candidate": votes.most_common(1)[0][0] if votes else None, "selected": selected}
+            "top_candidate": votes.most_common(1)[0][0] if votes else None, "selected": selected,
+            "grade": _grade(memory, problem, candidate)}
+
+
+def _grade(memory, problem: str, candidate: str | None) -> str | None:
+    """The referee's verdict on the selected candidate, as `gitswarm grade` stored it."""
+    from gitswarm.referee.grades import GradeStore, describe
+
+    grades = GradeStore(memory).for_candidate(problem, candidate) if candidate else []
+    return describe(max(grades, key=lambda g: g.time)) if grades else None
 
 
 def _listing(memory, folder: str, at: str) -> list[str]:

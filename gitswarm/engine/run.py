@@ -47,6 +47,13 @@ def open_run(cfg: SolveConfig, problem_set: ProblemSet) -> Memory:
     return Memory.create(cfg.run, problem_set, problem_ids=ids)
 
 
+def _select(memory: Memory, index: MemoryIndex, problem: str) -> selection.Selected | None:
+    """Select with the referee's scores as the tie-break (they never reach the agents)."""
+    from gitswarm.referee.grades import GradeStore
+
+    return selection.select(memory, index, problem, GradeStore(memory).scores(problem))
+
+
 def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView):
     def check() -> None:
         view.tokens = ledger.tokens
@@ -92,7 +99,7 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
             tg.start_soon(merger.run, stop_merger)
             reason = await scheduler.loop()
             stop_merger.set()
-        chosen = {p: await git(selection.select, memory, index, p) for p in problems}
+        chosen = {p: await git(_select, memory, index, p) for p in problems}
         for problem, picked in chosen.items():
             events.emit("selected", problem=problem, path=picked.path if picked else None,
                         nominations=picked.nominations if picked else 0)

@@ -69,6 +69,7 @@ class Memory:
         tree = trees.update(repo, None, trees.blobs(repo, files))
         repo.create_commit(composer.MAIN, sig, sig, f"run: start {run_id}\n", tree, [])
         meta = {"format": FORMAT, "run_id": run_id, "set": problem_set.name,
+                "set_path": str(Path(problem_set.path).resolve()),
                 "problems": [p.id for p in problems], "created": int(time.time()),
                 "gitswarm": __version__}
         meta_file = {"run.json": json.dumps(meta, indent=2).encode()}
