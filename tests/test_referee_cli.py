@@ -59,7 +59,9 @@ def test_bad_input_exits_2(setup, tmp_path: Path):
     assert grade(str(tmp_path / "nowhere")).exit_code == 2
     result = grade(str(memory.path), "--problem", "nope", "--set", str(folder))
     assert result.exit_code == 2 and "no problem 'nope'" in result.output
-    result = grade(str(memory.path), "--problem", "sum")  # the set named "set" is not shipped
+    assert grade(str(memory.path), "--problem", "sum").exit_code == 0  # the run knows its set's folder
+    folder.rename(tmp_path / "moved")  # ...until it moves: "set" is no shipped set either
+    result = grade(str(memory.path), "--problem", "sum")
     assert result.exit_code == 2 and "--set" in result.output
 
 
