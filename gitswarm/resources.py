@@ -32,12 +32,19 @@ def resolve_set(argument: str | Path) -> Path:
 def _environment():
     import jinja2
 
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(data_dir("prompts")),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
     )
+    env.filters["data"] = fence_safe
+    return env
+
+
+def fence_safe(text: object) -> str:
+    """Agent-written text for inside a `<memory-data>` fence: it cannot close the fence."""
+    return str(text).replace("</memory-data", "<\\/memory-data").replace("<memory-data", "<\\memory-data")
 
 
 def render(template: str, **values: object) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import anyio
@@ -16,6 +16,7 @@ from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory.errors import PathRejected
+from gitswarm.memory.model import Usage
 from gitswarm.memory.repo import Memory
 from gitswarm.resources import render
 
@@ -103,7 +104,10 @@ async def _run_calls(shared, ep, record, tools, messages, reply) -> Final | None
             result = await tools.call(call.name, call.arguments or {})
             if isinstance(result, Final):
                 if result.contribution is not None:
-                    written = await shared.git(shared.memory.contribute, result.contribution)
+                    spent = Usage(record.tokens_in, record.tokens_out,
+                                  record.cost_usd if record.cost_known else None)
+                    contribution = replace(result.contribution, model=shared.view.config.model, usage=spent)
+                    written = await shared.git(shared.memory.contribute, contribution)
                     record.commit = written.commit
                 _answer_all(messages, reply, "episode ended by an earlier call", start=n + 1)
                 return result

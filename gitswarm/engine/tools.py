@@ -3,9 +3,11 @@ end the episode with one final action. Every refusal is a `ToolError` the agent 
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 import anyio
 import yaml
@@ -104,11 +106,13 @@ class Toolbox:
             if len(hits) >= 40:
                 break
         text = "\n".join(hits[:40]) or "no matches"
-        return render("tool_result.md.j2", fenced=True, source=f"search {query!r}", text=text)
+        return render("tool_result.md.j2", fenced=True, source="search results", text=text)
 
     async def tool_in_flight(self) -> str:
         others = [f"{w}: {a}" for w, a in self.view.announcements.items() if w != self.ep.worker]
-        return "\n".join(others) or "no other episode is in flight"
+        if not others:
+            return "no other episode is in flight"
+        return render("tool_result.md.j2", fenced=True, source="announcements", text="\n".join(others))
 
     async def tool_announce(self, intent: str) -> str:
         self.view.announcements[self.ep.worker] = f"{self.ep.problem_id}: {intent.strip()[:160]}"
@@ -122,7 +126,13 @@ class Toolbox:
             check_path(rel, self.memory.limits)
         except PathRejected as exc:
             raise ToolError(exc.reason) from None
-        if len(content.encode()) > self.memory.limits.max_file_bytes:
+        try:
+            size = len(content.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise ToolError("the content is not valid UTF-8 text (it holds a lone surrogate)") from None
+        if "\x00" in content:
+            raise ToolError("the content contains NUL characters; write text")
+        if size > self.memory.limits.max_file_bytes:
             raise ToolError(f"the file is larger than {self.memory.limits.max_file_bytes} bytes")
         if rel not in self.staged and len(self.staged) >= self.memory.limits.max_files:
             raise ToolError(f"at most {self.memory.limits.max_files} files in one contribution")
@@ -138,10 +148,18 @@ class Toolbox:
                 files[path.split("/", 2)[-1]] = text.encode()
         limits = Limits(wall_seconds=30, cpu_seconds=20, memory_bytes=1 << 30)
         result = await anyio.to_thread.run_sync(
-            lambda: run([sys.executable, "main.py"], files=files, limits=limits, hide=(self.memory.path,)),
+            lambda: run([sys.executable, "main.py"], files=files, limits=limits, hide=self._hidden()),
             limiter=self.sandbox)
         status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
         return f"{status}\n--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
+
+    def _hidden(self) -> tuple[Path, ...]:
+        """What a program must not see: the run (grades, ledger) and every problem file with
+        hidden parts — this run's set and the sets shipped with gitswarm."""
+        folders = {self.memory.path.resolve(), Path(self.view.config.problems).resolve()}
+        with contextlib.suppress(FileNotFoundError):
+            folders.add(data_dir("problems").resolve())
+        return tuple(sorted(folders))
 
     async def tool_contribute(self, kind: str, title: str, summary: str, informed_by: list | None = None,
                               self_assessment: str = "") -> Final:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from gitswarm.memory.errors import PathRejected
 
+SAFE_PART = re.compile(r"[A-Za-z0-9._-]+")
+"""Names agents may use: a path is shown to other agents, so it must not carry prose."""
 WRITABLE_TOP = ("notes", "lemmas", "attempts", "reviews", "code", "nominations", "SUMMARY.md")
 
 
@@ -39,8 +42,8 @@ def check_path(path: str, limits: WriteLimits = WriteLimits()) -> str:
             raise PathRejected(path, "empty, '.' and '..' path components are not allowed")
         if part.lower() == ".git" or part.lower().startswith(".git"):
             raise PathRejected(path, "paths into .git (or .gitmodules, .gitattributes) are not allowed")
-        if not part.isprintable():
-            raise PathRejected(path, "the path contains control characters")
+        if not SAFE_PART.fullmatch(part):
+            raise PathRejected(path, "use only letters, digits, '.', '_' and '-' in file and folder names")
     if parts[0] not in WRITABLE_TOP or (parts[0] == "SUMMARY.md") != (len(parts) == 1):
         raise PathRejected(path, "write only SUMMARY.md or files under notes/, lemmas/, attempts/, "
                            "reviews/ or code/ of your problem folder")
@@ -58,6 +61,8 @@ def check_files(files: dict[str, bytes], limits: WriteLimits = WriteLimits()) ->
         clean = check_path(path, limits)
         if len(data) > limits.max_file_bytes:
             raise PathRejected(path, f"{len(data)} bytes; the limit is {limits.max_file_bytes}")
+        if b"\x00" in data:
+            raise PathRejected(path, "the content contains NUL bytes; write text")
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:

@@ -128,6 +128,7 @@ class Memory:
 
     def add_transcript(self, commit: str, text: str) -> None:
         """Attach an episode's model transcript to its commit as a git note (idempotent)."""
+        text = text.replace("\x00", "\\0")  # git notes are C strings
         with self._lock:
             if self.transcript(commit) == text:
                 return
