@@ -8,8 +8,10 @@ import typer
 
 from gitswarm import __version__
 from gitswarm.cli import problems
+from gitswarm.cli.dashboard import dashboard
 from gitswarm.cli.grade import grade
 from gitswarm.cli.log import log
+from gitswarm.cli.report import report
 from gitswarm.cli.solve import demo, solve
 from gitswarm.cli.status import status
 
@@ -29,6 +31,8 @@ app.command()(demo)
 app.command()(status)
 app.command()(log)
 app.command()(grade)
+app.command()(dashboard)
+app.command()(report)
 
 
 def _version(value: bool) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +12,9 @@ import typer
 
 from gitswarm.cli.common import Exit, fail, user_errors
 
+TuiOpt = Annotated[bool | None, typer.Option(
+    "--tui/--no-tui", help="Live dashboard (default when stdout is a terminal) or plain progress lines.",
+    show_default=False)]
 ModelOpt = Annotated[str | None, typer.Option(
     "--model", "-m", envvar="GITSWARM_MODEL",
     help="litellm model string for the workers, e.g. anthropic/claude-opus-4, openai/gpt-4o, "
@@ -40,6 +44,7 @@ def solve(
     price_out: Annotated[float | None, typer.Option(
         help="USD per million output tokens, for a model litellm has no price for.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
+    tui: TuiOpt = None,
 ) -> None:
     """Run a swarm of agents on a problem set; run the same command again to resume.
 
@@ -62,7 +67,12 @@ def solve(
         if cfg.max_usd is not None and not models.has_price(_model_config(cfg, cfg.model)):
             raise fail(f"--max-usd cannot be enforced: litellm has no price for {cfg.model}. Give "
                        "--price-in and --price-out (USD per million tokens), or use --max-tokens.")
-    raise typer.Exit(run_swarm(cfg, problem_set, as_json))
+    raise typer.Exit(run_swarm(cfg, problem_set, as_json, tui=_want_tui(tui, as_json)))
+
+
+def _want_tui(tui: bool | None, as_json: bool) -> bool:
+    """The dashboard when asked, else when stdout is a terminal and no JSON is wanted."""
+    return tui if tui is not None else (sys.stdout.isatty() and not as_json)
 
 
 def _load(problems: str):
@@ -99,37 +109,17 @@ def _model_config(cfg, name: str, api_base: str | None = None):
                        price_out_per_mtok=cfg.price_out_per_mtok)
 
 
-def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None) -> int:
-    """Run on a fresh event loop with Ctrl-C handling; returns the exit code. With a
-    `responder`, the models are served by the local fake server (the offline demo)."""
-    from gitswarm.cli.progress import printer
-    from gitswarm.engine.run import solve as engine_solve
+def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui: bool = False) -> int:
+    """Run on a fresh event loop with Ctrl-C handling (or inside the dashboard with `tui`);
+    returns the exit code. With a `responder`, the models are served by the local fake
+    server (the offline demo)."""
     from gitswarm.engine.swarm import Control
-    from gitswarm.fakeserver import serve
-    from gitswarm.models import LiteLLMModel
 
     control = Control()
-    outcome: dict = {}
-
-    async def swarm(api_base: str | None) -> None:
-        model = LiteLLMModel(_model_config(cfg, cfg.model, api_base))
-        merger = LiteLLMModel(_model_config(cfg, cfg.merger, api_base))
-        try:
-            outcome["result"] = await engine_solve(cfg, problem_set, model, merger, [printer(as_json)], control)
-        except Exception as exc:  # handed to user_errors() outside the loop, or re-raised there
-            outcome["error"] = exc
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(_signals, control, tg.cancel_scope)
-            if responder is None:
-                await swarm(None)
-            else:
-                async with serve(responder, faults) as server:
-                    await swarm(server.url)
-            tg.cancel_scope.cancel()
-
-    anyio.run(main)
+    if tui:
+        outcome = _run_tui(cfg, problem_set, responder, faults, control)
+    else:
+        outcome = _run_plain(cfg, problem_set, as_json, responder, faults, control)
     if "error" in outcome:
         with user_errors():
             raise outcome["error"]
@@ -142,6 +132,61 @@ def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None) -> i
     if result.reason.startswith("stopped:"):
         return int(Exit.FAILED)
     return 130 if result.reason == "stopped by the user" else int(Exit.OK)
+
+
+async def run_engine(cfg, problem_set, listeners, control, responder=None, faults=None):
+    """The engine on the current loop, with the fake server in front of it for a `responder`."""
+    from gitswarm.engine.run import solve as engine_solve
+    from gitswarm.fakeserver import serve
+    from gitswarm.models import LiteLLMModel
+
+    async def swarm(api_base: str | None):
+        model = LiteLLMModel(_model_config(cfg, cfg.model, api_base))
+        merger = LiteLLMModel(_model_config(cfg, cfg.merger, api_base))
+        return await engine_solve(cfg, problem_set, model, merger, listeners, control)
+
+    if responder is None:
+        return await swarm(None)
+    async with serve(responder, faults) as server:
+        return await swarm(server.url)
+
+
+def _run_plain(cfg, problem_set, as_json: bool, responder, faults, control) -> dict:
+    from gitswarm.cli.progress import printer
+
+    outcome: dict = {}
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_signals, control, tg.cancel_scope)
+            try:
+                outcome["result"] = await run_engine(cfg, problem_set, [printer(as_json)], control,
+                                                     responder, faults)
+            except Exception as exc:  # handed to user_errors() outside the loop, or re-raised there
+                outcome["error"] = exc
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    return outcome
+
+
+def _run_tui(cfg, problem_set, responder, faults, control) -> dict:
+    """The engine as an async worker inside the dashboard; the app stays open after the run
+    until the user quits, unless stdin is not a terminal (then it exits when the run ends)."""
+    from gitswarm.tui.app import Dashboard
+
+    def engine(listener):
+        return run_engine(cfg, problem_set, [listener], control, responder, faults)
+
+    app = Dashboard(cfg.run, engine=engine, control=control, exit_when_done=not sys.stdin.isatty(),
+                    max_usd=cfg.max_usd)
+    app.run()
+    outcome: dict = {}
+    if app.error is not None:
+        outcome["error"] = app.error
+    elif app.result is not None:
+        outcome["result"] = app.result
+    return outcome
 
 
 async def _signals(control, scope) -> None:
@@ -177,6 +222,7 @@ def demo(
     as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
     latency: Annotated[float, typer.Option(
         min=0, help="Seconds the scripted model takes per call, to watch the swarm at human speed.")] = 0.0,
+    tui: TuiOpt = None,
 ) -> None:
     """Run the whole pipeline offline on problems/demo: no API key, a scripted model.
 
@@ -192,4 +238,4 @@ def demo(
     from gitswarm.fakeserver import FaultPlan
 
     raise typer.Exit(run_swarm(cfg, problem_set, as_json, responder=respond,
-                               faults=FaultPlan(latency_s=latency)))
+                               faults=FaultPlan(latency_s=latency), tui=_want_tui(tui, as_json)))

@@ -1,0 +1,49 @@
+"""`gitswarm report RUN`: per-problem results, cost, tokens, time and compounding figures."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gitswarm.cli.common import Exit, fail, user_errors
+
+
+class Format(StrEnum):
+    md = "md"
+    json = "json"
+    html = "html"
+
+
+def report(
+    run: Annotated[Path, typer.Argument(help="The run folder, e.g. runs/imo.", show_default=False)],
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="md, json or html (html draws the "
+                                        "contribution graphs; needs the `report` extra).")] = Format.md,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of "
+                                                "stdout.")] = None,
+) -> None:
+    """Report a run: each problem's selected solution, nominations, grade, cost, tokens, time,
+    episodes, and how the work compounded (the report defines its figures). Read-only."""
+    from gitswarm.report import render
+    from gitswarm.report.collect import collect
+
+    with user_errors():
+        data, graph = collect(run)
+    if fmt is Format.json:
+        text = render.to_json(data)
+    elif fmt is Format.md:
+        text = render.to_markdown(data)
+    else:
+        from gitswarm.report.draw import MissingDrawingLibrary
+
+        try:
+            text = render.to_html(data, graph)
+        except MissingDrawingLibrary as exc:
+            raise fail(str(exc), Exit.FAILED) from None
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {output}")

@@ -1,0 +1,235 @@
+"""The dashboard app: panels fed by queued events, redrawn in batches at ~10 Hz.
+
+Two ways in: attach (`follow` the run's event log, read the repository read-only) and
+live (`engine` runs as an async worker on the app's loop; its listener posts messages).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import ClassVar
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Footer
+from textual.worker import get_current_worker
+
+from gitswarm.engine.events import Event, Listener
+from gitswarm.engine.swarm import Control
+from gitswarm.memory.model import CommitInfo
+from gitswarm.tui import reader
+from gitswarm.tui.feed import Feed
+from gitswarm.tui.header import RunHeader
+from gitswarm.tui.messages import EventsArrived, GraphRead, HistoryRead, ItemRead, RunFinished, SnapshotRead
+from gitswarm.tui.screens import DetailScreen, GraphScreen, HelpScreen
+from gitswarm.tui.state import DashState, merge_snapshot
+from gitswarm.tui.tables import ProblemsTable, WorkersTable
+from gitswarm.tui.tail import LogTail
+
+Engine = Callable[[Listener], Awaitable[object]]
+FRAME_S = 0.1
+SNAPSHOT_S = 2.0
+TAIL_S = 0.2
+
+
+class Dashboard(App):
+    """The live dashboard of one run."""
+
+    TITLE = "gitswarm"
+    CSS = """
+    ProblemsTable { height: 1fr; min-height: 4; }
+    WorkersTable { height: 1fr; min-height: 4; border-top: solid $primary; }
+    Feed { height: 1fr; min-height: 4; }
+    """
+    BINDINGS: ClassVar = [
+        Binding("q", "quit_or_stop", "quit"),
+        Binding("ctrl+c", "quit_or_stop", "quit", show=False, priority=True),
+        Binding("p", "pause", "pause"),
+        Binding("g", "graph", "graph"),
+        Binding("question_mark", "help", "help"),
+    ]
+
+    def __init__(self, run: Path, engine: Engine | None = None, control: Control | None = None,
+                 exit_when_done: bool = False, max_usd: float | None = None) -> None:
+        super().__init__()
+        self.run_path = Path(run)
+        self.engine = engine
+        self.control = control or Control()
+        self.exit_when_done = exit_when_done
+        self.state = DashState()
+        self.state.header.max_usd = max_usd
+        self.pending: list[Event] = []
+        self.result: object | None = None
+        self.error: BaseException | None = None
+        self.finished = engine is None
+        self._memory = None
+        self._ticks = 0
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader()
+        yield ProblemsTable(id="problems")
+        yield WorkersTable(id="workers")
+        yield Feed(id="feed")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.set_interval(FRAME_S, self.flush)
+        self.set_interval(SNAPSHOT_S, self.read_snapshot)
+        self.read_snapshot()
+        if self.engine is not None:
+            self.run_worker(self._run_engine(), name="engine", group="engine", exit_on_error=False)
+        else:
+            self.tail_log()
+        self.query_one(ProblemsTable).focus()
+
+    # -- background work: only posts messages ---------------------------------------------
+
+    async def _run_engine(self) -> None:
+        try:
+            result = await self.engine(lambda event: self.post_message(EventsArrived([event])))
+        except Exception as exc:  # handed to the CLI, which turns it into a message
+            self.post_message(RunFinished(error=exc))
+        else:
+            self.post_message(RunFinished(result))
+
+    @work(thread=True, exclusive=True, group="tail")
+    def tail_log(self) -> None:
+        tail, worker = LogTail(self.run_path), get_current_worker()
+        while not worker.is_cancelled:
+            events = tail.read()
+            if events:
+                self.post_message(EventsArrived(events))
+            time.sleep(TAIL_S)
+
+    def memory(self):
+        """The run repository, opened read-only on first use (None until it exists)."""
+        if self._memory is None:
+            from gitswarm.memory.errors import NotARun
+
+            try:
+                self._memory = reader.open_memory(self.run_path)
+            except NotARun:
+                return None
+        return self._memory
+
+    @work(thread=True, exclusive=True, group="snapshot", exit_on_error=False)
+    def read_snapshot(self) -> None:
+        memory = self.memory()
+        if memory is not None:
+            self.post_message(SnapshotRead(reader.snapshot(memory)))
+
+    @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
+    def load_history(self, problem: str) -> None:
+        memory = self.memory()
+        if memory is not None:
+            self.post_message(HistoryRead(problem, reader.history(memory, problem)))
+
+    @work(thread=True, exclusive=True, group="item", exit_on_error=False)
+    def load_item(self, commit: CommitInfo) -> None:
+        memory = self.memory()
+        if memory is not None:
+            self.post_message(ItemRead(commit.id, reader.item_markdown(memory, commit)))
+
+    @work(thread=True, exclusive=True, group="graph", exit_on_error=False)
+    def load_graph(self, problem: str) -> None:
+        memory = self.memory()
+        text = reader.graph_text(memory, problem) if memory is not None else "the run has no repository yet"
+        self.post_message(GraphRead(problem, text))
+
+    # -- messages --------------------------------------------------------------------------
+
+    def on_events_arrived(self, message: EventsArrived) -> None:
+        self.pending.extend(message.events)
+
+    def on_snapshot_read(self, message: SnapshotRead) -> None:
+        self.redraw(merge_snapshot(self.state, message.snapshot))
+
+    def on_run_finished(self, message: RunFinished) -> None:
+        self.result, self.error, self.finished = message.result, message.error, True
+        self.flush()
+        self.read_snapshot()
+        reason = getattr(message.result, "reason", None) or f"error: {message.error}"
+        if self.exit_when_done:
+            self.exit()
+        else:
+            self.notify(f"run ended ({reason}); press q to quit", timeout=30)
+
+    def on_history_read(self, message: HistoryRead) -> None:
+        if isinstance(self.screen, DetailScreen) and self.screen.problem == message.problem:
+            self.screen.show_history(message.commits)
+
+    def on_item_read(self, message: ItemRead) -> None:
+        if isinstance(self.screen, DetailScreen):
+            self.screen.show_item(message.markdown)
+
+    def on_graph_read(self, message: GraphRead) -> None:
+        if isinstance(self.screen, GraphScreen) and self.screen.problem == message.problem:
+            self.screen.show_graph(message.text)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if isinstance(event.data_table, ProblemsTable):
+            problem = str(event.row_key.value)
+            self.push_screen(DetailScreen(problem))
+            self.load_history(problem)
+
+    # -- frames ----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Fold the queued events in and redraw what they changed (plus the clock each second)."""
+        batch, self.pending = self.pending, []
+        dirty = self.state.apply(batch) if batch else set()
+        self._ticks += 1
+        if self._ticks % 10 == 0:
+            dirty |= {"header", "workers"}
+        self.redraw(dirty)
+
+    def redraw(self, dirty: set[str]) -> None:
+        state = self.state
+        state.header.paused = self.control.paused
+        if "header" in dirty:
+            self.query_one(RunHeader).show(state)
+        if "problems" in dirty:
+            self.query_one(ProblemsTable).show(list(state.problems.values()))
+        if "workers" in dirty:
+            self.query_one(WorkersTable).show(list(state.workers.values()))
+        if "feed" in dirty:
+            self.query_one(Feed).show(state.feed, state.feed_total)
+
+    # -- keys ------------------------------------------------------------------------------
+
+    def selected_problem(self) -> str | None:
+        if isinstance(self.screen, DetailScreen):
+            return self.screen.problem
+        return self.query_one(ProblemsTable).selected_key()
+
+    def action_graph(self) -> None:
+        problem = self.selected_problem()
+        if problem is not None and not isinstance(self.screen, GraphScreen):
+            self.push_screen(GraphScreen(problem))
+            self.load_graph(problem)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_pause(self) -> None:
+        if self.engine is None:
+            self.notify("pause works in `gitswarm solve`, not when attached", severity="warning")
+            return
+        self.control.paused = not self.control.paused
+        self.notify("paused: no new episodes start" if self.control.paused else "resumed")
+        self.redraw({"header"})
+
+    def action_quit_or_stop(self) -> None:
+        """Attached or finished: quit. Solving: first a graceful stop, then stop at once."""
+        if self.finished:
+            self.exit()
+        elif not self.control.stop.is_set():
+            self.control.stop.set()
+            self.notify("finishing the episodes in flight (q again to stop now)", timeout=10)
+        else:
+            self.workers.cancel_group(self, "engine")
+            self.exit()

@@ -1,0 +1,249 @@
+"""The dashboard's model: a reducer that folds engine events into panel state.
+
+Pure Python, no textual: the app calls `apply` on a batch of events and then redraws only
+what the batch marked dirty, so 10,000 commits never mean a rescan per frame.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from gitswarm.engine.events import Event
+
+FEED_SIZE = 200
+WORKING = ("thinking", "tool", "writing", "merging")
+
+
+@dataclass
+class ProblemRow:
+    """One line of the problems table."""
+
+    id: str
+    kind: str = "?"
+    state: str = "open"
+    contributions: int = 0
+    lemmas: int = 0
+    attempts: int = 0
+    nominations: int = 0
+    grade: str = "-"
+    in_flight: int = 0
+
+
+@dataclass
+class WorkerRow:
+    """One line of the workers table."""
+
+    id: str
+    episode: str = "-"
+    problem: str = "-"
+    state: str = "idle"
+    step: int = 0
+    tokens: int = 0
+    since: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class FeedItem:
+    """A commit or merge in the live feed."""
+
+    time: float
+    kind: str
+    problem: str
+    worker: str
+    summary: str
+    commit: str = ""
+    informed_by: int = 0
+
+
+@dataclass
+class Header:
+    """The run's totals for the header line."""
+
+    run: str = "-"
+    model: str = "-"
+    budget: int = 0
+    workers: int = 0
+    charged: int = 0
+    tokens: int = 0
+    cost: float | None = None
+    max_usd: float | None = None
+    started: float | None = None
+    stopped: str | None = None
+    ended: float | None = None
+    paused: bool = False
+
+
+@dataclass
+class DashState:
+    """Everything the panels show; `dirty` names the panels a batch changed."""
+
+    header: Header = field(default_factory=Header)
+    problems: dict[str, ProblemRow] = field(default_factory=dict)
+    workers: dict[str, WorkerRow] = field(default_factory=dict)
+    feed: deque[FeedItem] = field(default_factory=lambda: deque(maxlen=FEED_SIZE))
+    episode_worker: dict[str, str] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)
+    events: int = 0
+    feed_total: int = 0
+    """Feed items ever appended (the feed widget writes only the new ones)."""
+
+    def problem(self, pid: str) -> ProblemRow:
+        row = self.problems.get(pid)
+        if row is None:
+            row = self.problems[pid] = ProblemRow(pid)
+            self.dirty.add("problems")
+        return row
+
+    def worker(self, wid: str) -> WorkerRow:
+        row = self.workers.get(wid)
+        if row is None:
+            row = self.workers[wid] = WorkerRow(wid)
+        return row
+
+    def apply(self, events: list[Event]) -> set[str]:
+        """Fold a batch of events in; returns (and clears) the set of dirty panels."""
+        for event in events:
+            handler = _HANDLERS.get(event.kind)
+            if handler is not None:
+                handler(self, event.data, event.time)
+            self.events += 1
+        dirty, self.dirty = self.dirty, set()
+        return dirty
+
+
+STATES = ("open", "in progress", "candidate", "nominated", "selected")
+
+
+def merge_snapshot(s: DashState, snap) -> set[str]:
+    """Fold a read of the run repository in (a `reader.Snapshot`): the tree's counts win,
+    a state only moves forward, tokens and cost come from the ledger."""
+    for facts in snap.problems:
+        row = s.problem(facts.id)
+        row.kind, row.lemmas, row.attempts, row.grade = facts.kind, facts.lemmas, facts.attempts, facts.grade
+        row.nominations = max(row.nominations, facts.nominations)
+        if STATES.index(facts.state) > STATES.index(row.state if row.state in STATES else "open"):
+            row.state = facts.state
+    s.header.cost = snap.cost
+    s.header.tokens = max(s.header.tokens, snap.tokens)
+    s.header.charged = max(s.header.charged, snap.charged)
+    s.dirty |= {"problems", "header"}
+    dirty, s.dirty = s.dirty, set()
+    return dirty
+
+
+def _feed(s: DashState, item: FeedItem) -> None:
+    s.feed.append(item)
+    s.feed_total += 1
+
+
+def _run_started(s: DashState, d: dict, t: float) -> None:
+    h = s.header
+    h.run, h.model = str(d.get("run", "-")), str(d.get("model") or "-")
+    h.budget, h.workers, h.charged = int(d.get("budget", 0)), int(d.get("workers", 0)), int(d.get("charged", 0))
+    h.started = h.started or t
+    h.stopped = h.ended = None
+    for pid in d.get("problems", []) or []:
+        s.problem(str(pid))
+    s.dirty |= {"header", "problems"}
+
+
+def _episode_started(s: DashState, d: dict, t: float) -> None:
+    w = s.worker(str(d.get("worker")))
+    _leave(s, w)
+    w.episode, w.problem, w.state, w.step, w.tokens, w.since = (
+        str(d.get("episode")), str(d.get("problem")), "thinking", 0, 0, t)
+    s.episode_worker[w.episode] = w.id
+    s.problem(w.problem).in_flight += 1
+    if s.problems[w.problem].state == "open":
+        s.problems[w.problem].state = "in progress"
+    s.dirty |= {"workers", "problems", "header"}
+
+
+def _leave(s: DashState, w: WorkerRow) -> None:
+    """A worker's episode ends: its problem has one fewer in flight."""
+    if w.state != "idle" and w.problem in s.problems:
+        row = s.problems[w.problem]
+        row.in_flight = max(0, row.in_flight - 1)
+    w.state = "idle"
+
+
+def _step(s: DashState, d: dict, t: float) -> None:
+    w = s.worker(str(d.get("worker")))
+    w.state, w.step, w.since = "thinking", int(d.get("step", w.step)), t
+    s.dirty.add("workers")
+
+
+def _tool(s: DashState, d: dict, t: float) -> None:
+    w = s.worker(str(d.get("worker")))
+    w.state = "writing" if d.get("tool") in ("write_file", "contribute", "nominate") else "tool"
+    w.since = t
+    s.dirty.add("workers")
+
+
+def _ended(s: DashState, d: dict, t: float, kind: str) -> None:
+    w = s.worker(str(d.get("worker")))
+    if w.episode == d.get("episode"):
+        w.tokens = int(d.get("tokens") or 0)
+        _leave(s, w)
+        w.since = t
+    s.header.charged = int(d.get("charged") or s.header.charged)
+    s.header.tokens += int(d.get("tokens") or 0)
+    problem = s.problem(str(d.get("problem")))
+    if kind in ("committed", "nominated"):
+        if kind == "committed":
+            problem.contributions += 1
+        else:
+            problem.nominations += 1
+            problem.state = "nominated" if problem.state != "selected" else problem.state
+        _feed(s, FeedItem(t, "nomination" if kind == "nominated" else "commit", problem.id, w.id,
+                               str(d.get("note") or d.get("episode") or ""), str(d.get("commit") or "")))
+        s.dirty.add("feed")
+    s.dirty |= {"workers", "problems", "header"}
+
+
+def _merged(s: DashState, d: dict, t: float) -> None:
+    episodes = list(d.get("episodes") or [])
+    _feed(s, FeedItem(t, "merge", "-", "merger", f"composed {len(episodes)} branch(es)",
+                           str(d.get("commit") or ""), informed_by=len(episodes)))
+    s.dirty.add("feed")
+
+
+def _selected(s: DashState, d: dict, t: float) -> None:
+    row = s.problem(str(d.get("problem")))
+    if d.get("path"):
+        row.state = "selected"
+        _feed(s, FeedItem(t, "selected", row.id, "-", str(d.get("path")), ""))
+        s.dirty |= {"problems", "feed"}
+
+
+def _stopped(s: DashState, d: dict, t: float) -> None:
+    s.header.stopped = str(d.get("reason") or "stopped")
+    s.header.ended = t
+    s.header.charged = int(d.get("charged") or s.header.charged)
+    s.header.tokens = int(d.get("tokens") or s.header.tokens)
+    for w in s.workers.values():
+        _leave(s, w)
+    s.dirty |= {"header", "workers"}
+
+
+def _resolved(s: DashState, d: dict, t: float) -> None:
+    _feed(s, FeedItem(t, "compose", "-", "merger", f"composed {d.get('path')}", ""))
+    s.dirty.add("feed")
+
+
+_HANDLERS = {
+    "run_started": _run_started,
+    "episode_started": _episode_started,
+    "step": _step,
+    "tool": _tool,
+    "committed": lambda s, d, t: _ended(s, d, t, "committed"),
+    "nominated": lambda s, d, t: _ended(s, d, t, "nominated"),
+    "abstain": lambda s, d, t: _ended(s, d, t, "abstain"),
+    "failed": lambda s, d, t: _ended(s, d, t, "failed"),
+    "merged": _merged,
+    "conflict_resolved": _resolved,
+    "selected": _selected,
+    "run_stopped": _stopped,
+}

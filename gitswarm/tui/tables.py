@@ -1,0 +1,66 @@
+"""The problems and workers tables: rows keyed by id, updated in place."""
+
+from __future__ import annotations
+
+import time
+
+from textual.widgets import DataTable
+
+from gitswarm.tui.state import ProblemRow, WorkerRow
+
+PROBLEM_COLUMNS = ("problem", "kind", "state", "contrib", "lemmas", "attempts", "noms", "grade")
+WORKER_COLUMNS = ("worker", "episode", "problem", "state", "step", "tokens", "time")
+
+
+class KeyedTable(DataTable):
+    """A DataTable whose rows are keyed by id and rewritten only when their cells change."""
+
+    COLUMNS: tuple[str, ...] = ()
+
+    def on_mount(self) -> None:
+        self.cursor_type = "row"
+        self.zebra_stripes = True
+        for name in self.COLUMNS:
+            self.add_column(name, key=name)
+        self._shown: dict[str, tuple] = {}
+
+    def put(self, key: str, cells: tuple) -> None:
+        """Add the row `key` or update the cells that changed."""
+        old = self._shown.get(key)
+        if old == cells:
+            return
+        if old is None:
+            self.add_row(*cells, key=key)
+        else:
+            for name, new, was in zip(self.COLUMNS, cells, old, strict=True):
+                if new != was:
+                    self.update_cell(key, name, new)
+        self._shown[key] = cells
+
+    def selected_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        return str(self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value)
+
+
+class ProblemsTable(KeyedTable):
+    """Problems: id, kind, state, counts, nominations, grade."""
+
+    COLUMNS = PROBLEM_COLUMNS
+
+    def show(self, rows: list[ProblemRow]) -> None:
+        for r in rows:
+            state = f"{r.state} ({r.in_flight})" if r.in_flight else r.state
+            self.put(r.id, (r.id, r.kind, state, r.contributions, r.lemmas, r.attempts, r.nominations, r.grade))
+
+
+class WorkersTable(KeyedTable):
+    """Workers: id, episode, problem, state, step, tokens, time in step."""
+
+    COLUMNS = WORKER_COLUMNS
+
+    def show(self, rows: list[WorkerRow], now: float | None = None) -> None:
+        now = now or time.time()
+        for w in sorted(rows, key=lambda r: r.id):
+            since = "-" if w.state == "idle" else f"{now - w.since:.0f}s"
+            self.put(w.id, (w.id, w.episode, w.problem, w.state, w.step, w.tokens, since))

@@ -1,0 +1,98 @@
+"""`gitswarm report` on a demo run: figures checked against values computed here from `git`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git
+from demo_run import demo_run
+from typer.testing import CliRunner
+
+from gitswarm.cli.main import app
+
+runner = CliRunner()
+KINDS = {"note", "lemma", "attempt", "review", "code"}
+FIELDS = "%H%x1f%P%x1f%(trailers:key=Gitswarm-Problem,valueonly)%x1f%(trailers:key=Gitswarm-Kind,valueonly)" \
+         "%x1f%(trailers:key=Gitswarm-Informed-By,valueonly,separator=%x2C)%x1e"
+
+
+@pytest.fixture(scope="session")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return demo_run(tmp_path_factory)
+
+
+def commits(run: Path) -> dict[str, dict]:
+    """Every commit on main and the unmerged branches, with its parents, trailers and citations."""
+    found = {}
+    for record in git(run, "log", "--branches", f"--format={FIELDS}").split("\x1e"):
+        if not record.strip():
+            continue
+        sha, parents, problem, kind, cited = (f.strip() for f in record.strip("\n").split("\x1f"))
+        found[sha] = {"parents": parents.split(), "problem": problem, "kind": kind,
+                      "cited": [c.strip() for c in cited.replace(",", " ").split() if c.strip()]}
+    return found
+
+
+def ancestors(run: Path, start: str) -> set[str]:
+    return set(git(run, "rev-list", start).split())
+
+
+def expected(run: Path, problem: str, candidate: str) -> tuple[int, int, int]:
+    """(contributions, built on, in ancestry) by the definitions in gitswarm/report/graph.py."""
+    every = commits(run)
+    mine = {c for c, v in every.items() if v["problem"] == problem and v["kind"] in KINDS}
+    used = set()
+    for d in mine:
+        used |= (set(every[d]["cited"]) | ancestors(run, every[d]["parents"][0])) & mine - {d}
+    reach, todo = set(), {candidate}
+    while todo:
+        reach |= todo
+        grown = set().union(*(ancestors(run, c) for c in todo))
+        grown |= {x for c in grown | todo for x in every.get(c, {}).get("cited", [])}
+        todo = grown - reach
+    return len(mine), len(used), len(reach & mine)
+
+
+def test_json_figures_match_git(run: Path):
+    result = runner.invoke(app, ["report", str(run), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert len(data["problems"]) == 4 and data["charged"] <= 40
+    totals = [0, 0, 0]
+    for p in data["problems"]:
+        solution = git(run, "show", f"main:problems/{p['id']}/SOLUTION.md")
+        assert f"candidate: {p['selected']}" in solution
+        assert p["nominations"][p["selected"]] >= 1
+        want = expected(run, p["id"], p["selected"])
+        assert (p["contributions"], p["built_on"], p["in_ancestry"]) == want, p["id"]
+        assert p["built_on_share"] == round(want[1] / want[0], 4)
+        totals = [t + w for t, w in zip(totals, want, strict=True)]
+    assert data["contributions"] == totals[0] and data["built_on_share"] == round(totals[1] / totals[0], 4)
+    assert data["ancestry_share"] == round(totals[2] / totals[0], 4)
+    assert data["tokens"] > 0 and data["episodes"] >= data["charged"]
+
+
+def test_markdown_and_html(run: Path, tmp_path: Path):
+    result = runner.invoke(app, ["report", str(run)])
+    assert result.exit_code == 0 and "| demo-odd-sum |" in result.output and "**Built on**" in result.output
+    out = tmp_path / "report.html"
+    result = runner.invoke(app, ["report", str(run), "-f", "html", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out.read_text()
+    assert page.count("<svg") == 4 and "<script" not in page and "http://cdn" not in page
+    assert "demo-reverse-words: contribution graph" in page
+
+
+def test_html_says_how_to_install_the_drawing_libraries(run: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setitem(sys.modules, "networkx", None)
+    result = runner.invoke(app, ["report", str(run), "-f", "html"])
+    assert result.exit_code == 1
+    assert "pip install 'gitswarm[report]'" in result.output
+
+
+def test_report_of_a_folder_that_is_not_a_run(tmp_path: Path):
+    result = runner.invoke(app, ["report", str(tmp_path)])
+    assert result.exit_code == 2 and "not a gitswarm run" in result.output

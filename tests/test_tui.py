@@ -1,0 +1,159 @@
+"""The dashboard under textual's pilot: attached to a finished run, to a run another process
+is writing, and live with the engine in the app (graceful stop by `q`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from demo_run import demo_run, run_demo
+
+from gitswarm.engine.events import Event
+from gitswarm.tui.app import Dashboard
+from gitswarm.tui.screens import DetailScreen, GraphScreen, HelpScreen
+from gitswarm.tui.state import DashState
+from gitswarm.tui.tables import ProblemsTable, WorkersTable
+
+pytestmark = pytest.mark.anyio
+DEMO_PROBLEMS = {"demo-divisors-36", "demo-hexagon-angles", "demo-odd-sum", "demo-reverse-words"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return demo_run(tmp_path_factory)
+
+
+async def settle(pilot, until, timeout: float = 10.0) -> None:
+    """Let the app work until `until()` holds."""
+    deadline = time.monotonic() + timeout
+    while not until():
+        assert time.monotonic() < deadline, "the dashboard did not get there in time"
+        await pilot.pause(0.1)
+
+
+def text_of(widget) -> str:
+    return str(widget.render())
+
+
+async def test_attached_panels_are_populated(run: Path):
+    app = Dashboard(run)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, lambda: app.state.header.stopped and app.state.problems["demo-odd-sum"].kind != "?")
+        header = text_of(app.query_one("RunHeader"))
+        assert "demo" in header and "every problem is settled" in header and "episodes" in header
+        problems = app.query_one(ProblemsTable)
+        assert problems.row_count == 4
+        assert {str(k.value) for k in problems.rows} == DEMO_PROBLEMS
+        assert all(r.state == "selected" for r in app.state.problems.values())
+        assert all(r.contributions >= 1 and r.nominations >= 1 for r in app.state.problems.values())
+        assert app.query_one(WorkersTable).row_count == 4
+        assert app.query_one("#feed").shown >= 10
+        app.theme = "textual-light"  # the panels use theme variables only: readable on light too
+        await pilot.pause(0.2)
+        assert "every problem is settled" in text_of(app.query_one("RunHeader"))
+        await pilot.press("q")
+    assert app.return_code == 0
+
+
+async def test_detail_graph_help_and_navigation(run: Path):
+    app = Dashboard(run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, lambda: app.query_one(ProblemsTable).row_count == 4)
+        await pilot.press("down")
+        problem = app.query_one(ProblemsTable).selected_key()
+        assert problem in DEMO_PROBLEMS and problem != min(DEMO_PROBLEMS)
+        await pilot.press("enter")
+        assert isinstance(app.screen, DetailScreen) and app.screen.problem == problem
+        await settle(pilot, lambda: app.screen.commits)
+        markdown = app.screen.query_one("#item")
+        await settle(pilot, lambda: "loading" not in markdown.source)
+        assert "# solution(" in markdown.source  # newest first: the solution commit
+        await pilot.press("down", "down")
+        await settle(pilot, lambda: "# solution(" not in markdown.source)
+        await pilot.press("g")
+        assert isinstance(app.screen, GraphScreen)
+        await settle(pilot, lambda: "Contribution graph" in text_of(app.screen.query_one("#graph")))
+        graph = text_of(app.screen.query_one("#graph"))
+        assert "attempt" in graph and ("cites" in graph or "inherits" in graph)
+        await pilot.press("escape", "escape")
+        assert not isinstance(app.screen, DetailScreen | GraphScreen)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape", "p")  # pause is for solve only: a warning, nothing else
+        assert not app.control.paused
+        await pilot.press("q")
+
+
+async def test_attach_follows_a_run_another_process_writes(tmp_path: Path):
+    run = tmp_path / "live"
+    writer = subprocess.Popen([sys.executable, "-m", "gitswarm", "demo", "--run", str(run), "--no-tui",
+                               "--latency", "0.02"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        app = Dashboard(run)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, lambda: app.state.feed_total >= 1, timeout=30)
+            first = app.state.feed_total
+            assert not app.state.header.stopped
+            await settle(pilot, lambda: app.state.header.stopped, timeout=60)
+            assert app.state.feed_total > first  # new commits appeared while attached
+            await settle(pilot, lambda: all(r.state == "selected" for r in app.state.problems.values()))
+            await pilot.press("q")
+    finally:
+        writer.wait(timeout=60)
+    assert writer.returncode == 0, writer.stderr.read()
+
+
+async def test_live_engine_stops_gracefully_on_q(tmp_path: Path):
+    from gitswarm.engine.swarm import Control
+    from gitswarm.fakeserver import FaultPlan
+
+    control = Control()
+
+    def engine(listener):
+        return run_demo(tmp_path / "solve", FaultPlan(latency_s=0.02), [listener], control,
+                        workers=2, budget=40)
+
+    app = Dashboard(tmp_path / "solve", engine=engine, control=control)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, lambda: app.state.feed_total >= 1, timeout=30)
+        await pilot.press("p")
+        assert control.paused
+        await settle(pilot, lambda: "PAUSED" in text_of(app.query_one("RunHeader")))
+        await pilot.press("p", "q")
+        assert control.stop.is_set() and not control.paused and not app.finished
+        await settle(pilot, lambda: app.finished, timeout=30)
+        assert app.result.reason == "stopped by the user" and app.result.charged < 40
+        await settle(pilot, lambda: app.state.header.stopped == "stopped by the user")
+        await pilot.press("q")
+    assert app.error is None and app.return_code == 0
+
+
+def test_dashboard_command_refuses_a_folder_that_is_not_a_run(tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from gitswarm.cli.main import app
+
+    result = CliRunner().invoke(app, ["dashboard", str(tmp_path)])
+    assert result.exit_code == 2 and "not a gitswarm run" in result.output
+
+
+def test_reducer_batches_and_marks_dirty_panels():
+    state = DashState()
+    dirty = state.apply([Event("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1,
+                                               "charged": 0, "problems": ["a"]}, 1.0)])
+    assert {"header", "problems"} <= dirty and state.problems["a"].state == "open"
+    dirty = state.apply([Event("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 2.0),
+                         Event("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 2}, 3.0)])
+    assert state.workers["w01"].step == 2 and state.problems["a"].in_flight == 1 and "workers" in dirty
+    state.apply([Event("committed", {"episode": "e1", "worker": "w01", "problem": "a", "commit": "abc",
+                                     "tokens": 10, "charged": 1}, 4.0)])
+    assert state.workers["w01"].state == "idle" and state.problems["a"].contributions == 1
+    assert state.header.tokens == 10 and state.feed_total == 1 and state.apply([]) == set()
