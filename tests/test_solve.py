@@ -87,7 +87,9 @@ async def test_provider_faults_are_retried_or_end_episodes_cleanly(tmp_path: Pat
                        retry_after_s=0)
     result, server = await run_swarm(resolve_set("demo"), tmp_path / "run", faults, workers=4,
                                      budget=40, call_timeout_s=2)
-    assert result.reason == "every problem is settled"
+    # Faults may end some episodes (an abstention, a failed call), so the budget may run out first.
+    assert result.reason in ("every problem is settled", "budget of 40 episodes spent"), result.reason
+    assert set(ops_in_history(tmp_path / "run").values()) == {1}
     injected = server.injected
     assert injected["malformed_args"] and injected["rate_limit"]
     assert fsck_clean(tmp_path / "run")

@@ -1,0 +1,180 @@
+"""gitswarm's performance figures, as ratios measured in the same run; prints one table.
+
+- orchestration efficiency at C = 16, 64, 256: worker model calls per second over the ideal
+  C / latency, with a fixed-latency fake model in another process, commits and merges included;
+- memory cost inside that run: Memory.contribute and compose per contribution vs raw pygit2;
+- start-up: `gitswarm --help` and `gitswarm status` on a run of 100,000 commits;
+- context economy: first-prompt tokens as one problem's memory grows from 10 to 10,000 items;
+- footprint: peak RSS of the engine process at C = 256.
+
+Usage: python scripts/bench.py [--quick] [--sizes 16,64,256] [--latency 1] [--commits 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+Row = tuple[str, str, str, bool | None]
+
+
+def orchestration(c: int, latency: float, per_worker: int, profile: bool) -> dict:
+    """One swarm of C workers; adds the efficiency figures to the engine's own."""
+    from bench_orchestration import serving
+
+    def port(url: str) -> str:
+        return url.split(":")[-1].split("/")[0]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "arrivals"
+        # The merger's model answers at once: its conflict calls run one at a time, so at 1 s
+        # each they would add minutes of tail (reported below) and hide the workers' figure.
+        with serving(latency, log) as url, serving(0.0, Path(tmp) / "merger") as merger_url:
+            command = [sys.executable, str(HERE / "bench_orchestration.py"), "engine", str(c), port(url),
+                       port(merger_url), "--per-worker", str(per_worker)]
+            done = subprocess.run(command + (["--profile"] if profile else []), capture_output=True,
+                                  text=True, check=True, timeout=900)
+        figures = json.loads(done.stdout.strip().splitlines()[-1])
+        arrivals = [float(t) for t, tools in (ln.split() for ln in log.read_text().splitlines()) if tools == "1"]
+    first, last = min(arrivals), figures["last_start"]
+    in_window = sum(first <= t <= last for t in arrivals)
+    figures["calls"] = len(arrivals)
+    figures["efficiency"] = in_window / max(last - first, 1e-9) / (c / latency)
+    figures["efficiency_whole"] = len(arrivals) * latency / (c * figures["wall"])
+    figures["calls_per_s"] = in_window / max(last - first, 1e-9)
+    return figures
+
+
+def timed(command: list[str], repeat: int = 5) -> float:
+    """Median wall time of a command, in seconds."""
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(command, capture_output=True, check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def startup(commits: int) -> list[Row]:
+    from bench_history import add_history, new_run
+
+    with tempfile.TemporaryDirectory() as tmp:
+        build = time.perf_counter()
+        memory = new_run(Path(tmp), 200)
+        add_history(memory, commits, memory.problems(), ledger=True)
+        build = time.perf_counter() - build
+        python = timed([sys.executable, "-c", "pass"])
+        rev_parse = timed(["git", "-C", str(memory.path), "rev-parse", "HEAD"])
+        gitswarm = [sys.executable, "-m", "gitswarm"]
+        helped = timed([*gitswarm, "--help"])
+        status = timed([*gitswarm, "status", str(memory.path)], repeat=3)
+    base = f"python -c pass {python:.3f} s, git rev-parse {rev_parse * 1000:.0f} ms"
+    return [(f"start-up: gitswarm --help ({base})", f"{helped:.3f} s = {helped / python:.1f}x python",
+             "<= 0.4 s", helped <= 0.4),
+            (f"start-up: gitswarm status, {commits:,} commits (built in {build:.0f} s)",
+             f"{status:.3f} s = {status / python:.1f}x python", "<= 0.5 s", status <= 0.5)]
+
+
+def context_tokens(sizes: list[int]) -> tuple[list[Row], list[int]]:
+    """First-prompt tokens of an episode on one problem as its memory grows (real engine code)."""
+    from bench_history import add_history, new_run
+
+    from gitswarm.engine import context
+    from gitswarm.engine.config import SolveConfig
+    from gitswarm.engine.context import EpisodeInfo, RunView
+    from gitswarm.engine.index import MemoryIndex
+    from gitswarm.resources import render
+
+    found = []
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            memory = new_run(Path(tmp), 1)
+            add_history(memory, size, memory.problems())
+            index = MemoryIndex()
+            index.update(memory.repo, memory.main())
+            cfg = SolveConfig(problems=Path(tmp) / "set", run=memory.path, model="m", budget=100)
+            view = RunView(cfg, memory.problems())
+            ep = EpisodeInfo("e99999", "w01", "p000", "answer", "Problem 0", memory.main())
+            head = context.header(view, index, ep, 1, [])
+            prompt = render("worker_system.md.j2", worker="w01", max_steps=cfg.max_steps) + \
+                context.overview(memory, view, index, ep, head)
+            found.append(context.tokens(prompt))
+    growth = found[-1] / found[0]
+    shown = ", ".join(f"{n:,}: {t}" for n, t in zip(sizes, found, strict=True))
+    return [(f"context: first-prompt tokens by memory size ({shown})",
+             f"{growth:.2f}x", "<= 1.2x", growth <= 1.2)], found
+
+
+def orchestration_rows(results: list[dict], latency: float) -> list[Row]:
+    rows: list[Row] = []
+    for f in results:
+        target = f["c"] == max(r["c"] for r in results)
+        rows.append((f"orchestration C={f['c']}: {f['calls_per_s']:.1f} calls/s of ideal {f['c'] / latency:.0f} "
+                     f"(whole run {f['efficiency_whole']:.2f}, {f['calls']} calls, {f['wall']:.0f} s, "
+                     f"CPU {f['cpu_window']:.2f} cores)",
+                     f"{f['efficiency']:.3f}", ">= 0.97" if target else "-",
+                     f["efficiency"] >= 0.97 if target else None))
+    big = results[-1]
+    contribute, compose = big["contribute"] / big["raw_write"], big["compose_total"] / max(big["merged"], 1)
+    rows += [(f"memory in run (C={big['c']}): contribute {big['contribute'] * 1000:.2f} ms vs raw pygit2 "
+              f"{big['raw_write'] * 1000:.2f} ms", f"{contribute:.2f}x", "<= 1.5x", contribute <= 1.5),
+             (f"memory in run: compose per merged contribution ({big['merged']} merged)",
+              f"{compose * 1000:.2f} ms = {compose / big['raw_write']:.2f}x raw", "< 2 ms", compose < 0.002),
+             (f"footprint: peak RSS of the engine at C={big['c']}", f"{big['rss_mb']:.0f} MB", "< 300 MB",
+              big["rss_mb"] < 300)]
+    return rows
+
+
+def print_table(rows: list[Row]) -> None:
+    width = max(len(r[0]) for r in rows)
+    print(f"{'figure':{width}}  {'measured':>28}  {'target':>9}  result")
+    for name, value, target, ok in rows:
+        print(f"{name:{width}}  {value:>28}  {target:>9}  {'-' if ok is None else 'PASS' if ok else 'FAIL'}")
+
+
+def print_diagnostics(results: list[dict]) -> None:
+    for f in results:
+        print(f"\nC={f['c']}: {f['reason']}; charged {f['charged']}; engine CPU {f['cpu']:.1f} s over "
+              f"{f['wall']:.1f} s wall = {f['cpu'] / max(f['calls'], 1) * 1000:.1f} ms CPU per worker call; "
+              f"git thread busy {f['git_busy']:.1f} s in {f['git_calls']} calls, queue wait "
+              f"p50 {f['git_queue_p50'] * 1000:.1f} ms, max {f['git_queue_max'] * 1000:.0f} ms")
+        for name, seconds, calls in f["git_by_fn"]:
+            print(f"    git thread {seconds:6.2f} s  {calls:5} x {name}")
+        for package, seconds in f.get("profile", []):
+            print(f"    {seconds:7.2f} s  {package}")
+
+
+def main() -> None:
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli.add_argument("--sizes", default="16,64,256", help="concurrencies C to measure")
+    cli.add_argument("--latency", type=float, default=1.0, help="seconds per fake model call")
+    cli.add_argument("--per-worker", type=int, default=4, help="episodes per worker (budget = C x this)")
+    cli.add_argument("--commits", type=int, default=100_000, help="commits of the start-up run")
+    cli.add_argument("--context", default="10,100,1000,10000", help="memory sizes of the context figure")
+    cli.add_argument("--profile", action="store_true", help="profile the largest C by package")
+    cli.add_argument("--quick", action="store_true", help="small everything: C=8,32, 5,000 commits")
+    args = cli.parse_args()
+    if args.quick:
+        args.sizes, args.per_worker, args.commits, args.context = "8,32", 3, 5000, "10,1000"
+    sizes = [int(s) for s in args.sizes.split(",")]
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    started = time.monotonic()
+    results = [orchestration(c, args.latency, args.per_worker, args.profile and c == max(sizes)) for c in sizes]
+    rows = orchestration_rows(results, args.latency)
+    rows += startup(args.commits)
+    rows += context_tokens([int(s) for s in args.context.split(",")])[0]
+    print_table(rows)
+    print_diagnostics(results)
+    print(f"\nwhole bench: {time.monotonic() - started:.0f} s on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""The orchestration figure of bench.py: the real engine in one process, the scripted model
+behind the fake server in another (the model is remote in real use, so its CPU is not ours).
+
+`python scripts/bench_orchestration.py serve PORT LATENCY LOG` runs the server;
+`python scripts/bench_orchestration.py engine C ...` runs one swarm and prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import functools
+import json
+import os
+import pstats
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+from bench_history import write_set
+
+
+async def serve_brain(port: int, latency: float, log: Path) -> None:
+    """The scripted model with a fixed latency; logs each worker call's arrival time."""
+    from gitswarm.demo.brain import respond
+    from gitswarm.fakeserver import FaultPlan, serve
+
+    with log.open("a", buffering=1) as out:
+        def timed(body: dict):
+            out.write(f"{time.time() - latency:.4f} {int(bool(body.get('tools')))}\n")
+            return respond(body)
+
+        async with serve(timed, FaultPlan(latency_s=latency), port=port):
+            await anyio.sleep_forever()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"the fake server did not listen on port {port}")
+
+
+@contextmanager
+def serving(latency: float, log: Path) -> Iterator[str]:
+    """The scripted model behind the fake server in its own process; yields its URL."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, __file__, "serve", str(port), str(latency), str(log)])
+    try:
+        wait_for_port(port)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+class Timings:
+    """Wall time of Memory calls and the git thread's queueing, by function name."""
+
+    def __init__(self) -> None:
+        self.run: dict[str, list[float]] = defaultdict(list)
+        self.queued: list[float] = []
+        self.merged = 0
+
+    def install(self) -> None:
+        from gitswarm.engine.gitio import GitThread
+        from gitswarm.memory.repo import Memory
+
+        for name in ("contribute", "compose"):
+            setattr(Memory, name, self._timed(getattr(Memory, name), name))
+        original = GitThread.__call__
+
+        async def call(git, fn, *args):
+            asked = time.perf_counter()
+
+            def inner():
+                self.queued.append(time.perf_counter() - asked)
+                start = time.perf_counter()
+                try:
+                    return fn(*args)
+                finally:
+                    self.run[getattr(fn, "__name__", "?")].append(time.perf_counter() - start)
+            return await original(git, inner)
+
+        GitThread.__call__ = call
+
+    def _timed(self, method, name):
+        @functools.wraps(method)
+        def timed(memory, *args, **kwargs):
+            start = time.perf_counter()
+            result = method(memory, *args, **kwargs)
+            self.run[f"memory.{name}"].append(time.perf_counter() - start)
+            if name == "compose":
+                self.merged += len(result.merged)
+            return result
+        return timed
+
+
+def raw_baseline(run: Path, n: int = 200) -> float:
+    """Median raw pygit2 write (blobs, tree, commit, one ref) on the finished run's repository."""
+    import pygit2
+    from bench_memory import raw_once
+
+    repo = pygit2.Repository(str(run))
+    return statistics.median(raw_once(repo, i) for i in range(n))
+
+
+async def engine(c: int, port: int, merger_port: int, per_worker: int, problems: int, profile: bool) -> dict:
+    """Run one swarm of C workers against the server at `port` (the merger's model at
+    `merger_port`); return the figures."""
+    from gitswarm.engine.config import SolveConfig
+    from gitswarm.engine.run import solve
+    from gitswarm.models import LiteLLMModel, ModelConfig, _litellm
+    from gitswarm.problems.loader import load_set
+
+    _litellm()  # a one-off import of seconds, not orchestration
+    if switch := os.environ.get("BENCH_SWITCH_INTERVAL"):  # GIL hand-over experiment, see bench.py --help
+        sys.setswitchinterval(float(switch))
+    timings = Timings()
+    timings.install()
+    started: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = write_set(Path(tmp) / "set", problems)
+        config = ModelConfig(model="openai/gitswarm-scripted", api_base=f"http://127.0.0.1:{port}/v1",
+                             api_key="k", timeout_s=120)
+        model = LiteLLMModel(config)
+        merger = LiteLLMModel(ModelConfig(model=config.model, api_base=f"http://127.0.0.1:{merger_port}/v1",
+                                          api_key="k", timeout_s=120))
+        cfg = SolveConfig(problems=folder, run=Path(tmp) / "run", model=config.model, workers=c,
+                          budget=c * per_worker, settle_nominations=10**6, seed=1)
+
+        def listener(event) -> None:
+            if event.kind == "episode_started":
+                started.append((time.time(), time.process_time()))
+        profiler = cProfile.Profile() if profile else None
+        t0, cpu0 = time.time(), time.process_time()
+        if profiler:
+            profiler.enable()
+        result = await solve(cfg, load_set(folder), model, merger, [listener])
+        if profiler:
+            profiler.disable()
+        wall, cpu = time.time() - t0, time.process_time() - cpu0
+        rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        raw = raw_baseline(cfg.run)
+    figures = {"c": c, "t0": t0, "wall": wall, "cpu": cpu, "rss_mb": rss_mb, "last_start": started[-1][0],
+               "cpu_window": (started[-1][1] - cpu0) / max(started[-1][0] - t0, 1e-9),
+               "charged": result.charged, "reason": result.reason, "raw_write": raw,
+               "contribute": statistics.median(timings.run["memory.contribute"]),
+               "compose_total": sum(timings.run["memory.compose"]), "merged": timings.merged,
+               "git_busy": sum(sum(v) for k, v in timings.run.items() if not k.startswith("memory.")),
+               "git_queue_p50": statistics.median(timings.queued), "git_queue_max": max(timings.queued),
+               "git_calls": len(timings.queued),
+               "git_by_fn": sorted(((k, sum(v), len(v)) for k, v in timings.run.items() if not k.startswith("memory.")),
+                                   key=lambda t: -t[1])[:8]}
+    if profiler:
+        figures["profile"] = by_package(profiler)
+    return figures
+
+
+def by_package(profiler: cProfile.Profile, top: int = 12) -> list[tuple[str, float]]:
+    """Own CPU time of the event-loop thread, grouped by top-level package."""
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    totals: dict[str, float] = defaultdict(float)
+    for (path, _line, func), (_cc, _nc, tottime, _ct, _callers) in stats.items():
+        if func != "<method 'poll' of 'select.epoll' objects>":  # idle: waiting for the network
+            totals[_package(path, func)] += tottime
+    return sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+
+
+def _package(path: str, func: str) -> str:
+    if path == "~":
+        return f"builtin {func}"[:60]
+    for marker in ("site-packages/", "lib/python3"):
+        if marker in path:
+            tail = path.split(marker, 1)[1].lstrip("/").split("/")
+            return tail[0] if marker == "site-packages/" else f"stdlib {tail[1] if len(tail) > 1 else tail[0]}"
+    return "gitswarm" if "gitswarm" in path else path[-40:]
+
+
+def main() -> None:
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = cli.add_subparsers(dest="mode", required=True)
+    s = sub.add_parser("serve")
+    s.add_argument("port", type=int)
+    s.add_argument("latency", type=float)
+    s.add_argument("log", type=Path)
+    e = sub.add_parser("engine")
+    e.add_argument("c", type=int)
+    e.add_argument("port", type=int)
+    e.add_argument("merger_port", type=int)
+    e.add_argument("--per-worker", type=int, default=4)
+    e.add_argument("--problems", type=int, default=0)
+    e.add_argument("--profile", action="store_true")
+    args = cli.parse_args()
+    if args.mode == "serve":
+        anyio.run(serve_brain, args.port, args.latency, args.log)
+        return
+    problems = args.problems or max(4, args.c // 4)
+    figures = anyio.run(engine, args.c, args.port, args.merger_port, args.per_worker, problems, args.profile)
+    json.dump(figures, sys.stdout)
+    print()
+
+
+if __name__ == "__main__":
+    main()
