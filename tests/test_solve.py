@@ -150,3 +150,12 @@ async def test_stale_ref_locks_of_a_killed_process_are_cleared_and_a_busy_run_re
     assert again.charged == 4 and not list(run.glob("refs/**/*.lock"))
     with run_lock(run), pytest.raises(RunBusy, match="another gitswarm"):
         await run_swarm(problem_dir, run, workers=2, budget=6)
+
+
+@pytest.mark.anyio
+async def test_a_provider_that_always_fails_stops_the_run(tmp_path: Path, problem_dir: Path):
+    faults = FaultPlan(rate=1.0, kinds=("server_error",))
+    result, server = await run_swarm(problem_dir, tmp_path / "run", faults, workers=2, budget=10)
+    assert "episodes in a row failed on model calls" in result.reason and result.charged == 0
+    assert result.episodes <= 2 + 2  # the third failure stops it; one more may be in flight
+    assert len(server.requests) == result.episodes * 5  # each episode's call tried 1 + 4 times

@@ -30,15 +30,16 @@ def solve(
     merger_model: Annotated[str | None, typer.Option(help="Model for the merger (default --model).")] = None,
     api_base: Annotated[str | None, typer.Option(
         help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); default: the provider's own.")] = None,
-    workers: Annotated[int, typer.Option("--workers", "-C", min=1, help="Episodes in flight at once.")] = 4,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", "-C", min=1, help="Episodes in flight at once (default 4).")] = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", "-B", min=1, help="Charged episodes (abstaining is free); default 8 per problem.")] = None,
     max_usd: Annotated[float | None, typer.Option(help="Stop before spending more USD than this.")] = None,
     max_tokens: Annotated[int | None, typer.Option(help="Stop before spending more tokens than this.")] = None,
     time_limit: Annotated[float | None, typer.Option(help="Stop starting episodes after N seconds.")] = None,
     problem: Annotated[list[str] | None, typer.Option(help="Only this problem id (repeatable).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the scheduler's random choices.")] = 0,
-    max_steps: Annotated[int, typer.Option(min=2, help="Model calls per episode at most.")] = 12,
+    seed: Annotated[int | None, typer.Option(help="Seed of the scheduler's random choices (default 0).")] = None,
+    max_steps: Annotated[int | None, typer.Option(min=2, help="Model calls per episode at most (default 12).")] = None,
     price_in: Annotated[float | None, typer.Option(
         help="USD per million input tokens, for a model litellm has no price for.")] = None,
     price_out: Annotated[float | None, typer.Option(
@@ -54,16 +55,18 @@ def solve(
     caps or settling; 1 when stopped by an error; 130 when stopped by Ctrl-C.
     """
     from gitswarm import models
+    from gitswarm.engine.settings import config_file, file_settings
 
     with user_errors():
         problem_set = _load(problems)
-        hint = models.credentials_hint(model or "", api_base=api_base)
-        if hint:
-            raise fail(hint)
-        cfg = _config(problem_set, model, run, merger_model=merger_model, api_base=api_base,
+        from_file = file_settings(config_file())
+        cfg = _config(problem_set, model, run, from_file, merger_model=merger_model, api_base=api_base,
                       workers=workers, budget=budget, max_usd=max_usd, max_tokens=max_tokens,
                       time_limit_s=time_limit, problem_ids=tuple(problem or ()), seed=seed,
                       max_steps=max_steps, price_in_per_mtok=price_in, price_out_per_mtok=price_out)
+        hint = models.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
+        if hint:
+            raise fail(hint)
         if cfg.max_usd is not None and not models.has_price(_model_config(cfg, cfg.model)):
             raise fail(f"--max-usd cannot be enforced: litellm has no price for {cfg.model}. Give "
                        "--price-in and --price-out (USD per million tokens), or use --max-tokens.")
@@ -87,18 +90,10 @@ def _load(problems: str):
         raise fail(f"the problem set {problems} has {len(exc.defects)} defect(s)") from None
 
 
-def _config(problem_set, model: str | None, run: Path | None, **options):
-    from gitswarm.engine.config import SolveConfig
+def _config(problem_set, model: str | None, run: Path | None, from_file: dict | None = None, **options):
+    from gitswarm.engine.settings import merge
 
-    defaults = {k: v for k, v in problem_set.defaults.items() if k in SolveConfig.model_fields}
-    given = {k: v for k, v in options.items() if v is not None}
-    if given.get("budget") is None:
-        given["budget"] = defaults.pop("budget", 8 * len(problem_set.problems))
-    unknown = set(given.get("problem_ids", ())) - {p.id for p in problem_set.problems}
-    if unknown:
-        raise ValueError(f"no problem {', '.join(sorted(unknown))} in {problem_set.path}")
-    return SolveConfig(problems=problem_set.path, run=run or Path("runs") / problem_set.name,
-                       model=model, **(defaults | given))
+    return merge(problem_set, run, {"model": model, **options}, from_file or {})
 
 
 def _model_config(cfg, name: str, api_base: str | None = None):

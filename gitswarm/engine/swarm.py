@@ -42,6 +42,8 @@ class Scheduler:
     free_workers: list[str] = field(default_factory=list)
     fatal: str | None = None
     cap: str | None = None
+    failed_in_row: int = 0
+    """Episodes ended by a failed model call since the last one that did not fail."""
     _changed: anyio.Event = field(default_factory=anyio.Event)
 
     @property
@@ -71,6 +73,9 @@ class Scheduler:
         cfg = self.config
         if self.fatal:
             return f"stopped: {self.fatal}"
+        if self.failed_in_row >= max(3, cfg.workers):
+            return (f"stopped: {self.failed_in_row} episodes in a row failed on model calls (is the "
+                    "provider reachable?)")
         if self.control.stop.is_set():
             return "stopped by the user"
         if self.cap:
@@ -149,6 +154,7 @@ class Scheduler:
             if exc.kind in FATAL_KINDS:
                 self.fatal = str(exc)
         record.ended = time.time()
+        self.failed_in_row = self.failed_in_row + 1 if record.status == "failed" else 0
         await shared.git(self.ledger.save, shared.memory, record)
         self._report(record)
         del self.in_flight[record.episode]
