@@ -102,7 +102,14 @@ class Scheduler:
         """Unsolved first, then least worked (contributions and episodes in flight)."""
         index, settled = self.shared.index, self.shared.view.settled
         busy = [r.problem for r in self.in_flight.values()]
-        open_ = [p for p in self.problems if p not in settled]
+        needed = self.config.settle_nominations
+
+        def covered(p: str) -> bool:
+            """Nominated, and enough episodes already on it to settle it: more would only vote."""
+            top = max(index.problems[p].nominations.values(), default=0)
+            return top > 0 and top + busy.count(p) >= needed
+
+        open_ = [p for p in self.problems if p not in settled and not covered(p)]
         if not open_:
             return None
         return min(open_, key=lambda p: (bool(index.problems[p].nominations),
