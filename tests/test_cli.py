@@ -80,3 +80,15 @@ def test_log_shows_contributions_and_rejects_non_runs(memory: Memory, tmp_path: 
     assert len(oneline.splitlines()) == 1 and "merge:" in oneline
     result = runner.invoke(app, ["log", str(tmp_path)])
     assert result.exit_code == 2 and "not a gitswarm run" in result.output
+
+
+def test_plain_progress_shows_the_budget_as_a_bar(capsys):
+    from gitswarm.cli.progress import bar, printer
+    from gitswarm.engine.events import Event
+
+    assert bar(5, 20, width=10) == "[###.......]  5/20"
+    show = printer()
+    show(Event("run_started", {"run": "r", "workers": 2, "budget": 4, "charged": 0}))
+    show(Event("committed", {"episode": "e00001", "worker": "w01", "problem": "p", "commit": "abc",
+                             "charged": 1}))
+    assert "[#####...............] 1/4 e00001 w01 committed to p (abc)" in capsys.readouterr().out

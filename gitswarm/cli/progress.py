@@ -11,8 +11,8 @@ from gitswarm.engine.events import Event
 SHOWN = {
     "run_started": "run {run}: {workers} workers, budget {budget} episodes ({charged} already spent)",
     "episode_started": "{episode} {worker} starts on {problem}",
-    "committed": "{episode} {worker} committed to {problem} ({commit_short}) [{charged} charged]",
-    "nominated": "{episode} {worker} nominated a solution of {problem} [{charged} charged]",
+    "committed": "{bar} {episode} {worker} committed to {problem} ({commit_short})",
+    "nominated": "{bar} {episode} {worker} nominated a solution of {problem}",
     "abstain": "{episode} {worker} abstained on {problem}: {note}",
     "failed": "{episode} {worker} failed on {problem}: {note}",
     "merged": "merged {count} branch(es) into main ({commit_short})",
@@ -24,9 +24,19 @@ SHOWN = {
 }
 
 
+def bar(done: int, total: int, width: int = 20) -> str:
+    """The budget as a text progress bar: `[#####...............]  5/20`."""
+    filled = min(width, round(width * done / total)) if total else 0
+    return f"[{'#' * filled}{'.' * (width - filled)}] {done:>{len(str(total))}}/{total}"
+
+
 def printer(as_json: bool = False):
-    """A listener printing events to stdout."""
+    """A listener printing events to stdout, with the budget as a bar on each charged one."""
+    budget = {"total": 0}
+
     def show(event: Event) -> None:
+        if event.kind == "run_started":
+            budget["total"] = int(event.data.get("budget") or 0)
         if as_json:
             typer.echo(event.to_json())
             return
@@ -35,6 +45,7 @@ def printer(as_json: bool = False):
             return
         data = dict(event.data)
         data["commit_short"] = str(data.get("commit") or "")[:10]
+        data["bar"] = bar(int(data.get("charged") or 0), budget["total"])
         data["count"] = len(data.get("episodes") or [])
         data["choice"] = (f"selected {data.get('path')} ({data.get('nominations')} nominations)"
                           if data.get("path") else "no candidate was nominated")
