@@ -86,7 +86,7 @@ def test_plain_progress_shows_the_budget_as_a_bar(capsys):
     from gitswarm.cli.progress import bar, printer
     from gitswarm.engine.events import Event
 
-    assert bar(5, 20, width=10) == "[###.......]  5/20"
+    assert bar(6, 20, width=10) == "[###.......]  6/20"
     show = printer()
     show(Event("run_started", {"run": "r", "workers": 2, "budget": 4, "charged": 0}))
     show(Event("committed", {"episode": "e00001", "worker": "w01", "problem": "p", "commit": "abc",
