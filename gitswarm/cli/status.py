@@ -51,16 +51,12 @@ def status(
 
 
 def _problem(memory, problem: str) -> dict:
-    from gitswarm.memory.read import items
     from gitswarm.problems.frontmatter import FrontMatterError, split
 
     tip = memory.main()
-    found = items(memory.repo, problem, None, tip)
-    counts = Counter({f: 0 for f in FOLDERS})
-    for item in found:
-        counts[item.path.split("/")[2]] += 1
-    votes = Counter()
     base = f"problems/{problem}"
+    counts = Counter({f: _count(memory, f"{base}/{f}", tip) for f in FOLDERS})
+    votes = Counter()
     for entry in _listing(memory, f"{base}/nominations", tip):
         try:
             votes[split((memory.read_file(entry, tip) or b"").decode()).values.get("candidate")] += 1
@@ -85,6 +81,21 @@ def _grade(memory, problem: str, candidate: str | None) -> str | None:
 
     grades = GradeStore(memory).for_candidate(problem, candidate) if candidate else []
     return describe(max(grades, key=lambda g: g.time)) if grades else None
+
+
+def _count(memory, folder: str, at: str) -> int:
+    """Files below `folder` on `at`, counted from trees alone (no blob is read)."""
+    import pygit2
+    from pygit2.enums import FileMode
+
+    def walk(tree) -> int:
+        return sum(walk(memory.repo[e.id]) if e.filemode == FileMode.TREE else 1 for e in tree)
+
+    tree = memory.repo.revparse_single(at).peel(pygit2.Tree)
+    try:
+        return walk(memory.repo[tree[folder].id])
+    except KeyError:
+        return 0
 
 
 def _listing(memory, folder: str, at: str) -> list[str]:
