@@ -17,9 +17,9 @@ from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set
 
 
-async def run_demo(run: Path, faults: FaultPlan | None = None, listeners=None, control=None, **options):
-    """The demo set solved into `run`; returns the engine's RunResult."""
-    problem_dir = resolve_set("demo")
+async def run_set(problem_dir: Path, run: Path, faults: FaultPlan | None = None, listeners=None,
+                  control=None, **options):
+    """`problem_dir` solved into `run` by the scripted model; returns (RunResult, the fake server)."""
     problem_set = load_set(problem_dir)
     async with serve(respond, faults) as server:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
@@ -27,7 +27,13 @@ async def run_demo(run: Path, faults: FaultPlan | None = None, listeners=None, c
         model = LiteLLMModel(config)
         cfg = SolveConfig(problems=problem_dir, run=run, model=config.model, **options)
         with anyio.fail_after(120):
-            return await solve(cfg, problem_set, model, model, listeners, control)
+            return await solve(cfg, problem_set, model, model, listeners, control), server
+
+
+async def run_demo(run: Path, faults: FaultPlan | None = None, listeners=None, control=None, **options):
+    """The demo set solved into `run`; returns the engine's RunResult."""
+    result, _ = await run_set(resolve_set("demo"), run, faults, listeners, control, **options)
+    return result
 
 
 def demo_run(factory: pytest.TempPathFactory) -> Path:

@@ -13,12 +13,9 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import fsck_clean, git
+from demo_run import run_set
 
-from gitswarm.demo.brain import respond
-from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.run import solve
-from gitswarm.fakeserver import FaultPlan, serve
-from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.fakeserver import FaultPlan
 from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set
 
@@ -29,14 +26,7 @@ def anyio_backend():
 
 
 async def run_swarm(problem_dir: Path, run: Path, faults: FaultPlan | None = None, **options):
-    problem_set = load_set(problem_dir)
-    async with serve(respond, faults) as server:
-        config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
-                             timeout_s=5, backoff_base_s=0.01, backoff_cap_s=0.05)
-        model = LiteLLMModel(config)
-        cfg = SolveConfig(problems=problem_dir, run=run, model=config.model, **options)
-        with anyio.fail_after(120):
-            return await solve(cfg, problem_set, model, model), server
+    return await run_set(problem_dir, run, faults, **options)
 
 
 def ops_in_history(run: Path) -> Counter:
