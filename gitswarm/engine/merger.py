@@ -29,8 +29,17 @@ class Merger:
     merges_since_summary: Counter = field(default_factory=Counter)
     _wake: anyio.Event = field(default_factory=anyio.Event)
     _record: EpisodeRecord | None = None
+    _waiting: set[str] = field(default_factory=set)
+    """Episodes whose branches wait to be composed."""
+    _everything: bool = True
+    """Compose every pending branch (at start, and at the end), not only the known ones."""
 
-    def kick(self) -> None:
+    def kick(self, episode: str | None = None) -> None:
+        """A branch is ready (or, without an episode, look for every pending branch)."""
+        if episode is None:
+            self._everything = True
+        else:
+            self._waiting.add(episode)
         self._wake.set()
 
     async def run(self, stop: anyio.Event) -> None:
@@ -40,11 +49,17 @@ class Merger:
                 await self._wake.wait()
             self._wake = anyio.Event()
             await self.compose_all()
+        self._everything = True
         await self.compose_all()
 
     async def compose_all(self) -> None:
+        if not self._everything and not self._waiting:
+            return
         shared = self.shared
-        result = await shared.git(shared.memory.compose)
+        requested = None if self._everything else sorted(self._waiting)
+        self._everything = False
+        self._waiting -= set(requested or self._waiting)
+        result = await shared.git(shared.memory.compose, requested)
         await self._after(result)
         for conflict in result.conflicts:
             text = await self._resolve(conflict)
@@ -53,6 +68,8 @@ class Merger:
             await self._after(again)
             if again.merged:
                 shared.events.emit("conflict_resolved", episode=conflict.episode, path=conflict.path)
+            else:
+                self._waiting.add(conflict.episode)  # main moved under the fix: try again
 
     async def _after(self, result: Composed) -> None:
         if result.commit is None:

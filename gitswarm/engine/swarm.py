@@ -168,7 +168,7 @@ class Scheduler:
         self.free_workers.append(record.worker)
         self.free_workers.sort()
         if record.commit:
-            self.merger.kick()
+            self.merger.kick(record.episode)
         self._changed.set()
 
     def _report(self, record: EpisodeRecord) -> None:

@@ -65,8 +65,12 @@ def compose(repo: pygit2.Repository, run_id: str, episodes: list[str] | None = N
     """One attempt to merge pending branches into main; raises Contention if main moved."""
     main = repo.references[MAIN]
     tip = repo[main.target]
-    branches = pending(repo)
-    chosen = sorted(branches if episodes is None else set(episodes) & set(branches))
+    if episodes is None:
+        branches = pending(repo)
+    else:  # the caller knows its branches: listing every ref (one per op ever written) costs more
+        refs = {e: repo.references.get(BRANCH_PREFIX + e) for e in episodes}
+        branches = {e: ref.target for e, ref in refs.items() if ref is not None}
+    chosen = sorted(branches)
     merged, conflicts, stale = [], [], []
     overlay: trees.Changes = {}  # changes of the branches merged so far; one tree write at the end
     fixes = {(r.episode, r.path): r for r in resolutions}
