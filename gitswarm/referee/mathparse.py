@@ -183,8 +183,9 @@ class _Parser:
         sub = self.take()
         if sub == "{":
             start = self.pos
-            while self.take() != "}":
-                pass
+            if "}" not in self.tokens[start:]:
+                raise ParseError("expected '}' closing the subscript")
+            self.pos = self.tokens.index("}", start) + 1
             sub = "".join(self.tokens[start : self.pos - 1])
         if not re.fullmatch(r"[a-zA-Z0-9]+", sub):
             raise ParseError(f"unsupported subscript {sub!r}")
