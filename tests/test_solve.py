@@ -110,6 +110,13 @@ async def test_status_and_log_read_a_finished_run(tmp_path: Path):
     assert shown.exit_code == 0, shown.output
     status = json.loads(shown.output)
     assert status["totals"]["charged"] == result.charged
+    # status reads running totals; they must equal the sums over every episode record
+    records = [json.loads(git(run, "show", f"refs/gitswarm/ledger:{path}"))
+               for path in git(run, "ls-tree", "-r", "--name-only", "refs/gitswarm/ledger").split()
+               if path.startswith("episodes/")]
+    assert status["totals"]["tokens"] == sum(r["tokens_in"] + r["tokens_out"] for r in records) == result.tokens
+    assert status["totals"]["episodes"] == sum(r["episode"] != "merger" for r in records)
+    assert status["totals"]["charged"] == sum(r["status"] in ("contribute", "nominate") for r in records)
     assert {p["id"]: p["state"] for p in status["problems"]} == dict.fromkeys(result.selected, "selected")
     for row in status["problems"]:
         assert row["selected"] == result.selected[row["id"]].path
@@ -149,3 +156,20 @@ async def test_a_provider_that_always_fails_stops_the_run(tmp_path: Path, proble
     assert "episodes in a row failed on model calls" in result.reason and result.charged == 0
     assert result.episodes <= 2 + 2  # the third failure stops it; one more may be in flight
     assert len(server.requests) == result.episodes * 5  # each episode's call tried 1 + 4 times
+
+
+def test_totals_of_a_run_written_before_they_were_kept_are_summed(memory):
+    from gitswarm.engine.ledger import BOOK, EpisodeRecord, Ledger
+
+    old = {f"episodes/e000/e0000{i}.json": vars(EpisodeRecord(f"e0000{i}", "w01", "p", "contribute",
+                                                              tokens_in=10 * i, tokens_out=i))
+           for i in range(1, 4)}
+    memory.put_records(BOOK, {**old, "scheduler.json": {"next_number": 4, "rng_state": None}}, "old ledger")
+    totals = Ledger.summary(memory)
+    assert (totals.episodes, totals.charged, totals.tokens, totals.cost) == (3, 3, 66, (0.0, True))
+    ledger = Ledger.load(memory)
+    record = ledger.episodes["e00002"]
+    record.status = "abstain"  # records are changed in place, then saved: counted once, not twice
+    ledger.save(memory, record)
+    ledger.save(memory, record)
+    assert Ledger.summary(memory).charged == 2 and Ledger.summary(memory).tokens == 66

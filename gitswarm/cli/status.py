@@ -29,10 +29,10 @@ def status(
     with user_errors():
         memory = Memory(run)
         rows = [_problem(memory, p) for p in memory.problems()]
-        ledger = Ledger.load(memory)
-    cost, known = ledger.cost
-    totals = {"run": memory.run_id, "episodes": len([e for e in ledger.episodes if e != "merger"]),
-              "charged": ledger.charged, "tokens": ledger.tokens,
+        spent = Ledger.summary(memory)
+    cost, known = spent.cost
+    totals = {"run": memory.run_id, "episodes": spent.episodes,
+              "charged": spent.charged, "tokens": spent.tokens,
               "cost_usd": round(cost, 6) if known else None, "pending_branches": len(memory.pending())}
     if as_json:
         typer.echo(json.dumps({"totals": totals, "problems": rows}, indent=2))

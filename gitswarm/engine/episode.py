@@ -13,7 +13,7 @@ from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
-from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.model import Usage
@@ -44,6 +44,7 @@ class Shared:
     sandbox: anyio.CapacityLimiter
     check_caps: Callable[[], None]
     """Raises CapReached when the next call may not be made."""
+    ledger: Ledger
 
 
 async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) -> EpisodeRecord:
@@ -80,7 +81,7 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
         shared.check_caps()
         shared.events.emit("step", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step)
         reply = await shared.model.complete(messages, tools=tool_schemas())
-        charge(record, reply.usage)
+        shared.ledger.charge(record, reply.usage)
         messages.append(reply.message)
         problem = _unusable(reply)
         if problem:
@@ -132,16 +133,6 @@ def _answer_all(messages: list[dict], reply, text: str, start: int = 0) -> None:
     """Every tool call must get an answer before the conversation can go on."""
     for call in reply.tool_calls[start:]:
         messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
-
-
-def charge(record: EpisodeRecord, usage) -> None:
-    record.calls += 1
-    record.tokens_in += usage.tokens_in
-    record.tokens_out += usage.tokens_out
-    if usage.cost_usd is None:
-        record.cost_known = False
-    else:
-        record.cost_usd += usage.cost_usd
 
 
 def transcript(messages: list[dict]) -> str:

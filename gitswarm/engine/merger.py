@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from gitswarm.engine import selection
-from gitswarm.engine.episode import CapReached, Shared, charge
+from gitswarm.engine.episode import CapReached, Shared
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.memory.compose import Composed, Conflict, Resolution
 from gitswarm.resources import render
@@ -132,7 +132,7 @@ class Merger:
             return None
         record = self._record or self.ledger.episodes.get("merger") or EpisodeRecord("merger", "merger", "", "merger")
         self._record = record
-        charge(record, reply.usage)
+        self.ledger.charge(record, reply.usage)
         await self.shared.git(self.ledger.save, self.shared.memory, record)
         text = (reply.content or "").strip()
         match = FENCE.match(text)

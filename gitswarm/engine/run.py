@@ -84,7 +84,7 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
     view.settled = selection.settled(index, problems, cfg.settle_nominations)
     events = EventLog(cfg.run, listeners)
     shared = Shared(memory, git, index, view, model, events, anyio.CapacityLimiter(2),
-                    caps_check(cfg, ledger, view))
+                    caps_check(cfg, ledger, view), ledger)
     control = control or Control()
     merger = Merger(shared, ledger, merger_model)
     scheduler = Scheduler(shared, ledger, merger, problem_set, problems, control,

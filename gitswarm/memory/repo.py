@@ -122,6 +122,11 @@ class Memory:
         with self._lock:
             retry(lambda: books.put(self.repo, book, records, message))
 
+    def record(self, book: str, path: str) -> object | None:
+        """One bookkeeping record, or None if the book has no such record."""
+        with self._lock:
+            return books.get(self.repo, book, path)
+
     def records(self, book: str, folder: str = "") -> dict[str, object]:
         with self._lock:
             return books.all_records(self.repo, book, folder)

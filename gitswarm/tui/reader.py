@@ -61,9 +61,9 @@ def snapshot(memory) -> Snapshot:
         facts.append(ProblemFacts(pid, kind.group(1) if kind else "?", row["state"], c["lemmas"],
                                   c["attempts"] + c["code"], row["nominations"],
                                   describe(found[-1]) if found else "-"))
-    ledger = Ledger.load(memory)
-    cost, known = ledger.cost
-    return Snapshot(facts, cost if known else None, ledger.tokens, ledger.charged)
+    spent = Ledger.summary(memory)
+    cost, known = spent.cost
+    return Snapshot(facts, cost if known else None, spent.tokens, spent.charged)
 
 
 def history(memory, problem: str, limit: int = 200) -> list[CommitInfo]:
