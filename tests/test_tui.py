@@ -155,5 +155,13 @@ def test_reducer_batches_and_marks_dirty_panels():
     assert state.workers["w01"].step == 2 and state.problems["a"].in_flight == 1 and "workers" in dirty
     state.apply([Event("committed", {"episode": "e1", "worker": "w01", "problem": "a", "commit": "abc",
                                      "tokens": 10, "charged": 1}, 4.0)])
-    assert state.workers["w01"].state == "idle" and state.problems["a"].contributions == 1
+    assert state.workers["w01"].state == "merging" and state.problems["a"].contributions == 1
+    assert state.problems["a"].in_flight == 0
     assert state.header.tokens == 10 and state.feed_total == 1 and state.apply([]) == set()
+    assert "workers" in state.apply([Event("merged", {"commit": "def", "episodes": ["e1"]}, 5.0)])
+    assert state.workers["w01"].state == "idle" and state.feed_total == 2
+    state.apply([Event("episode_started", {"episode": "e2", "worker": "w01", "problem": "a"}, 6.0),
+                 Event("committed", {"episode": "e2", "worker": "w01", "problem": "a", "commit": "abd",
+                                     "tokens": 5, "charged": 2}, 7.0),
+                 Event("episode_started", {"episode": "e3", "worker": "w01", "problem": "a"}, 8.0)])
+    assert state.workers["w01"].state == "thinking" and state.problems["a"].in_flight == 1

@@ -13,7 +13,10 @@ from dataclasses import dataclass, field
 from gitswarm.engine.events import Event
 
 FEED_SIZE = 200
-WORKING = ("thinking", "tool", "writing", "merging")
+IN_EPISODE = ("thinking", "tool", "writing")
+WORKING = (*IN_EPISODE, "merging")
+"""A worker is "merging" from its commit until the merger composes that episode into main
+(or the worker starts its next episode first)."""
 
 
 @dataclass
@@ -163,7 +166,7 @@ def _episode_started(s: DashState, d: dict, t: float) -> None:
 
 def _leave(s: DashState, w: WorkerRow) -> None:
     """A worker's episode ends: its problem has one fewer in flight."""
-    if w.state != "idle" and w.problem in s.problems:
+    if w.state in IN_EPISODE and w.problem in s.problems:
         row = s.problems[w.problem]
         row.in_flight = max(0, row.in_flight - 1)
     w.state = "idle"
@@ -188,6 +191,8 @@ def _ended(s: DashState, d: dict, t: float, kind: str) -> None:
         w.tokens = int(d.get("tokens") or 0)
         _leave(s, w)
         w.since = t
+        if kind == "committed" or kind == "nominated":
+            w.state = "merging"
     s.header.charged = int(d.get("charged") or s.header.charged)
     s.header.tokens += int(d.get("tokens") or 0)
     problem = s.problem(str(d.get("problem")))
@@ -205,6 +210,11 @@ def _ended(s: DashState, d: dict, t: float, kind: str) -> None:
 
 def _merged(s: DashState, d: dict, t: float) -> None:
     episodes = list(d.get("episodes") or [])
+    for episode in episodes:
+        w = s.workers.get(s.episode_worker.get(str(episode), ""))
+        if w is not None and w.episode == episode and w.state == "merging":
+            w.state, w.since = "idle", t
+            s.dirty.add("workers")
     _feed(s, FeedItem(t, "merge", "-", "merger", f"composed {len(episodes)} branch(es)",
                            str(d.get("commit") or ""), informed_by=len(episodes)))
     s.dirty.add("feed")
