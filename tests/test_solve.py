@@ -157,19 +157,3 @@ async def test_a_provider_that_always_fails_stops_the_run(tmp_path: Path, proble
     assert result.episodes <= 2 + 2  # the third failure stops it; one more may be in flight
     assert len(server.requests) == result.episodes * 5  # each episode's call tried 1 + 4 times
 
-
-def test_totals_of_a_run_written_before_they_were_kept_are_summed(memory):
-    from gitswarm.engine.ledger import BOOK, EpisodeRecord, Ledger
-
-    old = {f"episodes/e000/e0000{i}.json": vars(EpisodeRecord(f"e0000{i}", "w01", "p", "contribute",
-                                                              tokens_in=10 * i, tokens_out=i))
-           for i in range(1, 4)}
-    memory.put_records(BOOK, {**old, "scheduler.json": {"next_number": 4, "rng_state": None}}, "old ledger")
-    totals = Ledger.summary(memory)
-    assert (totals.episodes, totals.charged, totals.tokens, totals.cost) == (3, 3, 66, (0.0, True))
-    ledger = Ledger.load(memory)
-    record = ledger.episodes["e00002"]
-    record.status = "abstain"  # records are changed in place, then saved: counted once, not twice
-    ledger.save(memory, record)
-    ledger.save(memory, record)
-    assert Ledger.summary(memory).charged == 2 and Ledger.summary(memory).tokens == 66

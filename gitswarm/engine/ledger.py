@@ -12,7 +12,9 @@ episode (100,000 of them on a long run).
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 
 from gitswarm.memory.repo import Memory
@@ -92,6 +94,9 @@ class Ledger:
     _counted: dict[str, tuple] = field(default_factory=dict, repr=False)
     """Each episode's figures as the totals hold them (records are mutated in place, so the
     record itself cannot tell what it added before)."""
+    _dirty: dict[str, EpisodeRecord] = field(default_factory=dict, repr=False)
+    _state: dict = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         for record in self.episodes.values():
@@ -125,11 +130,6 @@ class Ledger:
         self.next_number += 1
         return episode
 
-    def records_for(self, record: EpisodeRecord) -> dict[str, object]:
-        return {record.path: asdict(record),
-                "scheduler.json": {"next_number": self.next_number, "rng_state": self.rng_state,
-                                   "totals": asdict(self.totals)}}
-
     def charge(self, record: EpisodeRecord, usage) -> None:
         """Add one model call's usage to its episode's record and to the run's totals at once,
         so the token and USD caps see every call as it happens."""
@@ -142,11 +142,45 @@ class Ledger:
             record.cost_usd += usage.cost_usd
         self._count(record)
 
-    def save(self, memory: Memory, record: EpisodeRecord) -> None:
-        """Write one episode's record (and the scheduler state); runs in the git thread."""
+    def changed(self, record: EpisodeRecord) -> None:
+        """Take a new or changed record into the totals and the next flush; on the event loop,
+        the one thread that changes records."""
         self.episodes[record.episode] = record
         self._count(record)
-        memory.put_records(BOOK, self.records_for(record), f"ledger: {record.episode} {record.status}")
+        state = {"next_number": self.next_number, "rng_state": self.rng_state, "totals": asdict(self.totals)}
+        with self._lock:
+            self._dirty[record.episode] = record
+            self._state = state
+
+    def flush(self, memory: Memory) -> None:
+        """Write every changed record and the scheduler state in one commit; in the git thread.
+
+        Group commit: when many episodes end at once their saves queue behind each other, and
+        the first flush writes them all, so the ones after it find nothing left to do."""
+        with self._lock:
+            batch, self._dirty, state = self._dirty, {}, self._state
+        if not batch:
+            return
+        try:
+            records: dict[str, object] = {r.path: asdict(r) for r in batch.values()}
+            records["scheduler.json"] = state
+            shown = ", ".join(f"{r.episode} {r.status}" for r in list(batch.values())[:4])
+            more = f" and {len(batch) - 4} more" if len(batch) > 4 else ""
+            memory.put_records(BOOK, records, f"ledger: {shown}{more}")
+        except BaseException:
+            with self._lock:  # not written: the next flush takes them again
+                self._dirty = {**batch, **self._dirty}
+            raise
+
+    async def write(self, git: Callable[..., Awaitable[None]], memory: Memory, record: EpisodeRecord) -> None:
+        """Save `record`: returns once it is in the repository."""
+        self.changed(record)
+        await git(self.flush, memory)
+
+    def save(self, memory: Memory, record: EpisodeRecord) -> None:
+        """Save `record` now, from a thread that may write (tests, tools)."""
+        self.changed(record)
+        self.flush(memory)
 
     @property
     def charged(self) -> int:

@@ -3,7 +3,9 @@ settled, a cap is reached or the user stops; then selects each problem's solutio
 
 from __future__ import annotations
 
+import base64
 import random
+import struct
 import time
 from dataclasses import dataclass, field
 
@@ -126,20 +128,20 @@ class Scheduler:
                 record.status = "nominate" if info.kind == "nomination" else "contribute"
                 record.commit, record.ended = done, time.time()
                 record.note = "finished before a crash; recorded on resume"
-                await self.shared.git(self.ledger.save, memory, record)
+                await self.ledger.write(self.shared.git, memory, record)
             elif record.worker in self.free_workers and record.problem not in self.shared.view.settled:
                 self.free_workers.remove(record.worker)
                 await self._start(tg, record.episode, record.worker, record.problem, restarted=True)
             else:
                 record.status, record.note = "abstain", "cut off by a crash, not restarted"
-                await self.shared.git(self.ledger.save, memory, record)
+                await self.ledger.write(self.shared.git, memory, record)
         self.merger.kick()
 
     async def _start(self, tg, episode: str, worker: str, problem: str, restarted: bool = False) -> None:
         shared = self.shared
         record = EpisodeRecord(episode, worker, problem)
         self.ledger.rng_state = _json_state(self.rng.getstate())
-        await shared.git(self.ledger.save, shared.memory, record)
+        await self.ledger.write(shared.git, shared.memory, record)
         self.in_flight[episode] = record
         main = await shared.git(shared.memory.main)
         found = self.problem_set.get(problem)
@@ -162,7 +164,7 @@ class Scheduler:
                 self.fatal = str(exc)
         record.ended = time.time()
         self.failed_in_row = self.failed_in_row + 1 if record.status == "failed" else 0
-        await shared.git(self.ledger.save, shared.memory, record)
+        await self.ledger.write(shared.git, shared.memory, record)
         self._report(record)
         del self.in_flight[record.episode]
         self.free_workers.append(record.worker)
@@ -182,12 +184,19 @@ class Scheduler:
 
 
 def _json_state(state: tuple) -> list:
-    return [state[0], list(state[1]), state[2]]
+    """The Mersenne Twister's 625 words as one base64 string: the ledger writes this on every
+    flush, and as a JSON list of numbers it was the flush's slowest part."""
+    words = struct.pack(f"<{len(state[1])}I", *state[1])
+    return [state[0], base64.b64encode(words).decode(), state[2]]
 
 
 def restore_rng(seed: int, state: list | None) -> random.Random:
     """The scheduler's random state as the last run left it (resume keeps determinism)."""
     rng = random.Random(seed)
     if state:
-        rng.setstate((state[0], tuple(state[1]), state[2]))
+        words = state[1]
+        if isinstance(words, str):
+            raw = base64.b64decode(words)
+            words = struct.unpack(f"<{len(raw) // 4}I", raw)
+        rng.setstate((state[0], tuple(words), state[2]))
     return rng
