@@ -195,6 +195,9 @@ class LiteLLMModel:
         c = self.config
         if c.user_priced:
             return (tokens_in * c.price_in_per_mtok + tokens_out * c.price_out_per_mtok) / 1e6
+        stamped = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+        if stamped:  # litellm prices every reply it returns; pricing it again cost ~0.5 ms a call
+            return float(stamped)
         served_by = str(getattr(response, "model", ""))
         if served_by in self._unpriced:
             return None
