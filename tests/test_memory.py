@@ -115,7 +115,14 @@ def test_disjoint_additions_merge_without_conflict_keeping_every_parent(memory: 
     assert fsck_clean(memory.path)
 
 
-def test_same_file_different_hunks_merge_cleanly(memory: Memory):
+def composer(memory: Memory, restarted: bool) -> Memory:
+    """The Memory that composes: the same one (merge bases known from the main line it saw),
+    or a new one, as after a restart (merge bases found by walking the history)."""
+    return Memory(memory.path) if restarted else memory
+
+
+@pytest.mark.parametrize("restarted", [False, True])
+def test_same_file_different_hunks_merge_cleanly(memory: Memory, restarted: bool):
     base_text = "".join(f"line {i}\n" for i in range(20))
     memory.contribute(contribution(memory, "e0", {"notes/shared.md": base_text}))
     memory.compose()
@@ -123,7 +130,7 @@ def test_same_file_different_hunks_merge_cleanly(memory: Memory):
     bottom = base_text.replace("line 18\n", "line eighteen\n")
     memory.contribute(contribution(memory, "e1", {"notes/shared.md": top}))
     memory.contribute(contribution(memory, "e2", {"notes/shared.md": bottom}))
-    result = memory.compose()
+    result = composer(memory, restarted).compose()
     assert result.conflicts == [] and result.merged == ["e1", "e2"]
     merged = memory.read_file("problems/sum/notes/shared.md").decode()
     assert "line one\n" in merged and "line eighteen\n" in merged
@@ -147,13 +154,16 @@ def test_conflict_is_data_and_a_resolution_composes_it(memory: Memory):
     assert memory.read_file("problems/sum/SUMMARY.md") == b"# Summary\n\nA and B.\n"
 
 
-def test_branch_already_in_main_is_dropped_without_a_new_merge(memory: Memory):
+@pytest.mark.parametrize("restarted", [False, True])
+def test_branch_already_in_main_is_dropped_without_a_new_merge(memory: Memory, restarted: bool):
     tip = memory.contribute(contribution(memory, "e1", {"notes/a.md": "x"})).commit
+    memory.compose()
+    memory.contribute(contribution(memory, "e2", {"notes/b.md": "y"}))
     memory.compose()
     # a crash between moving main and deleting the branch leaves such a branch behind
     git(memory.path, "update-ref", "refs/heads/swarm/e1", tip)
     main_before = memory.main()
-    result = memory.compose()
+    result = composer(memory, restarted).compose()
     assert result.commit is None and memory.main() == main_before
     assert memory.pending() == {}
 

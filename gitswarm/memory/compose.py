@@ -35,6 +35,55 @@ class Conflict:
     """Identifies the `ours` version a resolution applies to."""
 
 
+class MainLine:
+    """Main's tips and the branch heads its merges took in, as seen by this process.
+
+    Main only moves forward, so every former tip is an ancestor of the current one. A branch
+    grows from the tip of its episode's start; walking the branch back to a known commit gives
+    its merge base without walking main's history, which libgit2 does for each branch (two
+    walks of ~5 ms each at C=64, growing with the run). Branches from before this process
+    started fall back to the walk."""
+
+    SEARCH = 16
+    """Commits of a branch to look through for a known one."""
+
+    def __init__(self) -> None:
+        self.tip: pygit2.Oid | None = None
+        self.tips: set[pygit2.Oid] = set()
+        self.merged: set[pygit2.Oid] = set()
+        """Branch heads main took in since this process first saw it: sound only because
+        `advance` follows every step main took, never skipping one."""
+
+    def advance(self, repo: pygit2.Repository, tip: pygit2.Oid) -> None:
+        """Take in main's first-parent commits from `tip` back to the last tip seen (only
+        this process writes main, so that is a handful of commits)."""
+        if self.tip is None:
+            self.tip = tip
+            self.tips.add(tip)
+            return
+        at = tip
+        while at is not None and at not in self.tips:
+            commit = repo[at]
+            self.tips.add(at)
+            self.merged.update(commit.parent_ids[1:])
+            at = commit.parent_ids[0] if commit.parent_ids else None
+        self.tip = tip
+
+    def base(self, repo: pygit2.Repository, head: pygit2.Oid) -> tuple[bool, pygit2.Oid | None] | None:
+        """(already in main, merge base) from what is known, or None if the walk must decide."""
+        if head in self.tips or head in self.merged:
+            return True, head
+        at = head
+        for _ in range(self.SEARCH):
+            parents = repo[at].parent_ids
+            if not parents:
+                return None
+            at = parents[0]
+            if at in self.tips or at in self.merged:
+                return False, at
+        return None
+
+
 @dataclass(frozen=True)
 class Resolution:
     """The merger's composed text for a conflict, valid while `ours_blob` is still main's."""
@@ -65,10 +114,13 @@ def pending(repo: pygit2.Repository) -> dict[str, pygit2.Oid]:
 
 
 def compose(repo: pygit2.Repository, run_id: str, episodes: list[str] | None = None,
-            resolutions: list[Resolution] = ()) -> Composed:
-    """One attempt to merge pending branches into main; raises Contention if main moved."""
+            resolutions: list[Resolution] = (), line: MainLine | None = None) -> Composed:
+    """One attempt to merge pending branches into main; raises Contention if main moved.
+    `line`, kept between calls, spares the history walks (see MainLine)."""
     main = repo.references[MAIN]
     tip = repo[main.target]
+    line = line or MainLine()
+    line.advance(repo, tip.id)
     if episodes is None:
         branches = pending(repo)
     else:  # the caller knows its branches: listing every ref (one per op ever written) costs more
@@ -80,10 +132,14 @@ def compose(repo: pygit2.Repository, run_id: str, episodes: list[str] | None = N
     fixes = {(r.episode, r.path): r for r in resolutions}
     for episode in chosen:
         head = branches[episode]
-        if head == tip.id or repo.descendant_of(tip.id, head):
+        known = line.base(repo, head)
+        if known is None:
+            base_id = repo.merge_base(tip.id, head)
+            known = (base_id == head, base_id)
+        if known[0]:
             stale.append(episode)
             continue
-        changes, found = _merge_one(repo, tip, overlay, head, episode, fixes)
+        changes, found = _merge_one(repo, tip, overlay, head, known[1], episode, fixes)
         if found:
             conflicts += found
         else:
@@ -96,13 +152,15 @@ def compose(repo: pygit2.Repository, run_id: str, episodes: list[str] | None = N
                                     _message(run_id, repo, parents, merged),
                                     trees.update(repo, tip.tree, overlay), parents)
     _advance(repo, main.target, commit, {e: branches[e] for e in merged + stale})
+    if commit is not None:
+        line.advance(repo, commit)
     return Composed(str(commit) if commit else None, merged, conflicts)
 
 
-def _merge_one(repo, tip: pygit2.Commit, overlay: trees.Changes, head: pygit2.Oid, episode: str,
-               fixes: dict) -> tuple[trees.Changes, list[Conflict]]:
-    """The changes that merge branch `head` into main's tip plus `overlay`, or its conflicts."""
-    base_id = repo.merge_base(tip.id, head)
+def _merge_one(repo, tip: pygit2.Commit, overlay: trees.Changes, head: pygit2.Oid,
+               base_id: pygit2.Oid | None, episode: str, fixes: dict) -> tuple[trees.Changes, list[Conflict]]:
+    """The changes that merge branch `head` (merge base `base_id`) into main's tip plus
+    `overlay`, or its conflicts."""
     base = repo[base_id].tree if base_id is not None else repo[repo.TreeBuilder().write()]
     theirs = repo[head].tree
     changes, conflicts = {}, []

@@ -4,25 +4,27 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 import threading
 import time
 from pathlib import Path
 
 import pygit2
-from pygit2.enums import ObjectType
+from pygit2.enums import ObjectType, RepositoryOpenFlag
 
 from gitswarm import __version__
 from gitswarm.memory import books, read, trees, write
 from gitswarm.memory import compose as composer
-from gitswarm.memory.errors import NotARun
+from gitswarm.memory.errors import NotARun, RunTooNew
 from gitswarm.memory.model import CommitInfo, Contribution, Item, Written
 from gitswarm.memory.paths import WriteLimits
 from gitswarm.memory.retry import is_transient, retry
 from gitswarm.memory.trailers import Message
-from gitswarm.problems.model import ProblemSet
+from gitswarm.problems.model import Problem, ProblemSet
 from gitswarm.resources import render
 
 FORMAT = 1
+"""Run format version, kept in run.json on refs/gitswarm/meta; a run of a higher format is refused."""
 PACK_EVERY = 32
 META_REF = "refs/gitswarm/meta"
 NOTES_REF = "refs/notes/transcripts"
@@ -40,13 +42,15 @@ class Memory:
         self.path = Path(path)
         self.limits = limits or WriteLimits()
         try:
-            self.repo = pygit2.Repository(str(self.path))
+            self.repo = pygit2.Repository(str(self.path), flags=RepositoryOpenFlag.NO_SEARCH)
         except pygit2.GitError:
-            raise NotARun(f"{self.path} is not a gitswarm run (no git repository there)") from None
+            raise NotARun(f"{self.path} is not a gitswarm run (no git repository there); give the "
+                          "folder `gitswarm solve` made, e.g. runs/<set>") from None
         self.meta = _read_meta(self.repo, self.path)
         self.run_id: str = self.meta["run_id"]
         self._lock = threading.RLock()
         self._merges = 0
+        self._line = composer.MainLine()
         _cache_trees()
 
     @classmethod
@@ -54,27 +58,16 @@ class Memory:
                problem_ids: list[str] | None = None) -> Memory:
         """Create a run repository holding the visible statements (never hidden parts)."""
         path = Path(path)
-        if path.exists() and any(path.iterdir()):
-            raise NotARun(f"{path} exists and is not empty; choose another --run folder")
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise NotARun(f"{path} exists and is not empty (or not a folder); choose another --run folder")
         run_id = run_id or time.strftime("%Y-%m-%dT%H%M") + f"-{problem_set.name}"
         problems = [p for p in problem_set.problems if problem_ids is None or p.id in problem_ids]
-        repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
-        files = {"README.md": render("run_readme.md.j2", run_id=run_id, set_name=problem_set.name,
-                                     description=problem_set.description, problems=problems).encode()}
-        for problem in problems:
-            for name, data in problem.visible_files().items():
-                files[f"problems/{problem.id}/{name}"] = data
-            files[f"problems/{problem.id}/SUMMARY.md"] = INITIAL_SUMMARY.encode()
-        sig = write.committer()
-        tree = trees.update(repo, None, trees.blobs(repo, files))
-        repo.create_commit(composer.MAIN, sig, sig, f"run: start {run_id}\n", tree, [])
-        meta = {"format": FORMAT, "run_id": run_id, "set": problem_set.name,
-                "set_path": str(Path(problem_set.path).resolve()),
-                "problems": [p.id for p in problems], "created": int(time.time()),
-                "gitswarm": __version__}
-        meta_file = {"run.json": json.dumps(meta, indent=2).encode()}
-        meta_tree = trees.update(repo, None, trees.blobs(repo, meta_file))
-        repo.create_commit(META_REF, sig, sig, "gitswarm: run metadata\n", meta_tree, [])
+        existed = path.exists()
+        try:
+            _init_run(path, problem_set, run_id, problems)
+        except BaseException:  # a full disk, Ctrl-C: a half-made run would block the retry
+            _discard(path, existed)
+            raise
         return cls(path)
 
     # -- writes ---------------------------------------------------------------------------
@@ -92,7 +85,7 @@ class Memory:
                 resolutions: list[composer.Resolution] = ()) -> composer.Composed:
         """Merge pending branches (all, or `episodes`) into main; retried until main is ours."""
         with self._lock:
-            result = retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions))
+            result = retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions, self._line))
             self._merges += bool(result.commit)
             if self._merges % PACK_EVERY == 0 and result.commit:
                 self.pack_refs()
@@ -187,6 +180,39 @@ class Memory:
             return list(itertools.islice(found, limit))
 
 
+def _init_run(path: Path, problem_set: ProblemSet, run_id: str, problems: list[Problem]) -> None:
+    """The new run's repository: main with the visible statements, and the run metadata."""
+    repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
+    files = {"README.md": render("run_readme.md.j2", run_id=run_id, set_name=problem_set.name,
+                                 description=problem_set.description, problems=problems).encode()}
+    for problem in problems:
+        for name, data in problem.visible_files().items():
+            files[f"problems/{problem.id}/{name}"] = data
+        files[f"problems/{problem.id}/SUMMARY.md"] = INITIAL_SUMMARY.encode()
+    sig = write.committer()
+    tree = trees.update(repo, None, trees.blobs(repo, files))
+    repo.create_commit(composer.MAIN, sig, sig, f"run: start {run_id}\n", tree, [])
+    meta = {"format": FORMAT, "run_id": run_id, "set": problem_set.name,
+            "set_path": str(Path(problem_set.path).resolve()),
+            "problems": [p.id for p in problems], "created": int(time.time()),
+            "gitswarm": __version__}
+    meta_file = {"run.json": json.dumps(meta, indent=2).encode()}
+    meta_tree = trees.update(repo, None, trees.blobs(repo, meta_file))
+    repo.create_commit(META_REF, sig, sig, "gitswarm: run metadata\n", meta_tree, [])
+
+
+def _discard(path: Path, existed: bool) -> None:
+    """Remove what a failed create wrote (the folder was empty or absent before)."""
+    if not existed:
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    for child in path.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
 def _cache_trees() -> None:
     """libgit2 caches no tree over 4 KiB by default; a problem folder's tree is read on every
     contribution and merge, and re-inflating it costs 10x the merge itself."""
@@ -197,9 +223,15 @@ def _cache_trees() -> None:
 def _read_meta(repo: pygit2.Repository, path: Path) -> dict:
     ref = repo.references.get(META_REF)
     if ref is None:
-        raise NotARun(f"{path} is a git repository but not a gitswarm run (no {META_REF})")
-    meta = json.loads(repo[ref.target].peel(pygit2.Commit).tree["run.json"].data)
-    if meta.get("format", 0) > FORMAT:
-        raise NotARun(f"{path} was made by a newer gitswarm (run format {meta['format']}, this "
-                      f"gitswarm {__version__} reads format {FORMAT}); upgrade gitswarm")
+        raise NotARun(f"{path} is a git repository but not a gitswarm run (no {META_REF}); give the "
+                      "folder `gitswarm solve` made, e.g. runs/<set>")
+    try:
+        meta = json.loads(repo[ref.target].peel(pygit2.Commit).tree["run.json"].data)
+        version = meta.get("format", 0)
+    except (KeyError, ValueError, AttributeError):
+        raise NotARun(f"{path} has unreadable run metadata ({META_REF}:run.json); it was not made "
+                      "by this gitswarm, or was damaged") from None
+    if not isinstance(version, int) or version > FORMAT:
+        raise RunTooNew(f"{path} was made by a newer gitswarm (run format {version!r}; this gitswarm "
+                        f"{__version__} reads format {FORMAT} and older); upgrade gitswarm to open it")
     return meta
