@@ -133,7 +133,7 @@ class Merger:
         record = self._record or self.ledger.episodes.get("merger") or EpisodeRecord("merger", "merger", "", "merger")
         self._record = record
         self.ledger.charge(record, reply.usage)
-        await self.ledger.write(self.shared.git, self.shared.memory, record)
+        self.ledger.changed(record)  # written with the next episode's save, not a commit per call
         text = (reply.content or "").strip()
         match = FENCE.match(text)
         return (match.group(1) if match else text) + "\n" if text else None
