@@ -4,7 +4,8 @@
   C / latency, with a fixed-latency fake model in another process, commits and merges included;
 - memory cost inside that run: Memory.contribute and compose per contribution vs raw pygit2;
 - start-up: `gitswarm --help` and `gitswarm status` on a run of 100,000 commits;
-- context economy: first-prompt tokens as one problem's memory grows from 10 to 10,000 items;
+- context economy: prompt tokens of an episode's first model call (real engine, scripted model)
+  as one problem's memory grows from 10 to 10,000 contributions;
 - footprint: peak RSS of the engine process at C = 256.
 
 Usage: python scripts/bench.py [--quick] [--sizes 16,64,256] [--latency 1] [--commits 100000]
@@ -42,8 +43,13 @@ def orchestration(c: int, latency: float, per_worker: int, profile: bool) -> dic
                        port(merger_url), "--per-worker", str(per_worker)]
             done = subprocess.run(command + (["--profile"] if profile else []), capture_output=True,
                                   text=True, check=True, timeout=900)
-        figures = json.loads(done.stdout.strip().splitlines()[-1])
-        arrivals = [float(t) for t, tools in (ln.split() for ln in log.read_text().splitlines()) if tools == "1"]
+            figures = json.loads(done.stdout.strip().splitlines()[-1])
+            arrivals = [float(t) for t, tools in (ln.split() for ln in log.read_text().splitlines())
+                        if tools == "1"]
+            # The baseline, same server and latency: C tasks doing nothing but model calls.
+            alone = subprocess.run([sys.executable, str(HERE / "bench_orchestration.py"), "bare", str(c), port(url)],
+                                   capture_output=True, text=True, check=True, timeout=900)
+            figures["bare"] = json.loads(alone.stdout.strip().splitlines()[-1])
     first, last = min(arrivals), figures["last_start"]
     in_window = sum(first <= t <= last for t in arrivals)
     figures["calls"] = len(arrivals)
@@ -84,32 +90,18 @@ def startup(commits: int) -> list[Row]:
 
 
 def context_tokens(sizes: list[int]) -> tuple[list[Row], list[int]]:
-    """First-prompt tokens of an episode on one problem as its memory grows (real engine code)."""
-    from bench_history import add_history, new_run
+    """Prompt tokens of an episode's first model call as one problem's memory grows: one real
+    episode through the engine (scripted model, fake server, litellm) per memory size."""
+    from bench_context import measure
 
-    from gitswarm.engine import context
-    from gitswarm.engine.config import SolveConfig
-    from gitswarm.engine.context import EpisodeInfo, RunView
-    from gitswarm.engine.index import MemoryIndex
-    from gitswarm.resources import render
-
-    found = []
-    for size in sizes:
-        with tempfile.TemporaryDirectory() as tmp:
-            memory = new_run(Path(tmp), 1)
-            add_history(memory, size, memory.problems())
-            index = MemoryIndex()
-            index.update(memory.repo, memory.main())
-            cfg = SolveConfig(problems=Path(tmp) / "set", run=memory.path, model="m", budget=100)
-            view = RunView(cfg, memory.problems())
-            ep = EpisodeInfo("e99999", "w01", "p000", "answer", "Problem 0", memory.main())
-            head = context.header(view, index, ep, 1, [])
-            prompt = render("worker_system.md.j2", worker="w01", max_steps=cfg.max_steps) + \
-                context.overview(memory, view, index, ep, head)
-            found.append(context.tokens(prompt))
+    started = time.perf_counter()
+    figures = measure(sizes)
+    found = [f["tokens"] for f in figures]
     growth = found[-1] / found[0]
-    shown = ", ".join(f"{n:,}: {t}" for n, t in zip(sizes, found, strict=True))
-    return [(f"context: first-prompt tokens by memory size ({shown})",
+    shown = ", ".join(f"{f['size']:,}: {f['tokens']}" for f in figures)
+    built = sum(f["build_s"] for f in figures)
+    return [(f"context: first-call prompt tokens by memory size ({shown}; memories built in {built:.0f} s, "
+             f"{time.perf_counter() - started:.0f} s in all)",
              f"{growth:.2f}x", "<= 1.2x", growth <= 1.2)], found
 
 
@@ -122,6 +114,10 @@ def orchestration_rows(results: list[dict], latency: float) -> list[Row]:
                      f"CPU {f['cpu_window']:.2f} cores)",
                      f"{f['efficiency']:.3f}", ">= 0.97" if target else "-",
                      f["efficiency"] >= 0.97 if target else None))
+        bare = f["bare"]
+        rows.append((f"  baseline C={f['c']}: model calls alone, no engine: {bare['calls_per_s']:.1f} calls/s "
+                     f"({bare['cpu_per_call'] * 1000:.1f} ms CPU per call in litellm's stack); engine / alone",
+                     f"{f['calls_per_s'] / bare['calls_per_s']:.3f}", "-", None))
     big = results[-1]
     contribute, compose = big["contribute"] / big["raw_write"], big["compose_total"] / max(big["merged"], 1)
     rows += [(f"memory in run (C={big['c']}): contribute {big['contribute'] * 1000:.2f} ms vs raw pygit2 "

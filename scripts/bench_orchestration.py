@@ -2,7 +2,8 @@
 behind the fake server in another (the model is remote in real use, so its CPU is not ours).
 
 `python scripts/bench_orchestration.py serve PORT LATENCY LOG` runs the server;
-`python scripts/bench_orchestration.py engine C ...` runs one swarm and prints one JSON line.
+`python scripts/bench_orchestration.py engine C ...` runs one swarm and prints one JSON line;
+`python scripts/bench_orchestration.py bare C PORT` the baseline: model calls alone, no engine.
 """
 
 from __future__ import annotations
@@ -175,6 +176,33 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
     return figures
 
 
+async def bare(c: int, port: int, rounds: int) -> dict:
+    """The baseline: C tasks that do nothing but call the model through the same LiteLLMModel
+    (first-prompt-sized messages, the tool schemas), `rounds` calls each, no engine at all."""
+    from gitswarm.engine.tools import tool_schemas
+    from gitswarm.models import LiteLLMModel, ModelConfig, _litellm
+    from gitswarm.resources import render
+
+    _litellm()
+    model = LiteLLMModel(ModelConfig(model="openai/gitswarm-scripted", api_base=f"http://127.0.0.1:{port}/v1",
+                                     api_key="k", timeout_s=120))
+    messages = [{"role": "system", "content": render("worker_system.md.j2", worker="w01", max_steps=12)},
+                {"role": "user", "content": "Problem p001: what is 1 + 1? Give the number.\n" * 40}]
+    tools = tool_schemas()
+
+    async def worker() -> None:
+        for _ in range(rounds):
+            await model.complete(messages, tools=tools)
+
+    t0, cpu0 = time.time(), time.process_time()
+    async with anyio.create_task_group() as tg:
+        for _ in range(c):
+            tg.start_soon(worker)
+    wall, cpu = time.time() - t0, time.process_time() - cpu0
+    return {"c": c, "calls": c * rounds, "wall": wall, "calls_per_s": c * rounds / wall,
+            "cpu_per_call": cpu / (c * rounds)}
+
+
 def by_package(profiler: cProfile.Profile, top: int = 12) -> list[tuple[str, float]]:
     """Own CPU time of the event-loop thread, grouped by top-level package."""
     stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
@@ -209,9 +237,17 @@ def main() -> None:
     e.add_argument("--per-worker", type=int, default=4)
     e.add_argument("--problems", type=int, default=0)
     e.add_argument("--profile", action="store_true")
+    b = sub.add_parser("bare")
+    b.add_argument("c", type=int)
+    b.add_argument("port", type=int)
+    b.add_argument("--rounds", type=int, default=6)
     args = cli.parse_args()
     if args.mode == "serve":
         anyio.run(serve_brain, args.port, args.latency, args.log)
+        return
+    if args.mode == "bare":
+        json.dump(anyio.run(bare, args.c, args.port, args.rounds), sys.stdout)
+        print()
         return
     problems = args.problems or max(4, args.c // 4)
     figures = anyio.run(engine, args.c, args.port, args.merger_port, args.per_worker, problems, args.profile)
