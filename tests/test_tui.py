@@ -165,3 +165,53 @@ def test_reducer_batches_and_marks_dirty_panels():
                                      "tokens": 5, "charged": 2}, 7.0),
                  Event("episode_started", {"episode": "e3", "worker": "w01", "problem": "a"}, 8.0)])
     assert state.workers["w01"].state == "thinking" and state.problems["a"].in_flight == 1
+
+
+def test_demo_tui_in_a_real_terminal_stops_on_q_and_keeps_the_run(tmp_path: Path):
+    """`gitswarm demo --tui` as a user runs it: a pseudo-terminal of 80x24, q to stop."""
+    import fcntl
+    import os
+    import pty
+    import select
+    import struct
+    import termios
+
+    from conftest import fsck_clean
+
+    run = tmp_path / "run"
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the CLI on the terminal
+        os.environ["TERM"] = "xterm-256color"
+        os.execvp(sys.executable, [sys.executable, "-m", "gitswarm", "demo", "--tui", "--run", str(run),
+                                   "--latency", "0.5"])
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    screen = bytearray()
+
+    def read_until(needle: bytes, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    screen.extend(os.read(fd, 65536))
+                except OSError:  # the child closed the terminal
+                    return needle in screen
+            if needle in screen:
+                return True
+        return False
+
+    try:
+        assert read_until(b"demo-odd-sum", 60), "the dashboard never showed the problems"
+        assert read_until(b"thinking", 30), "no worker was shown at work"
+        os.write(fd, b"q")  # graceful stop: episodes in flight finish, nothing new starts
+        assert read_until(b"stopped by the user", 60)
+        os.write(fd, b"q")  # the final state stays on screen until the second q
+        read_until(b"Read the reasoning", 30)
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 130  # stopped by the user, as after Ctrl-C
+    assert b"Traceback" not in screen
+    assert fsck_clean(run)
+    shown = subprocess.run([sys.executable, "-m", "gitswarm", "status", str(run), "--json"],
+                           capture_output=True, text=True, check=True)
+    assert '"charged"' in shown.stdout
