@@ -1,7 +1,6 @@
 """Build large synthetic runs fast: `git fast-import` writes commits in the run's own format.
 
-Used by bench.py for the start-up figure (a run of 100,000 commits) and the context-economy
-figure (one problem whose memory holds up to 10,000 contributions).
+Used by bench.py for the start-up figure (a run of 100,000 commits).
 """
 
 from __future__ import annotations

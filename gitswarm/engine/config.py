@@ -45,7 +45,11 @@ class SolveConfig(BaseModel):
     call_timeout_s: float = 180.0
     """Timeout of one model call."""
     context_tokens: int = 6000
-    """Token budget of the memory overview in an episode's first prompt."""
+    """Hard cap, in tokens, of the memory overview in an episode's first prompt."""
+    overview_cited: int = Field(8, ge=0)
+    """Items the overview shows for being the most cited (the rest: list_items, search)."""
+    overview_newest: int = Field(8, ge=0)
+    """Items the overview shows besides: the newest (more of them when fewer are cited)."""
     settle_nominations: int = 3
     """A problem is settled once one candidate has this many nominations."""
     summary_every: int = 5

@@ -1,5 +1,5 @@
 """The text an episode's prompts carry: the state header at every step, and a memory overview
-that stays inside a token budget however large the memory grows."""
+whose size does not depend on how large the memory grows (the rest is one tool call away)."""
 
 from __future__ import annotations
 
@@ -77,24 +77,22 @@ def _path_of(index: MemoryIndex, problem: str, commit: str) -> str:
 
 
 def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodeInfo, head: str) -> str:
-    """The first prompt of an episode: header, statement, summary, ranked items (git thread)."""
-    budget = view.config.context_tokens
+    """The first prompt of an episode: header, statement, summary, and a fixed number of items
+    (the most cited, then the newest), so its size does not grow with the memory (git thread)."""
+    cfg = view.config
     base = f"problems/{ep.problem_id}"
     statement = (memory.read_file(f"{base}/statement.md", ep.start_commit) or b"").decode()
     summary = (memory.read_file(f"{base}/SUMMARY.md", ep.start_commit) or b"").decode()
-    summary = clip(summary, budget // 3, "read SUMMARY.md for the rest")
-    problem = index.problems[ep.problem_id]
-    order = {path: i for i, path in enumerate(problem.items)}
-    ranked = sorted(problem.items.items(),
-                    key=lambda pc: (-index.cited[pc[1]], -order[pc[0]]))
-    room = max(5, (budget - tokens(statement) // 2 - tokens(summary)) // ROW_TOKENS)
+    summary = clip(summary, cfg.context_tokens // 3, "read SUMMARY.md for the rest")
+    room = max(4, (cfg.context_tokens - tokens(statement) // 2 - tokens(summary)) // ROW_TOKENS)
+    chosen = index.shown(ep.problem_id, cfg.overview_cited, cfg.overview_newest)[:room]
     rows = [{"path": path, "commit": commit, "cited": index.cited[commit],
              "title": _first_line(memory, f"{base}/{path}", ep.start_commit)}
-            for path, commit in ranked[:room]]
+            for path, commit in chosen]
     others = [f"{w} on {a}" for w, a in view.announcements.items() if w != ep.worker]
     return render("episode_start.md.j2", header=head, problem={"id": ep.problem_id, "title": ep.title},
-                  statement=statement.strip(), summary=summary.strip(), items=rows, shown=len(rows),
-                  total=len(ranked), in_flight=others[:10])
+                  statement=statement.strip(), summary=summary.strip(), items=rows,
+                  total=len(index.problems[ep.problem_id].items), in_flight=others[:10])
 
 
 def _first_line(memory: Memory, path: str, at: str) -> str:

@@ -7,6 +7,7 @@ extended with each merge's new commits, so prompts and the scheduler never walk 
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -24,7 +25,8 @@ class ProblemIndex:
     """One problem's items and votes."""
 
     items: dict[str, str] = field(default_factory=dict)
-    """Item path (notes/, lemmas/, attempts/, reviews/, code/) -> the commit that last wrote it."""
+    """Item path (notes/, lemmas/, attempts/, reviews/, code/) -> the commit that last wrote it,
+    in the order of those commits (oldest first)."""
     kinds: Counter = field(default_factory=Counter)
     """Contributions by kind."""
     nominations: Counter = field(default_factory=Counter)
@@ -60,11 +62,27 @@ class MemoryIndex:
         self.files_of[commit] = (problem, files)
         for path in files:
             if path.split("/")[0] in ITEM_FOLDERS:
+                index.items.pop(path, None)  # a rewritten item moves to the end: newest last
                 index.items[path] = commit
         for cited in split_ids(trailers.get("Informed-By", "")):
             self.cited[cited] += 1
         if kind == "nomination" and trailers.get("Candidate"):
             index.nominations[trailers["Candidate"]] += 1
+
+    def shown(self, problem: str, cited: int, newest: int) -> list[tuple[str, str]]:
+        """(path, commit) of the items an overview shows: the `cited` most cited (cited at least
+        once; ties go to the newer), then the newest others up to `cited + newest` in all."""
+        items = list(self.problems[problem].items.items())
+        ranked = heapq.nlargest(cited, ((self.cited[c], i) for i, (_, c) in enumerate(items)
+                                        if self.cited[c]))
+        chosen = [i for _, i in ranked]
+        taken = set(chosen)
+        for i in range(len(items) - 1, -1, -1):
+            if len(chosen) >= cited + newest:
+                break
+            if i not in taken:
+                chosen.append(i)
+        return [items[i] for i in chosen]
 
     def resolve(self, problem: str, reference: str) -> tuple[str, str] | None:
         """An attempt or code item of `problem`, named by path or (a prefix of) its commit."""
