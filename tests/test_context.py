@@ -63,3 +63,26 @@ def test_first_prompt_stays_bounded_and_shows_the_most_cited_and_the_newest(tmp_
     assert "284 more items are not shown" in big and "`list_items`" in big and "`search`" in big
     table = big.split('<memory-data source="item list', 1)[1].split("</memory-data>", 1)[0]
     assert all(path in table for path in shown)  # the rows stay inside the fence
+
+
+def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, problem_dir: Path):
+    from gitswarm.engine.config import SolveConfig
+    from gitswarm.engine.context import EpisodeInfo, RunView
+    from gitswarm.engine.gitio import GitThread
+    from gitswarm.engine.index import MemoryIndex
+    from gitswarm.engine.tools import SEARCH_HITS, Toolbox
+
+    memory = Memory.create(tmp_path / "run", load_set(problem_dir), problem_ids=["sum"])
+    paths = grow(memory, 60)
+    index = MemoryIndex()
+    index.update(memory.repo, memory.main())
+    view = RunView(SolveConfig(problems=problem_dir, run=tmp_path / "run", model="m"), ["sum"])
+    ep = EpisodeInfo("e1", "w01", "sum", "answer", "Sum", memory.main())
+    tools = Toolbox(memory, GitThread(), index, view, ep, anyio.CapacityLimiter(1))
+
+    found = anyio.run(tools.tool_search, "text")
+    lines = [ln for ln in found.splitlines() if re.match(r"^\w+s/\S+:\d+: ", ln)]
+    assert len(lines) == SEARCH_HITS
+    assert lines[0].startswith(f"{paths[-1]}:") and lines[1].startswith(f"{paths[-2]}:")
+    assert "<memory-data" in found  # results are other agents' text: fenced
+    assert "no matches" in anyio.run(tools.tool_search, "no such words anywhere")

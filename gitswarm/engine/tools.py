@@ -22,6 +22,9 @@ from gitswarm.memory.repo import Memory
 from gitswarm.resources import data_dir, render
 
 PAGE = 8000
+SEARCH_ITEMS = 2000
+"""Items one search reads, newest first: a bound on the git thread's time for one call."""
+SEARCH_HITS = 40
 KINDS = ("note", "lemma", "attempt", "review", "code", "summary")
 
 
@@ -97,16 +100,26 @@ class Toolbox:
         needle = query.lower().strip()
         if not needle:
             raise ToolError("give a non-empty query")
+        items = list(self.index.problems[self.ep.problem_id].items)
+        paths = ["SUMMARY.md", *reversed(items[-SEARCH_ITEMS:])]  # newest first
+        hits = await self.git(self._search, paths, needle)
+        text = "\n".join(hits) or "no matches"
+        if len(items) > SEARCH_ITEMS:
+            text += (f"\n(searched the newest {SEARCH_ITEMS} of {len(items)} items; list_items with an "
+                     "offset reaches the older ones)")
+        return render("tool_result.md.j2", fenced=True, source="search results", text=text)
+
+    def _search(self, paths: list[str], needle: str) -> list[str]:
+        """Lines containing `needle`, up to SEARCH_HITS; one git-thread call, not one per file."""
         hits: list[str] = []
-        for path in [*self.index.problems[self.ep.problem_id].items, "SUMMARY.md"]:
-            data = await self.git(self.memory.read_file, f"{self.base}/{path}", self.ep.start_commit)
+        for path in paths:
+            data = self.memory.read_file(f"{self.base}/{path}", self.ep.start_commit)
             for n, line in enumerate((data or b"").decode("utf-8", "replace").splitlines(), 1):
                 if needle in line.lower():
                     hits.append(f"{path}:{n}: {line.strip()[:200]}")
-            if len(hits) >= 40:
-                break
-        text = "\n".join(hits[:40]) or "no matches"
-        return render("tool_result.md.j2", fenced=True, source="search results", text=text)
+                    if len(hits) >= SEARCH_HITS:
+                        return hits
+        return hits
 
     async def tool_in_flight(self) -> str:
         others = [f"{w}: {a}" for w, a in self.view.announcements.items() if w != self.ep.worker]
