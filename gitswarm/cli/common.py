@@ -2,22 +2,39 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import IntEnum
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
+
+try:  # newer typer vendors its own click
+    from typer._click import exceptions as clicks
+except ImportError:  # pragma: no cover - typer that uses click itself
+    from click import exceptions as clicks
 
 
 class Exit(IntEnum):
-    """Exit codes scripts can rely on."""
+    """Exit codes scripts can rely on (README.md, "Exit codes")."""
 
     OK = 0
     FAILED = 1
-    """The command ran and failed (a run stopped by an error, a grade below the bar)."""
+    """The command ran and failed (a run stopped by an error, a grade below the bar, a disk
+    that filled up, a run folder it may not write)."""
     BAD_INPUT = 2
     """Bad input: options, problem files, a folder that is not a run. Nothing was changed."""
+    INTERRUPTED = 130
+    """Stopped by Ctrl-C; running the same command again resumes."""
+
+
+NO_SPACE = {errno.ENOSPC: "No space left on device", errno.EFBIG: "File too large",
+            errno.EDQUOT: "Disk quota exceeded"}
+NO_WRITE = {errno.EACCES: "Permission denied", errno.EPERM: "Operation not permitted",
+            errno.EROFS: "Read-only file system"}
 
 
 def fail(message: str, code: Exit = Exit.BAD_INPUT) -> typer.Exit:
@@ -26,18 +43,104 @@ def fail(message: str, code: Exit = Exit.BAD_INPUT) -> typer.Exit:
     return typer.Exit(int(code))
 
 
+class Group(TyperGroup):
+    """The app's group: usage errors (a bad option, a missing argument) are one `gitswarm:`
+    line on stderr with exit code 2, like every other bad input."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name, complete_var, False, **extra)
+        except clicks.NoArgsIsHelpError as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except clicks.ClickException as exc:
+            typer.echo(f"gitswarm: {usage_message(exc)}", err=True)
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            typer.echo("gitswarm: aborted", err=True)
+            sys.exit(int(Exit.FAILED))
+        sys.exit(code if isinstance(code, int) else int(Exit.OK))
+
+
+def usage_message(exc: clicks.ClickException) -> str:
+    """Click's error as one line, ending with where the options are described."""
+    message = " ".join(exc.format_message().split()).replace("Value error, ", "").rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return message
+    return f"{message}; `{ctx.command_path} --help` lists what it accepts"
+
+
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn the errors that bad input causes into one-paragraph messages, never tracebacks."""
+    """Turn the errors that bad input (or a full or read-only disk) causes into one-paragraph
+    messages, never tracebacks. Anything else is a bug and is raised as it is."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        typer.echo("gitswarm: interrupted; run the same command again to resume", err=True)
+        sys.exit(int(Exit.INTERRUPTED))
+    except Exception as exc:
+        known = describe(exc)
+        if known is None:
+            raise
+        message, code = known
+        raise fail(message, code) from None
+
+
+def describe(exc: BaseException) -> tuple[str, Exit] | None:
+    """The message and exit code for an error bad input or the environment causes, else None.
+
+    An exception group (from a task group) is described by its first error when every error
+    in it is a known one: a full disk fails all the writers at once."""
+    if isinstance(exc, BaseExceptionGroup):
+        found = [describe(e) for e in exc.exceptions]
+        return found[0] if found and all(found) else None
+    return _input_error(exc) or _os_error(exc)
+
+
+def _input_error(exc: BaseException) -> tuple[str, Exit] | None:
+    from pydantic import ValidationError
+
     from gitswarm.engine.runlock import RunBusy
     from gitswarm.memory.errors import NotARun, PathRejected
 
-    try:
-        yield
-    except (NotARun, PathRejected, RunBusy, FileNotFoundError, FileExistsError, ValueError) as exc:
-        raise fail(str(exc)) from None
-    except PermissionError as exc:
-        raise fail(f"permission denied: {exc.filename or exc}", Exit.FAILED) from None
-    except KeyboardInterrupt:
-        typer.echo("gitswarm: interrupted", err=True)
-        sys.exit(130)
+    if isinstance(exc, ValidationError):
+        return _settings_message(exc), Exit.BAD_INPUT
+    if isinstance(exc, NotARun | PathRejected | RunBusy | FileNotFoundError | FileExistsError
+                  | NotADirectoryError | IsADirectoryError | ValueError):
+        text = " ".join(str(exc).split())
+        if isinstance(exc, OSError) and exc.filename and exc.strerror:
+            text = f"{exc.filename}: {exc.strerror.lower()}; check the path and run the command again"
+        return text, Exit.BAD_INPUT
+    return None
+
+
+def _settings_message(exc) -> str:
+    """pydantic's multi-line report as one sentence per bad setting."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(x) for x in error["loc"]) or "settings"
+        value = f" (got {error['input']!r})" if "input" in error and not isinstance(error["input"], dict) else ""
+        parts.append(f"{where}: {error['msg']}{value}")
+    return ("invalid setting " + "; ".join(parts) + ". Fix it on the command line, in the config file "
+            "(gitswarm.toml or $GITSWARM_CONFIG) or in the set's set.toml [defaults]")
+
+
+def _os_error(exc: BaseException) -> tuple[str, Exit] | None:
+    """A full disk, a file-size limit, or a folder gitswarm may not write. libgit2 reports them
+    as an OSError with only a message, so the message is matched too."""
+    if not isinstance(exc, OSError):
+        return None
+    text = " ".join(str(exc).split())
+    detail = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else text
+    if exc.errno in NO_SPACE or any(reason in text for reason in NO_SPACE.values()):
+        return (f"cannot write ({detail}): free some disk space (or raise the file-size limit) and run "
+                "the same command again; what was committed is kept"), Exit.FAILED
+    if exc.errno in NO_WRITE or any(reason in text for reason in NO_WRITE.values()):
+        return (f"not allowed ({detail}): give yourself access to that path (a run folder must be "
+                "writable for solve and grade) and run the same command again"), Exit.FAILED
+    return None

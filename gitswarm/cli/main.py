@@ -8,6 +8,7 @@ import typer
 
 from gitswarm import __version__
 from gitswarm.cli import problems
+from gitswarm.cli.common import Group
 from gitswarm.cli.dashboard import dashboard
 from gitswarm.cli.grade import grade
 from gitswarm.cli.log import log
@@ -19,7 +20,9 @@ app = typer.Typer(
     name="gitswarm",
     help="Run a swarm of LLM agents on hard problems; their only shared memory is a git "
     "repository you can read with plain `git log`.\n\n"
-    "Exit codes: 0 success, 1 the command failed, 2 bad input (nothing changed).",
+    "Exit codes: 0 success, 1 the command failed, 2 bad input (nothing changed), 130 stopped "
+    "by Ctrl-C.",
+    cls=Group,
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,

@@ -20,5 +20,9 @@ class NotARun(MemoryError_):
     """A folder is not a gitswarm run repository (or was made by a newer gitswarm)."""
 
 
+class RunTooNew(NotARun):
+    """A run written by a newer gitswarm, in a format this version cannot read: upgrade."""
+
+
 class Contention(MemoryError_):
     """A ref moved under us or its lock is held; the operation may be retried."""
