@@ -36,7 +36,7 @@ CASES = [
     ("unknown kind", "p.md", "---\nid: p\nkind: essay\n---\nText\n", "p.md:3: unknown kind 'essay'"),
     ("missing kind", "p.md", "---\nid: p\n---\nText\n", "missing 'kind'"),
     ("missing statement", "p.md", "---\nkind: proof\n---\n\n", "p.md:4: missing statement"),
-    ("bad yaml", "p.md", "---\nkind: proof\ntitle: [unclosed\n---\nText\n", "p.md:4: invalid YAML"),
+    ("bad yaml", "p.md", "---\nkind: proof\ntitle: [unclosed\n---\nText\n", "p.md:3: invalid YAML"),
     ("no front matter", "p.md", "Just text\n", "p.md:1: the file must start with a '---'"),
     ("unclosed front matter", "p.md", "---\nkind: proof\n", "never closed"),
     ("empty file", "p.md", "", "p.md:1: empty file"),

@@ -102,7 +102,10 @@ def import_(
     from gitswarm.problems import importers
 
     if not source.is_file():
-        raise fail(f"{source}: no such file")
+        raise fail(f"{source}: " + ("not a file; give the CSV or JSONL file to import" if source.exists()
+                                    else "no such file; check the path"))
+    if out.exists() and not out.is_dir():
+        raise fail(f"{out} is a file; --out must be a folder (it is created when missing)")
     with user_errors():
         try:
             result = importers.import_file(fmt.value, source, out, level=level,

@@ -42,6 +42,10 @@ def split(text: str) -> Parsed:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 2 if mark is not None else 1
+        if mark is not None and mark.index >= len(yaml_text.rstrip()):  # it ran off the end:
+            # point at where the unclosed bracket or quote opened, else at the last line
+            ended = exc.context_mark if exc.context_mark is not exc.problem_mark else None
+            line = ended.line + 2 if ended is not None else yaml_text.rstrip().count("\n") + 2
         raise FrontMatterError(f"invalid YAML: {exc.problem or exc}", line) from None
     except yaml.YAMLError as exc:
         raise FrontMatterError(f"invalid YAML: {exc}", 2) from None

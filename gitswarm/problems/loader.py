@@ -81,8 +81,14 @@ def _read_set_toml(directory: Path) -> tuple[str, str, dict[str, object], list[D
     if not path.exists():
         return "", "", {}, []
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError:
+        return "", "", {}, [Defect(path, "not UTF-8 text: save set.toml as UTF-8")]
+    except OSError as exc:
+        return "", "", {}, [Defect(path, f"cannot read set.toml ({exc.strerror or exc}): it must be a "
+                                   "readable file")]
+    except tomllib.TOMLDecodeError as exc:
         line = re.search(r"line (\d+)", str(exc))
         return "", "", {}, [Defect(path, f"invalid TOML: {exc}", int(line.group(1)) if line else None)]
     defects = [Defect(path, f"unknown key {k!r}; known keys: {', '.join(SET_KEYS)}")
@@ -91,20 +97,53 @@ def _read_set_toml(directory: Path) -> tuple[str, str, dict[str, object], list[D
     if not isinstance(defaults, dict):
         defects.append(Defect(path, "'defaults' must be a table, e.g. [defaults] with workers = 4"))
         defaults = {}
+    defects += _check_defaults(path, text, defaults)
     return str(data.get("name", "")), str(data.get("description", "")), defaults, defects
 
 
+def _check_defaults(path: Path, text: str, defaults: dict[str, object]) -> list[Defect]:
+    """[defaults] are `gitswarm solve` settings: a typo or a wrong type is a defect here, not a
+    surprise (or an ignored line) when the run starts."""
+    from pydantic import ValidationError
+
+    from gitswarm.engine.config import SolveConfig
+
+    def line(key: str) -> int | None:
+        found = re.search(rf"^[ \t]*{re.escape(key)}[ \t]*=", text, re.MULTILINE)
+        return text.count("\n", 0, found.start()) + 1 if found else None
+
+    settable = sorted(set(SolveConfig.model_fields) - {"problems", "run"})
+    defects = [Defect(path, f"unknown setting {k!r} in [defaults]; known: {', '.join(settable)}", line(k))
+               for k in defaults if k not in settable]
+    try:
+        SolveConfig.model_validate({"model": "", **{k: v for k, v in defaults.items() if k in settable},
+                                    "problems": path.parent, "run": path.parent})
+    except ValidationError as exc:
+        for error in exc.errors():
+            key = str(error["loc"][0]) if error["loc"] else "defaults"
+            defects.append(Defect(path, f"[defaults] {key}: {error['msg']}", line(key)))
+    return defects
+
+
 def _load_problem(path: Path) -> tuple[Problem | None, list[Defect]]:
-    raw = path.read_bytes()
+    try:
+        size = path.stat().st_size
+        if not path.is_file():
+            return None, [Defect(path, "not a file: a problem is one `<id>.md` file; rename or move this")]
+        if size > MAX_PROBLEM_BYTES:  # checked before reading: the file may be huge
+            return None, [Defect(path, f"file is {size} bytes; the limit is {MAX_PROBLEM_BYTES}: keep "
+                                 "statements short and put large data in a program problem's folders")]
+        raw = path.read_bytes()
+    except OSError as exc:
+        return None, [Defect(path, f"cannot read the file ({exc.strerror or exc}): fix its permissions or "
+                             "remove it")]
     if not raw.strip():
         return None, [Defect(path, "empty file: write front matter (id, kind, ...) and the statement", 1)]
-    if len(raw) > MAX_PROBLEM_BYTES:
-        return None, [Defect(path, f"file is {len(raw)} bytes; the limit is {MAX_PROBLEM_BYTES}")]
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8").removeprefix("\ufeff")  # a byte-order mark from some editors
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        return None, [Defect(path, "not UTF-8 text: save the file as UTF-8", line)]
+        return None, [Defect(path, "not UTF-8 text (a binary file?): save the file as UTF-8", line)]
     try:
         parsed = frontmatter.split(text)
     except frontmatter.FrontMatterError as exc:
@@ -133,6 +172,9 @@ def _build(path: Path, parsed: frontmatter.Parsed) -> tuple[Problem | None, list
     problem_id = text["id"] or path.stem
     if not ID_PATTERN.match(problem_id) or ".." in problem_id:
         defect("id", f"unsafe id {problem_id!r}: use letters, digits, '.', '_' and '-' (at most 80)")
+    elif text["id"] and problem_id != path.stem and (path.parent / f"{problem_id}.md").exists():
+        defect("id", f"id {problem_id!r} differs from the file name {path.name!r} and duplicates the id of "
+               f"{problem_id}.md: give each problem its own id, the same as its file name")
     elif text["id"] and problem_id != path.stem:
         defect("id", f"id {problem_id!r} differs from the file name {path.name!r}: rename one")
     kind_text = text["kind"]
