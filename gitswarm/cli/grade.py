@@ -54,7 +54,8 @@ def grade(
         memory = Memory(run)
         problems = _problems(memory, problem_set, problem)
         judge = _judge(referee_model, api_base)
-    outcomes, errors = anyio.run(_grade_all, memory, problems, judge, k, force, all_)
+    with user_errors():  # storing a grade can meet a full disk or a read-only run
+        outcomes, errors = anyio.run(_grade_all, memory, problems, judge, k, force, all_)
     _print(outcomes, {p.id: p.kind.value for p in problems})
     for message, _ in errors:
         typer.echo(f"gitswarm: {message}", err=True)

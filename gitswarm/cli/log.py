@@ -19,7 +19,7 @@ def log(
         help="Only this kind: note, lemma, attempt, review, code, summary, nomination, merge.")] = None,
     pending: Annotated[bool, typer.Option(
         "--pending", help="Include contributions not yet merged into main.")] = False,
-    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Show at most N commits.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Show at most N commits.")] = None,
     oneline: Annotated[bool, typer.Option("--oneline", help="One line per commit.")] = False,
 ) -> None:
     """Show the reasoning history of a run, newest first.

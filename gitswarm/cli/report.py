@@ -45,5 +45,6 @@ def report(
     if output is None:
         typer.echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
+        with user_errors():
+            output.write_text(text, encoding="utf-8")
         typer.echo(f"wrote {output}")

@@ -34,16 +34,16 @@ def solve(
         "--workers", "-C", min=1, help="Episodes in flight at once (default 4).")] = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", "-B", min=1, help="Charged episodes (abstaining is free); default 8 per problem.")] = None,
-    max_usd: Annotated[float | None, typer.Option(help="Stop before spending more USD than this.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Stop before spending more tokens than this.")] = None,
-    time_limit: Annotated[float | None, typer.Option(help="Stop starting episodes after N seconds.")] = None,
+    max_usd: Annotated[float | None, typer.Option(min=0, help="Stop before spending more USD than this.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Stop before spending more tokens than this.")] = None,
+    time_limit: Annotated[float | None, typer.Option(min=0, help="Stop starting episodes after N seconds.")] = None,
     problem: Annotated[list[str] | None, typer.Option(help="Only this problem id (repeatable).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the scheduler's random choices (default 0).")] = None,
     max_steps: Annotated[int | None, typer.Option(min=2, help="Model calls per episode at most (default 12).")] = None,
     price_in: Annotated[float | None, typer.Option(
-        help="USD per million input tokens, for a model litellm has no price for.")] = None,
+        min=0, help="USD per million input tokens, for a model litellm has no price for.")] = None,
     price_out: Annotated[float | None, typer.Option(
-        help="USD per million output tokens, for a model litellm has no price for.")] = None,
+        min=0, help="USD per million output tokens, for a model litellm has no price for.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
     tui: TuiOpt = None,
 ) -> None:
@@ -52,7 +52,7 @@ def solve(
     The run's memory is a git repository (default runs/<set>): read it with
     `git -C runs/<set> log --graph --oneline`. Ctrl-C once finishes the episodes in flight;
     twice stops at once (nothing is lost either way). Exit 0 when the run ended by budget,
-    caps or settling; 1 when stopped by an error; 130 when stopped by Ctrl-C.
+    caps or settling; 1 when stopped by an error; 130 when stopped by Ctrl-C (or q in the dashboard).
     """
     from gitswarm import models
     from gitswarm.engine.settings import config_file, file_settings
@@ -225,9 +225,10 @@ def demo(
     demo exercises exactly the path a real model takes. Running it again resumes the run.
     """
     from gitswarm.demo.brain import respond
+    from gitswarm.resources import data_dir
 
-    with user_errors():
-        problem_set = _load("demo")
+    with user_errors():  # the shipped set, even where a folder named demo (a run?) is at hand
+        problem_set = _load(str(data_dir("problems") / "demo"))
         cfg = _config(problem_set, "openai/gitswarm-scripted", run, workers=workers, seed=0,
                       api_key="demo-key-not-secret")
     from gitswarm.fakeserver import FaultPlan

@@ -36,6 +36,8 @@ def file_settings(path: Path | None) -> dict[str, object]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not UTF-8 text; save the config file as UTF-8") from None
     table = data.get("solve", {})
     if not isinstance(table, dict):
         raise ValueError(f"{path}: [solve] must be a table of settings, e.g. model = \"openai/gpt-4o\"")
