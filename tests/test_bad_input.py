@@ -195,6 +195,8 @@ CASES: dict[str, Case] = {
                                         config="[solve]\nwrokers = 2\n"),
     "config file wrong type": Case(solve(*NO_SERVER), BAD, ("workers", "integer", "config file"),
                                    config='[solve]\nworkers = "x"\n'),
+    "config file negative cap": Case(solve(*NO_SERVER), BAD, ("max_usd", "greater than or equal to 0"),
+                                     config="[solve]\nmax_usd = -5\n"),
 }
 
 RUN_COMMANDS = {

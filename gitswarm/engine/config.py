@@ -28,11 +28,11 @@ class SolveConfig(BaseModel):
     """Concurrency C: episodes in flight at once."""
     budget: int = Field(40, ge=1)
     """Budget B: charged episodes (contributions and nominations; abstaining is free)."""
-    max_usd: float | None = None
+    max_usd: float | None = Field(None, ge=0)
     """Stop before a call once this much money is spent (needs known prices)."""
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(None, ge=1)
     """Stop before a call once this many tokens (in + out) are spent."""
-    time_limit_s: float | None = None
+    time_limit_s: float | None = Field(None, ge=0)
     """Stop scheduling new episodes after this many seconds."""
     problem_ids: tuple[str, ...] = ()
     """Work only on these problems (default: all)."""
@@ -54,9 +54,9 @@ class SolveConfig(BaseModel):
     """A problem is settled once one candidate has this many nominations."""
     summary_every: int = 5
     """The merger rewrites a problem's SUMMARY.md at most once per this many merges."""
-    price_in_per_mtok: float | None = None
+    price_in_per_mtok: float | None = Field(None, ge=0)
     """USD per million input tokens, for models litellm has no price for."""
-    price_out_per_mtok: float | None = None
+    price_out_per_mtok: float | None = Field(None, ge=0)
     """USD per million output tokens, for models litellm has no price for."""
 
     @property
