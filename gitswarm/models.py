@@ -258,7 +258,7 @@ def credentials_hint(model: str, *, api_base: str | None = None, api_key: str | 
                 "provider/name, for example anthropic/claude-opus-4, openai/gpt-4o or ollama/llama3.")
     if api_key or _configured_base(model, api_base):
         return None
-    missing = litellm.validate_environment(model)["missing_keys"]
+    missing = _missing_keys(litellm, model)
     # A missing *_API_BASE is fine: such providers (ollama, ...) default to their local address.
     keys = [k for k in missing if not k.endswith(("_API_BASE", "_BASE_URL"))]
     if not keys:
@@ -266,6 +266,18 @@ def credentials_hint(model: str, *, api_base: str | None = None, api_key: str | 
     return (f"The model {model!r} (provider {provider}) needs credentials from the environment, and "
             f"litellm reports {', '.join(keys)} missing. Set it (export {keys[0]}=...) and run again, or "
             "pass --api-base URL to use a local OpenAI-compatible server instead.")
+
+
+def _missing_keys(litellm: ModuleType, model: str) -> list[str]:
+    """The credential variables litellm wants for `model` and does not find; an empty one
+    (`export ANTHROPIC_API_KEY=`) counts as missing, though litellm only asks whether it is set."""
+    empty = {k: v for k, v in os.environ.items() if not v.strip()}
+    for name in empty:
+        del os.environ[name]
+    try:
+        return litellm.validate_environment(model)["missing_keys"]
+    finally:
+        os.environ.update(empty)
 
 
 def _configured_base(model: str, api_base: str | None) -> str | None:

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -88,6 +88,8 @@ class Case:
     words: tuple[str, ...]
     config: str | None = None
     """A config file's text, given to the command as $GITSWARM_CONFIG."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment variables set for the command."""
 
 
 def check_set(files: dict[str, str | bytes]) -> Callable[[Where], list[str]]:
@@ -172,6 +174,8 @@ CASES: dict[str, Case] = {
     "model without a provider": Case(solve("--model", "nonsense"), BAD, ("provider", "nonsense")),
     "model without its API key": Case(solve("--model", "anthropic/claude-opus-4"), BAD,
                                       ("ANTHROPIC_API_KEY", "--api-base")),
+    "model with an empty API key": Case(solve("--model", "anthropic/claude-opus-4"), BAD,
+                                        ("ANTHROPIC_API_KEY", "--api-base"), env={"ANTHROPIC_API_KEY": ""}),
     "unknown problem id": Case(solve(*NO_SERVER, "--problem", "nope"), BAD, ("no problem nope",)),
     "unknown option": Case(solve(*NO_SERVER, "--wrokers", "2"), BAD, ("no such option", "--help")),
     "unknown command": Case(lambda w: ["sovle"], BAD, ("no such command", "--help")),
@@ -265,6 +269,8 @@ def test_bad_input(name: str, where: Where, monkeypatch: pytest.MonkeyPatch):
         if case.config:
             (where.tmp / "config.toml").write_text(case.config, errors="surrogateescape")
         monkeypatch.setenv("GITSWARM_CONFIG", str(where.tmp / "config.toml"))
+    for name, value in case.env.items():
+        monkeypatch.setenv(name, value)
     args = case.args(where)
     before = [state(repo) for repo in where.touched()]
     result = invoke(args)
