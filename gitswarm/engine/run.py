@@ -100,6 +100,7 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
             reason = await scheduler.loop()
             stop_merger.set()
         await git(ledger.flush, memory)  # the merger's last charges
+        await git(memory.pack_refs)
         chosen = {p: await git(_select, memory, index, p) for p in problems}
         for problem, picked in chosen.items():
             events.emit("selected", problem=problem, path=picked.path if picked else None,

@@ -25,7 +25,6 @@ from gitswarm.resources import render
 
 FORMAT = 1
 """Run format version, kept in run.json on refs/gitswarm/meta; a run of a higher format is refused."""
-PACK_EVERY = 32
 META_REF = "refs/gitswarm/meta"
 NOTES_REF = "refs/notes/transcripts"
 INITIAL_SUMMARY = "# Summary\n\nNo work on this problem yet.\n"
@@ -49,7 +48,6 @@ class Memory:
         self.meta = _read_meta(self.repo, self.path)
         self.run_id: str = self.meta["run_id"]
         self._lock = threading.RLock()
-        self._merges = 0
         self._line = composer.MainLine()
         _cache_trees()
 
@@ -85,14 +83,14 @@ class Memory:
                 resolutions: list[composer.Resolution] = ()) -> composer.Composed:
         """Merge pending branches (all, or `episodes`) into main; retried until main is ours."""
         with self._lock:
-            result = retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions, self._line))
-            self._merges += bool(result.commit)
-            if self._merges % PACK_EVERY == 0 and result.commit:
-                self.pack_refs()
-            return result
+            return retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions, self._line))
 
     def pack_refs(self) -> None:
-        """Pack loose refs (one op ref per write): listing branches reads every loose ref file."""
+        """Pack loose refs (one op ref per write) so that listing them is one file read.
+
+        Only when no branch waits (the end of a run): deleting a packed branch rewrites the
+        whole packed-refs file, one line per op ever written (31 ms at 20,000 lines, against
+        1.5 ms for a loose one), and every merge deletes the branches it took in."""
         with self._lock:
             try:
                 self.repo.references.compress()
