@@ -200,3 +200,18 @@ def test_open_rejects_folders_that_are_not_runs(tmp_path: Path, memory: Memory):
     with pytest.raises(NotARun, match="not empty"):
         Memory.create(memory.path, load_set(tmp_path / "set"))
     assert Memory(memory.path).run_id == "test-run"
+
+
+def test_pending_branches_are_found_loose_packed_and_deleted(memory: Memory):
+    import pygit2
+
+    for i in range(6):
+        memory.contribute(contribution(memory, f"e{i}", {f"notes/n{i}.md": str(i)}))
+    memory.pack_refs()  # e0..e5 packed, next to every op ref
+    memory.contribute(contribution(memory, "e6", {"notes/n6.md": "6"}))  # loose
+    memory.compose(["e1", "e6"])  # deletes a packed branch and a loose one
+    expected = {e: str(pygit2.Repository(str(memory.path)).references[f"refs/heads/swarm/{e}"].target)
+                for e in ("e0", "e2", "e3", "e4", "e5")}
+    assert memory.pending() == expected
+    listed = git(memory.path, "for-each-ref", "--format=%(refname:lstrip=3)", "refs/heads/swarm/").split()
+    assert sorted(listed) == sorted(expected)

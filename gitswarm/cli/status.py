@@ -28,7 +28,8 @@ def status(
 
     with user_errors():
         memory = Memory(run)
-        rows = [_problem(memory, p) for p in memory.problems()]
+        root = main_tree(memory)
+        rows = [_problem(memory, p, root) for p in memory.problems()]
         spent = Ledger.summary(memory)
     cost, known = spent.cost
     totals = {"run": memory.run_id, "episodes": spent.episodes,
@@ -50,20 +51,23 @@ def status(
                    f"{r['selected'] or '-'}")
 
 
-def _problem(memory, problem: str) -> dict:
+def _problem(memory, problem: str, root=None) -> dict:
+    """One problem's row, from main's tree (`root`, resolved once by the caller) alone."""
     from gitswarm.problems.frontmatter import FrontMatterError, split
 
-    tip = memory.main()
-    base = f"problems/{problem}"
-    counts = Counter({f: _count(memory, f"{base}/{f}", tip) for f in FOLDERS})
+    repo = memory.repo
+    root = root if root is not None else main_tree(memory)
+    base = _subtree(repo, root, f"problems/{problem}")
+    counts = Counter({f: _count(repo, base, f) for f in FOLDERS})
     votes = Counter()
-    for entry in _listing(memory, f"{base}/nominations", tip):
+    nominations = _subtree(repo, base, "nominations")
+    for entry in nominations or ():
         try:
-            votes[split((memory.read_file(entry, tip) or b"").decode()).values.get("candidate")] += 1
-        except FrontMatterError:
+            votes[split(repo[entry.id].data.decode()).values.get("candidate")] += 1
+        except (FrontMatterError, AttributeError, UnicodeDecodeError):
             continue
     selected = candidate = None
-    solution = memory.read_file(f"{base}/SOLUTION.md", tip)
+    solution = _blob(repo, base, "SOLUTION.md")
     if solution:
         values = split(solution.decode()).values
         selected, candidate = values.get("path"), values.get("candidate")
@@ -75,6 +79,34 @@ def _problem(memory, problem: str) -> dict:
             "grade": _grade(memory, problem, candidate)}
 
 
+def main_tree(memory):
+    import pygit2
+
+    return memory.repo.revparse_single(memory.main()).peel(pygit2.Tree)
+
+
+def _subtree(repo, tree, path: str):
+    """The tree at `path` below `tree`, or None."""
+    import pygit2
+
+    if tree is None:
+        return None
+    try:
+        found = repo[tree[path].id]
+    except KeyError:
+        return None
+    return found if isinstance(found, pygit2.Tree) else None
+
+
+def _blob(repo, tree, path: str) -> bytes | None:
+    if tree is None:
+        return None
+    try:
+        return repo[tree[path].id].data
+    except (KeyError, AttributeError):
+        return None
+
+
 def _grade(memory, problem: str, candidate: str | None) -> str | None:
     """The referee's verdict on the selected candidate, as `gitswarm grade` stored it."""
     from gitswarm.referee.grades import GradeStore, describe
@@ -83,25 +115,8 @@ def _grade(memory, problem: str, candidate: str | None) -> str | None:
     return describe(max(grades, key=lambda g: g.time)) if grades else None
 
 
-def _count(memory, folder: str, at: str) -> int:
-    """Files below `folder` on `at`, counted from trees alone (no blob is read): a diff against
-    the empty tree counts them in libgit2, 3x faster than walking the entries in Python."""
-    import pygit2
-
-    tree = memory.repo.revparse_single(at).peel(pygit2.Tree)
-    try:
-        sub = memory.repo[tree[folder].id]
-    except KeyError:
-        return 0
-    return len(sub.diff_to_tree(swap=True)) if isinstance(sub, pygit2.Tree) else 1
-
-
-def _listing(memory, folder: str, at: str) -> list[str]:
-    import pygit2
-
-    tree = memory.repo.revparse_single(at).peel(pygit2.Tree)
-    try:
-        sub = memory.repo[tree[folder].id]
-    except KeyError:
-        return []
-    return [f"{folder}/{e.name}" for e in sub]
+def _count(repo, base, folder: str) -> int:
+    """Files below `folder` of the tree `base`, counted from trees alone (no blob is read): a
+    diff against the empty tree counts them in libgit2, 3x faster than walking the entries."""
+    sub = _subtree(repo, base, folder)
+    return 0 if sub is None else len(sub.diff_to_tree(swap=True))

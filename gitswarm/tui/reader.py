@@ -46,14 +46,15 @@ def open_memory(run: Path):
 
 def snapshot(memory) -> Snapshot:
     """Each problem's counts and grade from main's tree, and the ledger's totals."""
-    from gitswarm.cli.status import _problem
+    from gitswarm.cli.status import _problem, main_tree
     from gitswarm.engine.ledger import Ledger
     from gitswarm.referee.grades import GradeStore, describe
 
     grades = GradeStore(memory)
     facts = []
+    root = main_tree(memory)
     for pid in memory.problems():
-        row = _problem(memory, pid)
+        row = _problem(memory, pid, root)
         c = row["counts"]
         statement = (memory.read_file(f"problems/{pid}/statement.md") or b"").decode("utf-8", "replace")
         kind = KIND.search(statement)
