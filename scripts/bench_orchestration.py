@@ -200,7 +200,8 @@ async def bare(c: int, port: int, rounds: int) -> dict:
             tg.start_soon(worker)
     wall, cpu = time.time() - t0, time.process_time() - cpu0
     return {"c": c, "calls": c * rounds, "wall": wall, "calls_per_s": c * rounds / wall,
-            "cpu_per_call": cpu / (c * rounds)}
+            "cpu_per_call": cpu / (c * rounds),
+            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def by_package(profiler: cProfile.Profile, top: int = 12) -> list[tuple[str, float]]:

@@ -211,11 +211,17 @@ def _discard(path: Path, existed: bool) -> None:
             child.unlink(missing_ok=True)
 
 
+CACHE_BYTES = 32 * 1024 * 1024
+"""libgit2's object cache for the whole process (its default is 256 MiB): what a merge and a
+contribution re-read is the few problem folders in work, not the whole history."""
+
+
 def _cache_trees() -> None:
     """libgit2 caches no tree over 4 KiB by default; a problem folder's tree is read on every
     contribution and merge, and re-inflating it costs 10x the merge itself."""
     pygit2.settings.cache_object_limit(ObjectType.TREE, 4 * 1024 * 1024)
     pygit2.settings.cache_object_limit(ObjectType.COMMIT, 256 * 1024)
+    pygit2.settings.cache_max_size(CACHE_BYTES)
 
 
 def _read_meta(repo: pygit2.Repository, path: Path) -> dict:
