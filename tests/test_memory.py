@@ -175,6 +175,23 @@ def test_transcripts_are_git_notes(memory: Memory):
     assert memory.transcript(commit) == "user: hi\nassistant: hello"
     shown = git(memory.path, "log", "-1", "--notes=transcripts", "--format=%N", commit)
     assert "assistant: hello" in shown
+    # git's two-level fanout, so a note does not rewrite one tree of every note so far
+    assert git(memory.path, "ls-tree", "-r", "--name-only", "refs/notes/transcripts").split() == [
+        f"{commit[:2]}/{commit[2:]}"]
+    assert git(memory.path, "rev-list", "--count", "refs/notes/transcripts").strip() == "1"
+
+
+def test_a_flat_note_of_an_older_run_is_replaced_not_doubled(memory: Memory):
+    import pygit2
+
+    commit = memory.contribute(contribution(memory, "e1", {"notes/a.md": "x"})).commit
+    sig = pygit2.Signature("old", "old@example.com")
+    memory.repo.create_note("old transcript", sig, sig, commit, "refs/notes/transcripts", True)  # flat
+    memory.add_transcript(commit, "new transcript")
+    assert memory.transcript(commit) == "new transcript"
+    assert git(memory.path, "notes", "--ref=transcripts", "show", commit).strip() == "new transcript"
+    assert git(memory.path, "ls-tree", "-r", "--name-only", "refs/notes/transcripts").split() == [
+        f"{commit[:2]}/{commit[2:]}"]
 
 
 def test_log_filters_by_problem_worker_and_kind(memory: Memory):

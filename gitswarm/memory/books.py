@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pygit2
+from pygit2.enums import FileMode
 
 from gitswarm.memory import trees
 from gitswarm.memory.errors import Contention
@@ -29,6 +30,12 @@ def put(repo: pygit2.Repository, book: str, records: dict[str, object], message:
                if tip is None or trees.lookup(tip.tree, p) != e}
     if not changes:
         return None
+    return str(commit_changes(repo, name, tip, changes, message))
+
+
+def commit_changes(repo: pygit2.Repository, name: str, tip: pygit2.Commit | None, changes: trees.Changes,
+                   message: str) -> pygit2.Oid:
+    """Commit `changes` on top of `tip` and move ref `name` there, if it still points at `tip`."""
     tree = trees.update(repo, tip.tree if tip else None, changes)
     sig = committer()
     commit = repo.create_commit(None, sig, sig, f"{message}\n", tree, [tip.id] if tip else [])
@@ -38,7 +45,21 @@ def put(repo: pygit2.Repository, book: str, records: dict[str, object], message:
         if (now.target if now else None) != (tip.id if tip else None):
             raise Contention(f"{name} moved")
         txn.set_target(name, commit, message=message)
-    return str(commit)
+    return commit
+
+
+def put_note(repo: pygit2.Repository, ref: str, target: str, text: str) -> None:
+    """Attach `text` to commit `target` as a git note, stored with git's two-level fanout.
+
+    libgit2's create_note keeps every note in one flat tree and rewrites it whole for each
+    note: 1.6 ms at 100 notes, 16 ms at 3,000, one note per episode. Under `ab/cdef...` a
+    note rewrites a 256-entry tree and one of N/256. Git and libgit2 read either layout; the
+    flat entry an older run may hold for the same commit is removed."""
+    tip_ref = repo.references.get(ref)
+    tip = repo[tip_ref.target] if tip_ref is not None else None
+    blob = repo.create_blob(text.encode())
+    changes: trees.Changes = {f"{target[:2]}/{target[2:]}": (blob, FileMode.BLOB), target: None}
+    commit_changes(repo, ref, tip, changes, "Notes added by gitswarm")
 
 
 def get(repo: pygit2.Repository, book: str, path: str) -> object | None:

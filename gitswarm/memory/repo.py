@@ -128,8 +128,7 @@ class Memory:
         with self._lock:
             if self.transcript(commit) == text:
                 return
-            sig = write.committer()
-            retry(lambda: self.repo.create_note(text, sig, sig, commit, NOTES_REF, True))
+            retry(lambda: books.put_note(self.repo, NOTES_REF, commit, text))
 
     # -- reads ----------------------------------------------------------------------------
 
