@@ -94,8 +94,10 @@ async def test_detail_graph_help_and_navigation(run: Path):
 
 async def test_attach_follows_a_run_another_process_writes(tmp_path: Path):
     run = tmp_path / "live"
+    # 0.2 s a call keeps the writer busy for seconds after the first commit, however fast the
+    # engine: the test must attach to a run still being written, not read a finished one.
     writer = subprocess.Popen([sys.executable, "-m", "gitswarm", "demo", "--run", str(run), "--no-tui",
-                               "--latency", "0.02"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                               "--latency", "0.2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         app = Dashboard(run)
         async with app.run_test(size=(80, 24)) as pilot:
