@@ -87,24 +87,22 @@ def main_tree(memory):
 
 def _subtree(repo, tree, path: str):
     """The tree at `path` below `tree`, or None."""
-    import pygit2
+    from pygit2.enums import FileMode
 
-    if tree is None:
-        return None
-    try:
-        found = repo[tree[path].id]
-    except KeyError:
-        return None
-    return found if isinstance(found, pygit2.Tree) else None
+    from gitswarm.memory.trees import lookup
+
+    entry = lookup(tree, path)
+    return repo[entry[0]] if entry is not None and entry[1] == FileMode.TREE else None
 
 
 def _blob(repo, tree, path: str) -> bytes | None:
-    if tree is None:
-        return None
-    try:
-        return repo[tree[path].id].data
-    except (KeyError, AttributeError):
-        return None
+    """The file at `path` below `tree`, or None."""
+    from pygit2.enums import FileMode
+
+    from gitswarm.memory.trees import lookup
+
+    entry = lookup(tree, path)
+    return repo[entry[0]].data if entry is not None and entry[1] != FileMode.TREE else None
 
 
 def _grade(memory, problem: str, candidate: str | None) -> str | None:
