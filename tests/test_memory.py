@@ -9,9 +9,10 @@ from conftest import fsck_clean, git
 
 from gitswarm.memory.compose import Resolution
 from gitswarm.memory.errors import NotARun, PathRejected
-from gitswarm.memory.model import Contribution, Usage
+from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
+from gitswarm.usage import Usage
 
 
 def contribution(memory: Memory, episode: str, files: dict, **kw) -> Contribution:
@@ -48,7 +49,7 @@ def test_contribution_is_one_commit_with_trailers_author_and_parent(memory: Memo
     written = memory.contribute(contribution(
         memory, "e2", {"lemmas/key.md": "a lemma", "notes/b.md": "more"}, kind="lemma",
         worker="w07", informed_by=(cited,), model="openai/gpt-x", summary="Why it matters.",
-        usage=Usage(1200, 300, 0.0125), self_assessment="partial"))
+        usage=Usage.of_call(1200, 300, 0.0125), self_assessment="partial"))
     info = memory.commit(written.commit)
     assert info.parents == (start,)
     assert info.author == "w07"

@@ -16,7 +16,7 @@ import pytest
 
 from gitswarm.fakeserver import FakeError, FakeReply, FakeServer, FaultPlan, ScriptedResponder, serve
 from gitswarm.models import LiteLLMModel, ModelConfig, ModelError, Usage, credentials_hint, has_price
-from gitswarm.models_errors import backoff_delay
+from gitswarm.models.errors import backoff_delay
 
 USER = [{"role": "user", "content": "What is 3 + 4?"}]
 TOOLS = [{"type": "function", "function": {

@@ -16,9 +16,9 @@ from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory.errors import PathRejected
-from gitswarm.memory.model import Usage
 from gitswarm.memory.repo import Memory
 from gitswarm.resources import render
+from gitswarm.usage import Usage
 
 
 class Model(Protocol):
@@ -105,8 +105,8 @@ async def _run_calls(shared, ep, record, tools, messages, reply) -> Final | None
             result = await tools.call(call.name, call.arguments or {})
             if isinstance(result, Final):
                 if result.contribution is not None:
-                    spent = Usage(record.tokens_in, record.tokens_out,
-                                  record.cost_usd if record.cost_known else None)
+                    spent = Usage(record.tokens_in, record.tokens_out, known_cost_usd=record.cost_usd,
+                                  unpriced_calls=int(not record.cost_known), calls=record.calls)
                     contribution = replace(result.contribution, model=shared.view.config.model, usage=spent)
                     written = await shared.git(shared.memory.contribute, contribution)
                     record.commit = written.commit

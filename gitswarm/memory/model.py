@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from gitswarm.memory.trailers import split_ids
+from gitswarm.usage import Usage
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
 KIND_FOLDERS = {"note": "notes", "lemma": "lemmas", "attempt": "attempts", "review": "reviews",
@@ -17,15 +18,6 @@ def check_name(what: str, value: str) -> str:
     if not SAFE_NAME.match(value) or ".." in value or value.endswith(".lock"):
         raise ValueError(f"invalid {what} {value!r}: use letters, digits, '.', '_' and '-'")
     return value
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Tokens and money a contribution cost (cost None: the provider's price is unknown)."""
-
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float | None = None
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ def message(run_id: str, c: Contribution) -> str:
         trailers={
             "Run": run_id, "Episode": c.episode, "Op": c.op, "Worker": c.worker,
             "Problem": c.problem, "Kind": c.kind, "Informed-By": ", ".join(c.informed_by),
-            "Model": c.model, "Tokens": f"in={usage.tokens_in} out={usage.tokens_out}",
+            "Model": c.model, "Tokens": usage.trailer(),
             "Cost-USD": cost, "Self-Assessment": c.self_assessment,
             "Files": ", ".join(sorted(c.files)), **c.trailers,
         },

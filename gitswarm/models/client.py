@@ -9,18 +9,14 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
-import os
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 import anyio
 
-from gitswarm.models_errors import ModelError, backoff_delay, from_litellm
-
-__all__ = ["LiteLLMModel", "ModelConfig", "ModelError", "Reply", "ToolCall", "Usage", "credentials_hint",
-           "has_price"]
+from gitswarm.models.errors import ModelError, backoff_delay, from_litellm
+from gitswarm.models.lib import configured_base, litellm_module
+from gitswarm.usage import Usage
 
 
 @dataclass(frozen=True)
@@ -74,36 +70,6 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
-class Usage:
-    """Tokens and cost of one call, or of a sum of calls (`+`; `Usage()` is zero).
-
-    A cost is known only while every call in the sum had a price: `cost_usd` is None as soon
-    as one did not, and `known_cost_usd` keeps the sum over the calls that had one.
-    """
-
-    tokens_in: int = 0
-    tokens_out: int = 0
-    known_cost_usd: float = 0.0
-    unpriced_calls: int = 0
-    calls: int = 0
-
-    @classmethod
-    def of_call(cls, tokens_in: int, tokens_out: int, cost_usd: float | None) -> Usage:
-        """The usage of a single call; `cost_usd` None means no price was known."""
-        return cls(tokens_in, tokens_out, cost_usd or 0.0, int(cost_usd is None), 1)
-
-    @property
-    def cost_usd(self) -> float | None:
-        """Total cost in USD, or None when unknown (some call had no price)."""
-        return self.known_cost_usd if self.unpriced_calls == 0 else None
-
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(self.tokens_in + other.tokens_in, self.tokens_out + other.tokens_out,
-                     self.known_cost_usd + other.known_cost_usd,
-                     self.unpriced_calls + other.unpriced_calls, self.calls + other.calls)
-
-
-@dataclass(frozen=True)
 class Reply:
     """A model's reply; `message` is the assistant message to append to the conversation."""
 
@@ -112,21 +78,6 @@ class Reply:
     usage: Usage
     finish_reason: str
     message: dict = field(repr=False)
-
-
-@functools.cache
-def _litellm() -> ModuleType:
-    """Import litellm once: local price map, no fetches of its own, no banners or chatter."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-    import litellm
-
-    litellm.suppress_debug_info = True
-    litellm.telemetry = False  # older litellm versions only; a no-op attribute on newer ones
-    if "LITELLM_LOG" not in os.environ:  # the user asked for litellm's logs: keep them
-        for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-            logging.getLogger(name).setLevel(logging.ERROR)
-    return litellm
 
 
 class LiteLLMModel:
@@ -151,7 +102,7 @@ class LiteLLMModel:
     async def _attempt(self, messages: list[dict], tools: list[dict] | None, attempt: int) -> Reply:
         import openai  # loaded by litellm already
 
-        litellm = _litellm()
+        litellm = litellm_module()
         # litellm's own timeout is per read on some transports; this bounds the whole attempt.
         with anyio.move_on_after(self.config.timeout_s * 1.5 + 5) as scope:
             try:
@@ -173,7 +124,7 @@ class LiteLLMModel:
     def _fallback_key(self) -> str | None:
         # A local server at api_base ignores the key, but the OpenAI SDK refuses to run without one.
         model, base = self.config.model, self.config.api_base
-        if _configured_base(model, base) and _litellm().validate_environment(model)["missing_keys"]:
+        if configured_base(model, base) and litellm_module().validate_environment(model)["missing_keys"]:
             return "sk-no-key-needed"
         return None
 
@@ -202,7 +153,7 @@ class LiteLLMModel:
         if served_by in self._unpriced:
             return None
         try:
-            cost = _litellm().completion_cost(completion_response=response)
+            cost = litellm_module().completion_cost(completion_response=response)
         except Exception:  # litellm raises assorted types for a model it cannot price: cost unknown
             self._unpriced.add(served_by)
             return None
@@ -230,61 +181,3 @@ def _assistant_message(content: str, calls: list[ToolCall]) -> dict:
     return {"role": "assistant", "content": content or None,
             "tool_calls": [{"id": c.id, "type": "function",
                             "function": {"name": c.name, "arguments": c.raw_arguments}} for c in calls]}
-
-
-def has_price(config: ModelConfig) -> bool:
-    """We can put a price on calls to this model: the user gave prices, or litellm has one."""
-    if config.user_priced:
-        return True
-    try:
-        cost_in, cost_out = _litellm().cost_per_token(model=config.model, prompt_tokens=10**6,
-                                                      completion_tokens=10**6)
-    except Exception:  # unmapped model: litellm raises assorted types
-        return False
-    return cost_in + cost_out > 0
-
-
-def credentials_hint(model: str, *, api_base: str | None = None, api_key: str | None = None) -> str | None:
-    """None when `model` can be called as configured; otherwise one paragraph saying what to set."""
-    if not model.strip():
-        return ("No model is configured. Pass --model with a litellm model string (for example "
-                "anthropic/claude-opus-4, openai/gpt-4o or ollama/llama3) or set GITSWARM_MODEL; "
-                "`gitswarm demo` runs offline without one.")
-    litellm = _litellm()
-    try:
-        provider = litellm.get_llm_provider(model)[1]
-    except litellm.exceptions.BadRequestError:
-        return (f"litellm cannot tell which provider serves the model {model!r}. Write it as "
-                "provider/name, for example anthropic/claude-opus-4, openai/gpt-4o or ollama/llama3.")
-    if api_key or _configured_base(model, api_base):
-        return None
-    missing = _missing_keys(litellm, model)
-    # A missing *_API_BASE is fine: such providers (ollama, ...) default to their local address.
-    keys = [k for k in missing if not k.endswith(("_API_BASE", "_BASE_URL"))]
-    if not keys:
-        return None
-    return (f"The model {model!r} (provider {provider}) needs credentials from the environment, and "
-            f"litellm reports {', '.join(keys)} missing. Set it (export {keys[0]}=...) and run again, or "
-            "pass --api-base URL to use a local OpenAI-compatible server instead.")
-
-
-def _missing_keys(litellm: ModuleType, model: str) -> list[str]:
-    """The credential variables litellm wants for `model` and does not find; an empty one
-    (`export ANTHROPIC_API_KEY=`) counts as missing, though litellm only asks whether it is set."""
-    empty = {k: v for k, v in os.environ.items() if not v.strip()}
-    for name in empty:
-        del os.environ[name]
-    try:
-        return litellm.validate_environment(model)["missing_keys"]
-    finally:
-        os.environ.update(empty)
-
-
-def _configured_base(model: str, api_base: str | None) -> str | None:
-    """`api_base`, or the base URL the provider's usual variable sets (OPENAI_API_BASE, ...)."""
-    litellm = _litellm()
-    try:
-        provider = litellm.get_llm_provider(model)[1].upper()
-    except litellm.exceptions.BadRequestError:
-        return api_base
-    return api_base or os.environ.get(f"{provider}_API_BASE") or os.environ.get(f"{provider}_BASE_URL")
