@@ -110,7 +110,7 @@ async def first_prompt_tokens(memory: Memory, folder: Path) -> tuple[int, int]:
     from gitswarm.models import LiteLLMModel, ModelConfig
 
     async with serve(respond) as server:
-        config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k", timeout_s=30)
+        config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k", reply_timeout_s=30)
         model = FirstCall(LiteLLMModel(config))
         cfg = SolveConfig(problems=folder, run=memory.path, model=config.model, workers=1, budget=1)
         await solve(cfg, load_set(folder), model, model)

@@ -142,10 +142,10 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
     with tempfile.TemporaryDirectory() as tmp:
         folder = write_set(Path(tmp) / "set", problems)
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=f"http://127.0.0.1:{port}/v1",
-                             api_key="k", timeout_s=120)
+                             api_key="k", reply_timeout_s=120)
         model = LiteLLMModel(config)
         merger = LiteLLMModel(ModelConfig(model=config.model, api_base=f"http://127.0.0.1:{merger_port}/v1",
-                                          api_key="k", timeout_s=120))
+                                          api_key="k", reply_timeout_s=120))
         cfg = SolveConfig(problems=folder, run=Path(tmp) / "run", model=config.model, workers=c,
                           budget=c * per_worker, settle_nominations=10**6, seed=1)
 
@@ -187,7 +187,7 @@ async def bare(c: int, port: int, rounds: int) -> dict:
 
     _litellm()
     model = LiteLLMModel(ModelConfig(model="openai/gitswarm-scripted", api_base=f"http://127.0.0.1:{port}/v1",
-                                     api_key="k", timeout_s=120))
+                                     api_key="k", reply_timeout_s=120))
     messages = [{"role": "system", "content": render("worker_system.md.j2", worker="w01", max_steps=12)},
                 {"role": "user", "content": "Problem p001: what is 1 + 1? Give the number.\n" * 40}]
     tools = tool_schemas()

@@ -51,7 +51,7 @@ async def run_inprocess(problems: Path, run: Path, responder=respond, faults: Fa
 
     async with serve(responder, faults) as server:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
-                             timeout_s=timeout_s, backoff_base_s=0.01, backoff_cap_s=0.05)
+                             reply_timeout_s=timeout_s, backoff_base_s=0.01, backoff_cap_s=0.05)
         model = LiteLLMModel(config)
         cfg = SolveConfig(problems=problems, run=run, model=config.model, **options)
         with anyio.fail_after(limit_s):

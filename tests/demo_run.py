@@ -23,7 +23,7 @@ async def run_set(problem_dir: Path, run: Path, faults: FaultPlan | None = None,
     problem_set = load_set(problem_dir)
     async with serve(respond, faults) as server:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
-                             timeout_s=5, backoff_base_s=0.01, backoff_cap_s=0.05)
+                             reply_timeout_s=5, backoff_base_s=0.01, backoff_cap_s=0.05)
         model = LiteLLMModel(config)
         cfg = SolveConfig(problems=problem_dir, run=run, model=config.model, **options)
         with anyio.fail_after(120):

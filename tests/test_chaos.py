@@ -29,7 +29,7 @@ async def swarm(problems: Path, run: Path, responder=respond, faults: FaultPlan 
     """The real engine against the fake server; returns (result, server)."""
     async with serve(responder, faults) as server:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
-                             timeout_s=2, backoff_base_s=0.01, backoff_cap_s=0.05)
+                             reply_timeout_s=2, backoff_base_s=0.01, backoff_cap_s=0.05)
         model = LiteLLMModel(config)
         cfg = SolveConfig(problems=problems, run=run, model=config.model, **options)
         with anyio.fail_after(limit_s):

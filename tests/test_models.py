@@ -128,7 +128,7 @@ async def test_timeouts_retried_then_model_error() -> None:
     with anyio.fail_after(15):
         async with serve(ScriptedResponder([]), always) as server:
             with pytest.raises(ModelError) as caught:
-                await model(server, timeout_s=0.5, max_retries=2).complete(USER)
+                await model(server, reply_timeout_s=0.5, max_retries=2).complete(USER)
     assert (caught.value.kind, caught.value.retryable, caught.value.attempts) == ("timeout", True, 3)
     assert len(server.requests) == 3
 

@@ -100,7 +100,7 @@ def _model_config(cfg, name: str, api_base: str | None = None):
     from gitswarm.models import ModelConfig
 
     return ModelConfig(model=name, api_base=api_base or cfg.api_base, api_key=cfg.api_key,
-                       timeout_s=cfg.call_timeout_s, price_in_per_mtok=cfg.price_in_per_mtok,
+                       reply_timeout_s=cfg.call_timeout_s, price_in_per_mtok=cfg.price_in_per_mtok,
                        price_out_per_mtok=cfg.price_out_per_mtok)
 
 

@@ -4,7 +4,8 @@
 means, `credentials` checks a model before a run spends anything, `lib` imports litellm.
 """
 
-from gitswarm.models.client import LiteLLMModel, ModelConfig, Reply, ToolCall
+from gitswarm.models.client import LiteLLMModel, Reply, ToolCall
+from gitswarm.models.config import ModelConfig
 from gitswarm.models.credentials import credentials_hint, has_price
 from gitswarm.models.errors import ModelError
 from gitswarm.usage import Usage

@@ -1,8 +1,7 @@
-"""Model access: the one module that calls litellm.
+"""The model client: the one place that calls `litellm.acompletion`.
 
-litellm is imported on the first call (it takes seconds to import) with its price map read
-locally and its own network fetches off. Calls get a timeout, our own retries (litellm's and
-the OpenAI SDK's are switched off so every attempt is counted here), tokens and cost.
+Calls get a timeout, our own retries (litellm's and the OpenAI SDK's are switched off so
+every attempt is counted here), tokens and cost.
 """
 
 from __future__ import annotations
@@ -14,48 +13,10 @@ from typing import Any
 
 import anyio
 
+from gitswarm.models.config import ModelConfig
 from gitswarm.models.errors import ModelError, backoff_delay, from_litellm
 from gitswarm.models.lib import configured_base, litellm_module
 from gitswarm.usage import Usage
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """How to reach one model through litellm."""
-
-    model: str
-    """A litellm model string, e.g. "anthropic/claude-opus-4", "openai/gpt-4o", "ollama/llama3"."""
-    api_base: str | None = None
-    """Base URL of the server (an OpenAI-compatible local server, a proxy); None: litellm's
-    default for the provider, or the provider's usual environment variable."""
-    api_key: str | None = None
-    """API key; None: the provider's usual environment variable (e.g. ANTHROPIC_API_KEY)."""
-    timeout_s: float = 120.0
-    """Timeout of one attempt, in seconds."""
-    max_retries: int = 4
-    """Attempts after the first one, for transient failures only (see RETRYABLE)."""
-    temperature: float | None = None
-    """Sampling temperature; None: the provider's default."""
-    max_output_tokens: int | None = None
-    """Cap on the tokens of one reply; None: the provider's default."""
-    price_in_per_mtok: float | None = None
-    """USD per million input tokens. Given with price_out_per_mtok, it is used instead of
-    litellm's price; needed for models litellm has no price for."""
-    price_out_per_mtok: float | None = None
-    """USD per million output tokens (see price_in_per_mtok)."""
-    backoff_base_s: float = 1.0
-    """First retry delay before jitter; it doubles with each attempt."""
-    backoff_cap_s: float = 30.0
-    """Longest delay between attempts, also the bound on a server's Retry-After."""
-
-    def __post_init__(self) -> None:
-        if (self.price_in_per_mtok is None) != (self.price_out_per_mtok is None):
-            raise ValueError("give both the input and the output price per million tokens, or neither")
-
-    @property
-    def user_priced(self) -> bool:
-        """The user gave prices for this model."""
-        return self.price_in_per_mtok is not None
 
 
 @dataclass(frozen=True)
@@ -104,7 +65,7 @@ class LiteLLMModel:
 
         litellm = litellm_module()
         # litellm's own timeout is per read on some transports; this bounds the whole attempt.
-        with anyio.move_on_after(self.config.timeout_s * 1.5 + 5) as scope:
+        with anyio.move_on_after(self.config.reply_timeout_s * 1.5 + 5) as scope:
             try:
                 response = await litellm.acompletion(**self._request(messages, tools))
             except openai.OpenAIError as exc:  # litellm's exceptions all derive from it
@@ -117,7 +78,7 @@ class LiteLLMModel:
         c = self.config
         optional = {"tools": tools or None, "api_base": c.api_base, "temperature": c.temperature,
                     "api_key": c.api_key or self._fallback_key, "max_tokens": c.max_output_tokens}
-        return {"model": c.model, "messages": messages, "timeout": c.timeout_s, "num_retries": 0,
+        return {"model": c.model, "messages": messages, "timeout": c.reply_timeout_s, "num_retries": 0,
                 **{k: v for k, v in optional.items() if v is not None}}
 
     @functools.cached_property

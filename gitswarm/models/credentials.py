@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-from gitswarm.models.client import ModelConfig
+from gitswarm.models.config import ModelConfig
 from gitswarm.models.lib import configured_base, litellm_module
 
 
