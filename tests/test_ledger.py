@@ -13,6 +13,7 @@ from conftest import git
 
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.ledger import BOOK, EpisodeRecord, Ledger
+from gitswarm.usage import Usage
 
 
 @pytest.fixture
@@ -79,3 +80,40 @@ def file_size_limit(size: int):
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, old_limit)
         signal.signal(signal.SIGXFSZ, old_handler)
+
+
+OLD_RECORD = {"episode": "e00001", "worker": "w01", "problem": "p", "status": "abstain", "commit": None,
+              "tokens_in": 120, "tokens_out": 30, "cost_usd": 0.5, "cost_known": True, "calls": 2,
+              "started": 1.0, "ended": 2.0, "note": "nothing to add"}
+"""A record as a ledger written before the cache, reasoning and failed-call parts were kept."""
+
+
+def test_a_record_of_the_old_format_loads_with_its_new_parts_zero(memory):
+    memory.put_records(BOOK, {"episodes/e000/e00001.json": OLD_RECORD,
+                              "scheduler.json": {"next_number": 2, "rng_state": None,
+                                                 "totals": {"episodes": 1, "charged": 0, "tokens_in": 120,
+                                                            "tokens_out": 30, "cost_usd": 0.5,
+                                                            "cost_unknown": 0}}}, "old ledger")
+    record = Ledger.load(memory).episodes["e00001"]
+    assert (record.cache_read, record.cache_write, record.reasoning, record.failed_calls) == (0, 0, 0, 0)
+    assert record.usage == Usage(120, 30, known_cost_usd=0.5, calls=2)
+    totals = Ledger.summary(memory)  # the old totals lack the new parts: summed from the records
+    assert (totals.tokens, totals.calls, totals.failed_calls, totals.cost) == (150, 2, 0, (0.5, True))
+
+
+def test_charge_keeps_every_part_of_usage_and_the_totals_see_it_at_once(memory):
+    ledger, record = Ledger(), EpisodeRecord("e00001", "w01", "p")
+    ledger.changed(record)
+    ok = Usage.of_call(1000, 200, 0.01, cache_read=600, cache_write=100, reasoning=150)
+    failed = Usage(300, 0, calls=2, failed_calls=2, unpriced_calls=1)  # retried attempts, no price
+    ledger.charge(record, ok)
+    assert ledger.tokens == 1200  # before any save: a cap sees the call as it happens
+    ledger.charge(record, failed)
+    assert record.usage == ok + failed
+    assert not record.cost_known and record.calls == 3 and record.failed_calls == 2
+    ledger.save(memory, record)
+    stored = Ledger.load(memory).episodes["e00001"]
+    assert stored.usage == ok + failed
+    assert Ledger.summary(memory).parts() == {"tokens_in": 1300, "cache_read": 600, "cache_write": 100,
+                                              "reasoning": 150, "tokens_out": 200, "calls": 3,
+                                              "failed_calls": 2}

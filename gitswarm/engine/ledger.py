@@ -1,9 +1,11 @@
 """The budget ledger: one record per episode in `refs/gitswarm/ledger`, plus scheduler state.
 
 Charged episodes are those that ended with a contribution or a nomination; abstaining is
-free. What is spent is read back from the ledger on resume, so a killed run never gets its
-budget back. Tokens of an episode cut off by a crash are not in the ledger (they were never
-reported back to us as a finished episode); that is the one loss, at most C episodes' worth.
+free of budget, but every episode counts against the episode cap, and every call's tokens
+(failed calls' too) against the token and USD caps. What is spent is read back from the
+ledger on resume, so a killed run never gets its budget back. Tokens of an episode cut off
+by a crash are not in the ledger (they were never reported back to us as a finished
+episode); that is the one loss, at most C episodes' worth.
 
 The scheduler record also carries running totals, written in the same commit as the episode
 record that changed them, so `gitswarm status` reads one small file instead of one record per
@@ -15,12 +17,16 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from gitswarm.memory.repo import Memory
+from gitswarm.usage import Usage
 
 BOOK = "ledger"
 CHARGED = ("contribute", "nominate")
+USAGE_PARTS = ("tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls", "failed_calls")
+"""Input tokens and the cached parts of them, output tokens and the reasoning part, calls and
+the failed ones."""
 
 
 @dataclass
@@ -31,20 +37,48 @@ class EpisodeRecord:
     worker: str
     problem: str
     status: str = "running"
-    """running, contribute, nominate, abstain or failed."""
+    """running, contribute, nominate, abstain, failed, or stopped (cut short by the run's
+    end: a cap, or a crash it was not restarted after; it says nothing about the problem)."""
     commit: str | None = None
     tokens_in: int = 0
+    """Input tokens of every call, cached ones included."""
     tokens_out: int = 0
+    """Output tokens of every call, reasoning included."""
     cost_usd: float = 0.0
+    """USD of the calls that had a price."""
     cost_known: bool = True
+    """Every call had a price."""
     calls: int = 0
+    """Attempts that reached the provider, failed and retried ones included."""
     started: float = field(default_factory=time.time)
     ended: float | None = None
     note: str = ""
+    cache_read: int = 0
+    """Of `tokens_in`, read from the provider's prompt cache."""
+    cache_write: int = 0
+    """Of `tokens_in`, written to the provider's prompt cache."""
+    reasoning: int = 0
+    """Of `tokens_out`, spent thinking."""
+    failed_calls: int = 0
+    """Of `calls`, the attempts that gave no usable reply (errors, timeouts, retries)."""
+    unpriced_calls: int = 0
+    """Of `calls`, those litellm had no price for."""
 
     @property
     def path(self) -> str:
         return f"episodes/{self.episode[:4]}/{self.episode}.json"
+
+    @property
+    def usage(self) -> Usage:
+        """What this episode's calls spent, as one Usage."""
+        return Usage(self.tokens_in, self.tokens_out, self.cache_read, self.cache_write, self.reasoning,
+                     self.cost_usd, max(self.unpriced_calls, int(not self.cost_known)), self.calls,
+                     self.failed_calls)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> EpisodeRecord:
+        """A record as the ledger stored it; fields a record written before them lacks are 0."""
+        return cls(**{k: v for k, v in data.items() if k in _RECORD_FIELDS})
 
 
 @dataclass
@@ -59,10 +93,26 @@ class Totals:
     cost_usd: float = 0.0
     cost_unknown: int = 0
     """Records with at least one call whose price litellm did not know."""
+    calls: int = 0
+    """Model calls that reached the provider, failed ones included."""
+    cache_read: int = 0
+    cache_write: int = 0
+    reasoning: int = 0
+    failed_calls: int = 0
 
     @property
     def tokens(self) -> int:
         return self.tokens_in + self.tokens_out
+
+    def parts(self) -> dict[str, int]:
+        """The parts of the run's usage that `status` and `report` show, in their order."""
+        return {name: getattr(self, name) for name in USAGE_PARTS}
+
+    @property
+    def usage(self) -> Usage:
+        """The run's spending as one Usage (`unpriced_calls` counts records, not calls)."""
+        return Usage(self.tokens_in, self.tokens_out, self.cache_read, self.cache_write, self.reasoning,
+                     self.cost_usd, self.cost_unknown, self.calls, self.failed_calls)
 
     @property
     def cost(self) -> tuple[float, bool]:
@@ -74,13 +124,17 @@ class Totals:
             setattr(self, name, getattr(self, name) + sign * value)
 
 
-_FIGURES = ("episodes", "charged", "tokens_in", "tokens_out", "cost_usd", "cost_unknown")
+_FIGURES = tuple(f.name for f in fields(Totals))
+_SUMMED = _FIGURES[_FIGURES.index("calls"):]
+"""The totals that are plain sums of the record's field of the same name."""
+_RECORD_FIELDS = frozenset(f.name for f in fields(EpisodeRecord))
 
 
 def _figures(record: EpisodeRecord) -> tuple:
     """What one record adds to the totals, in `_FIGURES` order."""
     return (int(record.episode != "merger"), int(record.status in CHARGED), record.tokens_in,
-            record.tokens_out, record.cost_usd, int(not record.cost_known))
+            record.tokens_out, record.cost_usd, int(not record.cost_known),
+            *(getattr(record, name) for name in _SUMMED))
 
 
 @dataclass
@@ -106,7 +160,7 @@ class Ledger:
     def load(cls, memory: Memory) -> Ledger:
         records = memory.records(BOOK)
         state = records.pop("scheduler.json", {}) or {}
-        episodes = {r["episode"]: EpisodeRecord(**r) for r in records.values()}
+        episodes = {r["episode"]: EpisodeRecord.from_dict(r) for r in records.values()}
         return cls(episodes, state.get("next_number", 1), state.get("rng_state"))
 
     @classmethod
@@ -114,8 +168,9 @@ class Ledger:
         """The run's totals from the scheduler record alone; a run written before totals were
         kept is summed record by record."""
         state = memory.record(BOOK, "scheduler.json") or {}
-        if "totals" in state:
-            return Totals(**state["totals"])
+        kept = state.get("totals") or {}
+        if set(_FIGURES) <= set(kept):
+            return Totals(**{k: kept[k] for k in _FIGURES})
         return cls.load(memory).totals
 
     def _count(self, record: EpisodeRecord) -> None:
@@ -130,16 +185,14 @@ class Ledger:
         self.next_number += 1
         return episode
 
-    def charge(self, record: EpisodeRecord, usage) -> None:
-        """Add one model call's usage to its episode's record and to the run's totals at once,
-        so the token and USD caps see every call as it happens."""
-        record.calls += 1
-        record.tokens_in += usage.tokens_in
-        record.tokens_out += usage.tokens_out
-        if usage.cost_usd is None:
-            record.cost_known = False
-        else:
-            record.cost_usd += usage.cost_usd
+    def charge(self, record: EpisodeRecord, usage: Usage) -> None:
+        """Add a call's usage (a failed call's too) to its episode's record and to the run's
+        totals at once, so the token and USD caps see every call as it happens."""
+        for name in ("tokens_in", "tokens_out", "cache_read", "cache_write", "reasoning", "calls",
+                     "failed_calls", "unpriced_calls"):
+            setattr(record, name, getattr(record, name) + getattr(usage, name))
+        record.cost_usd += usage.known_cost_usd
+        record.cost_known = record.cost_known and usage.unpriced_calls == 0
         self._count(record)
 
     def changed(self, record: EpisodeRecord) -> None:
