@@ -95,6 +95,12 @@ def test_tolerated_variations() -> None:
     assert prose.startswith("<think>") and prose.endswith("Here are my calls:") and "```" not in prose
 
 
+def test_a_closing_tag_at_the_end_of_the_last_line() -> None:
+    reply = '<call name="write_file">\n<path>a.md</path>\n<content>\n$x$ is \\frac{1}{2}.\nDone.</content>\n</call>'
+    _, [call] = parse_reply(reply, TOOLS)
+    assert call.arguments == {"path": "a.md", "content": "$x$ is \\frac{1}{2}.\nDone."}
+
+
 def test_prose_keeps_its_own_code_blocks() -> None:
     reply = 'Check:\n```python\nprint(1)\n```\n<call name="in_flight">\n</call>\nDone.'
     prose, [call] = parse_reply(reply, TOOLS)

@@ -9,21 +9,20 @@ The model reads `instructions(tools)` (rendered from prompts/text_protocol.md.j2
     </content>
     </call>
 
-- A call opens with a line `<call name="TOOL">` and closes with a line `</call>`; a tool
-  without arguments may be `<call name="TOOL"/>`. Several calls may follow each other; text
-  outside them is prose. Code fences around calls are ignored, as is a leading reasoning
-  block (`<think>...</think>`, or reasoning the server cut the opening tag from).
-- An argument is `<NAME>value</NAME>` on one line (value stripped), or a multi-line value:
-  the opening tag ends its line and the value is every line up to the first line that is
-  exactly `</NAME>` (surrounding whitespace aside). The value is raw: no escaping, no
-  quoting, nothing stripped. If it holds such a line itself, `<NAME until="WORD">` ends it
-  at the first line that is exactly WORD instead (heredoc style).
-- Values are typed from the tool's JSON schema: integer, number, boolean (true/false),
-  array (one item per line, or a JSON array), anything else a string.
-- A uniformly CRLF reply is read as LF; inside an LF reply, a CR stays part of the value.
-- Mistakes (an unknown tool or argument, a missing required argument, a value of the wrong
-  type, an unterminated value or call, stray text inside a call) give a ToolCall with
-  `error` saying what to fix; the call is not run.
+- A call is the lines from `<call name="TOOL">` to `</call>` (`<call name="TOOL"/>` for no
+  arguments); several may follow each other. Text outside calls is prose; code fences around
+  calls and a leading `<think>...</think>` block (its opening tag perhaps cut) are skipped.
+- An argument is `<NAME>value</NAME>` on one line (stripped), or a raw multi-line value: the
+  lines after a line `<NAME>` up to the first line that is exactly `</NAME>` (surrounding
+  whitespace aside; failing that, the first line ending with it). No escaping, no quoting.
+  `<NAME until="WORD">` ends the value at a line that is exactly WORD instead (heredoc
+  style), for a value holding a line `</NAME>` itself.
+- Values are typed from the tool's JSON schema: integer, number, boolean, array (one item
+  per line, or a JSON array); anything else is a string.
+- A reply entirely in CRLF is read as LF; in an LF reply, a CR is part of the value.
+- An unknown tool or argument, a missing required argument, a value of the wrong type, an
+  unterminated value or call, or stray text in a call gives a ToolCall with `error` saying
+  what to fix; the call is not run.
 
 In a conversation rewritten by `to_text_messages`, results come back in one user message
 per turn, each as `<result call="N" tool="TOOL">...</result>`, N counting the turn's calls.
@@ -90,9 +89,10 @@ def _type_text(spec: dict) -> str:
 
 
 def to_text_messages(messages: list[dict], tools: list[dict]) -> list[dict]:
-    """The conversation for a model without tools: calls written in the protocol, results as
-    user messages labelled by call, the instructions in the system message, and only
-    system/user/assistant roles, alternating (consecutive same-role messages merged)."""
+    """The conversation for a model without tools: native calls written in the protocol (a turn
+    kept as protocol text stays as it is), results as user messages labelled by call, the
+    instructions in the system message, and only system/user/assistant roles, alternating
+    (consecutive same-role messages merged)."""
     out: list[dict] = []
     labels: dict[str, str] = {}
     for message in messages:
@@ -100,8 +100,7 @@ def to_text_messages(messages: list[dict], tools: list[dict]) -> list[dict]:
         if role == "assistant":
             calls = [_pair(c) for c in message.get("tool_calls") or []]
             text = "\n\n".join(part for part in (text, format_calls([c[1:] for c in calls])) if part)
-            labels = {cid: f'call="{n}" tool="{name}"' for n, (cid, name, _) in enumerate(calls, 1)} or {
-                c.id: f'call="{n}" tool="{c.name}"' for n, c in enumerate(parse_reply(text, tools)[1], 1)}
+            labels = _labels(calls, text, tools)
         elif role == "tool":
             label = labels.get(message.get("tool_call_id"),
                                f'call="{message.get("tool_call_id")}" tool="{message.get("name", "?")}"')
@@ -113,6 +112,12 @@ def to_text_messages(messages: list[dict], tools: list[dict]) -> list[dict]:
         out.insert(0, {"role": "system", "content": ""})
     out[0]["content"] = "\n\n".join(part for part in (out[0]["content"], instructions(tools)) if part)
     return out
+
+
+def _labels(calls: list[tuple[str, str, dict]], text: str, tools: list[dict]) -> dict[str, str]:
+    """Each call's result label by call id; a turn kept as protocol text is parsed for its calls."""
+    named = [(cid, name) for cid, name, _ in calls] or [(c.id, c.name) for c in parse_reply(text, tools)[1]]
+    return {cid: f'call="{n}" tool="{name}"' for n, (cid, name) in enumerate(named, 1)}
 
 
 def _append(out: list[dict], role: str, text: str) -> None:
@@ -234,14 +239,26 @@ def _read_value(lines: list[str], i: int, arg: re.Match, block: _Block) -> int:
         block.values[name] = rest.rstrip()[: -len(closer)].strip()
         return i + 1
     body = [rest] if rest.strip() else []
-    for j in range(i + 1, len(lines)):
+    end, value = _value_end(lines, i + 1, closer, loose=not until)
+    block.values[name] = "\n".join(body + value)
+    if end is None:
+        block.fail(f"the value of `{name}` is not terminated, so the rest of your reply was read as part of it: "
+                   f"end the value with a line that is exactly `{closer}`")
+        return len(lines)
+    block.last_long = name
+    return end + 1
+
+
+def _value_end(lines: list[str], start: int, closer: str, loose: bool) -> tuple[int | None, list[str]]:
+    """The line ending a multi-line value, and the value's lines: the first line that is exactly
+    `closer`, else (`loose`) the first line ending with it; None and the rest if there is none."""
+    for j in range(start, len(lines)):
         if lines[j].strip() == closer:
-            block.values[name], block.last_long = "\n".join(body + lines[i + 1:j]), name
-            return j + 1
-    block.values[name] = "\n".join(body + lines[i + 1:])
-    block.fail(f"the value of `{name}` is not terminated, so the rest of your reply was read as part of it: "
-               f"end the value with a line that is exactly `{closer}`")
-    return len(lines)
+            return j, lines[start:j]
+    for j in range(start, len(lines)) if loose else ():
+        if lines[j].rstrip().endswith(closer):
+            return j, [*lines[start:j], lines[j].rstrip()[: -len(closer)]]
+    return None, lines[start:]
 
 
 def _to_call(block: _Block, n: int, functions: dict[str, dict]) -> ToolCall:
