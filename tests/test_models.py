@@ -82,7 +82,7 @@ async def test_malformed_tool_arguments_are_reported_not_raised() -> None:
     call = broken.tool_calls[0]
     assert call.arguments is None and "not valid JSON" in (call.error or "")
     assert call.raw_arguments.startswith('{"read_file"') and server.records[0].fault == "malformed_args"
-    assert listed.tool_calls[0].error == "arguments are a JSON list, not an object"
+    assert listed.tool_calls[0].error == "the arguments are a JSON list, not an object"
     assert len(server.requests) == 2
 
 
@@ -123,14 +123,17 @@ async def test_transient_faults_retried_then_success(faults: tuple[str, ...]) ->
 
 
 @pytest.mark.anyio
-async def test_timeouts_retried_then_model_error() -> None:
+async def test_a_timeout_is_retried_once_then_model_error() -> None:
+    """Each retry of a timeout is a whole new generation, billed again: one retry at most,
+    however many the other transient failures get; both attempts are in the error's usage."""
     always = FaultPlan(rate=1.0, kinds=("timeout",))
     with anyio.fail_after(15):
         async with serve(ScriptedResponder([]), always) as server:
             with pytest.raises(ModelError) as caught:
-                await model(server, reply_timeout_s=0.5, max_retries=2).complete(USER)
-    assert (caught.value.kind, caught.value.retryable, caught.value.attempts) == ("timeout", True, 3)
-    assert len(server.requests) == 3
+                await model(server, reply_timeout_s=0.5, max_retries=4).complete(USER)
+    assert (caught.value.kind, caught.value.retryable, caught.value.attempts) == ("timeout", True, 2)
+    assert len(server.requests) == 2
+    assert (caught.value.usage.calls, caught.value.usage.failed_calls) == (2, 2)
 
 
 @pytest.mark.anyio

@@ -1,4 +1,11 @@
-"""One episode: a short tool loop through the model that ends in exactly one final action."""
+"""One episode: a short tool loop through the model that ends in exactly one final action.
+
+Replies that cannot be run as they are go back to the model as a message, never as an
+abstention: a reply cut off at the output limit (no call of it is run), a reply with no tool
+call (a thinking step, nudged a bounded number of times), a call whose arguments are broken.
+The step limit and the episode's wall clock end it as failed, and what it had staged is kept
+as an incomplete note.
+"""
 
 from __future__ import annotations
 
@@ -14,21 +21,30 @@ from gitswarm.engine.events import EventLog
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.engine.stops import CapReached
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory.errors import PathRejected
+from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.resources import render
-from gitswarm.usage import Usage
+
+__all__ = ["CapReached", "Model", "Shared", "run_episode", "transcript"]
+
+MAX_NUDGES = 3
+"""Replies without a tool call an episode may have before it ends as failed."""
 
 
 class Model(Protocol):
     """What the engine needs of a model (gitswarm.models.LiteLLMModel in production)."""
 
-    async def complete(self, messages: list[dict], tools: list[dict] | None = None): ...
+    output_limit: int
+    """Tokens one reply may have (told to the model when a reply is cut off)."""
 
+    def may_force_tools(self) -> bool:
+        """The provider lets a request force a tool call."""
 
-class CapReached(Exception):
-    """A USD or token cap would be passed by another call; the run stops cleanly."""
+    async def complete(self, messages: list[dict], tools: list[dict] | None = None, *,
+                       tool_choice: str | None = None): ...
 
 
 @dataclass
@@ -53,16 +69,18 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
     tools = Toolbox(shared.memory, shared.git, shared.index, shared.view, ep, shared.sandbox)
     head = context.header(shared.view, shared.index, ep, 1, [])
     first = await shared.git(context.overview, shared.memory, shared.view, shared.index, ep, head)
-    messages = [{"role": "system", "content": render("worker_system.md.j2", worker=ep.worker,
-                                                     max_steps=cfg.max_steps)},
+    messages = [{"role": "system", "content": render("worker_system.md.j2", max_steps=cfg.max_steps)},
                 {"role": "user", "content": first}]
+    final = None
     try:
-        with anyio.fail_after(cfg.episode_timeout_s):
+        with anyio.move_on_after(cfg.episode_timeout_s):
             final = await _loop(shared, ep, record, tools, messages)
-    except TimeoutError:
-        final = Final("abstain", reason=f"episode wall-clock limit ({cfg.episode_timeout_s:.0f} s)")
     finally:
         shared.view.announcements.pop(ep.worker, None)
+    if final is None:
+        final = Final("failed", reason=f"episode wall-clock limit ({cfg.episode_timeout_s:.0f} s) reached")
+    if final.action == "failed" and tools.staged and record.commit is None:
+        final = await _keep_staged(shared, record, tools, final)
     record.status = final.action
     record.note = final.reason
     if record.commit:
@@ -73,43 +91,59 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
 async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: Toolbox,
                 messages: list[dict]) -> Final:
     cfg = shared.view.config
-    corrected = False
+    note, nudges = "", 0
     for step in range(1, cfg.max_steps + 1):
         if step > 1:
             head = context.header(shared.view, shared.index, ep, step, sorted(tools.staged))
-            messages.append({"role": "user", "content": render("step.md.j2", header=head, note="")})
-        shared.check_caps()
-        shared.events.emit("step", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step)
-        reply = await shared.model.complete(messages, tools=tool_schemas())
-        shared.ledger.charge(record, reply.usage)
+            messages.append({"role": "user", "content": render("step.md.j2", header=head, note=note)})
+        force = nudges > 0 and shared.model.may_force_tools()
+        reply = await _call(shared, ep, record, messages, step, "required" if force else None)
         messages.append(reply.message)
-        problem = _unusable(reply)
-        if problem:
-            if corrected:
-                return Final("abstain", reason=f"unusable model reply twice: {problem}")
-            corrected = True
-            _answer_all(messages, reply, f"error: {problem}")
-            messages.append({"role": "user", "content": render("corrective.md.j2", problem=problem)})
-            continue
-        final = await _run_calls(shared, ep, record, tools, messages, reply)
-        if final is not None:
-            return final
-    return Final("abstain", reason=f"step limit ({cfg.max_steps}) reached without a final action")
+        note = ""
+        if reply.truncated:
+            _answer_all(messages, reply, "not run: your reply was cut off at the output limit")
+            note = render("truncated.md.j2", limit=shared.model.output_limit, calls=len(reply.tool_calls))
+        elif not reply.tool_calls:
+            nudges += 1
+            if nudges > MAX_NUDGES:
+                return Final("failed", reason=f"{nudges} replies without a tool call")
+            note = render("nudge.md.j2", empty=not reply.content.strip(), left=MAX_NUDGES - nudges + 1)
+        else:
+            final = await _run_calls(shared, ep, record, tools, messages, reply)
+            if final is not None:
+                return final
+    return Final("failed", reason=f"step limit ({cfg.max_steps}) reached without a final action")
 
 
-async def _run_calls(shared, ep, record, tools, messages, reply) -> Final | None:
-    """Run the reply's tool calls in order; a final action that commits ends the episode."""
+async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages: list[dict], step: int,
+                tool_choice: str | None):
+    """One model call, charged to the episode whatever its outcome."""
+    from gitswarm.models import ModelError
+
+    shared.check_caps()
+    shared.events.emit("step", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step)
+    try:
+        reply = await shared.model.complete(messages, tools=tool_schemas(), tool_choice=tool_choice)
+    except ModelError as exc:
+        shared.ledger.charge(record, exc.usage)
+        raise
+    shared.ledger.charge(record, reply.usage)
+    return reply
+
+
+async def _run_calls(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: Toolbox,
+                     messages: list[dict], reply) -> Final | None:
+    """Run the reply's tool calls in order; a final action that commits ends the episode (a
+    contribution the memory refuses goes back to the model)."""
     for n, call in enumerate(reply.tool_calls):
         shared.events.emit("tool", episode=ep.episode, worker=ep.worker, tool=call.name)
         try:
+            if call.error:
+                raise ToolError(call.error)
             result = await tools.call(call.name, call.arguments or {})
             if isinstance(result, Final):
                 if result.contribution is not None:
-                    spent = Usage(record.tokens_in, record.tokens_out, known_cost_usd=record.cost_usd,
-                                  unpriced_calls=int(not record.cost_known), calls=record.calls)
-                    contribution = replace(result.contribution, model=shared.view.config.model, usage=spent)
-                    written = await shared.git(shared.memory.contribute, contribution)
-                    record.commit = written.commit
+                    await _commit(shared, record, result.contribution)
                 _answer_all(messages, reply, "episode ended by an earlier call", start=n + 1)
                 return result
         except ToolError as exc:
@@ -120,13 +154,35 @@ async def _run_calls(shared, ep, record, tools, messages, reply) -> Final | None
     return None
 
 
-def _unusable(reply) -> str | None:
-    if not reply.tool_calls:
-        return "it called no tool" + (" (the output was cut off)" if reply.finish_reason == "length" else "")
-    for call in reply.tool_calls:
-        if call.error:
-            return f"the arguments of {call.name!r} are not a JSON object ({call.error})"
-    return None
+async def _commit(shared: Shared, record: EpisodeRecord, contribution: Contribution) -> None:
+    """Commit with the model and what the episode spent in the trailers. Shielded: once the
+    git thread writes, the episode's wall clock must not leave the record without its commit."""
+    spent = replace(contribution, model=shared.view.config.model, usage=record.usage)
+    with anyio.CancelScope(shield=True):
+        written = await shared.git(shared.memory.contribute, spent)
+    record.commit = written.commit
+
+
+async def _keep_staged(shared: Shared, record: EpisodeRecord, tools: Toolbox, final: Final) -> Final:
+    """Commit a failed episode's staged files as an incomplete note; the record says where
+    they went, or why they could not be kept."""
+    try:
+        await _commit(shared, record, _incomplete(tools, final.reason))
+    except (PathRejected, ValueError) as exc:
+        return replace(final, reason=f"{final.reason}; its staged files were not kept: {exc}")
+    return replace(final, reason=f"{final.reason}; its staged files are kept in notes/incomplete-{tools.ep.episode}.md")
+
+
+def _incomplete(tools: Toolbox, reason: str) -> Contribution:
+    """What a failed episode had staged, kept as one note: readable, never a candidate."""
+    ep = tools.ep
+    body = render("incomplete_note.md.j2", episode=ep.episode, reason=reason,
+                  files=sorted(tools.staged.items()))
+    return Contribution(problem=ep.problem_id, episode=ep.episode, worker=ep.worker, kind="note",
+                        title=f"incomplete: what {ep.episode} had staged when it {reason.split(' (')[0]}",
+                        files={f"notes/incomplete-{ep.episode}.md": body}, parent=ep.start_commit,
+                        op=f"{ep.episode}-incomplete", summary=f"The episode failed: {reason}.",
+                        self_assessment="incomplete: the episode did not finish")
 
 
 def _answer_all(messages: list[dict], reply, text: str, start: int = 0) -> None:
@@ -140,9 +196,9 @@ def transcript(messages: list[dict]) -> str:
     parts = []
     for m in messages:
         text = m.get("content") or ""
+        if isinstance(text, list):
+            text = "".join(part.get("text", "") for part in text if isinstance(part, dict))
         calls = m.get("tool_calls") or []
         shown = "\n".join(f"-> {c['function']['name']}({c['function']['arguments']})" for c in calls)
         parts.append(f"### {m['role']}\n{text}\n{shown}".rstrip())
     return "\n\n".join(parts) + "\n"
-
-

@@ -131,8 +131,12 @@ class Toolbox:
         self.view.announcements[self.ep.worker] = f"{self.ep.problem_id}: {intent.strip()[:160]}"
         return "announced"
 
-    async def tool_write_file(self, path: str, content: str) -> str:
+    async def tool_write_file(self, path: str, content: str, append: bool = False) -> str:
         rel = self._relative(path)
+        if not isinstance(content, str):
+            raise ToolError("content must be a string")
+        if append:
+            content = self.staged.get(rel, "") + content
         if rel.startswith("nominations/"):
             raise ToolError("nominations are made with the nominate action, not written")
         try:

@@ -1,85 +1,134 @@
 """The model client: the one place that calls `litellm.acompletion`.
 
-Calls get a timeout, our own retries (litellm's and the OpenAI SDK's are switched off so
-every attempt is counted here), tokens and cost.
+Every reply is streamed (cut when silent, bounded in all), every attempt is counted and its
+tokens kept (litellm's and the OpenAI SDK's own retries are off), a timeout is retried at most
+once, an output limit the provider states is adopted, and a model without function calling is
+spoken to through the text protocol.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 import anyio
 
-from gitswarm.models.config import ModelConfig
+from gitswarm.models import capabilities, textproto
+from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS, ModelConfig
 from gitswarm.models.errors import ModelError, backoff_delay, from_litellm
 from gitswarm.models.lib import configured_base, litellm_module
+from gitswarm.models.pricing import Pricer
+from gitswarm.models.reply import Reply, ToolCall, assistant_message, tool_call, usage_parts
+from gitswarm.models.request import completion_args, may_force_tools
+from gitswarm.models.stream import StreamEmpty, StreamIdle, collect, joined
 from gitswarm.usage import Usage
 
+__all__ = ["LiteLLMModel", "Reply", "ToolCall"]
 
-@dataclass(frozen=True)
-class ToolCall:
-    """One tool call of a reply; `error` is set when the arguments are not a JSON object."""
-
-    id: str
-    name: str
-    arguments: dict | None
-    raw_arguments: str
-    error: str | None = None
-
-
-@dataclass(frozen=True)
-class Reply:
-    """A model's reply; `message` is the assistant message to append to the conversation."""
-
-    content: str
-    tool_calls: list[ToolCall]
-    usage: Usage
-    finish_reason: str
-    message: dict = field(repr=False)
+TEXT_PROTOCOL = "gitswarm_text_protocol"
+"""Marks an assistant message whose content holds its calls in the text protocol already."""
 
 
 class LiteLLMModel:
-    """A model reached through `litellm.acompletion`, with timeouts, retries, tokens and cost."""
+    """A model reached through litellm: streaming, timeouts, retries, tokens and cost."""
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
-        self._unpriced: set[str] = set()  # models litellm failed to price: each failure scans its map
+        self.pricer = Pricer(config)
+        known = capabilities.known_output_limit(config.model) if config.model else None
+        wanted = config.max_output_tokens or DEFAULT_OUTPUT_TOKENS
+        self.output_limit = min(wanted, known) if known else wanted
+        """Tokens asked for per reply: the setting, clamped to the model's known limit, lowered
+        to the limit a provider states in a refusal."""
+        self.protocol = self._initial_protocol()
+        """`native` or `text`: how tools are offered to this model (auto picks, a refusal switches)."""
 
-    async def complete(self, messages: list[dict], tools: list[dict] | None = None) -> Reply:
-        """One completion; transient failures are retried, the rest raise ModelError at once."""
+    def _initial_protocol(self) -> str:
+        if self.config.tool_protocol != "auto":
+            return self.config.tool_protocol
+        native = capabilities.has_native_tools(self.config.model) if self.config.model else None
+        return "text" if native is False else "native"
+
+    def may_force_tools(self) -> bool:
+        """A request may force a tool call (`tool_choice`): native tools, no reasoning mode."""
+        return self.protocol == "native" and may_force_tools(self.config)
+
+    async def complete(self, messages: list[dict], tools: list[dict] | None = None, *,
+                       tool_choice: str | None = None) -> Reply:
+        """One reply. Transient failures are retried (a timeout once); the reply's usage and a
+        ModelError's `usage` count every attempt, failed ones included."""
+        spent, timeouts, adapted = Usage(), 0, False
         for attempt in range(1, self.config.max_retries + 2):
             try:
-                return await self._attempt(messages, tools, attempt)
+                reply = await self._attempt(messages, tools, tool_choice, attempt)
+                return replace(reply, usage=spent + reply.usage)
             except ModelError as error:
-                if not error.retryable or attempt > self.config.max_retries:
+                spent += error.usage
+                if not adapted and self._adapt(error, tools):
+                    adapted = True
+                    continue
+                timeouts += error.kind == "timeout"
+                if (not error.retryable or attempt > self.config.max_retries
+                        or timeouts > self.config.timeout_retries):
+                    error.usage = spent
                     raise
                 await anyio.sleep(backoff_delay(attempt, self.config.backoff_base_s,
                                                 self.config.backoff_cap_s, error.retry_after_s))
         raise AssertionError("unreachable")
 
-    async def _attempt(self, messages: list[dict], tools: list[dict] | None, attempt: int) -> Reply:
+    def _adapt(self, error: ModelError, tools: list[dict] | None) -> bool:
+        """Learn from a refusal that states what the model takes; True when a retry may succeed."""
+        if error.kind != "bad_request":
+            return False
+        stated = capabilities.stated_output_limit(error.message)
+        if stated is not None and stated < self.output_limit:
+            self.output_limit = stated
+            return True
+        if (tools and self.protocol == "native" and self.config.tool_protocol == "auto"
+                and capabilities.refuses_tools(error.message)):
+            self.protocol = "text"
+            return True
+        return False
+
+    async def _attempt(self, messages: list[dict], tools: list[dict] | None, tool_choice: str | None,
+                       attempt: int) -> Reply:
         import openai  # loaded by litellm already
 
         litellm = litellm_module()
-        # litellm's own timeout is per read on some transports; this bounds the whole attempt.
-        with anyio.move_on_after(self.config.reply_timeout_s * 1.5 + 5) as scope:
+        text = bool(tools) and self.protocol == "text"
+        sent = textproto.to_text_messages(_for_text(messages), tools) if text else messages
+        args = completion_args(self.config, sent, None if text else tools, output_limit=self.output_limit,
+                               tool_choice=tool_choice, api_key=self.config.api_key or self._fallback_key)
+        chunks: list = []
+        with anyio.move_on_after(self.config.reply_timeout_s) as scope:
             try:
-                response = await litellm.acompletion(**self._request(messages, tools))
+                response = await litellm.acompletion(**args)
+                if self.config.stream:
+                    await collect(response, self.config.idle_timeout_s, chunks)
+                    response = joined(chunks, sent)
             except openai.OpenAIError as exc:  # litellm's exceptions all derive from it
-                raise from_litellm(exc, litellm, attempt) from exc
+                raise self._failed(from_litellm(exc, litellm, attempt), chunks, sent) from exc
+            except StreamIdle as exc:
+                raise self._failed(ModelError("timeout", str(exc), attempts=attempt), chunks, sent) from None
+            except StreamEmpty as exc:
+                raise self._failed(ModelError("malformed", str(exc), attempts=attempt), chunks, sent) from None
         if scope.cancelled_caught:
-            raise ModelError("timeout", "no complete reply in time", attempts=attempt)
-        return self._reply(response, attempt)
+            error = ModelError("timeout", f"no complete reply in {self.config.reply_timeout_s:.0f} s "
+                               "(reply timeout)", attempts=attempt)
+            raise self._failed(error, chunks, sent)
+        try:
+            return self._reply(response, attempt, tools if text else None)
+        except ModelError as error:
+            raise self._failed(error, [], sent) from None
 
-    def _request(self, messages: list[dict], tools: list[dict] | None) -> dict[str, Any]:
-        c = self.config
-        optional = {"tools": tools or None, "api_base": c.api_base, "temperature": c.temperature,
-                    "api_key": c.api_key or self._fallback_key, "max_tokens": c.max_output_tokens}
-        return {"model": c.model, "messages": messages, "timeout": c.reply_timeout_s, "num_retries": 0,
-                **{k: v for k, v in optional.items() if v is not None}}
+    def _failed(self, error: ModelError, chunks: list, sent: list[dict]) -> ModelError:
+        """The error, carrying what its attempt used: the call, and the tokens a cut stream
+        reported before it broke (a refused request bills nothing)."""
+        parts = usage_parts(joined(chunks, sent)) if chunks else {"tokens_in": 0, "tokens_out": 0}
+        cost = self.pricer.user_cost(parts) if self.config.user_priced else 0.0
+        error.usage = Usage.of_call(parts.pop("tokens_in"), parts.pop("tokens_out"), cost, failed=True, **parts)
+        return error
 
     @functools.cached_property
     def _fallback_key(self) -> str | None:
@@ -89,56 +138,28 @@ class LiteLLMModel:
             return "sk-no-key-needed"
         return None
 
-    def _reply(self, response: Any, attempt: int) -> Reply:
+    def _reply(self, response: Any, attempt: int, text_tools: list[dict] | None) -> Reply:
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelError("malformed", "the reply has no choices", attempts=attempt)
         message, finish = choices[0].message, choices[0].finish_reason or ""
         content = message.content or ""
-        calls = [_tool_call(call, n) for n, call in enumerate(message.tool_calls or [])]
-        if not content and not calls and finish == "stop":
+        parts = usage_parts(response)
+        cost = self.pricer.cost(response, parts)
+        usage = Usage.of_call(parts.pop("tokens_in"), parts.pop("tokens_out"), cost, **parts)
+        if not content and not message.tool_calls and not usage.tokens_out:
+            # Nothing generated at all: the transport lost the reply. (An empty reply that did
+            # generate tokens, such as Gemini's malformed function call, goes to the engine.)
             raise ModelError("malformed", "the reply is empty", attempts=attempt)
-        tokens_in = getattr(response.usage, "prompt_tokens", 0) or 0
-        tokens_out = getattr(response.usage, "completion_tokens", 0) or 0
-        usage = Usage.of_call(tokens_in, tokens_out, self._cost(response, tokens_in, tokens_out))
-        return Reply(content, calls, usage, finish, _assistant_message(content, calls))
-
-    def _cost(self, response: Any, tokens_in: int, tokens_out: int) -> float | None:
-        c = self.config
-        if c.user_priced:
-            return (tokens_in * c.price_in_per_mtok + tokens_out * c.price_out_per_mtok) / 1e6
-        stamped = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-        if stamped:  # litellm prices every reply it returns; pricing it again cost ~0.5 ms a call
-            return float(stamped)
-        served_by = str(getattr(response, "model", ""))
-        if served_by in self._unpriced:
-            return None
-        try:
-            cost = litellm_module().completion_cost(completion_response=response)
-        except Exception:  # litellm raises assorted types for a model it cannot price: cost unknown
-            self._unpriced.add(served_by)
-            return None
-        return cost if cost > 0 else None  # litellm's fallback rules price unmapped models at 0
+        if text_tools is not None:
+            prose, calls = textproto.parse_reply(content, text_tools)
+            kept = {"role": "assistant", "content": content, TEXT_PROTOCOL: True}
+            return Reply(prose, calls, usage, finish, kept)
+        calls = [tool_call(call, n) for n, call in enumerate(message.tool_calls or [])]
+        return Reply(content, calls, usage, finish, assistant_message(message))
 
 
-def _tool_call(call: Any, n: int) -> ToolCall:
-    raw = call.function.arguments or ""
-    name, call_id = call.function.name or "", call.id or f"call_{n}"
-    if not raw.strip():
-        return ToolCall(call_id, name, {}, raw)
-    try:
-        arguments = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return ToolCall(call_id, name, None, raw, f"arguments are not valid JSON: {exc}")
-    if not isinstance(arguments, dict):
-        kind = type(arguments).__name__
-        return ToolCall(call_id, name, None, raw, f"arguments are a JSON {kind}, not an object")
-    return ToolCall(call_id, name, arguments, raw)
-
-
-def _assistant_message(content: str, calls: list[ToolCall]) -> dict:
-    if not calls:
-        return {"role": "assistant", "content": content}
-    return {"role": "assistant", "content": content or None,
-            "tool_calls": [{"id": c.id, "type": "function",
-                            "function": {"name": c.name, "arguments": c.raw_arguments}} for c in calls]}
+def _for_text(messages: list[dict]) -> list[dict]:
+    """The history for the text protocol: a turn that was written in it keeps its own text."""
+    return [{k: v for k, v in m.items() if k != TEXT_PROTOCOL} if m.get(TEXT_PROTOCOL) else m
+            for m in messages]

@@ -8,6 +8,8 @@ import random
 import time
 from types import ModuleType
 
+from gitswarm.usage import Usage
+
 RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection", "malformed"})
 """Kinds of failure worth another attempt; auth, bad_request, context_window and the rest are not."""
 _BY_STATUS = {401: "auth", 403: "permission", 404: "not_found", 408: "timeout", 409: "server",
@@ -28,6 +30,9 @@ class ModelError(Exception):
         self.attempts = attempts
         self.retry_after_s = retry_after_s
         """How long the server asked us to wait (Retry-After), when it said."""
+        self.usage = Usage()
+        """What the failed attempts used: every attempt is a call, and a stream cut short may
+        have reported tokens the provider bills."""
 
 
 def from_litellm(exc: Exception, litellm: ModuleType, attempts: int) -> ModelError:

@@ -1,0 +1,95 @@
+"""A model's reply as the engine uses it, read from litellm's response: the tool calls (parsed
+leniently), the parts of usage, and the assistant message kept verbatim for the next turn."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gitswarm.models.arguments import ArgumentsError, parse_arguments
+from gitswarm.usage import Usage
+
+_DROPPED = frozenset({"function_call", "audio", "annotations", "images"})
+"""Fields of litellm's message that never go back to a provider."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One tool call of a reply; `error` is set when its arguments cannot be used, and says why."""
+
+    id: str
+    name: str
+    arguments: dict | None
+    raw_arguments: str
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A model's reply; `message` is the assistant message to append to the conversation."""
+
+    content: str
+    tool_calls: list[ToolCall]
+    usage: Usage
+    finish_reason: str
+    """stop, tool_calls, length (cut at the output limit), content_filter, ..."""
+    message: dict = field(repr=False)
+    """The assistant turn as the provider must see it again: thinking blocks and their
+    signatures, reasoning content and provider fields included."""
+
+    @property
+    def truncated(self) -> bool:
+        """The reply was cut off at the output limit: its last tool call may be partial."""
+        return self.finish_reason == "length"
+
+
+def tool_call(call: Any, n: int) -> ToolCall:
+    """A native tool call; its arguments parsed leniently, an unusable one carrying the reason."""
+    raw = call.function.arguments or ""
+    name, call_id = call.function.name or "", call.id or f"call_{n}"
+    try:
+        return ToolCall(call_id, name, parse_arguments(raw), raw)
+    except ArgumentsError as exc:
+        return ToolCall(call_id, name, None, raw, str(exc))
+
+
+def assistant_message(message: Any) -> dict:
+    """litellm's message as a dict to send back unchanged: every field it returned but the
+    ones no provider takes back, and no empty ones."""
+    dumped = message.model_dump() if hasattr(message, "model_dump") else dict(message)
+    kept = {k: v for k, v in dumped.items() if k not in _DROPPED and v not in (None, [], {})}
+    kept["role"] = "assistant"
+    if "tool_calls" in kept:
+        kept["tool_calls"] = [{"id": c["id"], "type": "function",
+                               "function": {"name": c["function"]["name"],
+                                            "arguments": c["function"].get("arguments") or ""}}
+                              for c in kept["tool_calls"]]
+        kept.setdefault("content", None)
+    else:
+        kept.setdefault("content", "")
+    return kept
+
+
+def usage_parts(response: Any) -> dict[str, int]:
+    """Input, output, cache-read, cache-write and reasoning tokens of a response, from the
+    fields litellm fills for each provider (Anthropic's cache fields, OpenAI's details)."""
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return {"tokens_in": 0, "tokens_out": 0}
+    prompt_details = _get(usage, "prompt_tokens_details")
+    completion_details = _get(usage, "completion_tokens_details")
+    return {"tokens_in": _int(_get(usage, "prompt_tokens")),
+            "tokens_out": _int(_get(usage, "completion_tokens")),
+            "cache_read": _int(_get(usage, "cache_read_input_tokens") or _get(prompt_details, "cached_tokens")),
+            "cache_write": _int(_get(usage, "cache_creation_input_tokens")),
+            "reasoning": _int(_get(completion_details, "reasoning_tokens"))}
+
+
+def _get(obj: Any, name: str) -> Any:
+    if obj is None:
+        return None
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) else 0
