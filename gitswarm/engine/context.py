@@ -38,6 +38,12 @@ class RunView:
     cost: float = 0.0
     cost_known: bool = True
     settled: set[str] = field(default_factory=set)
+    episodes: int = 0
+    """Episodes of any outcome so far, in flight included (the episode cap counts them)."""
+    max_episodes: int = 0
+    """The episode cap."""
+    set_aside: set[str] = field(default_factory=set)
+    """Problems no episode is started on any more: their last episodes all abstained or failed."""
     announcements: dict[str, str] = field(default_factory=dict)
     """Worker -> "problem: intent" of the episodes in flight."""
 
@@ -58,7 +64,7 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
     cfg = view.config
     usd = (f"USD {view.cost:.4f} spent" + ("" if view.cost_known else " (some prices unknown)")
            + (f" of cap {cfg.max_usd:.2f}" if cfg.max_usd is not None else ", no USD cap"))
-    toks = f"{view.tokens} tokens spent" + (f" of cap {cfg.max_tokens}" if cfg.max_tokens else "")
+    toks = f"{view.tokens} tokens spent" + (f" of cap {cfg.max_total_tokens}" if cfg.max_total_tokens else "")
     problem = index.problems[ep.problem_id]
     counts = ", ".join(f"{n} {k}" for k, n in sorted(problem.kinds.items())) or "no contributions yet"
     votes = ", ".join(f"{_path_of(index, ep.problem_id, c)} ({c[:12]}) x{n}"
@@ -68,7 +74,8 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
                   step=step, max_steps=cfg.max_steps, budget_left=max(0, cfg.budget - view.charged),
                   budget=cfg.budget, usd_left=usd, tokens_left=toks, start_commit=ep.start_commit,
                   counts=counts, nominations=votes, settled_problems=", ".join(sorted(view.settled)),
-                  staged=", ".join(staged))
+                  staged=", ".join(staged), episodes=view.episodes, max_episodes=view.max_episodes,
+                  set_aside=", ".join(sorted(view.set_aside)))
 
 
 def _path_of(index: MemoryIndex, problem: str, commit: str) -> str:
