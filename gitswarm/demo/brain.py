@@ -11,9 +11,12 @@ from pathlib import Path
 import yaml
 
 from gitswarm.fakeserver import FakeReply
+from gitswarm.models import textproto
 
 STATE = re.compile(r"problem: (\S+) \((\w+)\).*?episode: (\S+)", re.DOTALL)
 ROW = re.compile(r"^\| ((?:notes|lemmas|attempts|reviews|code)/\S+) \| ([0-9a-f]{7,40}) \|", re.MULTILINE)
+TEXT_CALLS = "# How to call tools"
+"""The heading of the text protocol's instructions in the system prompt."""
 FENCED = re.compile(r'<memory-data source="([^"]+)">\n(.*?)\n</memory-data>', re.DOTALL)
 
 
@@ -23,11 +26,13 @@ def script() -> dict:
 
 
 def respond(request: dict) -> FakeReply:
-    """Answer one chat-completion request as the engine's worker or merger would."""
+    """Answer one chat-completion request as the engine's worker or merger would: with native
+    tool calls, or in the text protocol when the tools are described in the prompt instead."""
     messages = request.get("messages", [])
-    if not request.get("tools"):
-        return FakeReply(content=_merger(messages[-1]["content"]))
-    first = next(m["content"] for m in messages if m["role"] == "user")
+    text_protocol = TEXT_CALLS in _text(messages[0]) if messages else False
+    if not request.get("tools") and not text_protocol:
+        return FakeReply(content=_merger(_text(messages[-1])))
+    first = next(_text(m) for m in messages if m["role"] == "user")
     state = STATE.search(first)
     if state is None:
         return FakeReply(tool_calls=[_call("abstain", reason="no state header in the prompt")])
@@ -37,7 +42,18 @@ def respond(request: dict) -> FakeReply:
         items.setdefault(path.split("/")[0], []).append((path, commit))
     done = sum(1 for m in messages if m["role"] == "assistant")
     plan = _plan(problem, kind, episode, items)
-    return FakeReply(tool_calls=[plan[min(done, len(plan) - 1)]])
+    call = plan[min(done, len(plan) - 1)]
+    if text_protocol:
+        return FakeReply(content=textproto.format_calls([(call["name"], call["arguments"])]))
+    return FakeReply(tool_calls=[call])
+
+
+def _text(message: dict) -> str:
+    """A message's text, whether its content is a string or a list of parts."""
+    content = message.get("content") or ""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)
 
 
 def _plan(problem: str, kind: str, episode: str, items: dict) -> list[dict]:

@@ -8,6 +8,11 @@ judgments gave a verdict, so the score stays on the 0/1/6/7 scale and errs low),
 spread and every judge's reasoning kept. A judgment without a usable verdict (malformed
 twice, or a model error) is left out of the median; with no verdict at all the proof is
 ungraded (score None), never 0 or 7.
+
+The K judgments send the same conversation, so the first runs alone and the others start
+once it has answered: by then the provider has cached the shared prefix (Anthropic caches
+what the request marks, OpenAI-style providers a stable prefix by themselves), and K-1 of
+the K requests read it instead of paying for it again.
 """
 
 from __future__ import annotations
@@ -74,7 +79,8 @@ def messages(problem: Problem, proof: str) -> list[dict]:
 
 
 async def judge_proof(model: Model, problem: Problem, proof: str, k: int = 3) -> ProofGrade:
-    """Make `k` independent judgments of `proof` concurrently; see the module docstring."""
+    """Make `k` independent judgments of `proof`, the first alone, then the others
+    concurrently; see the module docstring."""
     if k < 1:
         raise ValueError("the number of judgments must be at least 1")
     conversation = messages(problem, proof)
@@ -86,8 +92,9 @@ async def judge_proof(model: Model, problem: Problem, proof: str, k: int = 3) ->
         except Exception as exc:  # re-raised below as itself, not wrapped in an ExceptionGroup
             results[index] = exc
 
+    await one(0)  # writes the provider's prompt cache that the others read
     async with anyio.create_task_group() as group:
-        for index in range(k):
+        for index in range(1, k):
             group.start_soon(one, index)
     failed = [r for r in results if isinstance(r, Exception)]
     if failed:
