@@ -164,7 +164,7 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
         raw = raw_baseline(cfg.run)
     figures = {"c": c, "t0": t0, "wall": wall, "cpu": cpu, "rss_mb": rss_mb, "last_start": started[-1][0],
                "cpu_window": (started[-1][1] - cpu0) / max(started[-1][0] - t0, 1e-9),
-               "charged": result.charged, "reason": result.reason, "raw_write": raw,
+               "charged": result.charged, "reason": str(result.reason), "raw_write": raw,
                "contribute": statistics.median(timings.run["memory.contribute"]),
                "compose_total": sum(timings.run["memory.compose"]), "merged": timings.merged,
                "git_busy": sum(sum(v) for k, v in timings.run.items() if not k.startswith("memory.")),

@@ -15,6 +15,7 @@ import pytest
 from conftest import fsck_clean, git
 from demo_run import run_set
 
+from gitswarm.engine.stops import Stop, StopReason
 from gitswarm.fakeserver import FaultPlan
 from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set
@@ -38,7 +39,7 @@ def ops_in_history(run: Path) -> Counter:
 async def test_demo_set_is_solved_end_to_end(tmp_path: Path):
     run = tmp_path / "run"
     result, _ = await run_swarm(resolve_set("demo"), run, workers=4, budget=40)
-    assert result.reason == "every problem is settled"
+    assert result.reason.reason is StopReason.SETTLED and result.reason.detail == "every problem is settled"
     assert set(result.selected) == {p.id for p in load_set(resolve_set("demo")).problems}
     assert all(s is not None for s in result.selected.values())
     for problem, selected in result.selected.items():
@@ -57,15 +58,15 @@ async def test_demo_set_is_solved_end_to_end(tmp_path: Path):
 @pytest.mark.anyio
 async def test_budget_is_never_exceeded_and_abstaining_is_free(tmp_path: Path, problem_dir: Path):
     result, _ = await run_swarm(problem_dir, tmp_path / "run", workers=3, budget=5)
-    assert result.charged == 5 and result.reason == "budget of 5 episodes spent"
+    assert result.charged == 5 and result.reason == Stop(StopReason.BUDGET, "budget of 5 episodes spent")
     again, _ = await run_swarm(problem_dir, tmp_path / "run", workers=3, budget=5)
     assert again.charged == 5 and again.episodes == result.episodes  # resume: nothing re-spent
 
 
 @pytest.mark.anyio
 async def test_token_cap_stops_cleanly(tmp_path: Path, problem_dir: Path):
-    result, _ = await run_swarm(problem_dir, tmp_path / "run", workers=2, budget=50, max_tokens=20_000)
-    assert result.reason == "token cap of 20000 reached"
+    result, _ = await run_swarm(problem_dir, tmp_path / "run", workers=2, budget=50, max_total_tokens=20_000)
+    assert result.reason == Stop(StopReason.TOKEN_CAP, "token cap of 20000 reached")
     assert result.charged < 50
     assert fsck_clean(tmp_path / "run")
 
@@ -76,9 +77,9 @@ async def test_provider_faults_are_retried_or_end_episodes_cleanly(tmp_path: Pat
                                                 "malformed_args", "timeout", "empty"),
                        retry_after_s=0)
     result, server = await run_swarm(resolve_set("demo"), tmp_path / "run", faults, workers=4,
-                                     budget=40, call_timeout_s=2)
+                                     budget=40)
     # Faults may end some episodes (an abstention, a failed call), so the budget may run out first.
-    assert result.reason in ("every problem is settled", "budget of 40 episodes spent"), result.reason
+    assert result.reason.reason in (StopReason.SETTLED, StopReason.BUDGET), result.reason
     assert set(ops_in_history(tmp_path / "run").values()) == {1}
     injected = server.injected
     assert injected["malformed_args"] and injected["rate_limit"]
@@ -153,7 +154,8 @@ async def test_stale_ref_locks_of_a_killed_process_are_cleared_and_a_busy_run_re
 async def test_a_provider_that_always_fails_stops_the_run(tmp_path: Path, problem_dir: Path):
     faults = FaultPlan(rate=1.0, kinds=("server_error",))
     result, server = await run_swarm(problem_dir, tmp_path / "run", faults, workers=2, budget=10)
-    assert "episodes in a row failed on model calls" in result.reason and result.charged == 0
+    assert result.reason.reason is StopReason.PROVIDER_FAILING and result.charged == 0
+    assert "episodes in a row failed on model calls" in result.reason.detail
     assert result.episodes <= 2 + 2  # the third failure stops it; one more may be in flight
     assert len(server.requests) == result.episodes * 5  # each episode's call tried 1 + 4 times
 

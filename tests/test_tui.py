@@ -133,7 +133,7 @@ async def test_live_engine_stops_gracefully_on_q(tmp_path: Path):
         # A graceful stop: the app stays; the engine may already be done if no episode was in flight.
         assert control.stop.is_set() and not control.paused and app.is_running
         await settle(pilot, lambda: app.finished, timeout=30)
-        assert app.result.reason == "stopped by the user" and app.result.charged < 40
+        assert app.result.reason.detail == "stopped by the user" and app.result.charged < 40
         await settle(pilot, lambda: app.state.header.stopped == "stopped by the user")
         await pilot.press("q")
     assert app.error is None and app.return_code == 0

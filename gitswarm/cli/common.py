@@ -7,10 +7,12 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import IntEnum
-from typing import Any
+from typing import Any, Literal
 
 import typer
 from typer.core import TyperGroup
+
+from gitswarm.engine.stops import StopReason
 
 try:  # newer typer vendors its own click
     from typer._click import exceptions as clicks
@@ -30,6 +32,25 @@ class Exit(IntEnum):
     INTERRUPTED = 130
     """Stopped by Ctrl-C; running the same command again resumes."""
 
+
+STOP_EXIT: dict[StopReason, Exit] = {
+    StopReason.BUDGET: Exit.OK,
+    StopReason.EPISODE_CAP: Exit.OK,
+    StopReason.SETTLED: Exit.OK,
+    StopReason.TOKEN_CAP: Exit.OK,
+    StopReason.USD_CAP: Exit.OK,
+    StopReason.TIME_LIMIT: Exit.OK,
+    StopReason.NO_PROGRESS: Exit.FAILED,
+    StopReason.PROVIDER_FAILING: Exit.FAILED,
+    StopReason.MODEL_FATAL: Exit.FAILED,
+    StopReason.USER: Exit.INTERRUPTED,
+}
+"""The exit code of `solve` for each way a run can end: the one table (README.md, "Exit codes")."""
+
+Effort = Literal["low", "medium", "high"]
+"""gitswarm.models.config.ReasoningEffort, spelt out so `--help` does not import the model client."""
+ToolProtocol = Literal["auto", "native", "text"]
+"""gitswarm.models.config.ToolProtocol, spelt out for the same reason."""
 
 NO_SPACE = {errno.ENOSPC: "No space left on device", errno.EFBIG: "File too large",
             errno.EDQUOT: "Disk quota exceeded"}

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gitswarm.cli.common import Exit, fail, user_errors
+from gitswarm.cli.common import Effort, Exit, fail, user_errors
 
 if TYPE_CHECKING:
     from gitswarm.memory.repo import Memory
@@ -30,6 +30,9 @@ def grade(
     api_base: Annotated[str | None, typer.Option(
         "--api-base", metavar="URL", help="Base URL of an OpenAI-compatible server for the referee model.",
         show_default=False)] = None,
+    reasoning_effort: Annotated[Effort | None, typer.Option(
+        help="The referee's reasoning effort (default: reasoning_effort in the config file's [grade] "
+             "table, else the model's own).", show_default=False)] = None,
     k: Annotated[int, typer.Option(
         "--judgments", min=1, max=15, metavar="K",
         help="Independent judgments per proof; the score is their median.")] = 3,
@@ -48,12 +51,15 @@ def grade(
     """
     import anyio
 
+    from gitswarm.engine.settings import config_file, grade_settings, merge_grade
     from gitswarm.memory.repo import Memory
 
     with user_errors():
+        settings = merge_grade({"referee_model": referee_model, "api_base": api_base,
+                                "reasoning_effort": reasoning_effort}, grade_settings(config_file()))
         memory = Memory(run)
         problems = _problems(memory, problem_set, problem)
-        judge = _judge(referee_model, api_base)
+        judge = _judge(settings)
     with user_errors():  # storing a grade can meet a full disk or a read-only run
         outcomes, errors = anyio.run(_grade_all, memory, problems, judge, k, force, all_)
     _print(outcomes, {p.id: p.kind.value for p in problems})
@@ -91,15 +97,17 @@ def _problems(memory: Memory, set_path: Path | None, wanted: list[str] | None) -
     return [by_id[p] for p in ids]
 
 
-def _judge(model: str | None, api_base: str | None):
-    if not model:
+def _judge(settings):
+    """The referee model of a GradeConfig, or None when no referee model is given."""
+    if not settings.referee_model:
         return None
     from gitswarm.models import LiteLLMModel, ModelConfig, credentials_hint
 
-    hint = credentials_hint(model, api_base=api_base)
+    hint = credentials_hint(settings.referee_model, api_base=settings.api_base)
     if hint:
         raise fail(hint)
-    return LiteLLMModel(ModelConfig(model, api_base=api_base))
+    return LiteLLMModel(ModelConfig(settings.referee_model, api_base=settings.api_base,
+                                    reasoning_effort=settings.reasoning_effort))
 
 
 async def _grade_all(memory: Memory, problems: list[Problem], judge, k: int, force: bool,

@@ -9,7 +9,8 @@ import typer
 from gitswarm.engine.events import Event
 
 SHOWN = {
-    "run_started": "run {run}: {workers} workers, budget {budget} episodes ({charged} already spent)",
+    "run_started": ("run {run}: {workers} workers, budget {budget} episodes ({charged} already spent), "
+                    "at most {max_episodes} episodes in all ({episodes} so far)"),
     "episode_started": "{episode} {worker} starts on {problem}",
     "committed": "{bar} {episode} {worker} committed to {problem} ({commit_short})",
     "nominated": "{bar} {episode} {worker} nominated a solution of {problem}",
@@ -20,7 +21,8 @@ SHOWN = {
     "summarised": "merger rewrote the summary of {problem}",
     "merger_failed": "merger model call failed: {error}",
     "selected": "{problem}: {choice}",
-    "run_stopped": "stopped: {reason}; {charged} episodes charged, {tokens} tokens",
+    "set_aside": "{problem} set aside: its last {episodes} episodes made no progress, {detail}",
+    "run_stopped": "stopped ({reason}): {detail}; {episodes} episodes, {charged} charged, {tokens} tokens",
 }
 
 
@@ -46,7 +48,8 @@ def printer(as_json: bool = False):
         data = dict(event.data)
         data["commit_short"] = str(data.get("commit") or "")[:10]
         data["bar"] = bar(int(data.get("charged") or 0), budget["total"])
-        data["count"] = len(data.get("episodes") or [])
+        if event.kind == "merged":
+            data["count"] = len(data.get("episodes") or [])
         data["choice"] = (f"selected {data.get('path')} ({data.get('nominations')} nominations)"
                           if data.get("path") else "no candidate was nominated")
         typer.echo(template.format_map(_Default(data)))

@@ -10,7 +10,7 @@ from typing import Annotated
 import anyio
 import typer
 
-from gitswarm.cli.common import Exit, fail, user_errors
+from gitswarm.cli.common import STOP_EXIT, Effort, Exit, ToolProtocol, fail, user_errors
 
 TuiOpt = Annotated[bool | None, typer.Option(
     "--tui/--no-tui", help="Live dashboard (default when stdout is a terminal) or plain progress lines.",
@@ -34,16 +34,41 @@ def solve(
         "--workers", "-C", min=1, help="Episodes in flight at once (default 4).")] = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", "-B", min=1, help="Charged episodes (abstaining is free); default 8 per problem.")] = None,
-    max_usd: Annotated[float | None, typer.Option(min=0, help="Stop before spending more USD than this.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(min=1, help="Stop before spending more tokens than this.")] = None,
+    max_episodes: Annotated[int | None, typer.Option(
+        min=1, help="Episodes of any outcome at most, charged or not (default 3 x --budget).")] = None,
+    no_progress: Annotated[int | None, typer.Option(
+        min=1, metavar="N", help="Set a problem aside after N episodes in a row on it abstained or failed; "
+                                 "the run stops when every open problem is set aside (default 4).")] = None,
+    max_usd: Annotated[float | None, typer.Option(
+        min=0, help="Stop before spending more USD than this, failed calls included.")] = None,
+    max_total_tokens: Annotated[int | None, typer.Option(
+        min=1, help="Stop before the run's calls, failed ones included, spend more tokens than this.")] = None,
+    max_tokens: Annotated[str | None, typer.Option(
+        "--max-tokens", hidden=True, help="Refused: say --max-total-tokens or --max-output-tokens.")] = None,
     time_limit: Annotated[float | None, typer.Option(min=0, help="Stop starting episodes after N seconds.")] = None,
     problem: Annotated[list[str] | None, typer.Option(help="Only this problem id (repeatable).")] = None,
     seed: Annotated[int | None, typer.Option(help="Seed of the scheduler's random choices (default 0).")] = None,
     max_steps: Annotated[int | None, typer.Option(min=2, help="Model calls per episode at most (default 12).")] = None,
+    max_output_tokens: Annotated[int | None, typer.Option(
+        min=1, help="Tokens of one reply at most, thinking included (default: the client's, 16000).")] = None,
+    reasoning_effort: Annotated[Effort | None, typer.Option(
+        help="Turn the workers' reasoning mode on at this effort (default: the model's own).")] = None,
+    merger_reasoning_effort: Annotated[Effort | None, typer.Option(
+        help="The merger's reasoning effort (default: the merger model's own).")] = None,
+    tool_protocol: Annotated[ToolProtocol | None, typer.Option(
+        help="How tools are offered: native function calling, a text protocol, or auto (default).")] = None,
+    idle_timeout: Annotated[float | None, typer.Option(
+        min=0, help="Seconds a streamed reply may send nothing before it is cut (default 300).")] = None,
+    reply_timeout: Annotated[float | None, typer.Option(
+        min=0, help="Seconds one reply may take in all (default 1800).")] = None,
     price_in: Annotated[float | None, typer.Option(
         min=0, help="USD per million input tokens, for a model litellm has no price for.")] = None,
     price_out: Annotated[float | None, typer.Option(
         min=0, help="USD per million output tokens, for a model litellm has no price for.")] = None,
+    price_cached_in: Annotated[float | None, typer.Option(
+        min=0, help="USD per million input tokens read from the cache (default: --price-in).")] = None,
+    price_cache_write: Annotated[float | None, typer.Option(
+        min=0, help="USD per million input tokens written to the cache (default: --price-in).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
     tui: TuiOpt = None,
 ) -> None:
@@ -51,25 +76,37 @@ def solve(
 
     The run's memory is a git repository (default runs/<set>): read it with
     `git -C runs/<set> log --graph --oneline`. Ctrl-C once finishes the episodes in flight;
-    twice stops at once (nothing is lost either way). Exit 0 when the run ended by budget,
-    caps or settling; 1 when stopped by an error; 130 when stopped by Ctrl-C (or q in the dashboard).
+    twice stops at once (nothing is lost either way).
+
+    Exit 0 when the run ended by its budget, episode cap, token or USD cap, time limit, or
+    because every problem is settled; 1 when no progress was made (every open problem set
+    aside), the provider kept failing, or a model error no retry can fix; 2 on bad input;
+    130 when stopped by Ctrl-C (or q in the dashboard).
     """
     from gitswarm import models
-    from gitswarm.engine.settings import config_file, file_settings
+    from gitswarm.engine.settings import AMBIGUOUS_MAX_TOKENS, config_file, file_settings
 
     with user_errors():
+        if max_tokens is not None:
+            raise fail(f"--max-tokens {AMBIGUOUS_MAX_TOKENS}")
         problem_set = _load(problems)
         from_file = file_settings(config_file())
         cfg = _config(problem_set, model, run, from_file, merger_model=merger_model, api_base=api_base,
-                      workers=workers, budget=budget, max_usd=max_usd, max_tokens=max_tokens,
-                      time_limit_s=time_limit, problem_ids=tuple(problem or ()), seed=seed,
-                      max_steps=max_steps, price_in_per_mtok=price_in, price_out_per_mtok=price_out)
+                      workers=workers, budget=budget, max_episodes=max_episodes, no_progress=no_progress,
+                      max_usd=max_usd, max_total_tokens=max_total_tokens, time_limit_s=time_limit,
+                      problem_ids=tuple(problem or ()), seed=seed, max_steps=max_steps,
+                      max_output_tokens=max_output_tokens, reasoning_effort=reasoning_effort,
+                      merger_reasoning_effort=merger_reasoning_effort, tool_protocol=tool_protocol,
+                      idle_timeout_s=idle_timeout, reply_timeout_s=reply_timeout,
+                      price_in_per_mtok=price_in, price_out_per_mtok=price_out,
+                      price_cached_in_per_mtok=price_cached_in, price_cache_write_per_mtok=price_cache_write)
         hint = models.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
         if hint:
             raise fail(hint)
-        if cfg.max_usd is not None and not models.has_price(_model_config(cfg, cfg.model)):
+        worker = _model_config(cfg, cfg.model)  # a bad combination of prices is refused here
+        if cfg.max_usd is not None and not models.has_price(worker):
             raise fail(f"--max-usd cannot be enforced: litellm has no price for {cfg.model}. Give "
-                       "--price-in and --price-out (USD per million tokens), or use --max-tokens.")
+                       "--price-in and --price-out (USD per million tokens), or use --max-total-tokens.")
     raise typer.Exit(run_swarm(cfg, problem_set, as_json, tui=_want_tui(tui, as_json)))
 
 
@@ -96,12 +133,18 @@ def _config(problem_set, model: str | None, run: Path | None, from_file: dict | 
     return merge(problem_set, run, {"model": model, **options}, from_file or {})
 
 
-def _model_config(cfg, name: str, api_base: str | None = None):
+def _model_config(cfg, name: str, api_base: str | None = None, merger: bool = False):
+    """The ModelConfig of the workers' model (or, with `merger`, the merger's) from the run's settings."""
     from gitswarm.models import ModelConfig
 
     return ModelConfig(model=name, api_base=api_base or cfg.api_base, api_key=cfg.api_key,
-                       reply_timeout_s=cfg.call_timeout_s, price_in_per_mtok=cfg.price_in_per_mtok,
-                       price_out_per_mtok=cfg.price_out_per_mtok)
+                       max_output_tokens=cfg.max_output_tokens,
+                       reasoning_effort=cfg.merger_reasoning_effort if merger else cfg.reasoning_effort,
+                       tool_protocol=cfg.tool_protocol, idle_timeout_s=cfg.idle_timeout_s,
+                       reply_timeout_s=cfg.reply_timeout_s, price_in_per_mtok=cfg.price_in_per_mtok,
+                       price_out_per_mtok=cfg.price_out_per_mtok,
+                       price_cached_in_per_mtok=cfg.price_cached_in_per_mtok,
+                       price_cache_write_per_mtok=cfg.price_cache_write_per_mtok)
 
 
 def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui: bool = False) -> int:
@@ -124,9 +167,10 @@ def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui:
         return 130
     if not as_json:
         _summary(cfg, result)
-    if result.reason.startswith("stopped:"):
-        return int(Exit.FAILED)
-    return 130 if result.reason == "stopped by the user" else int(Exit.OK)
+    code = STOP_EXIT[result.reason.reason]
+    if code == Exit.FAILED:
+        typer.echo(f"gitswarm: the run stopped: {result.reason.detail}. What was committed is kept.", err=True)
+    return int(code)
 
 
 async def run_engine(cfg, problem_set, listeners, control, responder=None, faults=None):
@@ -137,7 +181,7 @@ async def run_engine(cfg, problem_set, listeners, control, responder=None, fault
 
     async def swarm(api_base: str | None):
         model = LiteLLMModel(_model_config(cfg, cfg.model, api_base))
-        merger = LiteLLMModel(_model_config(cfg, cfg.merger, api_base))
+        merger = LiteLLMModel(_model_config(cfg, cfg.merger, api_base, merger=True))
         return await engine_solve(cfg, problem_set, model, merger, listeners, control)
 
     if responder is None:
@@ -203,8 +247,8 @@ def usd(cost: float, known: bool) -> str:
 
 def _summary(cfg, result) -> None:
     cost = usd(result.cost, result.cost_known)
-    typer.echo(f"\n{result.reason}. {result.charged} charged episodes of {cfg.budget}, "
-               f"{result.tokens} tokens, {cost}.")
+    typer.echo(f"\n{result.reason.detail}. {result.charged} charged episodes of {cfg.budget} "
+               f"({result.episodes} in all, cap {cfg.max_episodes}), {result.tokens} tokens, {cost}.")
     for problem, picked in result.selected.items():
         shown = f"{picked.path} ({picked.nominations} nominations)" if picked else "no candidate"
         typer.echo(f"  {problem:28} {shown}")

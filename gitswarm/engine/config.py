@@ -1,16 +1,22 @@
-"""The settings of one run; the CLI merges file, environment and flags into this one model."""
+"""The settings of one run (and of grading it); the CLI merges file, environment and flags
+into these models (gitswarm.engine.settings)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
+
+from gitswarm.models.config import ReasoningEffort, ToolProtocol
+
+EPISODES_PER_CHARGE = 3
+"""The episode cap's default: this many episodes, of any outcome, per budgeted one."""
 
 
 class SolveConfig(BaseModel):
     """Everything `gitswarm solve` needs to know; every field is a CLI option too."""
 
-    model_config = {"frozen": True}
+    model_config = {"frozen": True, "extra": "forbid"}
 
     problems: Path
     """The problem-set folder."""
@@ -28,10 +34,16 @@ class SolveConfig(BaseModel):
     """Concurrency C: episodes in flight at once."""
     budget: int = Field(40, ge=1)
     """Budget B: charged episodes (contributions and nominations; abstaining is free)."""
+    max_episodes: int | None = Field(None, ge=1)
+    """Episodes of any outcome (charged, abstained, failed) at most, over the run and its
+    resumes; None: three times the budget."""
+    no_progress: int = Field(4, ge=1)
+    """A problem whose last this many episodes all abstained or failed is set aside: no more
+    episodes are started on it; the run stops once every open problem is set aside."""
     max_usd: float | None = Field(None, ge=0)
-    """Stop before a call once this much money is spent (needs known prices)."""
-    max_tokens: int | None = Field(None, ge=1)
-    """Stop before a call once this many tokens (in + out) are spent."""
+    """Stop before a call once this much money is spent, failed calls included (needs known prices)."""
+    max_total_tokens: int | None = Field(None, ge=1)
+    """Stop before a call once the run's calls, failed ones included, spent this many tokens (in + out)."""
     time_limit_s: float | None = Field(None, ge=0)
     """Stop scheduling new episodes after this many seconds."""
     problem_ids: tuple[str, ...] = ()
@@ -40,10 +52,21 @@ class SolveConfig(BaseModel):
     """Seed of the scheduler's random choices."""
     max_steps: int = Field(12, ge=2)
     """Model calls per episode at most."""
-    episode_timeout_s: float = 900.0
-    """Wall-clock limit of one episode."""
-    call_timeout_s: float = 180.0
-    """Timeout of one model call."""
+    episode_timeout_s: float = Field(3 * 3600.0, gt=0)
+    """Wall-clock limit of one episode: room for a reasoning model that thinks 15 minutes a reply."""
+    max_output_tokens: int | None = Field(None, ge=1)
+    """Tokens of one reply at most, thinking included; None: the model client's default."""
+    reasoning_effort: ReasoningEffort | None = None
+    """The workers' reasoning mode: low, medium or high; None: the model's default."""
+    merger_reasoning_effort: ReasoningEffort | None = None
+    """The merger's reasoning mode; None: the merger model's default."""
+    tool_protocol: ToolProtocol = "auto"
+    """How tools are offered: native function calling, a text protocol, or auto (text for a
+    model without function calling)."""
+    idle_timeout_s: float = Field(300.0, gt=0)
+    """A streamed reply that sends nothing for this long is cut and counts as a timeout."""
+    reply_timeout_s: float = Field(1800.0, gt=0)
+    """The longest one reply may take in all."""
     context_tokens: int = 6000
     """Hard cap, in tokens, of the memory overview in an episode's first prompt."""
     overview_cited: int = Field(8, ge=0)
@@ -58,7 +81,33 @@ class SolveConfig(BaseModel):
     """USD per million input tokens, for models litellm has no price for."""
     price_out_per_mtok: float | None = Field(None, ge=0)
     """USD per million output tokens, for models litellm has no price for."""
+    price_cached_in_per_mtok: float | None = Field(None, ge=0)
+    """USD per million input tokens read from the provider's cache (default: the input price)."""
+    price_cache_write_per_mtok: float | None = Field(None, ge=0)
+    """USD per million input tokens written to the provider's cache (default: the input price)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _episode_cap(cls, data: object) -> object:
+        """No episode cap given: three times the budget."""
+        if isinstance(data, dict) and data.get("max_episodes") is None:
+            budget = data.get("budget", cls.model_fields["budget"].default)
+            if isinstance(budget, int) and not isinstance(budget, bool):
+                data = {**data, "max_episodes": max(1, EPISODES_PER_CHARGE * budget)}
+        return data
 
     @property
     def merger(self) -> str:
         return self.merger_model or self.model
+
+class GradeConfig(BaseModel):
+    """The referee's settings for `gitswarm grade`: the config file's [grade] table, then flags."""
+
+    model_config = {"frozen": True, "extra": "forbid"}
+
+    referee_model: str | None = None
+    """litellm model string of the referee (needed for proof problems)."""
+    api_base: str | None = None
+    """Base URL of an OpenAI-compatible server for the referee model."""
+    reasoning_effort: ReasoningEffort | None = None
+    """The referee's reasoning mode: low, medium or high; None: the model's default."""

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 import anyio
 
 from gitswarm.engine import selection
-from gitswarm.engine.episode import CapReached, Shared
+from gitswarm.engine.episode import Shared
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.engine.stops import CapReached
 from gitswarm.memory.compose import Composed, Conflict, Resolution
 from gitswarm.resources import render
 
@@ -128,12 +129,20 @@ class Merger:
             self.shared.check_caps()
             reply = await self.model.complete([{"role": "user", "content": prompt}])
         except (ModelError, CapReached) as exc:
+            spent = getattr(exc, "usage", None)  # a failed call's tokens are paid for too
+            if spent is not None:
+                self._charge(spent)
             self.shared.events.emit("merger_failed", error=str(exc))
             return None
-        record = self._record or self.ledger.episodes.get("merger") or EpisodeRecord("merger", "merger", "", "merger")
-        self._record = record
-        self.ledger.charge(record, reply.usage)
-        self.ledger.changed(record)  # written with the next episode's save, not a commit per call
+        self._charge(reply.usage)
         text = (reply.content or "").strip()
         match = FENCE.match(text)
         return (match.group(1) if match else text) + "\n" if text else None
+
+    def _charge(self, usage) -> None:
+        """Charge a merger call to the ledger's merger record, written with the next episode's
+        save rather than a commit per call."""
+        record = self._record or self.ledger.episodes.get("merger") or EpisodeRecord("merger", "merger", "", "merger")
+        self._record = record
+        self.ledger.charge(record, usage)
+        self.ledger.changed(record)

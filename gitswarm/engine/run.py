@@ -9,13 +9,15 @@ import anyio
 from gitswarm.engine import selection
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
-from gitswarm.engine.episode import CapReached, Model, Shared
+from gitswarm.engine.episode import Model, Shared
 from gitswarm.engine.events import EventLog, Listener
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
+from gitswarm.engine.setaside import Streaks
+from gitswarm.engine.stops import CapReached, Stop, StopReason
 from gitswarm.engine.swarm import Control, Scheduler, restore_rng
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
@@ -26,7 +28,7 @@ from gitswarm.problems.model import ProblemSet
 class RunResult:
     """How a run ended and what it selected."""
 
-    reason: str
+    reason: Stop
     charged: int
     episodes: int
     tokens: int
@@ -55,13 +57,15 @@ def _select(memory: Memory, index: MemoryIndex, problem: str) -> selection.Selec
 
 
 def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView):
+    """The check made before every model call: CapReached once the ledger's totals, which
+    hold every call charged so far (failed ones too), reach the token or USD cap."""
     def check() -> None:
         view.tokens = ledger.tokens
         view.cost, view.cost_known = ledger.cost
-        if cfg.max_tokens is not None and view.tokens >= cfg.max_tokens:
-            raise CapReached(f"token cap of {cfg.max_tokens} reached")
+        if cfg.max_total_tokens is not None and view.tokens >= cfg.max_total_tokens:
+            raise CapReached(Stop(StopReason.TOKEN_CAP, f"token cap of {cfg.max_total_tokens} reached"))
         if cfg.max_usd is not None and view.cost >= cfg.max_usd:
-            raise CapReached(f"USD cap of {cfg.max_usd:.2f} reached")
+            raise CapReached(Stop(StopReason.USD_CAP, f"USD cap of {cfg.max_usd:.2f} reached"))
     return check
 
 
@@ -87,17 +91,20 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
                     caps_check(cfg, ledger, view), ledger)
     control = control or Control()
     merger = Merger(shared, ledger, merger_model)
+    streaks = Streaks.from_records(cfg.no_progress, ledger.episodes.values())
     scheduler = Scheduler(shared, ledger, merger, problem_set, problems, control,
-                          restore_rng(cfg.seed, ledger.rng_state),
+                          restore_rng(cfg.seed, ledger.rng_state), streaks,
                           free_workers=[f"w{i:02d}" for i in range(1, cfg.workers + 1)])
     events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget,
                 workers=cfg.workers, charged=ledger.charged, problems=problems,
+                episodes=ledger.totals.episodes, max_episodes=cfg.max_episodes,
+                set_aside=sorted(streaks.set_aside & set(problems)),
                 stale_locks_removed=[str(p.relative_to(cfg.run)) for p in removed])
     try:
         async with anyio.create_task_group() as tg:
             stop_merger = anyio.Event()
             tg.start_soon(merger.run, stop_merger)
-            reason = await scheduler.loop()
+            stop = await scheduler.loop()
             stop_merger.set()
         await git(ledger.flush, memory)  # the merger's last charges
         await git(memory.pack_refs)
@@ -106,8 +113,9 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
             events.emit("selected", problem=problem, path=picked.path if picked else None,
                         nominations=picked.nominations if picked else 0)
         cost, known = ledger.cost
-        result = RunResult(reason, ledger.charged, len(ledger.episodes), ledger.tokens, cost, known, chosen)
-        events.emit("run_stopped", reason=reason, charged=result.charged, tokens=result.tokens)
+        result = RunResult(stop, ledger.charged, ledger.totals.episodes, ledger.tokens, cost, known, chosen)
+        events.emit("run_stopped", **stop.as_event(), charged=result.charged, episodes=result.episodes,
+                    tokens=result.tokens)
         return result
     finally:
         events.close()

@@ -1,14 +1,16 @@
 """The one place where a run's settings are merged: built-in defaults, then the problem
 set's `set.toml` [defaults], then the user's config file, then the environment and the
-command line (which typer reads together; the command line wins)."""
+command line (which typer reads together; the command line wins). `gitswarm grade` reads
+the config file's [grade] table the same way."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from pathlib import Path
 
-from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.config import GradeConfig, SolveConfig
 from gitswarm.problems.model import ProblemSet
 
 CONFIG_ENV = "GITSWARM_CONFIG"
@@ -28,8 +30,35 @@ def config_file() -> Path | None:
     return None
 
 
+AMBIGUOUS_MAX_TOKENS = ("is no longer a setting: it reads as a per-reply limit. Use --max-total-tokens "
+                        "(max_total_tokens in a config file) for the run's cap on tokens, or "
+                        "--max-output-tokens (max_output_tokens) for the tokens of one reply")
+"""Why `max_tokens` (the run's token cap before it was renamed) is refused."""
+
+
 def file_settings(path: Path | None) -> dict[str, object]:
     """The `[solve]` table of a config file, checked against SolveConfig's fields."""
+    table = _table(path, "solve", "model = \"openai/gpt-4o\"")
+    if "max_tokens" in table:
+        raise ValueError(f"{path}: max_tokens in [solve] {AMBIGUOUS_MAX_TOKENS}")
+    _known(path, "solve", table, set(SolveConfig.model_fields) - {"problems", "run"})
+    return table
+
+
+def grade_settings(path: Path | None) -> dict[str, object]:
+    """The `[grade]` table of a config file, checked against GradeConfig's fields."""
+    table = _table(path, "grade", "reasoning_effort = \"high\"")
+    _known(path, "grade", table, set(GradeConfig.model_fields))
+    return table
+
+
+def merge_grade(given: dict[str, object], from_file: dict[str, object]) -> GradeConfig:
+    """GradeConfig from the config file's [grade] table < `given` (flags, None = unset)."""
+    return GradeConfig(**from_file | {k: v for k, v in given.items() if v is not None})
+
+
+def _table(path: Path | None, name: str, example: str) -> dict[str, object]:
+    """One table of a config file (empty when there is no file or no such table)."""
     if path is None:
         return {}
     try:
@@ -38,15 +67,21 @@ def file_settings(path: Path | None) -> dict[str, object]:
         raise ValueError(f"{path}: invalid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 text; save the config file as UTF-8") from None
-    table = data.get("solve", {})
+    table = data.get(name, {})
     if not isinstance(table, dict):
-        raise ValueError(f"{path}: [solve] must be a table of settings, e.g. model = \"openai/gpt-4o\"")
-    known = set(SolveConfig.model_fields) - {"problems", "run"}
-    unknown = sorted(set(table) - known)
-    if unknown:
-        raise ValueError(f"{path}: unknown setting(s) {', '.join(unknown)} in [solve]; "
-                         f"known: {', '.join(sorted(known))}")
+        raise ValueError(f"{path}: [{name}] must be a table of settings, e.g. {example}")
     return table
+
+
+def _known(path: Path | None, name: str, table: dict[str, object], known: set[str]) -> None:
+    """Refuse a setting the table may not hold, naming the known one it is closest to (or,
+    when none is close, every known one)."""
+    unknown = sorted(set(table) - known)
+    if not unknown:
+        return
+    close = [m for u in unknown for m in difflib.get_close_matches(u, sorted(known), n=1)]
+    hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(sorted(known))}"
+    raise ValueError(f"{path}: unknown setting(s) {', '.join(unknown)} in [{name}]; {hint}")
 
 
 def merge(problem_set: ProblemSet, run: Path | None, given: dict[str, object],

@@ -1,5 +1,5 @@
 """The scheduler: keeps C episodes in flight until the budget is spent, every problem is
-settled, a cap is reached or the user stops; then selects each problem's solution."""
+settled or set aside, a cap is reached or the user stops; then selects each problem's solution."""
 
 from __future__ import annotations
 
@@ -13,9 +13,11 @@ import anyio
 
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo
-from gitswarm.engine.episode import CapReached, Shared, run_episode
+from gitswarm.engine.episode import Shared, run_episode
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.merger import Merger
+from gitswarm.engine.setaside import Streaks
+from gitswarm.engine.stops import CapReached, Stop, StopReason
 from gitswarm.problems.model import ProblemSet
 
 FATAL_KINDS = ("auth", "permission", "not_found", "bad_request", "context_window", "quota")
@@ -40,10 +42,12 @@ class Scheduler:
     problems: list[str]
     control: Control
     rng: random.Random
+    streaks: Streaks
+    """The no-progress rule's state, derived from the ledger at start."""
     in_flight: dict[str, EpisodeRecord] = field(default_factory=dict)
     free_workers: list[str] = field(default_factory=list)
-    fatal: str | None = None
-    cap: str | None = None
+    ended_by: Stop | None = None
+    """A stop an episode ran into: a cap, or a model error no retry can fix."""
     failed_in_row: int = 0
     """Episodes ended by a failed model call since the last one that did not fail."""
     _changed: anyio.Event = field(default_factory=anyio.Event)
@@ -52,66 +56,89 @@ class Scheduler:
     def config(self) -> SolveConfig:
         return self.shared.view.config
 
-    async def loop(self) -> str:
-        """Run episodes until a stop condition holds; returns the reason."""
+    async def loop(self) -> Stop:
+        """Run episodes until a stop condition holds; returns why it stopped."""
         started = time.monotonic()
+        self._show()
         async with anyio.create_task_group() as tg:
             await self._resume(tg)
-            while (reason := self._stop_reason(started)) is None:
-                if not self._may_start():
-                    await self._wait()
-                    continue
-                problem = self._pick()
+            while (stop := self._stop(started)) is None:
+                problem = self._pick() if self._may_start() else None
                 if problem is None:
-                    if not self.in_flight:
-                        reason = "every problem is settled"
-                        break
                     await self._wait()
                     continue
                 await self._start(tg, self.ledger.new_id(), self.free_workers.pop(0), problem)
-            return reason
+            return stop
 
-    def _stop_reason(self, started: float) -> str | None:
+    def _stop(self, started: float) -> Stop | None:
+        """Why the run must stop now, or None. Checked in this order: a stop that cannot wait
+        (an error, the user, a cap), then the budget and settling, then the ends that wait
+        for the episodes in flight, so their outcome can still change the verdict."""
         cfg = self.config
-        if self.fatal:
-            return f"stopped: {self.fatal}"
+        if self.ended_by is not None:
+            return self.ended_by
         if self.failed_in_row >= max(3, cfg.workers):
-            return (f"stopped: {self.failed_in_row} episodes in a row failed on model calls (is the "
-                    "provider reachable?)")
+            return Stop(StopReason.PROVIDER_FAILING,
+                        f"{self.failed_in_row} episodes in a row failed on model calls (is the provider "
+                        "reachable?)")
         if self.control.stop.is_set():
-            return "stopped by the user"
-        if self.cap:
-            return self.cap
+            return Stop(StopReason.USER, "stopped by the user")
         if self.ledger.charged >= cfg.budget:
-            return f"budget of {cfg.budget} episodes spent"
-        if cfg.time_limit_s is not None and time.monotonic() - started > cfg.time_limit_s:
-            return f"time limit of {cfg.time_limit_s:.0f} s reached"
+            return Stop(StopReason.BUDGET, f"budget of {cfg.budget} episodes spent")
         if set(self.problems) <= self.shared.view.settled:
-            return "every problem is settled"
-        return None
+            return Stop(StopReason.SETTLED, "every problem is settled")
+        if cfg.time_limit_s is not None and time.monotonic() - started > cfg.time_limit_s:
+            return Stop(StopReason.TIME_LIMIT, f"time limit of {cfg.time_limit_s:.0f} s reached")
+        if self.in_flight:
+            return None
+        if self.ledger.totals.episodes >= cfg.max_episodes:
+            return Stop(StopReason.EPISODE_CAP, f"episode cap of {cfg.max_episodes} reached "
+                        f"({self.ledger.charged} of them charged, budget {cfg.budget})")
+        if self._open():
+            return None
+        aside = [p for p in self.problems if p in self.streaks.set_aside and p not in self.shared.view.settled]
+        return self._no_progress(aside) if aside else Stop(StopReason.SETTLED, "every problem is settled")
+
+    def _no_progress(self, aside: list[str]) -> Stop:
+        """Every open problem is set aside: which ones, and how their last episodes ended."""
+        shown = "; ".join(f"{p}: {self.streaks.describe(p)}" for p in aside[:6])
+        more = f"; and {len(aside) - 6} more" if len(aside) > 6 else ""
+        return Stop(StopReason.NO_PROGRESS,
+                    f"no progress: every open problem is set aside after {self.config.no_progress} "
+                    f"episodes in a row that abstained or failed ({shown}{more}); a larger "
+                    "--no-progress or another --model gives them another chance")
 
     def _may_start(self) -> bool:
+        """A worker is free, and neither the budget nor the episode cap may be passed by one
+        more episode (the episodes in flight are already in the ledger's count)."""
+        cfg = self.config
         reserved = self.ledger.charged + len(self.in_flight)
-        return (not self.control.paused and bool(self.free_workers)
-                and reserved < self.config.budget)
+        return (not self.control.paused and bool(self.free_workers) and reserved < cfg.budget
+                and self.ledger.totals.episodes < cfg.max_episodes)
 
     async def _wait(self) -> None:
         with anyio.move_on_after(0.5):
             await self._changed.wait()
         self._changed = anyio.Event()
 
-    def _pick(self) -> str | None:
-        """Unsolved first, then least worked (contributions and episodes in flight)."""
-        index, settled = self.shared.index, self.shared.view.settled
+    def _open(self) -> list[str]:
+        """Problems an episode may start on: not settled, not set aside, and not covered
+        (nominated, with enough episodes already on it to settle it: more would only vote)."""
+        index, settled, aside = self.shared.index, self.shared.view.settled, self.streaks.set_aside
         busy = [r.problem for r in self.in_flight.values()]
         needed = self.config.settle_nominations
 
         def covered(p: str) -> bool:
-            """Nominated, and enough episodes already on it to settle it: more would only vote."""
             top = max(index.problems[p].nominations.values(), default=0)
             return top > 0 and top + busy.count(p) >= needed
 
-        open_ = [p for p in self.problems if p not in settled and not covered(p)]
+        return [p for p in self.problems if p not in settled and p not in aside and not covered(p)]
+
+    def _pick(self) -> str | None:
+        """Unsolved first, then least worked (contributions and episodes in flight)."""
+        index = self.shared.index
+        busy = [r.problem for r in self.in_flight.values()]
+        open_ = self._open()
         if not open_:
             return None
         return min(open_, key=lambda p: (bool(index.problems[p].nominations),
@@ -133,7 +160,8 @@ class Scheduler:
                 self.free_workers.remove(record.worker)
                 await self._start(tg, record.episode, record.worker, record.problem, restarted=True)
             else:
-                record.status, record.note = "abstain", "cut off by a crash, not restarted"
+                record.status, record.note = "stopped", "cut off by a crash, not restarted"
+                record.ended = time.time()
                 await self.ledger.write(self.shared.git, memory, record)
         self.merger.kick()
 
@@ -157,15 +185,20 @@ class Scheduler:
         try:
             record = await run_episode(shared, info, record)
         except CapReached as exc:
-            record.status, record.note, self.cap = "abstain", str(exc), str(exc)
+            record.status, record.note = "stopped", str(exc)
+            self.ended_by = self.ended_by or exc.stop
         except ModelError as exc:
             record.status, record.note = "failed", str(exc)
             if exc.kind in FATAL_KINDS:
-                self.fatal = str(exc)
+                self.ended_by = self.ended_by or Stop(StopReason.MODEL_FATAL, str(exc))
         record.ended = time.time()
         self.failed_in_row = self.failed_in_row + 1 if record.status == "failed" else 0
         await self.ledger.write(shared.git, shared.memory, record)
+        aside = self.streaks.add(record)
         self._report(record)
+        if aside:
+            shared.events.emit("set_aside", problem=record.problem, episodes=self.config.no_progress,
+                               detail=self.streaks.describe(record.problem))
         del self.in_flight[record.episode]
         self.free_workers.append(record.worker)
         self.free_workers.sort()
@@ -173,11 +206,19 @@ class Scheduler:
             self.merger.kick(record.episode)
         self._changed.set()
 
-    def _report(self, record: EpisodeRecord) -> None:
+    def _show(self) -> None:
+        """Bring the run's view (what every step's header shows) up to date with the ledger."""
         view = self.shared.view
         view.charged, view.tokens = self.ledger.charged, self.ledger.tokens
         view.cost, view.cost_known = self.ledger.cost
-        kind = {"contribute": "committed", "nominate": "nominated"}.get(record.status, record.status)
+        view.episodes = self.ledger.totals.episodes
+        view.max_episodes, view.set_aside = self.config.max_episodes, self.streaks.set_aside
+
+    def _report(self, record: EpisodeRecord) -> None:
+        self._show()
+        view = self.shared.view
+        kind = {"contribute": "committed", "nominate": "nominated", "stopped": "abstain"}.get(
+            record.status, record.status)
         self.shared.events.emit(kind, episode=record.episode, worker=record.worker,
                                 problem=record.problem, commit=record.commit, note=record.note,
                                 tokens=record.tokens_in + record.tokens_out, charged=view.charged)

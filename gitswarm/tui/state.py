@@ -228,8 +228,15 @@ def _selected(s: DashState, d: dict, t: float) -> None:
         s.dirty |= {"problems", "feed"}
 
 
+def _set_aside(s: DashState, d: dict, t: float) -> None:
+    problem = str(d.get("problem"))
+    _feed(s, FeedItem(t, "set aside", problem, "-", f"no progress: {d.get('detail') or ''}", ""))
+    s.dirty.add("feed")
+
+
 def _stopped(s: DashState, d: dict, t: float) -> None:
-    s.header.stopped = str(d.get("reason") or "stopped")
+    """The run's end, as its message says it (an older event log has only the reason)."""
+    s.header.stopped = str(d.get("detail") or d.get("reason") or "stopped")
     s.header.ended = t
     s.header.charged = int(d.get("charged") or s.header.charged)
     s.header.tokens = int(d.get("tokens") or s.header.tokens)
@@ -255,5 +262,6 @@ _HANDLERS = {
     "merged": _merged,
     "conflict_resolved": _resolved,
     "selected": _selected,
+    "set_aside": _set_aside,
     "run_stopped": _stopped,
 }

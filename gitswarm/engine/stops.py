@@ -1,0 +1,58 @@
+"""Why a run stopped: a named reason and the message shown to the user.
+
+The CLI turns the reason, never the message, into an exit code (`gitswarm.cli.common.STOP_EXIT`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class StopReason(StrEnum):
+    """What ended a run; the value is what `run_stopped` events and `--json` carry."""
+
+    BUDGET = "budget"
+    """The budget of charged episodes is spent."""
+    EPISODE_CAP = "episode_cap"
+    """The cap on episodes of any outcome (charged or not) is reached."""
+    SETTLED = "settled"
+    """Every problem is settled: one candidate has enough nominations."""
+    NO_PROGRESS = "no_progress"
+    """Every open problem is set aside: its last episodes all abstained or failed."""
+    TOKEN_CAP = "token_cap"
+    """The run's token cap (`max_total_tokens`) is reached."""
+    USD_CAP = "usd_cap"
+    """The run's USD cap (`max_usd`) is reached."""
+    TIME_LIMIT = "time_limit"
+    """The run's time limit is reached."""
+    USER = "user"
+    """Stopped by the user (Ctrl-C, `q` in the dashboard)."""
+    PROVIDER_FAILING = "provider_failing"
+    """Episode after episode ended on a failed model call: the provider keeps failing."""
+    MODEL_FATAL = "model_fatal"
+    """A model error no retry can fix: authentication, an unknown model, no quota, ..."""
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A run's end: why (`reason`), and the message shown to the user (`detail`)."""
+
+    reason: StopReason
+    detail: str
+
+    def __str__(self) -> str:
+        return self.detail
+
+    def as_event(self) -> dict[str, str]:
+        """The fields a `run_stopped` event carries."""
+        return {"reason": self.reason.value, "detail": self.detail}
+
+
+class CapReached(Exception):
+    """A token or USD cap would be passed by another model call: raised before that call, it
+    ends the episode (or the merger's call) and, through the scheduler, the run."""
+
+    def __init__(self, stop: Stop) -> None:
+        super().__init__(stop.detail)
+        self.stop = stop
