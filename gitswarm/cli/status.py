@@ -25,6 +25,7 @@ def status(
     from gitswarm.cli.solve import usd
     from gitswarm.engine.ledger import Ledger
     from gitswarm.memory.repo import Memory
+    from gitswarm.report.render import usage_line
 
     with user_errors():
         memory = Memory(run)
@@ -34,7 +35,8 @@ def status(
     cost, known = spent.cost
     totals = {"run": memory.run_id, "episodes": spent.episodes,
               "charged": spent.charged, "tokens": spent.tokens,
-              "cost_usd": round(cost, 6) if known else None, "pending_branches": len(memory.pending())}
+              "cost_usd": round(cost, 6) if known else None, "pending_branches": len(memory.pending()),
+              **spent.parts()}
     if as_json:
         typer.echo(json.dumps({"totals": totals, "problems": rows}, indent=2))
         return
@@ -42,6 +44,7 @@ def status(
                f"{totals['tokens']} tokens, "
                + usd(cost, known)
                + (f", {totals['pending_branches']} branch(es) not yet merged" if totals["pending_branches"] else ""))
+    typer.echo(f"  {usage_line(spent.parts())}")
     typer.echo(f"\n{'PROBLEM':28} {'STATE':11} {'NOTES':>5} {'LEMMAS':>6} {'ATTEMPTS':>8} {'REVIEWS':>7} "
                f"{'VOTES':>5} {'GRADE':>16}  SELECTED")
     for r in rows:

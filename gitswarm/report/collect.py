@@ -47,6 +47,8 @@ class RunReport:
     built_on_share: float | None
     ancestry_share: float | None
     problems: list[ProblemReport] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    """The parts of every call's usage, the merger's and failed calls' too (`Totals.parts()`)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -59,7 +61,8 @@ def collect(run: Path) -> tuple[RunReport, Graph]:
 
     memory = Memory(run)
     graph = load(memory.repo, [memory.main(), *memory.pending().values()])
-    records = [r for key, r in Ledger.load(memory).episodes.items() if key != "merger"]
+    ledger = Ledger.load(memory)
+    records = [r for key, r in ledger.episodes.items() if key != "merger"]
     problems = [_problem(memory, graph, p, [r for r in records if r.problem == p]) for p in memory.problems()]
     known = all(r.cost_known for r in records)
     started = [r.started for r in records]
@@ -73,7 +76,7 @@ def collect(run: Path) -> tuple[RunReport, Graph]:
         contributions=total,
         built_on_share=_share(sum(p.built_on for p in problems), total),
         ancestry_share=_share(sum(p.in_ancestry for p in problems), total),
-        problems=problems), graph
+        problems=problems, usage=ledger.totals.parts()), graph
 
 
 def _share(part: int, whole: int) -> float | None:

@@ -26,6 +26,13 @@ def usd(cost: float | None) -> str:
     return "unknown" if cost is None else f"{cost:.4f}"
 
 
+def usage_line(parts: dict[str, int]) -> str:
+    """The parts of a run's usage in one line (`Totals.parts()`)."""
+    return (f"input {parts['tokens_in']:,} tokens (cache read {parts['cache_read']:,}, cache write "
+            f"{parts['cache_write']:,}), output {parts['tokens_out']:,} (reasoning {parts['reasoning']:,}); "
+            f"{parts['calls']:,} calls, {parts['failed_calls']:,} failed")
+
+
 def to_json(report: RunReport) -> str:
     return json.dumps(report.to_dict(), indent=2) + "\n"
 
@@ -44,6 +51,7 @@ HEADERS = ["problem", "selected solution", "its nominations", "all nominations",
 def _summary(report: RunReport) -> str:
     return (f"{report.episodes} episodes ({report.charged} charged), {report.tokens:,} tokens, "
             f"USD {usd(report.cost_usd)}, {report.wall_seconds:.1f} s wall time. "
+            f"All calls, the merger's too: {usage_line(report.usage)}. "
             f"{report.contributions} contributions: {pct(report.built_on_share)} built on by later work, "
             f"{pct(report.ancestry_share)} in the selected solutions' ancestry.")
 
