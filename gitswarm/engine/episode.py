@@ -179,7 +179,7 @@ def _incomplete(tools: Toolbox, reason: str) -> Contribution:
     body = render("incomplete_note.md.j2", episode=ep.episode, reason=reason,
                   files=sorted(tools.staged.items()))
     return Contribution(problem=ep.problem_id, episode=ep.episode, worker=ep.worker, kind="note",
-                        title=f"incomplete: what {ep.episode} had staged when it {reason.split(' (')[0]}",
+                        title=f"incomplete: what {ep.episode} had staged when it failed",
                         files={f"notes/incomplete-{ep.episode}.md": body}, parent=ep.start_commit,
                         op=f"{ep.episode}-incomplete", summary=f"The episode failed: {reason}.",
                         self_assessment="incomplete: the episode did not finish")
