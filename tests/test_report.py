@@ -73,6 +73,10 @@ def test_json_figures_match_git(run: Path):
     assert data["contributions"] == totals[0] and data["built_on_share"] == round(totals[1] / totals[0], 4)
     assert data["ancestry_share"] == round(totals[2] / totals[0], 4)
     assert data["tokens"] > 0 and data["episodes"] >= data["charged"]
+    usage = data["usage"]  # every call's, the merger's too: at least the workers' tokens
+    assert usage["tokens_in"] + usage["tokens_out"] >= data["tokens"] and usage["calls"] > 0
+    assert set(usage) == {"tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls",
+                          "failed_calls"}
 
 
 def test_markdown_and_html(run: Path, tmp_path: Path):

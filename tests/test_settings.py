@@ -36,3 +36,64 @@ def test_bad_config_files_are_named(tmp_path: Path, problem_dir: Path, monkeypat
         config_file()
     with pytest.raises(ValueError, match="no problem nope"):
         merge(load_set(problem_dir), None, {"problem_ids": ("nope",)}, {})
+
+
+def test_the_episode_cap_is_three_times_the_budget_unless_given(problem_dir: Path):
+    problem_set = load_set(problem_dir)
+    assert merge(problem_set, None, {"budget": 5}, {}).max_episodes == 15
+    assert merge(problem_set, None, {}, {}).max_episodes == 3 * 8 * 3  # the default budget: 8 a problem
+    assert merge(problem_set, None, {"budget": 5}, {"max_episodes": 7}).max_episodes == 7
+    assert merge(problem_set, None, {"budget": 5, "max_episodes": 6}, {"max_episodes": 7}).max_episodes == 6
+    cfg = merge(problem_set, None, {}, {})
+    assert (cfg.no_progress, cfg.episode_timeout_s, cfg.idle_timeout_s, cfg.reply_timeout_s) == (4, 3 * 3600, 300, 1800)
+
+
+def test_max_tokens_is_refused_with_the_two_names_it_could_mean(tmp_path: Path):
+    config = tmp_path / "gitswarm.toml"
+    config.write_text("[solve]\nmax_tokens = 100000\n")
+    with pytest.raises(ValueError, match=r"max_tokens .*max_total_tokens.*max_output_tokens"):
+        file_settings(config)
+    config.write_text("[solve]\nmax_total_tokens = 100000\nmax_output_tokens = 8000\n")
+    assert file_settings(config) == {"max_total_tokens": 100000, "max_output_tokens": 8000}
+
+
+def test_model_settings_reach_the_model_config(problem_dir: Path):
+    from gitswarm.cli.solve import _model_config
+
+    cfg = merge(load_set(problem_dir), None, {
+        "model": "openai/w", "merger_model": "openai/m", "max_output_tokens": 9000, "reasoning_effort": "high",
+        "merger_reasoning_effort": "low", "tool_protocol": "text", "idle_timeout_s": 60.0,
+        "reply_timeout_s": 900.0, "price_in_per_mtok": 3.0, "price_out_per_mtok": 15.0,
+        "price_cached_in_per_mtok": 0.3, "price_cache_write_per_mtok": 3.75}, {})
+    worker, merger = _model_config(cfg, cfg.model), _model_config(cfg, cfg.merger, merger=True)
+    assert (worker.model, worker.reasoning_effort, merger.model, merger.reasoning_effort) == (
+        "openai/w", "high", "openai/m", "low")
+    for m in (worker, merger):
+        assert (m.max_output_tokens, m.tool_protocol, m.idle_timeout_s, m.reply_timeout_s) == (9000, "text", 60, 900)
+        assert (m.price_in_per_mtok, m.price_out_per_mtok, m.price_cached_in_per_mtok,
+                m.price_cache_write_per_mtok) == (3.0, 15.0, 0.3, 3.75)
+
+
+def test_the_cli_choices_are_the_model_clients(problem_dir: Path):
+    from typing import get_args
+
+    from gitswarm.cli.common import Effort, ToolProtocol
+    from gitswarm.models.config import ReasoningEffort
+    from gitswarm.models.config import ToolProtocol as ClientProtocol
+
+    assert get_args(Effort) == get_args(ReasoningEffort) and get_args(ToolProtocol) == get_args(ClientProtocol)
+
+
+def test_grade_settings_come_from_the_grade_table_and_flags_win(tmp_path: Path):
+    from gitswarm.engine.settings import grade_settings, merge_grade
+
+    config = tmp_path / "gitswarm.toml"
+    config.write_text('[solve]\nworkers = 2\n[grade]\nreasoning_effort = "high"\nreferee_model = "openai/r"\n')
+    from_file = grade_settings(config)
+    assert merge_grade({"reasoning_effort": None}, from_file).reasoning_effort == "high"
+    flagged = merge_grade({"reasoning_effort": "low", "referee_model": None}, from_file)
+    assert (flagged.reasoning_effort, flagged.referee_model) == ("low", "openai/r")
+    assert merge_grade({}, grade_settings(None)).reasoning_effort is None
+    config.write_text('[grade]\nreasoning = "high"\n')
+    with pytest.raises(ValueError, match=r"unknown setting\(s\) reasoning in \[grade\]; did you mean reasoning_effort"):
+        grade_settings(config)

@@ -118,6 +118,9 @@ async def test_status_and_log_read_a_finished_run(tmp_path: Path):
     assert status["totals"]["tokens"] == sum(r["tokens_in"] + r["tokens_out"] for r in records) == result.tokens
     assert status["totals"]["episodes"] == sum(r["episode"] != "merger" for r in records)
     assert status["totals"]["charged"] == sum(r["status"] in ("contribute", "nominate") for r in records)
+    for part in ("tokens_in", "tokens_out", "cache_read", "cache_write", "reasoning", "calls", "failed_calls"):
+        assert status["totals"][part] == sum(r.get(part, 0) for r in records), part
+    assert status["totals"]["calls"] > 0
     assert {p["id"]: p["state"] for p in status["problems"]} == dict.fromkeys(result.selected, "selected")
     for row in status["problems"]:
         assert row["selected"] == result.selected[row["id"]].path
@@ -125,6 +128,7 @@ async def test_status_and_log_read_a_finished_run(tmp_path: Path):
         assert row["nominations"] == votes.count("\n")
     table = CliRunner().invoke(app, ["status", str(run)]).output
     assert "cost unknown" in table and "demo-odd-sum" in table
+    assert f"{status['totals']['calls']:,} calls, 0 failed" in table and "cache read 0" in table
     log = CliRunner().invoke(app, ["log", str(run), "--problem", "demo-odd-sum", "--kind", "attempt"]).output
     assert "attempt(demo-odd-sum)" in log and "built on:" in log
     graded = await anyio.to_thread.run_sync(  # the command runs its own event loop
