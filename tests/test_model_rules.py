@@ -1,0 +1,131 @@
+"""The model client against the rules real providers keep, through real litellm and the fake
+server: the output limit always sent and adopted from a refusal, the text protocol after a
+refusal of `tools`, every attempt counted, usage asked for in streams, prices with a cache."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from gitswarm.fakeserver import FakeError, FakeReply, FaultPlan, ScriptedResponder, serve
+from gitswarm.models import LiteLLMModel, ModelConfig, ModelError, has_price, textproto
+from gitswarm.models.capabilities import refuses_tools, stated_output_limit
+from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS
+from gitswarm.models.pricing import Pricer
+
+USER = [{"role": "user", "content": "Read notes/a.md."}]
+TOOLS = [{"type": "function", "function": {
+    "name": "read_file", "description": "Read a file of the memory.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
+OPENAI_LIMIT = ("max_tokens is too large: 16000. This model supports at most 8192 completion tokens, "
+                "whereas you provided 16000.")
+ANTHROPIC_LIMIT = ("max_tokens: 128000 > 32000, which is the maximum allowed number of output tokens for "
+                   "claude-opus-4-20250514")
+OLLAMA_NO_TOOLS = "registry.ollama.ai/library/llama3:latest does not support tools"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def litellm_imported() -> None:
+    has_price(ModelConfig("openai/fake-model"))
+
+
+def model(server, name: str = "openai/fake-model", **options) -> LiteLLMModel:
+    settings = {"backoff_base_s": 0.01, "backoff_cap_s": 0.05, **options}
+    return LiteLLMModel(ModelConfig(name, api_base=server.url, api_key="sk-fake", **settings))
+
+
+def test_stated_limits_and_tool_refusals_are_read_from_the_providers_wording() -> None:
+    assert stated_output_limit(OPENAI_LIMIT) == 8192
+    assert stated_output_limit(ANTHROPIC_LIMIT) == 32000
+    assert stated_output_limit("context_length_exceeded: too many tokens in the prompt") is None
+    assert refuses_tools(OLLAMA_NO_TOOLS)
+    assert refuses_tools('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set')
+    assert not refuses_tools("Invalid value for 'temperature'")
+
+
+@pytest.mark.anyio
+async def test_the_output_limit_is_always_sent_and_clamped_to_the_known_limit() -> None:
+    with anyio.fail_after(10):
+        async with serve(ScriptedResponder([FakeReply(content="1"), FakeReply(content="2")])) as server:
+            await model(server).complete(USER)
+            await model(server, "openai/gpt-3.5-turbo").complete(USER)  # litellm knows it: 4096 out
+    assert [r["max_tokens"] for r in server.requests] == [DEFAULT_OUTPUT_TOKENS, 4096]
+
+
+@pytest.mark.anyio
+async def test_a_limit_the_provider_states_is_adopted_and_kept() -> None:
+    script = ScriptedResponder([FakeError(400, OPENAI_LIMIT), FakeReply(content="1"), FakeReply(content="2")])
+    with anyio.fail_after(10):
+        async with serve(script) as server:
+            llm = model(server)
+            first = await llm.complete(USER)
+            await llm.complete(USER)
+    assert [r["max_tokens"] for r in server.requests] == [DEFAULT_OUTPUT_TOKENS, 8192, 8192]
+    assert llm.output_limit == 8192
+    assert (first.usage.calls, first.usage.failed_calls) == (2, 1)
+
+
+@pytest.mark.anyio
+async def test_a_refusal_of_tools_switches_to_the_text_protocol() -> None:
+    text_call = FakeReply(content=textproto.format_calls([("read_file", {"path": "notes/a.md"})]))
+    script = ScriptedResponder([FakeError(400, OLLAMA_NO_TOOLS), text_call, text_call])
+    with anyio.fail_after(10):
+        async with serve(script) as server:
+            llm = model(server, "openai/llama3")
+            reply = await llm.complete(USER, TOOLS)
+            result = {"role": "tool", "tool_call_id": reply.tool_calls[0].id, "content": "the note"}
+            await llm.complete([*USER, reply.message, result], TOOLS)
+    assert llm.protocol == "text"
+    assert [c.arguments for c in reply.tool_calls] == [{"path": "notes/a.md"}]
+    assert "tools" in server.requests[0] and "tools" not in server.requests[1]
+    resent = server.requests[2]["messages"]
+    assert {m["role"] for m in resent} == {"system", "user", "assistant"}
+    assert "# How to call tools" in resent[0]["content"]
+    assert '<result call="1" tool="read_file">' in resent[-1]["content"]
+
+
+@pytest.mark.anyio
+async def test_native_protocol_is_not_switched_when_asked_for() -> None:
+    with anyio.fail_after(10):
+        async with serve(ScriptedResponder([FakeError(400, OLLAMA_NO_TOOLS)])) as server:
+            with pytest.raises(ModelError) as caught:
+                await model(server, tool_protocol="native").complete(USER, TOOLS)
+    assert caught.value.kind == "bad_request" and len(server.requests) == 1
+    assert caught.value.usage.calls == 1
+
+
+@pytest.mark.anyio
+async def test_streams_ask_for_usage_and_every_attempt_is_counted() -> None:
+    script = ScriptedResponder([FakeReply(content="7", prompt_tokens=120, completion_tokens=5)])
+    with anyio.fail_after(10):
+        async with serve(script, FaultPlan.first("rate_limit", "server_error", retry_after_s=0.01)) as server:
+            reply = await model(server).complete(USER)
+    assert server.requests[-1]["stream"] is True
+    assert server.requests[-1]["stream_options"] == {"include_usage": True}
+    assert (reply.usage.tokens_in, reply.usage.tokens_out) == (120, 5)
+    assert (reply.usage.calls, reply.usage.failed_calls) == (3, 2)
+
+
+@pytest.mark.anyio
+async def test_temperature_is_never_sent_with_a_reasoning_mode() -> None:
+    with anyio.fail_after(10):
+        async with serve(ScriptedResponder([FakeReply(content="1"), FakeReply(content="2")])) as server:
+            await model(server, temperature=0.3).complete(USER)
+            await model(server, temperature=0.3, reasoning_effort="high").complete(USER)
+    assert server.requests[0]["temperature"] == 0.3
+    assert "temperature" not in server.requests[1] and server.requests[1]["reasoning_effort"] == "high"
+
+
+def test_user_prices_bill_cache_reads_and_writes_at_their_own_price() -> None:
+    config = ModelConfig("openai/x", price_in_per_mtok=3.0, price_out_per_mtok=15.0,
+                         price_cached_in_per_mtok=0.3, price_cache_write_per_mtok=3.75)
+    parts = {"tokens_in": 1_000_000, "cache_read": 600_000, "cache_write": 100_000, "tokens_out": 10_000}
+    expected = (300_000 * 3.0 + 600_000 * 0.3 + 100_000 * 3.75 + 10_000 * 15.0) / 1e6
+    assert Pricer(config).user_cost(parts) == pytest.approx(expected)
+    plain = ModelConfig("openai/x", price_in_per_mtok=3.0, price_out_per_mtok=15.0)
+    assert Pricer(plain).user_cost(parts) == pytest.approx((1_000_000 * 3.0 + 10_000 * 15.0) / 1e6)
