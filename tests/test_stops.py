@@ -49,3 +49,9 @@ def test_the_exit_code_comes_from_the_reason(responder, options, code, said, pro
     assert run_swarm(cfg, problem_set, as_json=False, responder=responder) == code
     shown = capsys.readouterr()
     assert said in shown.out + shown.err
+
+
+def test_the_readme_names_every_reason():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Exit codes"):readme.index("## Problem sets")]
+    assert all(f"`{reason.value}`" in section for reason in StopReason)
