@@ -1,10 +1,17 @@
-"""An OpenAI-compatible HTTP server on 127.0.0.1 that replays scripts and injects faults.
+"""A fake LLM provider on 127.0.0.1 that replays scripts, injects faults and plays a provider.
 
 Used by the tests and by the offline demo: the scripted model speaks through the same
-litellm path as a real one. `python -m gitswarm.fakeserver --help` runs it by hand.
+litellm path as a real one. A *personality* picks the provider it plays and enforces that
+provider's documented rules with its own error bodies: `openai` (a plain OpenAI-compatible
+server, no rules), `anthropic` (the Messages API), `openai-reasoning` (an o-series / gpt-5
+model), `local-no-tools` (an Ollama or vLLM model without function calling). It keeps what
+it refused (`server.rejections`) and what it billed (`server.bill_usd()`, at the providers'
+published prices). `python -m gitswarm.fakeserver --help` runs it by hand.
 """
 
+from gitswarm.fakeserver.billing import Charge, Usage
 from gitswarm.fakeserver.faults import FAULTS, FaultPlan
+from gitswarm.fakeserver.personalities import PERSONALITIES
 from gitswarm.fakeserver.responders import (
     FakeError,
     FakeReply,
@@ -13,9 +20,9 @@ from gitswarm.fakeserver.responders import (
     ScriptExhausted,
     echo_responder,
 )
-from gitswarm.fakeserver.server import FakeServer, RequestRecord, serve
+from gitswarm.fakeserver.server import FakeServer, Rejection, RequestRecord, serve
 
 __all__ = [
-    "FAULTS", "FakeError", "FakeReply", "FakeServer", "FaultPlan", "RequestRecord", "Responder",
-    "ScriptExhausted", "ScriptedResponder", "echo_responder", "serve",
+    "FAULTS", "PERSONALITIES", "Charge", "FakeError", "FakeReply", "FakeServer", "FaultPlan", "Rejection",
+    "RequestRecord", "Responder", "ScriptExhausted", "ScriptedResponder", "Usage", "echo_responder", "serve",
 ]

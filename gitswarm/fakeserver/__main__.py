@@ -2,6 +2,10 @@
 
 The script is a JSON list; each item is a reply (`{"content": ..., "tool_calls": [...]}`) or
 an error (`{"status": 429, "message": ...}`). Without a script the server echoes.
+
+`--personality` picks the provider it plays. The URL it prints is the api_base to give
+litellm: `http://127.0.0.1:PORT/v1` for the OpenAI-shaped ones (model "openai/<name>"), and
+`http://127.0.0.1:PORT` for `anthropic` (model "anthropic/<name>"; litellm adds /v1/messages).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from pathlib import Path
 
 import anyio
 
-from gitswarm.fakeserver import FAULTS, FakeError, FakeReply, FaultPlan, ScriptedResponder, serve
+from gitswarm.fakeserver import FAULTS, PERSONALITIES, FakeError, FakeReply, FaultPlan, ScriptedResponder, serve
 from gitswarm.fakeserver.responders import Responder, echo_responder
 
 
@@ -26,8 +30,10 @@ def load_script(path: Path) -> ScriptedResponder:
 async def main(args: argparse.Namespace) -> None:
     responder: Responder = load_script(args.script) if args.script else echo_responder
     plan = FaultPlan(latency_s=args.latency, rate=args.fault_rate, kinds=tuple(args.fault), seed=args.seed)
-    async with serve(responder, plan, port=args.port) as server:
-        print(f"fake OpenAI-compatible server at {server.url} (Ctrl-C stops it)", flush=True)
+    limits = dict(args.output_limit)
+    async with serve(responder, plan, port=args.port, personality=args.personality, output_limits=limits,
+                     api_key=args.api_key) as server:
+        print(f"fake {args.personality} server at {server.url} (Ctrl-C stops it)", flush=True)
         await anyio.sleep_forever()
 
 
@@ -42,7 +48,19 @@ def parser() -> argparse.ArgumentParser:
     cli.add_argument("--fault", action="append", choices=sorted(FAULTS), default=[],
                      help="a fault to draw (repeatable; default: rate_limit and server_error)")
     cli.add_argument("--seed", type=int, default=0, help="seed of the fault draws")
+    cli.add_argument("--personality", choices=sorted(PERSONALITIES), default="openai",
+                     help="the provider to play, with its rules and error shapes (default: openai)")
+    cli.add_argument("--output-limit", type=_limit, action="append", default=[], metavar="MODEL=TOKENS",
+                     help="a model's output limit (repeatable), over the personality's own table")
+    cli.add_argument("--api-key", help="the only API key accepted (anthropic; default: any non-empty key)")
     return cli
+
+
+def _limit(text: str) -> tuple[str, int]:
+    model, _, tokens = text.partition("=")
+    if not model or not tokens.isdigit():
+        raise argparse.ArgumentTypeError(f"expected MODEL=TOKENS, got {text!r}")
+    return model, int(tokens)
 
 
 if __name__ == "__main__":

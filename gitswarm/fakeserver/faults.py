@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -19,10 +20,12 @@ FAULTS: dict[str, str] = {
     "malformed_args": "tool-call arguments that are not valid JSON",
     "truncated": 'finish_reason "length" with the content cut',
     "truncated_stream": "the response body or event stream cut mid-way",
+    "slow_stream": "a streamed reply trickled over slow_stream_s, a delta or keep-alive every trickle_s",
+    "stall": "a stream's headers and first event, then silence until the client goes away",
 }
 """Every fault the server can inject, with what the client sees."""
 
-CONSUMING = frozenset({"malformed_args", "truncated"})
+CONSUMING = frozenset({"malformed_args", "truncated", "slow_stream"})
 """Faults that spoil a real reply, so they use up one reply of the responder; the others
 happen before the responder is asked, so a retry gets the reply the fault displaced."""
 
@@ -44,6 +47,10 @@ class FaultPlan:
     does not change which index gets which fault."""
     retry_after_s: float = 1.0
     """What a 429 announces in Retry-After (whole seconds) and retry-after-ms."""
+    slow_stream_s: float = 1.0
+    """How long a `slow_stream` reply takes from its first event to its last."""
+    trickle_s: float = 0.1
+    """The gap between two events of a `slow_stream` reply (a delta, or a keep-alive)."""
 
     def __post_init__(self) -> None:
         unknown = {f for f in (*self.at.values(), *self.kinds) if f is not None and f not in FAULTS}
@@ -51,6 +58,8 @@ class FaultPlan:
             raise ValueError(f"unknown faults {sorted(unknown)}; known: {', '.join(FAULTS)}")
         if not 0.0 <= self.rate <= 1.0:
             raise ValueError(f"fault rate must be within [0, 1], got {self.rate}")
+        if self.trickle_s <= 0 or self.slow_stream_s < 0:
+            raise ValueError("a slow stream needs trickle_s > 0 and slow_stream_s >= 0")
 
     @classmethod
     def first(cls, *faults: str | None, **options: float) -> FaultPlan:
@@ -67,11 +76,20 @@ class FaultPlan:
         return draw.choice(self.kinds) if draw.random() < self.rate else None
 
 
-def spoil(reply: FakeReply, fault: str, tool_names: list[str]) -> FakeReply:
-    """Apply a reply-level fault (one of CONSUMING) to a well-formed reply."""
+def spoil(reply: FakeReply, fault: str, tool_names: list[str], *, partial_calls: bool = False) -> FakeReply:
+    """Apply a reply-level fault (malformed_args or truncated) to a well-formed reply. A truncated
+    reply drops its tool calls, or with `partial_calls` keeps the first one with half its arguments."""
+    if fault not in ("malformed_args", "truncated"):
+        return reply
     if fault == "truncated":
-        return replace(reply, content=reply.content[: len(reply.content) // 2], tool_calls=[],
+        calls = [_halved(reply.tool_calls[0])] if partial_calls and reply.tool_calls else []
+        return replace(reply, content=reply.content[: len(reply.content) // 2], tool_calls=calls,
                        finish_reason="length")
     calls = reply.tool_calls or [{"name": (tool_names or ["broken"])[0], "arguments": {"x": 1}}]
     broken = [{**call, "arguments": '{"' + str(call["name"]) + '": [1, 2'} for call in calls]
     return replace(reply, tool_calls=broken)
+
+
+def _halved(call: dict) -> dict:
+    raw = call["arguments"] if isinstance(call["arguments"], str) else json.dumps(call["arguments"])
+    return {**call, "arguments": raw[: len(raw) // 2]}

@@ -20,7 +20,12 @@ class FakeReply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str | None = None
-    """Default: "tool_calls" when there are tool calls, else "stop"."""
+    """Default: "tool_calls" when there are tool calls, else "stop"; "length" means cut by max_tokens."""
+    thinking: str | None = None
+    """The reasoning text, shown where the personality shows it (an Anthropic `thinking` block
+    when the request turns thinking on); None: a short default text."""
+    reasoning_tokens: int | None = None
+    """Hidden reasoning tokens of a reasoning model (counted in the output); None: an estimate."""
 
 
 @dataclass(frozen=True)
@@ -32,10 +37,11 @@ class FakeError:
     kind: str = "invalid_request_error"
     code: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    param: str | None = None
 
     def body(self) -> dict:
         """The JSON body of the reply."""
-        return error_body(self.message, self.kind, self.code)
+        return error_body(self.message, self.kind, self.code, self.param)
 
 
 Answer = FakeReply | FakeError | dict
@@ -80,6 +86,11 @@ def _tool_calls(reply: FakeReply, index: int) -> list[dict]:
             for n, call in enumerate(reply.tool_calls)]
 
 
+def openai_usage(reply: FakeReply, request: dict) -> dict:
+    """The usage an OpenAI-compatible server reports for this reply to this request."""
+    return _usage(reply, request, _tool_calls(reply, 0))
+
+
 def _usage(reply: FakeReply, request: dict, calls: list[dict]) -> dict:
     prompt = reply.prompt_tokens
     if prompt is None:
@@ -99,19 +110,21 @@ def _envelope(request: dict, index: int, obj: str) -> dict:
             "model": request.get("model", "fake-model"), "system_fingerprint": "gitswarm-fake"}
 
 
-def completion_json(reply: FakeReply, request: dict, index: int) -> dict:
-    """The reply as an OpenAI `chat.completion` object."""
+def completion_json(reply: FakeReply, request: dict, index: int, usage: dict | None = None) -> dict:
+    """The reply as an OpenAI `chat.completion` object (with `usage`, or the default estimate)."""
     calls = _tool_calls(reply, index)
     message: dict = {"role": "assistant", "content": reply.content or None}
     if calls:
         message["tool_calls"] = calls
     choice = {"index": 0, "message": message, "finish_reason": _finish_reason(reply), "logprobs": None}
     return {**_envelope(request, index, "chat.completion"), "choices": [choice],
-            "usage": _usage(reply, request, calls)}
+            "usage": usage or _usage(reply, request, calls)}
 
 
-def stream_json(reply: FakeReply, request: dict, index: int, piece: int = 16) -> list[dict]:
-    """The reply as OpenAI `chat.completion.chunk` objects (without the final `[DONE]`)."""
+def stream_json(reply: FakeReply, request: dict, index: int, piece: int = 16,
+                usage: dict | None = None) -> list[dict]:
+    """The reply as OpenAI `chat.completion.chunk` objects (without the final `[DONE]`); the usage
+    chunk only when the request asks for it with `stream_options.include_usage`."""
     base = _envelope(request, index, "chat.completion.chunk")
     calls = _tool_calls(reply, index)
 
@@ -123,5 +136,5 @@ def stream_json(reply: FakeReply, request: dict, index: int, piece: int = 16) ->
     chunks += [chunk({"tool_calls": [{"index": n, **call}]}) for n, call in enumerate(calls)]
     chunks.append(chunk({}, _finish_reason(reply)))
     if (request.get("stream_options") or {}).get("include_usage"):
-        chunks.append({**base, "choices": [], "usage": _usage(reply, request, calls)})
+        chunks.append({**base, "choices": [], "usage": usage or _usage(reply, request, calls)})
     return chunks

@@ -1,12 +1,17 @@
-"""The fake OpenAI-compatible server: one task per connection, inside the caller's event loop."""
+"""The fake provider's HTTP server: one task per connection, inside the caller's event loop.
+
+Each chat request is checked against the personality's rules, then gets its fault (if the plan
+gives it one), then the responder's answer in the personality's shape. What was refused and
+what was billed are kept for the tests.
+"""
 
 from __future__ import annotations
 
 import inspect
 import json
-import math
+import time
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -14,21 +19,16 @@ import anyio
 from anyio.abc import SocketAttribute, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from gitswarm.fakeserver import wire
-from gitswarm.fakeserver.faults import CONSUMING, FaultPlan, spoil
-from gitswarm.fakeserver.responders import (
-    Answer,
-    FakeError,
-    FakeReply,
-    Responder,
-    ScriptExhausted,
-    completion_json,
-    stream_json,
-)
+from gitswarm.fakeserver import catalog, wire
+from gitswarm.fakeserver.billing import Charge, charge
+from gitswarm.fakeserver.faults import CONSUMING, FaultPlan
+from gitswarm.fakeserver.personalities import personality as make_personality
+from gitswarm.fakeserver.personality import Personality, Settings
+from gitswarm.fakeserver.responders import Answer, FakeError, FakeReply, Responder, ScriptExhausted
+from gitswarm.fakeserver.streaming import send_events
 
-CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
-MODEL_PATHS = ("/v1/models", "/models")
 _GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, ConnectionError)
+_ERROR_FAULTS = ("rate_limit", "server_error", "unavailable")
 
 
 @dataclass
@@ -40,23 +40,53 @@ class RequestRecord:
     stream: bool
     status: int | None = None
     """None while in flight, or when the connection was dropped without a status."""
+    error: str | None = None
+    """The message of the error it was answered with, if any."""
+    rejected: bool = False
+    """Refused by the personality's rules (not a fault, not the responder's scripted error)."""
+    usage: dict | None = None
+    """The usage object the reply reported, in the provider's shape."""
+    charge: Charge | None = None
+    """What the reply was billed; None unless a reply was delivered whole."""
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """A request the personality's rules refused: which one (None: not even JSON), how, and why."""
+
+    index: int | None
+    status: int
+    message: str
 
 
 class FakeServer:
-    """State of a running fake server; tests assert on `requests`, `records` and the counters."""
+    """State of a running fake server; tests assert on `requests`, `records`, `rejections`,
+    `bill_usd()` and the counters."""
 
-    def __init__(self, responder: Responder, faults: FaultPlan, port: int) -> None:
+    def __init__(self, responder: Responder, faults: FaultPlan, port: int, persona: Personality) -> None:
         self.responder = responder
         self.faults = faults
         self.port = port
-        self.url = f"http://127.0.0.1:{port}/v1"
+        self.personality = persona
+        self.url = persona.url(port)
+        """The api_base to give litellm (for `anthropic`: the origin, without /v1)."""
         self.requests: list[dict] = []
-        """JSON bodies of the chat requests, in arrival order (index = position)."""
+        """JSON bodies of the chat requests as received, in arrival order (index = position)."""
         self.records: list[RequestRecord] = []
+        self.rejections: list[Rejection] = []
         self.injected: Counter[str] = Counter()
         self.connections = 0
         self.in_flight = 0
         self.max_in_flight = 0
+
+    @property
+    def charges(self) -> list[Charge]:
+        """What each billed reply cost, in request order."""
+        return [r.charge for r in self.records if r.charge is not None]
+
+    def bill_usd(self) -> float:
+        """The total the fake provider billed, at its own published-price table."""
+        return sum(c.usd for c in self.charges)
 
     async def handle(self, stream: SocketStream) -> None:
         """Serve one connection until the client closes it (keep-alive)."""
@@ -79,14 +109,14 @@ class FakeServer:
 
     async def _dispatch(self, stream: SocketStream, buffered: BufferedByteReceiveStream,
                         request: wire.Request) -> bool:
-        if request.method == "POST" and request.path in CHAT_PATHS:
+        persona = self.personality
+        if request.method == "POST" and request.path in persona.chat_paths:
             return await self._chat(stream, buffered, request)
-        if request.method == "GET" and request.path in MODEL_PATHS:
-            models = sorted({str(body.get("model", "fake-model")) for body in self.requests} | {"fake-model"})
-            data = [{"id": m, "object": "model", "created": 0, "owned_by": "gitswarm-fake"} for m in models]
-            await stream.send(wire.json_reply(200, {"object": "list", "data": data}))
+        if request.method == "GET" and request.path in persona.model_paths:
+            names = sorted({str(body.get("model", "fake-model")) for body in self.requests} | {"fake-model"})
+            await stream.send(wire.json_reply(200, persona.models(names)))
             return True
-        await stream.send(wire.json_reply(404, wire.error_body(f"no route {request.method} {request.path}")))
+        await stream.send(persona.error_reply(FakeError(404, f"no route {request.method} {request.path}")))
         return True
 
     async def _chat(self, stream: SocketStream, buffered: BufferedByteReceiveStream,
@@ -96,99 +126,110 @@ class FakeServer:
         except (json.JSONDecodeError, UnicodeDecodeError):
             body = None
         if not isinstance(body, dict):
-            await stream.send(wire.json_reply(400, wire.error_body("request body is not a JSON object")))
+            self.rejections.append(Rejection(None, 400, "request body is not a JSON object"))
+            await stream.send(self.personality.error_reply(FakeError(400, "request body is not a JSON object")))
             return True
         record = RequestRecord(len(self.requests), self.faults.fault_for(len(self.requests)),
                                bool(body.get("stream")))
         self.requests.append(body)
         self.records.append(record)
-        if record.fault:
-            self.injected[record.fault] += 1
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             await anyio.sleep(self.faults.latency_s)
-            return await self._answer(stream, buffered, body, record)
+            return await self._answer(stream, buffered, request, body, record)
         finally:
             self.in_flight -= 1
 
-    async def _answer(self, stream: SocketStream, buffered: BufferedByteReceiveStream, body: dict,
-                      record: RequestRecord) -> bool:
+    async def _answer(self, stream: SocketStream, buffered: BufferedByteReceiveStream, request: wire.Request,
+                      body: dict, record: RequestRecord) -> bool:
+        persona = self.personality
+        refusal = persona.authenticate(request.headers) or persona.validate(body)
+        if refusal is not None:
+            record.fault, record.rejected = None, True  # a refused request gets no fault
+            self.rejections.append(Rejection(record.index, refusal.status, refusal.message))
+            return await self._send(stream, buffered, record, refusal)
         fault = record.fault
+        if fault:
+            self.injected[fault] += 1
         if fault == "reset":
             await wire.reset(stream)
             return False
-        if fault == "timeout":
+        if fault == "timeout" or (fault == "stall" and not record.stream):
             await wire.wait_for_close(buffered)
             return False
-        if fault in ("rate_limit", "server_error", "unavailable"):
-            return await self._send(stream, record, self._fault_error(fault))
+        if fault in _ERROR_FAULTS:
+            return await self._send(stream, buffered, record, persona.fault_error(fault, self.faults))
         if fault == "malformed_json":
-            return await self._send(stream, record, b'{"id": "chatcmpl-broken", "choices": [{"mess')
+            return await self._send(stream, buffered, record, b'{"id": "chatcmpl-broken", "choices": [{"mess')
         if fault == "empty":
-            return await self._send(stream, record, {**completion_json(FakeReply(), body, record.index),
-                                                     "choices": []})
-        if fault == "truncated_stream":
-            return await self._send(stream, record, FakeReply(content="x" * 64), cut=True)
-        answer = await self._ask(body)
+            return await self._send(stream, buffered, record, persona.empty(body, record.index))
+        if fault in ("truncated_stream", "stall"):
+            return await self._send(stream, buffered, record, FakeReply(content="x" * 64))
+        neutral = persona.neutral(body)
+        answer = await self._ask(neutral)
         if fault in CONSUMING and isinstance(answer, FakeReply):
-            names = [t.get("function", {}).get("name", "") for t in body.get("tools") or []]
-            answer = spoil(answer, fault, names)
-        return await self._send(stream, record, answer)
+            answer = persona.spoil(answer, fault, neutral)
+        return await self._send(stream, buffered, record, answer)
 
-    async def _ask(self, body: dict) -> Answer:
+    async def _ask(self, request: dict) -> Answer:
         try:
-            answer = self.responder(body)
+            answer = self.responder(request)
             return await answer if inspect.isawaitable(answer) else answer
         except ScriptExhausted as exc:
             return FakeError(500, str(exc), "server_error")
 
-    def _fault_error(self, fault: str) -> FakeError:
-        if fault == "rate_limit":
-            wait = self.faults.retry_after_s
-            headers = {"Retry-After": str(math.ceil(wait)), "retry-after-ms": str(round(wait * 1000))}
-            return FakeError(429, "Rate limit reached (injected fault)", "requests", "rate_limit_exceeded",
-                             headers)
-        status = 500 if fault == "server_error" else 503
-        return FakeError(status, f"Injected {status} fault", "server_error")
-
-    async def _send(self, stream: SocketStream, record: RequestRecord, answer: Answer | bytes,
-                    *, cut: bool = False) -> bool:
+    async def _send(self, stream: SocketStream, buffered: BufferedByteReceiveStream, record: RequestRecord,
+                    answer: Answer | bytes) -> bool:
         """Send one answer; returns whether the connection stays usable."""
         if isinstance(answer, FakeError):
-            record.status = answer.status
-            await stream.send(wire.json_reply(answer.status, answer.body(), answer.headers))
+            record.status, record.error = answer.status, answer.message
+            await stream.send(self.personality.error_reply(answer))
             return True
         record.status = 200
-        if isinstance(answer, FakeReply) and record.stream:
-            return await self._stream(stream, answer, record, cut)
-        payload = completion_json(answer, self.requests[record.index], record.index) \
-            if isinstance(answer, FakeReply) else answer
-        data = wire.json_reply(200, payload)
-        if cut:
-            await stream.send(data[: len(data) - len(data) // 3])
-            return False
-        await stream.send(data)
+        if isinstance(answer, FakeReply):
+            return await self._reply(stream, buffered, record, answer)
+        await stream.send(wire.json_reply(200, answer))  # raw JSON from the responder, or broken bytes
         return True
 
-    async def _stream(self, stream: SocketStream, reply: FakeReply, record: RequestRecord, cut: bool) -> bool:
-        events = [json.dumps(c) for c in stream_json(reply, self.requests[record.index], record.index)]
-        events.append("[DONE]")
-        if cut:
-            events = events[: max(1, len(events) // 2)]
-        await stream.send(wire.sse_head() + b"".join(wire.sse_chunk(e) for e in events))
-        if cut:
-            return False
-        await stream.send(wire.LAST_CHUNK)
-        return True
+    async def _reply(self, stream: SocketStream, buffered: BufferedByteReceiveStream, record: RequestRecord,
+                     reply: FakeReply) -> bool:
+        persona, body, fault = self.personality, self.requests[record.index], record.fault
+        usage, record.usage = persona.account(reply, body)
+        if record.stream:
+            events = persona.events(reply, body, record.index, record.usage)
+            head = wire.sse_head(persona.reply_headers())
+            whole = await send_events(stream, buffered, head, events, fault=fault, plan=self.faults,
+                                      keepalive=persona.keepalive)
+        else:
+            if fault == "slow_stream":
+                await anyio.sleep(self.faults.slow_stream_s)
+            data = wire.json_reply(200, persona.render(reply, body, record.index, record.usage),
+                                   persona.reply_headers())
+            whole = fault != "truncated_stream"
+            await stream.send(data if whole else data[: len(data) - len(data) // 3])
+        if whole:
+            model = str(body.get("model", ""))
+            record.charge = charge(record.index, model, usage, persona.catalog.spec(model))
+        return whole
 
 
 @asynccontextmanager
-async def serve(responder: Responder, faults: FaultPlan | None = None, *,
-                port: int = 0) -> AsyncIterator[FakeServer]:
-    """Run a fake server on 127.0.0.1 (a free port unless `port` is given) for the block's duration."""
+async def serve(responder: Responder, faults: FaultPlan | None = None, *, port: int = 0,
+                personality: str = "openai", output_limits: Mapping[str, int] | None = None,
+                default_output_limit: int = catalog.DEFAULT_OUTPUT_LIMIT, api_key: str | None = None,
+                clock: Callable[[], float] = time.monotonic) -> AsyncIterator[FakeServer]:
+    """Run a fake server on 127.0.0.1 (a free port unless `port` is given) for the block's duration.
+
+    `personality` picks the provider it plays (see personalities.PERSONALITIES); `output_limits`
+    overrides model output limits by name, `default_output_limit` is the limit of unknown
+    models, `api_key` (where the provider checks keys) is the only key accepted, and `clock`
+    is the time prompt caches expire by.
+    """
+    settings = Settings(output_limits, default_output_limit, api_key, clock)
+    persona = make_personality(personality, settings)
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
-    server = FakeServer(responder, faults or FaultPlan(), listener.extra(SocketAttribute.local_port))
+    server = FakeServer(responder, faults or FaultPlan(), listener.extra(SocketAttribute.local_port), persona)
     try:
         async with listener, anyio.create_task_group() as group:
             group.start_soon(listener.serve, server.handle)

@@ -87,21 +87,32 @@ def json_reply(status: int, payload: object, headers: dict[str, str] | None = No
     return head(status, fields) + body
 
 
-def error_body(message: str, kind: str = "invalid_request_error", code: str | None = None) -> dict:
+def error_body(message: str, kind: str = "invalid_request_error", code: str | None = None,
+               param: str | None = None) -> dict:
     """An error in the shape OpenAI's API uses."""
-    return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
-def sse_head() -> bytes:
+def sse_head(headers: dict[str, str] | None = None) -> bytes:
     """The head of a server-sent-events reply, sent with chunked transfer encoding."""
     return head(200, {"Content-Type": "text/event-stream", "Cache-Control": "no-cache",
-                      "Transfer-Encoding": "chunked", "Connection": "keep-alive"})
+                      "Transfer-Encoding": "chunked", "Connection": "keep-alive", **(headers or {})})
+
+
+def sse(data: str, event: str | None = None) -> bytes:
+    """One server-sent event: an optional `event:` name line, then its data line."""
+    named = f"event: {event}\n" if event else ""
+    return f"{named}data: {data}\n\n".encode()
+
+
+def chunk(payload: bytes) -> bytes:
+    """One HTTP chunk of a chunked reply."""
+    return b"%x\r\n%s\r\n" % (len(payload), payload)
 
 
 def sse_chunk(data: str) -> bytes:
     """One server-sent event wrapped in one HTTP chunk."""
-    event = f"data: {data}\n\n".encode()
-    return b"%x\r\n%s\r\n" % (len(event), event)
+    return chunk(sse(data))
 
 
 async def reset(stream: ByteStream) -> None:
