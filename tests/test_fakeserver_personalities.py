@@ -1,0 +1,278 @@
+"""The fake server's personalities through the real litellm path (and httpx where the raw shape matters).
+
+What these tests pin about litellm 1.110 (see the fakeserver package docs for the rules):
+- Anthropic: litellm appends /v1/messages to a custom api_base, so the api_base is the bare
+  origin (`server.url`); a base ending in /v1 is asked for /v1/v1/messages.
+- Thinking: litellm sends the thinking block (text and signature) back only from the
+  assistant message's top-level `thinking_blocks`; `reasoning_content` and
+  `provider_specific_fields` alone are not enough, and without thinking_blocks the next
+  tool turn is refused ("Expected `thinking` or `redacted_thinking`...").
+- litellm forwards `temperature` with thinking on (it does not drop it), and asks for no
+  usage in OpenAI streams (no `stream_options`) unless the caller does.
+"""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import httpx
+import pytest
+
+from gitswarm.demo import brain
+from gitswarm.fakeserver import FakeReply, FakeServer, FaultPlan, ScriptedResponder, serve
+from gitswarm.models.lib import litellm_module
+
+TOOLS = [{"type": "function", "function": {
+    "name": "read_file", "description": "Read a file of the memory.",
+    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}]
+SYSTEM = {"role": "system", "content": "You are a careful worker."}
+USER = {"role": "user", "content": "Read notes/a.md, then say what it says."}
+READ = FakeReply(content="Let me look.", tool_calls=[{"name": "read_file", "arguments": {"path": "notes/a.md"}}],
+                 thinking="The note will tell me.")
+DONE = FakeReply(content="It says 7.", thinking="Now I know.")
+CLAUDE = "anthropic/claude-sonnet-4-5"
+THINKING = {"type": "enabled", "budget_tokens": 2048}
+HEADERS = {"x-api-key": "sk-ant-fake", "anthropic-version": "2023-06-01"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def litellm():
+    """litellm, imported once (seconds) outside the per-test time limits."""
+    return litellm_module()
+
+
+async def ask(litellm, server: FakeServer, model: str, messages: list[dict], **options):
+    """One litellm.acompletion against the server; a stream is rebuilt into one response."""
+    response = await litellm.acompletion(model=model, messages=messages, api_base=server.url, api_key="sk-fake",
+                                         num_retries=0, max_retries=0, **options)
+    if options.get("stream"):
+        response = litellm.stream_chunk_builder([chunk async for chunk in response], messages=messages)
+    return response
+
+
+async def tool_loop(litellm, server: FakeServer, model: str, turns: int, keep=None, **options) -> list:
+    """`turns` tool turns, each assistant message given back as litellm returned it (or only the
+    fields in `keep`), each answered with a tool result; returns the responses."""
+    messages, responses = [SYSTEM, USER], []
+    for _ in range(turns + 1):
+        response = await ask(litellm, server, model, messages, tools=TOOLS, **options)
+        responses.append(response)
+        message = response.choices[0].message.model_dump()
+        if not message.get("tool_calls"):
+            return responses
+        if keep is not None:
+            message = {k: v for k, v in message.items() if k in keep}
+        messages += [message, {"role": "tool", "tool_call_id": message["tool_calls"][0]["id"], "content": "7"}]
+    return responses
+
+
+def raw(server: FakeServer, body: dict, headers: dict | None = None) -> httpx.Response:
+    """POST an Anthropic-shaped body straight to /v1/messages."""
+    with httpx.Client(base_url=server.url) as client:
+        return client.post("/v1/messages", json=body, headers=HEADERS if headers is None else headers)
+
+
+def claude_body(**fields) -> dict:
+    return {"model": "claude-sonnet-4-5", "max_tokens": 4096, "messages": [{"role": "user", "content": "hi"}],
+            **fields}
+
+
+# --- anthropic ---------------------------------------------------------------------------------
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_anthropic_tool_round_trip(litellm, stream: bool) -> None:
+    with anyio.fail_after(20):
+        async with serve(ScriptedResponder([READ, DONE]), personality="anthropic") as server:
+            first, last = await tool_loop(litellm, server, CLAUDE, 1, stream=stream, max_tokens=1000)
+    assert server.url == f"http://127.0.0.1:{server.port}" and server.rejections == []
+    call = first.choices[0].message.tool_calls[0]
+    assert (call.function.name, json.loads(call.function.arguments)) == ("read_file", {"path": "notes/a.md"})
+    assert first.choices[0].finish_reason == "tool_calls" and last.choices[0].message.content == "It says 7."
+    sent = server.requests[1]["messages"]
+    assert sent[1]["content"][-1]["type"] == "tool_use" and sent[2]["content"][0]["type"] == "tool_result"
+    assert all("thinking" not in b["type"] for b in sent[1]["content"])  # thinking was off
+
+
+@pytest.mark.anyio
+async def test_anthropic_responder_sees_openai_shape() -> None:
+    seen: list[dict] = []
+
+    def answer(request: dict) -> FakeReply:
+        seen.append(request)
+        return DONE
+
+    body = claude_body(system=[{"type": "text", "text": "sys"}], tools=[
+        {"name": "read_file", "description": "d", "input_schema": {"type": "object"}}], messages=[
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read_file", "input": {"p": 1}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "7"}]}])
+    async with serve(answer, personality="anthropic") as server:
+        reply = await anyio.to_thread.run_sync(raw, server, body)
+    assert reply.status_code == 200 and reply.headers["request-id"].startswith("req_")
+    assert [m["role"] for m in seen[0]["messages"]] == ["system", "user", "assistant", "tool"]
+    assert seen[0]["messages"][2]["tool_calls"][0]["function"] == {"name": "read_file", "arguments": '{"p": 1}'}
+    assert seen[0]["tools"][0]["function"]["name"] == "read_file" and seen[0]["max_tokens"] == 4096
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("headers", "status", "kind", "message"), [
+    ({"anthropic-version": "2023-06-01"}, 401, "authentication_error", "x-api-key header is required"),
+    ({"x-api-key": "wrong", "anthropic-version": "2023-06-01"}, 401, "authentication_error", "invalid x-api-key"),
+    ({"x-api-key": "sk-ant-fake"}, 400, "invalid_request_error", "anthropic-version: header is required"),
+])
+async def test_anthropic_headers_required(headers: dict, status: int, kind: str, message: str) -> None:
+    async with serve(lambda _: DONE, personality="anthropic", api_key="sk-ant-fake") as server:
+        reply = await anyio.to_thread.run_sync(raw, server, claude_body(), headers)
+    body = reply.json()
+    assert reply.status_code == status and body["type"] == "error" and body["request_id"].startswith("req_")
+    assert body["error"] == {"type": kind, "message": message} and reply.headers["request-id"] == body["request_id"]
+    assert [(r.status, r.message) for r in server.rejections] == [(status, message)]
+
+
+@pytest.mark.anyio
+async def test_anthropic_max_tokens_against_the_model_limit(litellm) -> None:
+    async with serve(lambda _: DONE, personality="anthropic", output_limits={"claude-custom": 100}) as server:
+        with pytest.raises(litellm.BadRequestError) as refused:
+            await ask(litellm, server, "anthropic/claude-opus-4-20250514", [USER], max_tokens=128_000)
+        missing = await anyio.to_thread.run_sync(raw, server, {"model": "claude-sonnet-4-5", "messages": []})
+        custom = await anyio.to_thread.run_sync(raw, server, claude_body(model="claude-custom", max_tokens=101))
+        unknown = await anyio.to_thread.run_sync(raw, server, claude_body(model="claude-next", max_tokens=8192))
+    assert ("max_tokens: 128000 > 32000, which is the maximum allowed number of output tokens for "
+            "claude-opus-4-20250514") in str(refused.value)
+    assert missing.json()["error"]["message"] == "max_tokens: Field required"
+    assert "101 > 100" in custom.json()["error"]["message"] and unknown.status_code == 200
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"thinking": {"type": "enabled", "budget_tokens": 512}},
+     "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"),
+    ({"thinking": {"type": "enabled", "budget_tokens": 4096}}, "`max_tokens` must be greater than"),
+    ({"thinking": THINKING, "top_k": 5}, "`top_k` must be unset when thinking is enabled"),
+    ({"thinking": THINKING, "top_p": 0.5}, "`top_p` must be greater than or equal to 0.95"),
+    ({"thinking": THINKING, "tool_choice": {"type": "any"}},
+     "Thinking may not be enabled when tool_choice forces tool use."),
+    ({"cache_control": None, "system": [{"type": "text", "text": str(n), "cache_control": {"type": "ephemeral"}}
+                                        for n in range(5)]},
+     "A maximum of 4 blocks with cache_control may be provided. Found 5."),
+    ({"messages": [{"role": "user", "content": "hi"},
+                   {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+                   {"role": "user", "content": "go on"}]},
+     "messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: t1. Each `tool_use` "
+     "block must have a corresponding `tool_result` block in the next message."),
+    ({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t9", "content": "x"}]}]},
+     "messages.0.content.0: unexpected `tool_use_id` found in `tool_result` blocks: t9."),
+])
+async def test_anthropic_rules_refused_in_its_words(fields: dict, message: str) -> None:
+    async with serve(lambda _: DONE, personality="anthropic") as server:
+        reply = await anyio.to_thread.run_sync(raw, server, claude_body(**{k: v for k, v in fields.items() if v}))
+    assert reply.status_code == 400 and reply.json()["error"]["type"] == "invalid_request_error"
+    assert reply.json()["error"]["message"].startswith(message)
+    assert len(server.rejections) == 1 and server.records[0].rejected
+
+
+@pytest.mark.anyio
+async def test_litellm_forwards_temperature_with_thinking(litellm) -> None:
+    async with serve(lambda _: DONE, personality="anthropic") as server:
+        with pytest.raises(litellm.BadRequestError, match="`temperature` may only be set to 1 when thinking"):
+            await ask(litellm, server, CLAUDE, [USER], thinking=THINKING, max_tokens=4096, temperature=0.2)
+        await ask(litellm, server, CLAUDE, [USER], reasoning_effort="low")
+    assert server.requests[0]["temperature"] == 0.2
+    assert server.requests[1]["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+    assert server.requests[1]["max_tokens"] == 1024 + 4096
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_thinking_round_trip_with_two_tool_turns(litellm, stream: bool) -> None:
+    script = ScriptedResponder([READ, READ, DONE])
+    with anyio.fail_after(20):
+        async with serve(script, personality="anthropic") as server:
+            *_, last = await tool_loop(litellm, server, CLAUDE, 2, stream=stream, thinking=THINKING, max_tokens=4096)
+    assert server.rejections == [] and last.choices[0].message.content == "It says 7."
+    turns = [m for m in server.requests[2]["messages"] if m["role"] == "assistant"]
+    assert len(turns) == 2 and all(t["content"][0]["type"] == "thinking" for t in turns)
+    assert turns[0]["content"][0]["thinking"] == "The note will tell me." and turns[0]["content"][0]["signature"]
+    assert last.choices[0].message.thinking_blocks[0]["thinking"] == "Now I know."
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("stream", "keep", "refusal"), [
+    (False, ("role", "content", "tool_calls", "thinking_blocks"), None),
+    (False, ("role", "content", "tool_calls", "reasoning_content", "provider_specific_fields"), "Expected `thinking`"),
+    (True, ("role", "content", "tool_calls", "provider_specific_fields"), "Expected `thinking`"),
+    (False, ("role", "content", "tool_calls"), "Expected `thinking` or `redacted_thinking`, but found `text`"),
+])
+async def test_which_fields_carry_the_thinking_back(litellm, stream: bool, keep: tuple, refusal: str | None) -> None:
+    async with serve(ScriptedResponder([READ, DONE]), personality="anthropic") as server:
+        run = tool_loop(litellm, server, CLAUDE, 1, keep=keep, stream=stream, thinking=THINKING, max_tokens=4096)
+        if refusal is None:
+            await run
+        else:
+            with pytest.raises(litellm.BadRequestError, match=refusal):
+                await run
+    assert [r.status for r in server.rejections] == ([] if refusal is None else [400])
+
+
+@pytest.mark.anyio
+async def test_a_tampered_thinking_block_is_refused(litellm) -> None:
+    async with serve(ScriptedResponder([READ]), personality="anthropic") as server:
+        first = await ask(litellm, server, CLAUDE, [USER], tools=TOOLS, thinking=THINKING, max_tokens=4096)
+        message = first.choices[0].message.model_dump()
+        message["thinking_blocks"][0]["thinking"] = "I was told to do this."
+        answer = {"role": "tool", "tool_call_id": message["tool_calls"][0]["id"], "content": "7"}
+        with pytest.raises(litellm.BadRequestError, match=r"messages\.1\.content\.0: Invalid `signature`"):
+            await ask(litellm, server, CLAUDE, [USER, message, answer], tools=TOOLS, thinking=THINKING,
+                      max_tokens=4096)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_a_cut_reply_stops_at_max_tokens_with_partial_input(litellm, stream: bool) -> None:
+    long_call = FakeReply(tool_calls=[{"name": "read_file", "arguments": {"path": "notes/" + "a" * 40 + ".md"}}])
+    async with serve(lambda _: long_call, FaultPlan.first("truncated"), personality="anthropic") as server:
+        response = await ask(litellm, server, CLAUDE, [USER], tools=TOOLS, stream=stream, max_tokens=100)
+    assert response.choices[0].finish_reason == "length"
+    arguments = response.choices[0].message.tool_calls[0].function.arguments
+    assert arguments.startswith('{"path": "notes/aaa') and not arguments.endswith('.md"}')
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("fault", "status", "kind", "error"), [
+    ("rate_limit", 429, "rate_limit_error", "RateLimitError"),
+    ("server_error", 529, "overloaded_error", "InternalServerError"),
+])
+async def test_anthropic_fault_errors(litellm, fault: str, status: int, kind: str, error: str) -> None:
+    plan = FaultPlan.first(fault, fault, retry_after_s=2)
+    async with serve(lambda _: DONE, plan, personality="anthropic") as server:
+        reply = await anyio.to_thread.run_sync(raw, server, claude_body())
+        with pytest.raises(getattr(litellm, error)):
+            await ask(litellm, server, CLAUDE, [USER])
+    assert reply.status_code == status and reply.json()["error"]["type"] == kind
+    assert reply.headers.get("retry-after") == ("2" if fault == "rate_limit" else None)
+    assert server.rejections == [] and server.injected[fault] == 2
+
+
+# --- the demo's scripted model over every personality ----------------------------------------
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("personality", "model", "tools"), [
+    ("openai", "openai/fake-model", True), ("anthropic", CLAUDE, True), ("openai-reasoning", "openai/gpt-5", True),
+    ("local-no-tools", "openai/llama3", False), ("anthropic", CLAUDE, False)])
+async def test_the_demo_brain_works_over_every_personality(litellm, personality: str, model: str, tools: bool):
+    state = {"role": "user", "content": "problem: p1 (proof)\nepisode: e-1\n\n| notes/a.md | 1234567 |"}
+    merge = {"role": "user", "content": '<memory-data source="ours x">\nA\n</memory-data>\n'
+             '<memory-data source="theirs y">\nB\n</memory-data>'}
+    async with serve(brain.respond, personality=personality) as server:
+        options = {"tools": TOOLS} if tools else {}
+        response = await ask(litellm, server, model, [SYSTEM, state if tools else merge], max_tokens=2000, **options)
+    message = response.choices[0].message
+    assert server.rejections == []
+    assert (message.tool_calls[0].function.name == "read_file") if tools else message.content == "A\nB\n"
