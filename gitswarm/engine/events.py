@@ -21,8 +21,8 @@ class Event:
     """One thing that happened: `kind` names it, `data` carries its fields."""
 
     kind: str
-    """run_started, episode_started, step, tool, committed, nominated, abstained,
-    episode_failed, merged, conflict_resolved, selected, run_stopped."""
+    """run_started, episode_started, step, tool, committed, nominated, abstain, failed,
+    set_aside, merged, conflict_resolved, summarised, merger_failed, selected, run_stopped."""
     data: dict[str, object] = field(default_factory=dict)
     time: float = field(default_factory=time.time)
 

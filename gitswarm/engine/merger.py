@@ -16,6 +16,9 @@ from gitswarm.engine.stops import CapReached
 from gitswarm.memory.compose import Composed, Conflict, Resolution
 from gitswarm.resources import render
 
+FINAL_PASSES = 3
+"""Passes after the last one for conflicts whose fix went stale; each needs main to move
+under it again, which only the merger itself does at the end."""
 FENCE = re.compile(r"^```[\w-]*\n(.*)\n```\s*$", re.DOTALL)
 
 
@@ -44,7 +47,9 @@ class Merger:
         self._wake.set()
 
     async def run(self, stop: anyio.Event) -> None:
-        """Compose whenever kicked; after `stop`, one last pass over everything pending."""
+        """Compose whenever kicked; after `stop`, a last pass over everything pending, and
+        a few more while a resolved conflict's fix went stale (main moved under it, e.g. by
+        a summary written in the same pass), so no branch is left unmerged at the end."""
         while not stop.is_set():
             with anyio.move_on_after(1.0):
                 await self._wake.wait()
@@ -52,6 +57,10 @@ class Merger:
             await self.compose_all()
         self._everything = True
         await self.compose_all()
+        for _ in range(FINAL_PASSES):
+            if not self._waiting:
+                return
+            await self.compose_all()
 
     async def compose_all(self) -> None:
         if not self._everything and not self._waiting:
