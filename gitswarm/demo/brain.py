@@ -32,7 +32,9 @@ def respond(request: dict) -> FakeReply:
     text_protocol = TEXT_CALLS in _text(messages[0]) if messages else False
     if not request.get("tools") and not text_protocol:
         return FakeReply(content=_merger(_text(messages[-1])))
-    first = next(_text(m) for m in messages if m["role"] == "user")
+    # The episode's first prompt: the first user turn with a state header (some providers'
+    # adapters turn the system prompt into a user turn, e.g. litellm for OpenAI o-series).
+    first = next((t for m in messages if m["role"] == "user" and STATE.search(t := _text(m))), "")
     state = STATE.search(first)
     if state is None:
         return FakeReply(tool_calls=[_call("abstain", reason="no state header in the prompt")])

@@ -58,15 +58,17 @@ class LiteLLMModel:
                        tool_choice: str | None = None) -> Reply:
         """One reply. Transient failures are retried (a timeout once); the reply's usage and a
         ModelError's `usage` count every attempt, failed ones included."""
-        spent, timeouts, adapted = Usage(), 0, False
+        spent, timeouts, adapted = Usage(), 0, set()
         for attempt in range(1, self.config.max_retries + 2):
+            sent_with = (self.output_limit, self.protocol)  # concurrent calls may change them meanwhile
             try:
                 reply = await self._attempt(messages, tools, tool_choice, attempt)
                 return replace(reply, usage=spent + reply.usage)
             except ModelError as error:
                 spent += error.usage
-                if not adapted and self._adapt(error, tools):
-                    adapted = True
+                change = self._adapt(error, tools, *sent_with)
+                if change is not None and change not in adapted:
+                    adapted.add(change)  # each change once: a server that refuses again is not obeyed twice
                     continue
                 timeouts += error.kind == "timeout"
                 if (not error.retryable or attempt > self.config.max_retries
@@ -77,19 +79,21 @@ class LiteLLMModel:
                                                 self.config.backoff_cap_s, error.retry_after_s))
         raise AssertionError("unreachable")
 
-    def _adapt(self, error: ModelError, tools: list[dict] | None) -> bool:
-        """Learn from a refusal that states what the model takes; True when a retry may succeed."""
+    def _adapt(self, error: ModelError, tools: list[dict] | None, limit: int, protocol: str) -> str | None:
+        """Learn from a refusal of a request sent with `limit` and `protocol` that states what
+        the model takes: the output limit it names, or that it takes no tools. Returns what
+        changed (a retry may then succeed), or None."""
         if error.kind != "bad_request":
-            return False
+            return None
         stated = capabilities.stated_output_limit(error.message)
-        if stated is not None and stated < self.output_limit:
-            self.output_limit = stated
-            return True
-        if (tools and self.protocol == "native" and self.config.tool_protocol == "auto"
+        if stated is not None and stated < limit:
+            self.output_limit = min(self.output_limit, stated)
+            return "output limit"
+        if (tools and protocol == "native" and self.config.tool_protocol == "auto"
                 and capabilities.refuses_tools(error.message)):
             self.protocol = "text"
-            return True
-        return False
+            return "tool protocol"
+        return None
 
     async def _attempt(self, messages: list[dict], tools: list[dict] | None, tool_choice: str | None,
                        attempt: int) -> Reply:
