@@ -162,4 +162,9 @@ async def test_a_provider_that_always_fails_stops_the_run(tmp_path: Path, proble
     assert "episodes in a row failed on model calls" in result.reason.detail
     assert result.episodes <= 2 + 2  # the third failure stops it; one more may be in flight
     assert len(server.requests) == result.episodes * 5  # each episode's call tried 1 + 4 times
+    from gitswarm.engine.ledger import Ledger
+    from gitswarm.memory.repo import Memory
+
+    totals = Ledger.summary(Memory(tmp_path / "run"))  # failed attempts are calls, and counted
+    assert totals.calls == totals.failed_calls == len(server.requests)
 
