@@ -11,6 +11,8 @@ import httpx
 import pytest
 
 from gitswarm.fakeserver import FakeReply, FaultPlan, ScriptedResponder, serve
+from gitswarm.fakeserver.catalog import ANTHROPIC, Catalog
+from gitswarm.models.lib import litellm_module
 
 CHAT = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -127,3 +129,81 @@ def test_fault_plan_is_deterministic_and_checked() -> None:
     assert 60 < sum(d is not None for d in draws) < 140
     with pytest.raises(ValueError, match="unknown faults"):
         FaultPlan.first("gremlins")
+
+
+ANTHROPIC_HEADERS = {"x-api-key": "sk-ant-fake", "anthropic-version": "2023-06-01"}
+MESSAGE = {"model": "claude-sonnet-4-5", "max_tokens": 1000, "stream": True,
+           "messages": [{"role": "user", "content": "hi"}]}
+
+
+async def timed_stream(url: str, path: str, body: dict, headers: dict) -> tuple[list[bytes], list[float]]:
+    """The chunks of a streamed reply and when each arrived (seconds after the request)."""
+    chunks, times = [], []
+    async with httpx.AsyncClient(base_url=url) as client:
+        start = time.monotonic()
+        async with client.stream("POST", path, json=body, headers=headers) as response:
+            async for chunk in response.aiter_raw():
+                chunks.append(chunk)
+                times.append(time.monotonic() - start)
+    return chunks, times
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("personality", "path", "body", "keepalive"), [
+    ("anthropic", "/v1/messages", MESSAGE, b"event: ping"),
+    ("openai", "/chat/completions", {**CHAT, "stream": True}, b": keep-alive"),
+])
+async def test_slow_stream_trickles_deltas_and_keepalives(personality: str, path: str, body: dict,
+                                                         keepalive: bytes) -> None:
+    plan = FaultPlan.first("slow_stream", slow_stream_s=0.6, trickle_s=0.05)
+    with anyio.fail_after(10):
+        async with serve(lambda _: FakeReply(content="slow " * 8), plan, personality=personality) as server:
+            chunks, times = await timed_stream(server.url, path, body, ANTHROPIC_HEADERS)
+    text = b"".join(chunks)
+    assert times[-1] >= 0.55 and len(chunks) >= 10 and text.count(keepalive) >= 3
+    assert server.records[0].fault == "slow_stream" and server.charges  # delivered whole, so billed
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("personality", "path", "body", "first"), [
+    ("anthropic", "/v1/messages", MESSAGE, b"event: message_start"),
+    ("openai", "/chat/completions", {**CHAT, "stream": True}, b'"role": "assistant"'),
+])
+async def test_stall_sends_the_first_event_then_nothing(personality: str, path: str, body: dict, first: bytes):
+    received: list[bytes] = []
+    with anyio.fail_after(10):
+        async with serve(lambda _: FakeReply(content="x"), FaultPlan.first("stall"),
+                         personality=personality) as server, \
+                httpx.AsyncClient(base_url=server.url, timeout=httpx.Timeout(5, read=0.4)) as client:
+            with pytest.raises(httpx.ReadTimeout):
+                async with client.stream("POST", path, json=body, headers=ANTHROPIC_HEADERS) as response:
+                    async for chunk in response.aiter_raw():
+                        received.append(chunk)
+    assert response.status_code == 200 and first in b"".join(received)
+    assert b"[DONE]" not in b"".join(received) and b"message_stop" not in b"".join(received)
+    assert server.records[0].fault == "stall" and server.charges == []
+
+
+@pytest.mark.anyio
+async def test_slow_stream_through_litellm_keeps_the_content() -> None:
+    litellm = litellm_module()
+    plan = FaultPlan.first("slow_stream", "slow_stream", slow_stream_s=0.3, trickle_s=0.05)
+    texts = []
+    with anyio.fail_after(20):
+        async with serve(lambda _: FakeReply(content="a slow reply"), plan, personality="anthropic") as anthropic, \
+                serve(lambda _: FakeReply(content="a slow reply"), plan) as openai:
+            for model, url in (("anthropic/claude-sonnet-4-5", anthropic.url), ("openai/fake-model", openai.url)):
+                start = time.monotonic()
+                response = await litellm.acompletion(model=model, api_base=url, api_key="k", stream=True,
+                                                     messages=[{"role": "user", "content": "hi"}], max_tokens=100)
+                texts.append(("".join([c.choices[0].delta.content or "" async for c in response]),
+                              time.monotonic() - start >= 0.25))
+    assert texts == [("a slow reply", True)] * 2
+
+
+def test_catalog_resolves_snapshots_and_overrides() -> None:
+    table = Catalog(ANTHROPIC, {"claude-opus-4": 1000})
+    assert table.spec("claude-opus-4-20250514").output_limit == 1000
+    assert table.spec("claude-opus-4-1-20250805").output_limit == 32_000
+    assert table.spec("claude-sonnet-4-5-20250929").input_usd == 3.0
+    assert not table.spec("claude-opus-4-6").priced and table.spec("claude-opus-4-6").output_limit == 8192

@@ -87,14 +87,23 @@ def claude_body(**fields) -> dict:
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("stream", [False, True])
-async def test_anthropic_tool_round_trip(litellm, stream: bool) -> None:
+@pytest.mark.parametrize(("personality", "model"), [
+    ("openai", "openai/fake-model"), ("anthropic", CLAUDE), ("openai-reasoning", "openai/o4-mini")])
+async def test_tool_round_trip(litellm, personality: str, model: str, stream: bool) -> None:
     with anyio.fail_after(20):
-        async with serve(ScriptedResponder([READ, DONE]), personality="anthropic") as server:
-            first, last = await tool_loop(litellm, server, CLAUDE, 1, stream=stream, max_tokens=1000)
-    assert server.url == f"http://127.0.0.1:{server.port}" and server.rejections == []
+        async with serve(ScriptedResponder([READ, DONE]), personality=personality) as server:
+            first, last = await tool_loop(litellm, server, model, 1, stream=stream, max_tokens=1000)
+    assert server.rejections == [] and len(server.charges) == 2
     call = first.choices[0].message.tool_calls[0]
     assert (call.function.name, json.loads(call.function.arguments)) == ("read_file", {"path": "notes/a.md"})
     assert first.choices[0].finish_reason == "tool_calls" and last.choices[0].message.content == "It says 7."
+
+
+@pytest.mark.anyio
+async def test_anthropic_url_and_wire_shape(litellm) -> None:
+    async with serve(ScriptedResponder([READ, DONE]), personality="anthropic") as server:
+        await tool_loop(litellm, server, CLAUDE, 1, max_tokens=1000)
+    assert server.url == f"http://127.0.0.1:{server.port}"
     sent = server.requests[1]["messages"]
     assert sent[1]["content"][-1]["type"] == "tool_use" and sent[2]["content"][0]["type"] == "tool_result"
     assert all("thinking" not in b["type"] for b in sent[1]["content"])  # thinking was off
@@ -139,8 +148,8 @@ async def test_anthropic_headers_required(headers: dict, status: int, kind: str,
 @pytest.mark.anyio
 async def test_anthropic_max_tokens_against_the_model_limit(litellm) -> None:
     async with serve(lambda _: DONE, personality="anthropic", output_limits={"claude-custom": 100}) as server:
-        with pytest.raises(litellm.BadRequestError) as refused:
-            await ask(litellm, server, "anthropic/claude-opus-4-20250514", [USER], max_tokens=128_000)
+        with pytest.raises(litellm.BadRequestError) as refused:  # litellm's max_tokens for a model not in its map
+            await ask(litellm, server, "anthropic/claude-opus-4-20250514", [USER])
         missing = await anyio.to_thread.run_sync(raw, server, {"model": "claude-sonnet-4-5", "messages": []})
         custom = await anyio.to_thread.run_sync(raw, server, claude_body(model="claude-custom", max_tokens=101))
         unknown = await anyio.to_thread.run_sync(raw, server, claude_body(model="claude-next", max_tokens=8192))
@@ -258,6 +267,177 @@ async def test_anthropic_fault_errors(litellm, fault: str, status: int, kind: st
     assert reply.status_code == status and reply.json()["error"]["type"] == kind
     assert reply.headers.get("retry-after") == ("2" if fault == "rate_limit" else None)
     assert server.rejections == [] and server.injected[fault] == 2
+
+
+# --- prompt caching and the bill ----------------------------------------------------------
+
+LONG = "x" * 8000  # 2000 tokens at four characters a token
+OK = FakeReply(content="ok", completion_tokens=10)
+
+
+def cached_system(text: str) -> dict:
+    return {"role": "system", "content": [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]}
+
+
+class Clock:
+    """A clock the test moves by hand, for cache lifetimes."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def cache_parts(response) -> tuple[int, int, int]:
+    """(uncached input, cache writes, cache reads) as litellm reports them."""
+    usage = response.usage
+    return (usage.prompt_tokens - usage.cache_creation_input_tokens - usage.cache_read_input_tokens,
+            usage.cache_creation_input_tokens, usage.cache_read_input_tokens)
+
+
+@pytest.mark.anyio
+async def test_anthropic_cache_write_then_read_then_expiry(litellm) -> None:
+    clock = Clock()
+    async with serve(lambda _: OK, personality="anthropic", clock=clock) as server:
+        first = await ask(litellm, server, CLAUDE, [cached_system(LONG), {"role": "user", "content": "hi"}])
+        second = await ask(litellm, server, CLAUDE, [cached_system(LONG), {"role": "user", "content": "hello there"}])
+        clock.now += 301  # past the 5-minute lifetime
+        third = await ask(litellm, server, CLAUDE, [cached_system(LONG), {"role": "user", "content": "hi"}])
+    assert [cache_parts(r) for r in (first, second, third)] == [(1, 2000, 0), (2, 0, 2000), (1, 2000, 0)]
+    assert server.records[1].usage["input_tokens"] == 2 and server.records[1].usage["cache_read_input_tokens"] == 2000
+    sonnet = (3.0, 3.75, 0.30, 15.0)  # USD per million: input, 5-minute cache write, cache read, output
+    expected = [(1 * sonnet[0] + 2000 * sonnet[1] + 10 * sonnet[3]) / 1e6,
+                (2 * sonnet[0] + 2000 * sonnet[2] + 10 * sonnet[3]) / 1e6,
+                (1 * sonnet[0] + 2000 * sonnet[1] + 10 * sonnet[3]) / 1e6]
+    assert [c.usd for c in server.charges] == pytest.approx(expected)
+    assert server.bill_usd() == pytest.approx(0.007653 + 0.000756 + 0.007653)
+
+
+@pytest.mark.anyio
+async def test_anthropic_cache_minimum_lookback_and_one_hour_ttl(litellm) -> None:
+    medium = "y" * 6000  # 1500 tokens: cacheable on Sonnet (1024), not on Haiku 3.5 (2048)
+    async with serve(lambda _: OK, personality="anthropic") as server:
+        haiku = await ask(litellm, server, "anthropic/claude-3-5-haiku-20241022", [cached_system(medium), USER],
+                          max_tokens=1000)  # litellm's default for a model it does not know is 128000
+        short = await ask(litellm, server, CLAUDE, [cached_system("short"), USER])
+        await ask(litellm, server, CLAUDE, [cached_system(medium), USER])
+        later = await ask(litellm, server, CLAUDE, [{"role": "system", "content": medium}, {"role": "user", "content": [
+            {"type": "text", "text": USER["content"], "cache_control": {"type": "ephemeral", "ttl": "1h"}}]}])
+    assert cache_parts(haiku)[1:] == (0, 0) and cache_parts(short)[1:] == (0, 0)
+    assert cache_parts(later) == (0, 9, 1500)  # the system prefix found by looking back from the new breakpoint
+    assert server.records[-1].usage["cache_creation"] == {"ephemeral_5m_input_tokens": 0,
+                                                         "ephemeral_1h_input_tokens": 9}
+    assert server.charges[-1].usd == pytest.approx((9 * 6.0 + 1500 * 0.30 + 10 * 15.0) / 1e6)
+
+
+# --- openai-reasoning ------------------------------------------------------------------------
+
+def chat(server: FakeServer, body: dict) -> httpx.Response:
+    """POST a chat-completions body straight to the server."""
+    with httpx.Client(base_url=server.url) as client:
+        return client.post("/chat/completions", json=body, headers={"Authorization": "Bearer sk-fake"})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("fields", "param", "code", "message"), [
+    ({"max_tokens": 100}, "max_tokens", "unsupported_parameter",
+     "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."),
+    ({"temperature": 0.2}, "temperature", "unsupported_value",
+     "Unsupported value: 'temperature' does not support 0.2 with this model. Only the default (1) value is supported."),
+    ({"top_p": 0.9}, "top_p", "unsupported_parameter", "Unsupported parameter: 'top_p' is not supported"),
+    ({"reasoning_effort": "extreme"}, "reasoning_effort", "invalid_value",
+     "Invalid value: 'extreme'. Supported values are: 'low', 'medium', and 'high'."),
+    ({"reasoning_effort": "minimal"}, "reasoning_effort", "unsupported_value",
+     "Unsupported value: 'reasoning_effort' does not support 'minimal' with this model."),
+    ({"max_completion_tokens": 200_000}, "max_completion_tokens", None,
+     "max_completion_tokens is too large: 200000. This model supports at most 100000 completion tokens"),
+])
+async def test_reasoning_rules_refused_in_openai_words(fields: dict, param: str, code: str | None,
+                                                      message: str) -> None:
+    body = {"model": "o3", "messages": [USER], **fields}
+    async with serve(lambda _: DONE, personality="openai-reasoning") as server:
+        reply = await anyio.to_thread.run_sync(chat, server, body)
+    error = reply.json()["error"]
+    assert reply.status_code == 400 and error["message"].startswith(message)
+    assert (error["type"], error["param"], error["code"]) == ("invalid_request_error", param, code)
+    assert [r.status for r in server.rejections] == [400]
+
+
+@pytest.mark.anyio
+async def test_reasoning_names_litellm_maps_and_those_it_does_not(litellm) -> None:
+    async with serve(lambda _: DONE, personality="openai-reasoning") as server:
+        for model in ("openai/o3", "openai/o4-mini", "openai/gpt-5-mini"):
+            await ask(litellm, server, model, [USER], max_tokens=500, reasoning_effort="low", temperature=1)
+        with pytest.raises(litellm.BadRequestError, match="Use 'max_completion_tokens' instead"):
+            await ask(litellm, server, "openai/my-reasoner", [USER], max_tokens=500)
+    assert [("max_tokens" in b, b.get("max_completion_tokens")) for b in server.requests[:3]] == [(False, 500)] * 3
+    assert server.requests[3]["max_tokens"] == 500 and len(server.rejections) == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # litellm's own pydantic use
+async def test_reasoning_usage_and_stream_usage_only_on_request(litellm) -> None:
+    reply = FakeReply(content="It says 7.", reasoning_tokens=300)
+    async with serve(lambda _: reply, personality="openai-reasoning") as server:
+        plain = await ask(litellm, server, "openai/o4-mini", [USER])
+        body = {"model": "o4-mini", "messages": [USER], "stream": True}
+        bare = await anyio.to_thread.run_sync(chat, server, body)
+        asked = await anyio.to_thread.run_sync(chat, server, {**body, "stream_options": {"include_usage": True}})
+        streamed = await ask(litellm, server, "openai/o4-mini", [USER], stream=True,
+                             stream_options={"include_usage": True})
+    assert plain.usage.completion_tokens_details.reasoning_tokens == 300
+    assert plain.usage.completion_tokens == 300 + len("It says 7.") // 4
+    assert '"usage"' not in bare.text and '"reasoning_tokens": 300' in asked.text
+    assert streamed.usage.completion_tokens_details.reasoning_tokens == 300
+    assert "stream_options" not in server.requests[0]
+
+
+@pytest.mark.anyio
+async def test_reasoning_automatic_prefix_cache_and_bill(litellm) -> None:
+    document = {"role": "user", "content": "z" * 8000}
+    reply = FakeReply(content="ok", completion_tokens=20)
+    async with serve(lambda _: reply, personality="openai-reasoning") as server:
+        short = await ask(litellm, server, "openai/o4-mini", [USER])
+        first = await ask(litellm, server, "openai/o4-mini", [document, USER])
+        second = await ask(litellm, server, "openai/o4-mini", [document, {"role": "user", "content": "And then?"}])
+    cached = [r.usage.prompt_tokens_details.cached_tokens for r in (short, first, second)]
+    assert cached[:2] == [0, 0] and cached[2] >= 1024 and cached[2] % 128 == 0
+    assert cached[2] > second.usage.prompt_tokens - 128  # all but the unshared tail
+    prompt = second.usage.prompt_tokens
+    assert server.charges[2].usd == pytest.approx(((prompt - cached[2]) * 1.10 + cached[2] * 0.275 + 20 * 4.40) / 1e6)
+
+
+# --- local-no-tools --------------------------------------------------------------------------
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_local_model_refuses_tools_and_answers_text(litellm, stream: bool) -> None:
+    async with serve(ScriptedResponder([DONE]), personality="local-no-tools") as server:
+        with pytest.raises(litellm.BadRequestError,
+                           match=r"registry\.ollama\.ai/library/llama3:latest does not support tools"):
+            await ask(litellm, server, "openai/llama3", [USER], tools=TOOLS, stream=stream)
+        text = await ask(litellm, server, "openai/llama3", [USER], stream=stream, max_tokens=1000)
+        refused = await anyio.to_thread.run_sync(chat, server, {"model": "qwen3:8b", "messages": [USER],
+                                                                "tools": TOOLS})
+    assert text.choices[0].message.content == "It says 7."
+    assert refused.json() == {"error": {"message": "registry.ollama.ai/library/qwen3:8b does not support tools",
+                                        "type": "api_error", "param": None, "code": None}}
+    assert len(server.rejections) == 2 and server.bill_usd() == 0 and not server.charges[0].priced
+
+
+@pytest.mark.anyio
+async def test_local_model_output_limit(litellm) -> None:
+    async with serve(lambda _: DONE, personality="local-no-tools", output_limits={"llama3": 2048}) as server:
+        with pytest.raises(litellm.BadRequestError) as refused:
+            await ask(litellm, server, "openai/llama3", [USER], max_tokens=4096)
+        default = await anyio.to_thread.run_sync(chat, server, {"model": "mistral", "messages": [USER],
+                                                                "max_tokens": 9000})
+        fits = await ask(litellm, server, "openai/llama3", [USER], max_tokens=2048)
+    assert ("max_tokens is too large: 4096. This model supports at most 2048 completion tokens, whereas you "
+            "provided 4096.") in str(refused.value)
+    assert default.json()["error"]["param"] == "max_tokens" and "at most 8192" in default.json()["error"]["message"]
+    assert fits.choices[0].message.content == "It says 7."
 
 
 # --- the demo's scripted model over every personality ----------------------------------------
