@@ -269,6 +269,41 @@ async def test_anthropic_fault_errors(litellm, fault: str, status: int, kind: st
     assert server.rejections == [] and server.injected[fault] == 2
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("stream", [False, True])
+async def test_anthropic_malformed_arguments(litellm, stream: bool) -> None:
+    async with serve(lambda _: READ, FaultPlan.first("malformed_args"), personality="anthropic") as server:
+        response = await ask(litellm, server, CLAUDE, [USER], tools=TOOLS, stream=stream, max_tokens=100)
+    arguments = response.choices[0].message.tool_calls[0].function.arguments
+    with pytest.raises((json.JSONDecodeError, AssertionError)):
+        assert isinstance(json.loads(arguments), dict)  # not an arguments object the client can use
+    assert server.records[0].fault == "malformed_args"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("fault", "error"), [("reset", "InternalServerError"), ("timeout", "Timeout")])
+async def test_anthropic_connection_faults(litellm, fault: str, error: str) -> None:
+    with anyio.fail_after(10):
+        async with serve(lambda _: DONE, FaultPlan.first(fault), personality="anthropic") as server:
+            with pytest.raises(getattr(litellm, error)):
+                await ask(litellm, server, CLAUDE, [USER], max_tokens=100, timeout=0.5)
+    assert server.records[0].fault == fault and server.records[0].status is None
+
+
+@pytest.mark.anyio
+async def test_a_turn_may_start_with_redacted_thinking() -> None:
+    async with serve(lambda _: DONE, personality="anthropic") as server:
+        def turn(data: str) -> dict:
+            return claude_body(thinking=THINKING, messages=[
+                USER, {"role": "assistant", "content": [{"type": "redacted_thinking", "data": data},
+                                                        {"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "7"}]}])
+        signed = await anyio.to_thread.run_sync(raw, server, turn(server.personality.signer.redact("hidden")))
+        forged = await anyio.to_thread.run_sync(raw, server, turn("aGlkZGVu.Zm9yZ2Vk"))
+    assert signed.status_code == 200 and signed.json()["content"][0]["type"] == "thinking"
+    assert forged.json()["error"]["message"] == "messages.1.content.0: Invalid `signature` in `thinking` block"
+
+
 # --- prompt caching and the bill ----------------------------------------------------------
 
 LONG = "x" * 8000  # 2000 tokens at four characters a token

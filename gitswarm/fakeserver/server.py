@@ -149,9 +149,21 @@ class FakeServer:
             record.fault, record.rejected = None, True  # a refused request gets no fault
             self.rejections.append(Rejection(record.index, refusal.status, refusal.message))
             return await self._send(stream, buffered, record, refusal)
-        fault = record.fault
-        if fault:
-            self.injected[fault] += 1
+        if record.fault:
+            self.injected[record.fault] += 1
+        settled = await self._fault(stream, buffered, record, body)
+        if settled is not None:
+            return settled
+        neutral = persona.neutral(body)
+        answer = await self._ask(neutral)
+        if record.fault in CONSUMING and isinstance(answer, FakeReply):
+            answer = persona.spoil(answer, record.fault, neutral)
+        return await self._send(stream, buffered, record, answer)
+
+    async def _fault(self, stream: SocketStream, buffered: BufferedByteReceiveStream, record: RequestRecord,
+                     body: dict) -> bool | None:
+        """Answer a fault that replaces the responder's reply; None when there is none to answer."""
+        fault, persona = record.fault, self.personality
         if fault == "reset":
             await wire.reset(stream)
             return False
@@ -166,11 +178,7 @@ class FakeServer:
             return await self._send(stream, buffered, record, persona.empty(body, record.index))
         if fault in ("truncated_stream", "stall"):
             return await self._send(stream, buffered, record, FakeReply(content="x" * 64))
-        neutral = persona.neutral(body)
-        answer = await self._ask(neutral)
-        if fault in CONSUMING and isinstance(answer, FakeReply):
-            answer = persona.spoil(answer, fault, neutral)
-        return await self._send(stream, buffered, record, answer)
+        return None
 
     async def _ask(self, request: dict) -> Answer:
         try:
