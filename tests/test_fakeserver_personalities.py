@@ -1,14 +1,18 @@
 """The fake server's personalities through the real litellm path (and httpx where the raw shape matters).
 
-What these tests pin about litellm 1.110 (see the fakeserver package docs for the rules):
+What these tests pin about litellm 1.110 (the rules themselves are in gitswarm.fakeserver):
 - Anthropic: litellm appends /v1/messages to a custom api_base, so the api_base is the bare
-  origin (`server.url`); a base ending in /v1 is asked for /v1/v1/messages.
+  origin (`server.url`); a base ending in /v1 is asked for /v1/v1/messages. Without
+  max_tokens litellm sends its model map's limit, or 128000 for a model not in its map.
 - Thinking: litellm sends the thinking block (text and signature) back only from the
   assistant message's top-level `thinking_blocks`; `reasoning_content` and
-  `provider_specific_fields` alone are not enough, and without thinking_blocks the next
-  tool turn is refused ("Expected `thinking` or `redacted_thinking`...").
-- litellm forwards `temperature` with thinking on (it does not drop it), and asks for no
-  usage in OpenAI streams (no `stream_options`) unless the caller does.
+  `provider_specific_fields` alone are not enough (in a stream the latter holds the
+  signature with empty text), and without thinking_blocks the next tool turn is refused.
+- litellm forwards `temperature` with thinking on; `reasoning_effort` becomes a thinking
+  budget of 1024/2048/4096 with max_tokens budget + 4096, or the caller's max_tokens even
+  when it is not above the budget.
+- OpenAI: o-series and gpt-5 names get `max_completion_tokens`; an unknown name gets
+  `max_tokens`; no stream asks for usage (`stream_options`) unless the caller does.
 """
 
 from __future__ import annotations
@@ -188,14 +192,17 @@ async def test_anthropic_rules_refused_in_its_words(fields: dict, message: str) 
 
 
 @pytest.mark.anyio
-async def test_litellm_forwards_temperature_with_thinking(litellm) -> None:
+async def test_what_litellm_sends_for_thinking_and_reasoning_effort(litellm) -> None:
     async with serve(lambda _: DONE, personality="anthropic") as server:
         with pytest.raises(litellm.BadRequestError, match="`temperature` may only be set to 1 when thinking"):
             await ask(litellm, server, CLAUDE, [USER], thinking=THINKING, max_tokens=4096, temperature=0.2)
-        await ask(litellm, server, CLAUDE, [USER], reasoning_effort="low")
-    assert server.requests[0]["temperature"] == 0.2
-    assert server.requests[1]["thinking"] == {"type": "enabled", "budget_tokens": 1024}
-    assert server.requests[1]["max_tokens"] == 1024 + 4096
+        for effort in ("low", "medium", "high"):
+            await ask(litellm, server, CLAUDE, [USER], reasoning_effort=effort)
+        with pytest.raises(litellm.BadRequestError, match=r"`max_tokens` must be greater than `thinking\.budget"):
+            await ask(litellm, server, CLAUDE, [USER], reasoning_effort="high", max_tokens=3000)
+    assert server.requests[0]["temperature"] == 0.2  # not dropped with thinking on
+    sent = [(b["thinking"]["budget_tokens"], b["max_tokens"]) for b in server.requests[1:]]
+    assert sent == [(1024, 1024 + 4096), (2048, 2048 + 4096), (4096, 4096 + 4096), (4096, 3000)]
 
 
 @pytest.mark.anyio
