@@ -128,7 +128,9 @@ async def test_anthropic_responder_sees_openai_shape() -> None:
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "7"}]}])
     async with serve(answer, personality="anthropic") as server:
         reply = await anyio.to_thread.run_sync(raw, server, body)
+        missing = await anyio.to_thread.run_sync(lambda: httpx.get(f"{server.url}/v1/nowhere"))
     assert reply.status_code == 200 and reply.headers["request-id"].startswith("req_")
+    assert missing.status_code == 404 and missing.json()["error"]["type"] == "not_found_error"
     assert [m["role"] for m in seen[0]["messages"]] == ["system", "user", "assistant", "tool"]
     assert seen[0]["messages"][2]["tool_calls"][0]["function"] == {"name": "read_file", "arguments": '{"p": 1}'}
     assert seen[0]["tools"][0]["function"]["name"] == "read_file" and seen[0]["max_tokens"] == 4096

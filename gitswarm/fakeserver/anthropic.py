@@ -77,7 +77,7 @@ class AnthropicPersonality(Personality):
 
     def error_reply(self, error: FakeError) -> bytes:
         """`{"type": "error", "error": {"type", "message"}, "request_id"}` with a request-id header."""
-        kind = error.kind if error.kind in ERROR_TYPES.values() else ERROR_TYPES.get(error.status, "api_error")
+        kind = ERROR_TYPES.get(error.status, error.kind)  # the type follows the status, as in Anthropic's table
         request_id = self._request_id()
         body = {"type": "error", "error": {"type": kind, "message": error.message}, "request_id": request_id}
         return wire.json_reply(error.status, body, {"request-id": request_id, **error.headers})
