@@ -10,6 +10,7 @@ from gitswarm import __version__
 from gitswarm.cli import problems
 from gitswarm.cli.common import Group
 from gitswarm.cli.dashboard import dashboard
+from gitswarm.cli.doctor import doctor
 from gitswarm.cli.grade import grade
 from gitswarm.cli.log import log
 from gitswarm.cli.report import report
@@ -36,6 +37,7 @@ app.command()(log)
 app.command()(grade)
 app.command()(dashboard)
 app.command()(report)
+app.command()(doctor)
 
 
 def _version(value: bool) -> None:

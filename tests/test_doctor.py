@@ -1,0 +1,235 @@
+"""`gitswarm doctor` through the real CLI against the fake server on 127.0.0.1, one
+personality per provider: a healthy model, a local server without tools, an Anthropic model
+litellm does not know, a refused key, an unpriced model, a reasoning model, and bad input.
+
+The server runs on its own event loop in a thread (anyio's blocking portal), the CLI in the
+test's thread, each with its own loop, as a user's terminal and a provider would be.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import anyio.from_thread
+import pytest
+from typer.testing import CliRunner
+
+from gitswarm.cli.main import app
+from gitswarm.fakeserver import FakeError, FakeReply, FakeServer, FaultPlan, serve
+from gitswarm.models import ModelConfig, has_price
+
+runner = CliRunner()
+WRONG_KEY = "sk-ant-doctor-wrong-key-0123456789"
+
+
+def ping(body: dict) -> FakeReply:
+    """A model that does what the probe asks: ping natively when offered tools, else in text."""
+    if body.get("tools"):
+        return FakeReply(tool_calls=[{"name": "ping", "arguments": {"word": "gitswarm"}}])
+    return FakeReply(content='<call name="ping">\n<word>gitswarm</word>\n</call>')
+
+
+@pytest.fixture(scope="module")
+def portal() -> Iterator[anyio.from_thread.BlockingPortal]:
+    has_price(ModelConfig("openai/fake-model"))  # pay litellm's import once, not in the first test
+    with anyio.from_thread.start_blocking_portal() as running:
+        yield running
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """No keys, model or config file of the machine the tests run on."""
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITSWARM_MODEL", "OPENAI_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "empty.toml").write_text("")
+    monkeypatch.setenv("GITSWARM_CONFIG", str(tmp_path / "empty.toml"))
+
+
+@contextmanager
+def fake(portal, responder=ping, **options) -> Iterator[FakeServer]:
+    """The fake server, serving for the block on the portal's loop."""
+    with portal.wrap_async_context_manager(serve(responder, **options)) as server:
+        yield server
+
+
+def doctor(server: FakeServer | None, *args: str):
+    """`gitswarm doctor` at the server (its URL as --api-base), through the real CLI."""
+    base = ["--api-base", server.url] if server else []
+    result = runner.invoke(app, ["doctor", *base, *args])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def line(output: str, name: str) -> str:
+    """The report's line of one check."""
+    return next(ln for ln in output.splitlines() if ln[6:].startswith(f"{name}:"))
+
+
+def test_healthy_model_exit_0_native_tools_one_streamed_call(portal) -> None:
+    with fake(portal) as server:
+        result = doctor(server, "-m", "openai/gpt-4o")
+    out = result.stdout
+    assert result.exit_code == 0, out
+    assert line(out, "tool calling") == "ok    tool calling: ping called natively"
+    assert line(out, "call").startswith("ok    call: a streamed reply")
+    assert line(out, "usage").startswith("ok    usage: ") and "input" in line(out, "usage")
+    assert line(out, "price").startswith("ok    price: litellm's; the probe cost USD ")
+    assert "model calls made: 1 " in out and "FAIL" not in out
+    assert "  output limit   16000 tokens, the default" in out
+    assert "input USD 2.5, cached input USD 1.25, output USD 10 (litellm's)" in out
+    sent = server.requests
+    assert len(sent) == 1 and sent[0]["stream"] is True and sent[0]["max_tokens"] == 16000
+    assert [t["function"]["name"] for t in sent[0]["tools"]] == ["ping"]
+    assert "`ping` tool" in sent[0]["messages"][0]["content"]  # the prompt of prompts/doctor_probe.md.j2
+
+
+def test_json_is_one_object_with_the_run_settings(portal) -> None:
+    with fake(portal) as server:
+        result = doctor(server, "-m", "openai/gpt-4o", "--json", "--idle-timeout", "60")
+    report = json.loads(result.stdout)
+    assert result.exit_code == 0 and report["ok"] is True and report["calls"] == 1
+    assert [c["status"] for c in report["checks"]] == ["ok"] * 6
+    run = report["run"]
+    assert (run["provider"], run["tool_protocol"], run["output_limit"], run["streaming"]) == \
+        ("openai", "native", 16000, True)
+    assert (run["idle_timeout_s"], run["reply_timeout_s"]) == (60, 1800)
+    assert run["price_per_mtok"] == {"input": 2.5, "cached_input": 1.25, "output": 10.0, "source": "litellm's"}
+
+
+def test_no_tools_server_text_protocol_chosen_automatically(portal) -> None:
+    with fake(portal, personality="local-no-tools") as server:
+        result = doctor(server, "-m", "openai/llama3", "--max-output-tokens", "4096")
+    out = result.stdout
+    assert result.exit_code == 0, out
+    assert "ping called through the text protocol: the server refused `tools`, so a run falls back to it " \
+        "automatically" in line(out, "tool calling")
+    assert "  tool protocol  text (setting auto)" in out
+    assert "model calls made: 2, 1 of them failed" in out
+    assert "tools" in server.requests[0] and "tools" not in server.requests[1]
+
+
+def test_no_tools_server_with_native_protocol_fails_with_the_fix(portal) -> None:
+    with fake(portal, personality="local-no-tools") as server:
+        result = doctor(server, "-m", "openai/llama3", "--max-output-tokens", "4096", "--tool-protocol", "native")
+    out = result.stdout
+    assert result.exit_code == 1, out
+    assert line(out, "tool calling").startswith("FAIL  tool calling: the server refuses `tools`")
+    assert "fix: use --tool-protocol auto (the default) or text" in out
+    assert len(server.requests) == 1
+
+
+def test_two_refusals_spend_both_calls_and_say_which_limit_to_give(portal) -> None:
+    """Tools refused, then the output limit: a run adopts both, but doctor stops at two calls."""
+    with fake(portal, personality="local-no-tools") as server:
+        result = doctor(server, "-m", "openai/llama3")
+    out = result.stdout
+    assert result.exit_code == 1, out
+    assert "FAIL  output limit: the provider refused 16000 output tokens and states 8192" in out
+    assert "fix: give --max-output-tokens 8192" in out
+    assert len(server.requests) == 2 and "model calls made: 2" in out
+
+
+def test_anthropic_model_litellm_does_not_know_limit_adopted(portal) -> None:
+    with fake(portal, personality="anthropic", output_limits={"claude-doctor-test": 12000}) as server:
+        result = doctor(server, "-m", "anthropic/claude-doctor-test")
+    out = result.stdout
+    assert result.exit_code == 0, out
+    assert line(out, "output limit") == "ok    output limit: 12000 tokens, adopted from the provider (it refused 16000)"
+    assert line(out, "tool calling") == "ok    tool calling: ping called natively"
+    assert [r["max_tokens"] for r in server.requests] == [16000, 12000]
+    assert line(out, "price").startswith("warn  price: unknown")
+
+
+def test_refused_key_names_the_variable_and_is_never_printed(portal, monkeypatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", WRONG_KEY)
+    with fake(portal, personality="anthropic", api_key="the-right-key") as server:
+        result = doctor(server, "-m", "anthropic/claude-sonnet-4-5")
+    out = result.stdout
+    assert result.exit_code == 1, out
+    assert line(out, "credentials") == "ok    credentials: ANTHROPIC_API_KEY set"
+    assert line(out, "call").startswith("FAIL  call: the key was refused by http://127.0.0.1:")
+    assert "fix: set ANTHROPIC_API_KEY to a valid key" in out
+    assert len(server.requests) == 1 and WRONG_KEY not in result.output
+
+
+def test_a_key_the_provider_echoes_is_masked(portal, monkeypatch) -> None:
+    key = "sk-doctor-echoed-9876543210"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    refuse = FakeError(401, f"Incorrect API key provided: {key}.", "invalid_request_error", "invalid_api_key")
+    with fake(portal, lambda body: refuse) as server:
+        for args in ((), ("--json",)):
+            result = doctor(server, "-m", "openai/gpt-4o", *args)
+            assert result.exit_code == 1 and key not in result.output and "***" in result.output
+    assert "set OPENAI_API_KEY to a valid key" in result.output
+
+
+def test_missing_credentials_fail_without_a_call() -> None:
+    result = doctor(None, "-m", "anthropic/claude-sonnet-4-5")
+    out = result.stdout
+    assert result.exit_code == 1, out
+    assert line(out, "credentials").startswith("FAIL  credentials: missing for provider anthropic")
+    assert "export ANTHROPIC_API_KEY=" in out and "model calls made: 0" in out
+    assert line(out, "call") == "skip  call: no call without credentials"
+
+
+def test_unpriced_model_says_max_usd_needs_prices(portal) -> None:
+    with fake(portal) as server:
+        unknown = doctor(server, "-m", "openai/doctor-unpriced")
+        priced = doctor(server, "-m", "openai/doctor-unpriced", "--price-in", "1", "--price-out", "4")
+    assert unknown.exit_code == 0, unknown.stdout
+    assert line(unknown.stdout, "price") == "warn  price: unknown: litellm has no price for openai/doctor-unpriced"
+    assert "--max-usd then needs --price-in and --price-out" in unknown.stdout
+    assert "price/Mtok     unknown" in unknown.stdout
+    assert line(priced.stdout, "price").startswith("ok    price: your prices; the probe cost USD 0.0000")
+    assert "input USD 1, cached input USD 1, output USD 4 (your prices)" in priced.stdout
+
+
+def test_reasoning_tokens_reported_or_not(portal) -> None:
+    with fake(portal, personality="openai-reasoning") as server:
+        reasoning = doctor(server, "-m", "openai/o4-mini", "--reasoning-effort", "high")
+    with fake(portal) as server:
+        silent = doctor(server, "-m", "openai/doctor-unpriced", "--reasoning-effort", "low")
+    assert reasoning.exit_code == 0, reasoning.stdout
+    assert line(reasoning.stdout, "reasoning") == \
+        "ok    reasoning: effort high accepted, 1024 reasoning tokens reported"
+    assert "  reasoning      high" in reasoning.stdout
+    assert silent.exit_code == 0, silent.stdout
+    assert line(silent.stdout, "reasoning").startswith("warn  reasoning: effort low accepted, but no reasoning")
+
+
+def test_unknown_model_and_unreachable_server_say_what_to_check(portal) -> None:
+    missing = FakeError(404, "The model `doctor-nope` does not exist", "invalid_request_error", "model_not_found")
+    with fake(portal, lambda body: missing) as server:
+        result = doctor(server, "-m", "openai/doctor-nope")
+    assert result.exit_code == 1 and "FAIL  call: not_found: The model `doctor-nope` does not exist" in result.stdout
+    assert "fix: check the model name" in result.stdout and "--api-base" in result.stdout
+    with fake(portal, faults=FaultPlan.first("timeout")) as server:
+        result = doctor(server, "-m", "openai/doctor-slow", "--reply-timeout", "0.5")
+    assert result.exit_code == 1 and line(result.stdout, "call").startswith("FAIL  call: timeout:")
+    assert "is --api-base (or the provider) reachable" in result.stdout and len(server.requests) == 1
+
+
+def test_the_config_file_model_settings_are_used(portal, tmp_path, monkeypatch) -> None:
+    config = tmp_path / "gitswarm.toml"
+    config.write_text('[solve]\nmodel = "openai/gpt-4o"\nmax_output_tokens = 2000\nworkers = 3\n')
+    monkeypatch.setenv("GITSWARM_CONFIG", str(config))
+    with fake(portal) as server:
+        result = doctor(server)
+    assert result.exit_code == 0, result.stdout
+    assert "  model          openai/gpt-4o (provider openai)" in result.stdout
+    assert "  output limit   2000 tokens, the setting" in result.stdout and server.requests[0]["max_tokens"] == 2000
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    ((), "No model is configured"),
+    (("-m", "doctor-nonsense"), "cannot tell which provider"),
+    (("-m", "openai/gpt-4o", "--price-in", "1"), "both the input and the output price"),
+    (("-m", "openai/gpt-4o", "--reasoning-effort", "extreme"), "--reasoning-effort"),
+])
+def test_bad_input_exits_2_with_one_paragraph(args: tuple[str, ...], words: str) -> None:
+    result = doctor(None, *args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith("gitswarm: ") and words in result.stderr and result.stderr.count("\n") == 1
