@@ -129,3 +129,46 @@ def test_user_prices_bill_cache_reads_and_writes_at_their_own_price() -> None:
     assert Pricer(config).user_cost(parts) == pytest.approx(expected)
     plain = ModelConfig("openai/x", price_in_per_mtok=3.0, price_out_per_mtok=15.0)
     assert Pricer(plain).user_cost(parts) == pytest.approx((1_000_000 * 3.0 + 10_000 * 15.0) / 1e6)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("personality", "name"), [("openai", "openai/fake-model"),
+                                                   ("anthropic", "anthropic/claude-sonnet-4-5")])
+async def test_a_reply_far_longer_than_the_idle_timeout_completes_while_it_streams(personality, name) -> None:
+    """A reasoning model's 20-minute reply, scaled down: 3 s of trickled events against a 0.5 s
+    idle timeout; it is never cut, since bytes keep arriving."""
+    plan = FaultPlan.first("slow_stream", slow_stream_s=3.0, trickle_s=0.1)
+    reply_text = "A long and careful proof. " * 40
+    with anyio.fail_after(20):
+        async with serve(ScriptedResponder([FakeReply(content=reply_text)]), plan, personality=personality) as server:
+            started = anyio.current_time()
+            reply = await model(server, name, idle_timeout_s=0.5, reply_timeout_s=15).complete(USER)
+            took = anyio.current_time() - started
+    assert reply.content == reply_text and took >= 2.5
+    assert len(server.requests) == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("personality", "name"), [("openai", "openai/fake-model"),
+                                                   ("anthropic", "anthropic/claude-sonnet-4-5")])
+async def test_a_silent_connection_is_cut_at_the_idle_timeout_and_retried_once(personality, name) -> None:
+    plan = FaultPlan(rate=1.0, kinds=("stall",))
+    with anyio.fail_after(20):
+        async with serve(ScriptedResponder([]), plan, personality=personality) as server:
+            started = anyio.current_time()
+            with pytest.raises(ModelError) as caught:
+                await model(server, name, idle_timeout_s=0.5, reply_timeout_s=15).complete(USER)
+            took = anyio.current_time() - started
+    assert caught.value.kind == "timeout" and "idle timeout" in caught.value.message
+    assert len(server.requests) == 2 and took < 10
+    assert (caught.value.usage.calls, caught.value.usage.failed_calls) == (2, 2)
+
+
+def test_default_timeouts_fit_a_model_that_thinks_for_fifteen_minutes() -> None:
+    from gitswarm.engine.config import SolveConfig
+
+    config = ModelConfig("anthropic/claude-opus-4-5")
+    assert config.reply_timeout_s >= 20 * 60 and config.timeout_retries == 1
+    cfg = SolveConfig(problems=".", run=".", model="m")
+    assert cfg.reply_timeout_s >= 20 * 60
+    assert cfg.episode_timeout_s >= 8 * 15 * 60  # several 15-minute replies in one episode

@@ -112,7 +112,11 @@ class LiteLLMModel:
                     await collect(response, self.config.idle_timeout_s, chunks)
                     response = joined(chunks, sent)
             except openai.OpenAIError as exc:  # litellm's exceptions all derive from it
-                raise self._failed(from_litellm(exc, litellm, attempt), chunks, sent) from exc
+                error = from_litellm(exc, litellm, attempt)
+                if error.kind == "timeout" and not isinstance(args["timeout"], int | float):
+                    error = ModelError("timeout", f"no bytes for {self.config.idle_timeout_s:.0f} s "
+                                       f"(idle timeout): {error.message}", attempts=attempt)
+                raise self._failed(error, chunks, sent) from exc
             except StreamIdle as exc:
                 raise self._failed(ModelError("timeout", str(exc), attempts=attempt), chunks, sent) from None
             except StreamEmpty as exc:

@@ -21,7 +21,7 @@ def completion_args(config: ModelConfig, messages: list[dict], tools: list[dict]
                     output_limit: int, tool_choice: str | None, api_key: str | None) -> dict[str, Any]:
     """Keyword arguments for `litellm.acompletion`."""
     args: dict[str, Any] = {"model": config.model, "messages": messages, "max_tokens": output_limit,
-                            "timeout": config.reply_timeout_s, "num_retries": 0}
+                            "timeout": read_timeout(config), "num_retries": 0}
     if config.api_base:
         args["api_base"] = config.api_base
     if api_key:
@@ -40,6 +40,27 @@ def completion_args(config: ModelConfig, messages: list[dict], tools: list[dict]
     if config.cache_prompts and uses_cache_breakpoints(config.model):
         args["cache_control_injection_points"] = [dict(p) for p in CACHE_POINTS if _exists(p, messages)]
     return args
+
+
+def read_timeout(config: ModelConfig) -> Any:
+    """The transport's timeout. Anthropic's stream never goes quiet while the model works (it
+    sends thinking deltas and pings), so there the idle timeout applies to bytes from the
+    start; OpenAI's Chat Completions sends nothing while a reasoning model thinks, so there the
+    wait for the first chunk is bounded by the reply timeout alone (see stream.collect)."""
+    if not (config.stream and keeps_stream_alive(config.model)):
+        return config.reply_timeout_s
+    import httpx  # loaded by litellm already
+
+    return httpx.Timeout(config.reply_timeout_s, read=config.idle_timeout_s)
+
+
+def keeps_stream_alive(model: str) -> bool:
+    """The provider sends events on a stream while the model is working (Anthropic's pings)."""
+    try:
+        provider = litellm_module().get_llm_provider(model)[1]
+    except Exception:  # an unroutable model string: litellm's own call will say so
+        return False
+    return provider == "anthropic"
 
 
 def may_set_temperature(config: ModelConfig) -> bool:

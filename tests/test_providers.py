@@ -1,0 +1,87 @@
+"""The whole swarm over each provider personality of the fake server: the real engine, real
+litellm, the scripted model behind a server that enforces the provider's documented rules.
+Each run must finish with no request refused (but the refusals that teach the client what
+the model takes), bill what the provider bills, and, where prompts are cached, read most of
+its input from the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from gitswarm.demo.brain import respond
+from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.run import solve
+from gitswarm.engine.stops import StopReason
+from gitswarm.fakeserver import serve
+from gitswarm.memory.repo import Memory
+from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.problems.loader import load_set
+from gitswarm.resources import resolve_set
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def demo_over(personality: str, model: str, run: Path, **options):
+    """The demo set over `personality`; returns (result, ledger totals, server, model client)."""
+    problems = resolve_set("demo")
+    async with serve(respond, personality=personality) as server:
+        config = ModelConfig(model=model, api_base=server.url, api_key="k", reply_timeout_s=20,
+                             backoff_base_s=0.01, **options)
+        client = LiteLLMModel(config)
+        cfg = SolveConfig(problems=problems, run=run, model=model, workers=4, budget=40)
+        with anyio.fail_after(120):
+            result = await solve(cfg, load_set(problems), client, client)
+    return result, Ledger.load(Memory(run)).totals, server, client
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("effort", [None, "high"])
+async def test_anthropic_thinking_tool_turns_are_never_refused_and_mostly_cached(tmp_path: Path, effort):
+    result, totals, server, _ = await demo_over("anthropic", "anthropic/claude-sonnet-4-5", tmp_path / "run",
+                                                reasoning_effort=effort)
+    assert result.reason.reason is StopReason.SETTLED, result.reason
+    assert server.rejections == []
+    assert totals.cache_read / totals.tokens_in >= 0.6
+    assert totals.cost_usd == pytest.approx(server.bill_usd(), rel=0.01)
+    if effort:
+        assert totals.reasoning > 0
+        assert all(r.get("thinking") for r in server.requests if r.get("tools"))
+
+
+@pytest.mark.anyio
+async def test_an_anthropic_model_litellm_does_not_know_adopts_the_stated_limit(tmp_path: Path):
+    result, totals, server, client = await demo_over("anthropic", "anthropic/claude-fake-9", tmp_path / "run")
+    assert result.reason.reason is StopReason.SETTLED, result.reason
+    assert client.output_limit == 8192  # the fake's limit for a model it does not know
+    assert {r.status for r in server.rejections} == {400}
+    assert all("maximum allowed number of output tokens" in r.message for r in server.rejections)
+    assert len(server.rejections) <= 4  # at most the episodes that started before the first refusal
+    assert totals.failed_calls == len(server.rejections)
+
+
+@pytest.mark.anyio
+async def test_an_openai_reasoning_model_runs_and_bills_reasoning(tmp_path: Path):
+    result, totals, server, _ = await demo_over("openai-reasoning", "openai/o4-mini", tmp_path / "run",
+                                                reasoning_effort="medium", temperature=0.2)
+    assert result.reason.reason is StopReason.SETTLED, result.reason
+    assert server.rejections == []
+    assert totals.reasoning > 0 and totals.cache_read > 0
+    assert totals.cost_usd == pytest.approx(server.bill_usd(), rel=0.01)
+
+
+@pytest.mark.anyio
+async def test_a_local_server_without_tools_completes_through_the_text_protocol(tmp_path: Path):
+    result, totals, server, client = await demo_over("local-no-tools", "openai/llama-local", tmp_path / "run")
+    assert result.reason.reason is StopReason.SETTLED, result.reason
+    assert client.protocol == "text"
+    assert sum("tools" not in r for r in server.requests) > 0.9 * len(server.requests)
+    assert all(r.status == 400 for r in server.rejections) and totals.failed_calls == len(server.rejections)
+    assert all(sel is not None for sel in result.selected.values())
+
