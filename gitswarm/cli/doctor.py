@@ -150,8 +150,9 @@ def _credentials(config, provider: str) -> Check:
     if hint:
         return Check("credentials", "FAIL", f"missing for provider {provider}", hint)
     found = [k for k in _key_variables(config.model) if os.environ.get(k, "").strip()]
+    placeholder = " (a placeholder is sent to --api-base)" if config.api_base else ""
     detail = "api_key of the config file" if config.api_key else f"{', '.join(found)} set" if found else \
-        "no key set, none needed for this server (a placeholder is sent)"
+        f"no key set, none needed{placeholder}"
     return Check("credentials", "ok", detail)
 
 
@@ -289,7 +290,8 @@ def _price_check(config, probe: Probe | None) -> Check:
         return Check("price", "warn", f"unknown: litellm has no price for {config.model}",
                      "--max-usd then needs --price-in and --price-out (USD per million tokens)")
     cost = (probe.reply or probe.error).usage.cost_usd if probe else None
-    spent = f"; the probe cost USD {cost:.6f}" if cost is not None else "; the probe's cost is unknown" if probe else ""
+    spent = f"; the probe cost USD {cost:.6f}".replace("USD 0.000000", "nothing") if cost is not None \
+        else "; the probe's cost is unknown" if probe else ""
     return Check("price", "ok", ("your prices" if config.user_priced else "litellm's") + spent)
 
 
