@@ -172,3 +172,22 @@ def test_default_timeouts_fit_a_model_that_thinks_for_fifteen_minutes() -> None:
     cfg = SolveConfig(problems=".", run=".", model="m")
     assert cfg.reply_timeout_s >= 20 * 60
     assert cfg.episode_timeout_s >= 8 * 15 * 60  # several 15-minute replies in one episode
+
+
+def test_a_thinking_budget_that_cannot_fit_the_output_limit_is_refused_before_any_call() -> None:
+    with pytest.raises(ValueError, match="raise --max-output-tokens above 4096"):
+        LiteLLMModel(ModelConfig("anthropic/claude-sonnet-4-5", reasoning_effort="high", max_output_tokens=3000))
+    assert LiteLLMModel(ModelConfig("anthropic/claude-sonnet-4-5", reasoning_effort="high")).output_limit > 4096
+
+
+@pytest.mark.anyio
+async def test_learning_from_a_refusal_is_not_a_retry() -> None:
+    """With no retries at all, the client still adapts once per kind of refusal."""
+    script = ScriptedResponder([FakeError(400, OLLAMA_NO_TOOLS), FakeError(400, OPENAI_LIMIT),
+                                FakeReply(content=textproto.format_calls([("read_file", {"path": "a"})]))])
+    with anyio.fail_after(10):
+        async with serve(script) as server:
+            llm = model(server, "openai/llama3", max_retries=0)
+            reply = await llm.complete(USER, TOOLS)
+    assert (llm.protocol, llm.output_limit, len(server.requests)) == ("text", 8192, 3)
+    assert (reply.usage.calls, reply.usage.failed_calls) == (3, 2)

@@ -20,7 +20,7 @@ from gitswarm.models.errors import ModelError, backoff_delay, from_litellm
 from gitswarm.models.lib import configured_base, litellm_module
 from gitswarm.models.pricing import Pricer
 from gitswarm.models.reply import Reply, ToolCall, assistant_message, tool_call, usage_parts
-from gitswarm.models.request import completion_args, may_force_tools
+from gitswarm.models.request import check_thinking_room, completion_args, may_force_tools
 from gitswarm.models.stream import StreamEmpty, StreamIdle, collect, joined
 from gitswarm.usage import Usage
 
@@ -41,6 +41,7 @@ class LiteLLMModel:
         self.output_limit = min(wanted, known) if known else wanted
         """Tokens asked for per reply: the setting, clamped to the model's known limit, lowered
         to the limit a provider states in a refusal."""
+        check_thinking_room(config, self.output_limit)
         self.protocol = self._initial_protocol()
         """`native` or `text`: how tools are offered to this model (auto picks, a refusal switches)."""
 
@@ -58,8 +59,9 @@ class LiteLLMModel:
                        tool_choice: str | None = None) -> Reply:
         """One reply. Transient failures are retried (a timeout once); the reply's usage and a
         ModelError's `usage` count every attempt, failed ones included."""
-        spent, timeouts, adapted = Usage(), 0, set()
-        for attempt in range(1, self.config.max_retries + 2):
+        spent, attempt, retries, timeouts, adapted = Usage(), 0, 0, 0, set()
+        while True:
+            attempt += 1
             sent_with = (self.output_limit, self.protocol)  # concurrent calls may change them meanwhile
             try:
                 reply = await self._attempt(messages, tools, tool_choice, attempt)
@@ -68,16 +70,16 @@ class LiteLLMModel:
                 spent += error.usage
                 change = self._adapt(error, tools, *sent_with)
                 if change is not None and change not in adapted:
-                    adapted.add(change)  # each change once: a server that refuses again is not obeyed twice
+                    adapted.add(change)  # each change once, and not a retry: the request was not the same
                     continue
+                retries += 1
                 timeouts += error.kind == "timeout"
-                if (not error.retryable or attempt > self.config.max_retries
+                if (not error.retryable or retries > self.config.max_retries
                         or timeouts > self.config.timeout_retries):
                     error.usage = spent
                     raise
-                await anyio.sleep(backoff_delay(attempt, self.config.backoff_base_s,
+                await anyio.sleep(backoff_delay(retries, self.config.backoff_base_s,
                                                 self.config.backoff_cap_s, error.retry_after_s))
-        raise AssertionError("unreachable")
 
     def _adapt(self, error: ModelError, tools: list[dict] | None, limit: int, protocol: str) -> str | None:
         """Learn from a refusal of a request sent with `limit` and `protocol` that states what

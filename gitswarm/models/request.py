@@ -42,6 +42,21 @@ def completion_args(config: ModelConfig, messages: list[dict], tools: list[dict]
     return args
 
 
+def check_thinking_room(config: ModelConfig, output_limit: int) -> None:
+    """Anthropic's thinking budget must be under the reply's limit, and litellm maps the
+    effort to a fixed budget (1024, 2048, 4096 tokens) whatever limit it is given: a limit
+    at or under the budget would be refused on every call, so it is refused here, once."""
+    if not config.reasoning_effort or not keeps_stream_alive(config.model):
+        return
+    from litellm import constants  # loaded by litellm_module already
+
+    budget = getattr(constants, f"DEFAULT_REASONING_EFFORT_{config.reasoning_effort.upper()}_THINKING_BUDGET", 0)
+    if output_limit <= budget:
+        raise ValueError(f"reasoning effort {config.reasoning_effort} gives {config.model} a thinking budget of "
+                         f"{budget} tokens, which must be less than the output limit ({output_limit}): raise "
+                         f"--max-output-tokens above {budget} or choose a lower --reasoning-effort")
+
+
 def read_timeout(config: ModelConfig) -> Any:
     """The transport's timeout. Anthropic's stream never goes quiet while the model works (it
     sends thinking deltas and pings), so there the idle timeout applies to bytes from the
