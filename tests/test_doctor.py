@@ -121,15 +121,15 @@ def test_no_tools_server_with_native_protocol_fails_with_the_fix(portal) -> None
     assert len(server.requests) == 1
 
 
-def test_two_refusals_spend_both_calls_and_say_which_limit_to_give(portal) -> None:
-    """Tools refused, then the output limit: a run adopts both, but doctor stops at two calls."""
+def test_two_refusals_are_both_learnt_from_in_three_calls(portal) -> None:
+    """Tools refused, then the output limit: doctor adopts both as a run would, in three calls."""
     with fake(portal, personality="local-no-tools") as server:
         result = doctor(server, "-m", "openai/llama3")
     out = result.stdout
-    assert result.exit_code == 1, out
-    assert "FAIL  output limit: the provider refused 16000 output tokens and states 8192" in out
-    assert "fix: give --max-output-tokens 8192" in out
-    assert len(server.requests) == 2 and "model calls made: 2" in out
+    assert result.exit_code == 0, out
+    assert "ok    output limit: 8192 tokens, adopted from the provider (it refused 16000)" in out
+    assert "through the text protocol" in out
+    assert len(server.requests) == 3 and "model calls made: 3, 2 of them failed" in out
 
 
 def test_anthropic_model_litellm_does_not_know_limit_adopted(portal) -> None:

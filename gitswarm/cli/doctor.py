@@ -1,4 +1,4 @@
-"""`gitswarm doctor`: check a model with at most two cheap calls before a run spends money on it."""
+"""`gitswarm doctor`: check a model with at most three cheap calls before a run spends money on it."""
 
 from __future__ import annotations
 
@@ -80,8 +80,9 @@ def doctor(
     limit, the price and reasoning; then print what a run with these options would use.
 
     Takes the model options of `solve` (and its config file's [solve] table). Makes at most
-    two model calls. Keys come from the environment and are never printed. Exit 0 when every
-    check passed, 1 when one failed (each failure says what to do), 2 on bad input.
+    three model calls: one, and one more for each refusal it learns from (the output limit,
+    `tools`). Keys come from the environment and are never printed. Exit 0 when every check
+    passed, 1 when one failed (each failure says what to do), 2 on bad input.
     """
     given = dict(zip(MODEL_KEYS, (model, api_base, None, max_output_tokens, reasoning_effort, tool_protocol,
                                   idle_timeout, reply_timeout, price_in, price_out, price_cached_in,
@@ -157,29 +158,27 @@ def _credentials(config, provider: str) -> Check:
 
 
 def _probe(config) -> Probe:
-    """One reply to the probe prompt with the ping tool, in two attempts at most: a refusal the
-    client learns from (output limit, tools), or one transient failure, gets the second."""
+    """One reply to the probe prompt with the ping tool, in three attempts at most: the client
+    learns once from each kind of refusal (the output limit it states, `tools` refused), as a
+    run does; a transient failure is not retried."""
     import functools
 
     import anyio
     import yaml
 
-    from gitswarm.models import LiteLLMModel, ModelError, Usage
+    from gitswarm.models import LiteLLMModel, ModelError
     from gitswarm.resources import data_dir, render
 
     specs = yaml.safe_load((data_dir("prompts") / "doctor_tools.yaml").read_text(encoding="utf-8"))
     tools = [{"type": "function", "function": spec} for spec in specs]
     messages = [{"role": "user", "content": render("doctor_probe.md.j2", word=PROBE_WORD)}]
-    llm = LiteLLMModel(replace(config, max_retries=1, timeout_retries=0, backoff_base_s=0.5, backoff_cap_s=2.0,
+    llm = LiteLLMModel(replace(config, max_retries=0, timeout_retries=0,
                                reply_timeout_s=min(config.reply_timeout_s, PROBE_TIMEOUT_S)))
     probe, start = Probe(llm, llm.output_limit, llm.protocol), time.monotonic()
     try:
         probe.reply = anyio.run(functools.partial(llm.complete, messages, tools))
     except ModelError as error:
         probe.error = error
-    except AssertionError:  # the client learnt from a refusal on its last attempt and left its loop
-        probe.error = ModelError("bad_request", "refused twice, for two reasons", attempts=2)
-        probe.error.usage = Usage(calls=2, failed_calls=2)
     probe.seconds = time.monotonic() - start
     return probe
 
@@ -215,7 +214,7 @@ def _diagnose(error, config, probe: Probe) -> tuple[str, str, str]:
         also = "; it refused `tools` too, so a run uses the text protocol" \
             if probe.llm.protocol != probe.protocol_before else ""
         return ("output limit", f"the provider refused {probe.limit_before} output tokens and states {limit}{also}",
-                f"give --max-output-tokens {limit} and run doctor again (a run adopts the limit, but doctor's two "
+                f"give --max-output-tokens {limit} and run doctor again (a run adopts the limit, but doctor's "
                 "calls are spent)")
     if refused and refuses_tools(error.message):
         return ("tool calling", f"the server refuses `tools` ({said})",
@@ -352,7 +351,7 @@ def _plain(report: dict) -> str:
             ("reasoning", run["reasoning_effort"] or "the model's default"),
             ("streaming", f"{'on' if run['streaming'] else 'off'}; idle timeout {run['idle_timeout_s']:g} s, "
                           f"reply timeout {run['reply_timeout_s']:g} s"), ("price/Mtok", money)]
-    return "\n".join([*lines, f"model calls made: {report['calls']}{refused} (doctor makes at most 2)", "",
+    return "\n".join([*lines, f"model calls made: {report['calls']}{refused} (doctor makes at most 3)", "",
                       "A run would use:", *(f"  {k:<14} {v}" for k, v in rows)])
 
 
