@@ -41,12 +41,19 @@ async def demo_over(personality: str, model: str, run: Path, **options):
     return result, Ledger.load(Memory(run)).totals, server, client
 
 
+def finished(result) -> bool:
+    """The run ended as a demo run normally does (settled, or its budget spent when timing
+    spread the votes) with a solution for every problem."""
+    return (result.reason.reason in (StopReason.SETTLED, StopReason.BUDGET)
+            and all(sel is not None for sel in result.selected.values()))
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("effort", [None, "high"])
 async def test_anthropic_thinking_tool_turns_are_never_refused_and_mostly_cached(tmp_path: Path, effort):
     result, totals, server, _ = await demo_over("anthropic", "anthropic/claude-sonnet-4-5", tmp_path / "run",
                                                 reasoning_effort=effort)
-    assert result.reason.reason is StopReason.SETTLED, result.reason
+    assert finished(result), result.reason
     assert server.rejections == []
     assert totals.cache_read / totals.tokens_in >= 0.6
     assert totals.cost_usd == pytest.approx(server.bill_usd(), rel=0.01)
@@ -58,7 +65,7 @@ async def test_anthropic_thinking_tool_turns_are_never_refused_and_mostly_cached
 @pytest.mark.anyio
 async def test_an_anthropic_model_litellm_does_not_know_adopts_the_stated_limit(tmp_path: Path):
     result, totals, server, client = await demo_over("anthropic", "anthropic/claude-fake-9", tmp_path / "run")
-    assert result.reason.reason is StopReason.SETTLED, result.reason
+    assert finished(result), result.reason
     assert client.output_limit == 8192  # the fake's limit for a model it does not know
     assert {r.status for r in server.rejections} == {400}
     assert all("maximum allowed number of output tokens" in r.message for r in server.rejections)
@@ -70,7 +77,7 @@ async def test_an_anthropic_model_litellm_does_not_know_adopts_the_stated_limit(
 async def test_an_openai_reasoning_model_runs_and_bills_reasoning(tmp_path: Path):
     result, totals, server, _ = await demo_over("openai-reasoning", "openai/o4-mini", tmp_path / "run",
                                                 reasoning_effort="medium", temperature=0.2)
-    assert result.reason.reason is StopReason.SETTLED, result.reason
+    assert finished(result), result.reason
     assert server.rejections == []
     assert totals.reasoning > 0 and totals.cache_read > 0
     assert totals.cost_usd == pytest.approx(server.bill_usd(), rel=0.01)
@@ -79,9 +86,8 @@ async def test_an_openai_reasoning_model_runs_and_bills_reasoning(tmp_path: Path
 @pytest.mark.anyio
 async def test_a_local_server_without_tools_completes_through_the_text_protocol(tmp_path: Path):
     result, totals, server, client = await demo_over("local-no-tools", "openai/llama-local", tmp_path / "run")
-    assert result.reason.reason is StopReason.SETTLED, result.reason
+    assert finished(result), result.reason
     assert client.protocol == "text"
     assert sum("tools" not in r for r in server.requests) > 0.9 * len(server.requests)
     assert all(r.status == 400 for r in server.rejections) and totals.failed_calls == len(server.rejections)
-    assert all(sel is not None for sel in result.selected.values())
 
