@@ -91,3 +91,26 @@ async def test_a_local_server_without_tools_completes_through_the_text_protocol(
     assert sum("tools" not in r for r in server.requests) > 0.9 * len(server.requests)
     assert all(r.status == 400 for r in server.rejections) and totals.failed_calls == len(server.rejections)
 
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai-reasoning", "local-no-tools"])
+def test_gitswarm_demo_runs_over_each_provider(tmp_path: Path, provider: str):
+    """The real command: `gitswarm demo --provider P` ends with a solution per problem, and
+    status reads the parts of usage the provider reported."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITSWARM_", "OPENAI_", "ANTHROPIC_"))}
+    done = subprocess.run([sys.executable, "-m", "gitswarm", "demo", "--no-tui", "--provider", provider,
+                           "--run", str(tmp_path / "run")], capture_output=True, text=True, timeout=300,
+                          env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "no candidate" not in done.stdout and "Traceback" not in done.stderr
+    if provider != "local-no-tools":
+        assert "USD " in done.stdout  # a priced model: what the provider would bill
+    status = subprocess.run([sys.executable, "-m", "gitswarm", "status", str(tmp_path / "run")],
+                            capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert status.returncode == 0, status.stderr
+    if provider == "anthropic":
+        assert "cache read" in status.stdout

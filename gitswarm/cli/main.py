@@ -10,11 +10,12 @@ from gitswarm import __version__
 from gitswarm.cli import problems
 from gitswarm.cli.common import Group
 from gitswarm.cli.dashboard import dashboard
+from gitswarm.cli.demo import demo
 from gitswarm.cli.doctor import doctor
 from gitswarm.cli.grade import grade
 from gitswarm.cli.log import log
 from gitswarm.cli.report import report
-from gitswarm.cli.solve import demo, solve
+from gitswarm.cli.solve import solve
 from gitswarm.cli.status import status
 
 app = typer.Typer(

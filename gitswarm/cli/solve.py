@@ -147,17 +147,20 @@ def _model_config(cfg, name: str, api_base: str | None = None, merger: bool = Fa
                        price_cache_write_per_mtok=cfg.price_cache_write_per_mtok)
 
 
-def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui: bool = False) -> int:
+def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui: bool = False,
+              personality: str = "openai") -> int:
     """Run on a fresh event loop with Ctrl-C handling (or inside the dashboard with `tui`);
     returns the exit code. With a `responder`, the models are served by the local fake
-    server (the offline demo)."""
+    server playing `personality` (the offline demo)."""
+    from functools import partial
+
     from gitswarm.engine.swarm import Control
+    from gitswarm.fakeserver import serve
 
     control = Control()
-    if tui:
-        outcome = _run_tui(cfg, problem_set, responder, faults, control)
-    else:
-        outcome = _run_plain(cfg, problem_set, as_json, responder, faults, control)
+    fake = partial(serve, responder, faults, personality=personality) if responder is not None else None
+    outcome = _run_tui(cfg, problem_set, fake, control) if tui else _run_plain(cfg, problem_set, as_json, fake,
+                                                                               control)
     if "error" in outcome:
         with user_errors():
             raise outcome["error"]
@@ -173,10 +176,9 @@ def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui:
     return int(code)
 
 
-async def run_engine(cfg, problem_set, listeners, control, responder=None, faults=None):
-    """The engine on the current loop, with the fake server in front of it for a `responder`."""
+async def run_engine(cfg, problem_set, listeners, control, fake=None):
+    """The engine on the current loop; with `fake` (a fake server to start), against it."""
     from gitswarm.engine.run import solve as engine_solve
-    from gitswarm.fakeserver import serve
     from gitswarm.models import LiteLLMModel
 
     async def swarm(api_base: str | None):
@@ -184,13 +186,13 @@ async def run_engine(cfg, problem_set, listeners, control, responder=None, fault
         merger = LiteLLMModel(_model_config(cfg, cfg.merger, api_base, merger=True))
         return await engine_solve(cfg, problem_set, model, merger, listeners, control)
 
-    if responder is None:
+    if fake is None:
         return await swarm(None)
-    async with serve(responder, faults) as server:
+    async with fake() as server:
         return await swarm(server.url)
 
 
-def _run_plain(cfg, problem_set, as_json: bool, responder, faults, control) -> dict:
+def _run_plain(cfg, problem_set, as_json: bool, fake, control) -> dict:
     from gitswarm.cli.progress import printer
 
     outcome: dict = {}
@@ -199,8 +201,7 @@ def _run_plain(cfg, problem_set, as_json: bool, responder, faults, control) -> d
         async with anyio.create_task_group() as tg:
             tg.start_soon(_signals, control, tg.cancel_scope)
             try:
-                outcome["result"] = await run_engine(cfg, problem_set, [printer(as_json)], control,
-                                                     responder, faults)
+                outcome["result"] = await run_engine(cfg, problem_set, [printer(as_json)], control, fake)
             except Exception as exc:  # handed to user_errors() outside the loop, or re-raised there
                 outcome["error"] = exc
             tg.cancel_scope.cancel()
@@ -209,13 +210,13 @@ def _run_plain(cfg, problem_set, as_json: bool, responder, faults, control) -> d
     return outcome
 
 
-def _run_tui(cfg, problem_set, responder, faults, control) -> dict:
+def _run_tui(cfg, problem_set, fake, control) -> dict:
     """The engine as an async worker inside the dashboard; the app stays open after the run
     until the user quits, unless stdin is not a terminal (then it exits when the run ends)."""
     from gitswarm.tui.app import Dashboard
 
     def engine(listener):
-        return run_engine(cfg, problem_set, [listener], control, responder, faults)
+        return run_engine(cfg, problem_set, [listener], control, fake)
 
     app = Dashboard(cfg.run, engine=engine, control=control, exit_when_done=not sys.stdin.isatty(),
                     max_usd=cfg.max_usd)
@@ -253,29 +254,3 @@ def _summary(cfg, result) -> None:
         shown = f"{picked.path} ({picked.nominations} nominations)" if picked else "no candidate"
         typer.echo(f"  {problem:28} {shown}")
     typer.echo(f"\nRead the reasoning: git -C {cfg.run} log --graph --oneline main")
-
-
-def demo(
-    run: Annotated[Path, typer.Option(help="Where to write the demo run.")] = Path("runs/demo"),
-    workers: Annotated[int, typer.Option("--workers", "-C", min=1, help="Episodes in flight.")] = 4,
-    as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
-    latency: Annotated[float, typer.Option(
-        min=0, help="Seconds the scripted model takes per call, to watch the swarm at human speed.")] = 0.0,
-    tui: TuiOpt = None,
-) -> None:
-    """Run the whole pipeline offline on problems/demo: no API key, a scripted model.
-
-    The scripted model answers through a local OpenAI-compatible server on 127.0.0.1, so the
-    demo exercises exactly the path a real model takes. Running it again resumes the run.
-    """
-    from gitswarm.demo.brain import respond
-    from gitswarm.resources import data_dir
-
-    with user_errors():  # the shipped set, even where a folder named demo (a run?) is at hand
-        problem_set = _load(str(data_dir("problems") / "demo"))
-        cfg = _config(problem_set, "openai/gitswarm-scripted", run, workers=workers, seed=0,
-                      api_key="demo-key-not-secret")
-    from gitswarm.fakeserver import FaultPlan
-
-    raise typer.Exit(run_swarm(cfg, problem_set, as_json, responder=respond,
-                               faults=FaultPlan(latency_s=latency), tui=_want_tui(tui, as_json)))

@@ -1,0 +1,61 @@
+"""`gitswarm demo`: the whole pipeline offline, the scripted model behind a fake provider."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gitswarm.cli.common import user_errors
+from gitswarm.cli.solve import TuiOpt, _config, _load, _want_tui, run_swarm
+
+
+class Provider(StrEnum):
+    """The provider the fake server plays for the demo."""
+
+    OPENAI = "openai"
+    ANTHROPIC = "anthropic"
+    OPENAI_REASONING = "openai-reasoning"
+    LOCAL_NO_TOOLS = "local-no-tools"
+
+
+MODELS: dict[Provider, tuple[str, dict[str, str]]] = {
+    Provider.OPENAI: ("openai/gitswarm-scripted", {}),
+    Provider.ANTHROPIC: ("anthropic/claude-sonnet-4-5", {"reasoning_effort": "low"}),
+    Provider.OPENAI_REASONING: ("openai/o4-mini", {"reasoning_effort": "low"}),
+    Provider.LOCAL_NO_TOOLS: ("openai/llama-local", {}),
+}
+"""The model each provider serves in the demo, and the settings a real run would give it."""
+
+
+def demo(
+    run: Annotated[Path, typer.Option(help="Where to write the demo run.")] = Path("runs/demo"),
+    workers: Annotated[int, typer.Option("--workers", "-C", min=1, help="Episodes in flight.")] = 4,
+    provider: Annotated[Provider, typer.Option(
+        help="The provider the fake server plays, with its documented rules: an OpenAI-compatible "
+             "server; Anthropic's Messages API (thinking, prompt caching); an OpenAI reasoning "
+             "model; a local server without tool calls (the text protocol).")] = Provider.OPENAI,
+    as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
+    latency: Annotated[float, typer.Option(
+        min=0, help="Seconds the scripted model takes per call, to watch the swarm at human speed.")] = 0.0,
+    tui: TuiOpt = None,
+) -> None:
+    """Run the whole pipeline offline on problems/demo: no API key, a scripted model.
+
+    The scripted model answers through a fake provider on 127.0.0.1, so the demo exercises
+    exactly the path a real model takes. With a priced model (--provider anthropic or
+    openai-reasoning) the cost shown is what the provider would bill for those tokens; none
+    is spent. Running it again resumes the run.
+    """
+    from gitswarm.demo.brain import respond
+    from gitswarm.fakeserver import FaultPlan
+    from gitswarm.resources import data_dir
+
+    model, settings = MODELS[provider]
+    with user_errors():  # the shipped set, even where a folder named demo (a run?) is at hand
+        problem_set = _load(str(data_dir("problems") / "demo"))
+        cfg = _config(problem_set, model, run, workers=workers, seed=0, api_key="demo-key-not-secret", **settings)
+    raise typer.Exit(run_swarm(cfg, problem_set, as_json, responder=respond, faults=FaultPlan(latency_s=latency),
+                               tui=_want_tui(tui, as_json), personality=provider.value))
