@@ -17,7 +17,7 @@ TuiOpt = Annotated[bool | None, typer.Option(
     show_default=False)]
 ModelOpt = Annotated[str | None, typer.Option(
     "--model", "-m", envvar="GITSWARM_MODEL",
-    help="litellm model string for the workers, e.g. anthropic/claude-opus-4, openai/gpt-4o, "
+    help="litellm model string for the workers, e.g. anthropic/claude-opus-4-8, openai/gpt-5.5, "
          "ollama/llama3 (env GITSWARM_MODEL).")]
 
 

@@ -23,7 +23,7 @@ class SolveConfig(BaseModel):
     run: Path
     """The run repository (created, or resumed when it exists)."""
     model: str
-    """litellm model string for workers, e.g. `anthropic/claude-opus-4`."""
+    """litellm model string for workers, e.g. `anthropic/claude-opus-4-8`."""
     merger_model: str | None = None
     """Model for the merger's conflict resolution and summaries (default: `model`)."""
     api_base: str | None = None

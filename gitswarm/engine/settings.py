@@ -38,7 +38,7 @@ AMBIGUOUS_MAX_TOKENS = ("is no longer a setting: it reads as a per-reply limit. 
 
 def file_settings(path: Path | None) -> dict[str, object]:
     """The `[solve]` table of a config file, checked against SolveConfig's fields."""
-    table = _table(path, "solve", "model = \"openai/gpt-4o\"")
+    table = _table(path, "solve", "model = \"openai/gpt-5.5\"")
     if "max_tokens" in table:
         raise ValueError(f"{path}: max_tokens in [solve] {AMBIGUOUS_MAX_TOKENS}")
     _known(path, "solve", table, set(SolveConfig.model_fields) - {"problems", "run"})

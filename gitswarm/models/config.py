@@ -17,7 +17,7 @@ class ModelConfig:
     """How to reach one model through litellm, and how to talk to it."""
 
     model: str
-    """A litellm model string, e.g. "anthropic/claude-opus-4-5", "openai/gpt-5", "ollama/llama3"."""
+    """A litellm model string, e.g. "anthropic/claude-opus-4-8", "openai/gpt-5.5", "ollama/llama3"."""
     api_base: str | None = None
     """Base URL of the server (an OpenAI-compatible local server, a proxy); None: litellm's
     default for the provider, or the provider's usual environment variable."""
