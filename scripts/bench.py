@@ -50,6 +50,11 @@ def orchestration(c: int, latency: float, per_worker: int, profile: bool) -> dic
             alone = subprocess.run([sys.executable, str(HERE / "bench_orchestration.py"), "bare", str(c), port(url)],
                                    capture_output=True, text=True, check=True, timeout=900)
             figures["bare"] = json.loads(alone.stdout.strip().splitlines()[-1])
+            # The same baseline with replies not streamed: what streaming costs per call.
+            unstreamed = subprocess.run([sys.executable, str(HERE / "bench_orchestration.py"), "bare", str(c),
+                                         port(url)], capture_output=True, text=True, check=True, timeout=900,
+                                        env={**os.environ, "BENCH_STREAM": "0"})
+            figures["bare_unstreamed"] = json.loads(unstreamed.stdout.strip().splitlines()[-1])
     first, last = min(arrivals), figures["last_start"]
     in_window = sum(first <= t <= last for t in arrivals)
     figures["calls"] = len(arrivals)
@@ -118,6 +123,10 @@ def orchestration_rows(results: list[dict], latency: float) -> list[Row]:
         rows.append((f"  baseline C={f['c']}: model calls alone, no engine: {bare['calls_per_s']:.1f} calls/s "
                      f"({bare['cpu_per_call'] * 1000:.1f} ms CPU per call in litellm's stack); engine / alone",
                      f"{f['calls_per_s'] / bare['calls_per_s']:.3f}", "-", None))
+        flat, streamed = f["bare_unstreamed"]["cpu_per_call"], bare["cpu_per_call"]
+        rows.append((f"  streaming C={f['c']}: CPU per call alone, streamed {streamed * 1000:.1f} ms, not streamed "
+                     f"{flat * 1000:.1f} ms; in the engine {f['cpu'] / max(f['calls'], 1) * 1000:.1f} ms per worker "
+                     "call (streamed); streamed / not", f"{streamed / flat:.2f}x", "-", None))
     big = results[-1]
     contribute, compose = big["contribute"] / big["raw_write"], big["compose_total"] / max(big["merged"], 1)
     rows += [(f"memory in run (C={big['c']}): contribute {big['contribute'] * 1000:.2f} ms vs raw pygit2 "

@@ -93,8 +93,11 @@ class FirstCall:
         self.model = model
         self.prompt_tokens: list[int] = []
 
-    async def complete(self, messages: list[dict], tools: list[dict] | None = None):
-        reply = await self.model.complete(messages, tools=tools)
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)  # output_limit, may_force_tools: the engine's Model protocol
+
+    async def complete(self, messages: list[dict], tools: list[dict] | None = None, **options):
+        reply = await self.model.complete(messages, tools=tools, **options)
         if tools:
             self.prompt_tokens.append(reply.usage.tokens_in)
         return reply
