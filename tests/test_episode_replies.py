@@ -136,3 +136,24 @@ async def test_the_wall_clock_fails_the_episode_and_keeps_its_staged_work(tmp_pa
     assert "note(demo-odd-sum): incomplete: what e00001 had staged when it failed" in log
     body = git(tmp_path / "run", "log", "--all", "--grep=incomplete", "--format=%b")
     assert "episode wall-clock limit (2 s) reached" in body
+
+
+@pytest.mark.anyio
+async def test_an_episode_over_the_context_window_fails_alone_and_keeps_its_staged_work(tmp_path: Path):
+    from gitswarm.fakeserver import FakeError
+
+    too_long = FakeError(400, "This model's maximum context length is 8192 tokens. However, your messages "
+                         "resulted in 9000 tokens.", code="context_length_exceeded")
+    problems = resolve_set("demo")
+    script = ScriptedResponder([FakeReply(tool_calls=[WRITE]), too_long, FakeReply(tool_calls=[WRITE]),
+                                FakeReply(tool_calls=[CONTRIBUTE])])
+    async with serve(script) as server:
+        config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k", reply_timeout_s=5)
+        model = LiteLLMModel(config)
+        cfg = SolveConfig(problems=problems, run=tmp_path / "run", model=config.model, workers=1, budget=1,
+                          max_episodes=2, problem_ids=(PROBLEM,))
+        with anyio.fail_after(60):
+            result = await solve(cfg, load_set(problems), model, model)
+    assert result.charged == 1 and str(result.reason.reason) == "budget"  # the run went on after the failure
+    log = git(tmp_path / "run", "log", "--all", "--format=%s")
+    assert "note(demo-odd-sum): incomplete: what e00001 had staged when it failed" in log

@@ -70,8 +70,12 @@ def test_model_settings_reach_the_model_config(problem_dir: Path):
         "openai/w", "high", "openai/m", "low")
     for m in (worker, merger):
         assert (m.max_output_tokens, m.tool_protocol, m.idle_timeout_s, m.reply_timeout_s) == (9000, "text", 60, 900)
-        assert (m.price_in_per_mtok, m.price_out_per_mtok, m.price_cached_in_per_mtok,
-                m.price_cache_write_per_mtok) == (3.0, 15.0, 0.3, 3.75)
+    assert (worker.price_in_per_mtok, worker.price_out_per_mtok, worker.price_cached_in_per_mtok,
+            worker.price_cache_write_per_mtok) == (3.0, 15.0, 0.3, 3.75)
+    # The user's prices are the workers' model's; a different merger model is priced by litellm.
+    assert not merger.user_priced
+    same = _model_config(cfg.model_copy(update={"merger_model": None}), cfg.model, merger=True)
+    assert same.price_in_per_mtok == 3.0
 
 
 def test_the_cli_choices_are_the_model_clients(problem_dir: Path):

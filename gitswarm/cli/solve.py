@@ -104,9 +104,12 @@ def solve(
         if hint:
             raise fail(hint)
         worker = _model_config(cfg, cfg.model)  # a bad combination of prices is refused here
-        if cfg.max_usd is not None and not models.has_price(worker):
-            raise fail(f"--max-usd cannot be enforced: litellm has no price for {cfg.model}. Give "
-                       "--price-in and --price-out (USD per million tokens), or use --max-total-tokens.")
+        merger = _model_config(cfg, cfg.merger, merger=True)
+        unpriced = [c.model for c in dict.fromkeys((worker, merger)) if not models.has_price(c)]
+        if cfg.max_usd is not None and unpriced:
+            raise fail(f"--max-usd cannot be enforced: litellm has no price for {' or '.join(unpriced)}. Give "
+                       "--price-in and --price-out (USD per million tokens; they price the workers' model, and "
+                       "the merger's when it is the same), or use --max-total-tokens.")
     raise typer.Exit(run_swarm(cfg, problem_set, as_json, tui=_want_tui(tui, as_json)))
 
 
@@ -134,17 +137,21 @@ def _config(problem_set, model: str | None, run: Path | None, from_file: dict | 
 
 
 def _model_config(cfg, name: str, api_base: str | None = None, merger: bool = False):
-    """The ModelConfig of the workers' model (or, with `merger`, the merger's) from the run's settings."""
+    """The ModelConfig of the workers' model (or, with `merger`, the merger's) from the run's
+    settings. The user's prices are the workers' model's: a different merger model is priced
+    by litellm."""
     from gitswarm.models import ModelConfig
 
+    priced = name == cfg.model
     return ModelConfig(model=name, api_base=api_base or cfg.api_base, api_key=cfg.api_key,
                        max_output_tokens=cfg.max_output_tokens,
                        reasoning_effort=cfg.merger_reasoning_effort if merger else cfg.reasoning_effort,
                        tool_protocol=cfg.tool_protocol, idle_timeout_s=cfg.idle_timeout_s,
-                       reply_timeout_s=cfg.reply_timeout_s, price_in_per_mtok=cfg.price_in_per_mtok,
-                       price_out_per_mtok=cfg.price_out_per_mtok,
-                       price_cached_in_per_mtok=cfg.price_cached_in_per_mtok,
-                       price_cache_write_per_mtok=cfg.price_cache_write_per_mtok)
+                       reply_timeout_s=cfg.reply_timeout_s,
+                       price_in_per_mtok=cfg.price_in_per_mtok if priced else None,
+                       price_out_per_mtok=cfg.price_out_per_mtok if priced else None,
+                       price_cached_in_per_mtok=cfg.price_cached_in_per_mtok if priced else None,
+                       price_cache_write_per_mtok=cfg.price_cache_write_per_mtok if priced else None)
 
 
 def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui: bool = False,

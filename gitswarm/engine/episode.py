@@ -26,6 +26,7 @@ from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
+from gitswarm.models.errors import ModelError
 from gitswarm.resources import render
 
 __all__ = ["CapReached", "Model", "Shared", "run_episode", "transcript"]
@@ -75,6 +76,12 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
     try:
         with anyio.move_on_after(cfg.episode_timeout_s):
             final = await _loop(shared, ep, record, tools, messages)
+    except (ModelError, CapReached) as exc:  # the scheduler records it; the staged work is kept first
+        if tools.staged and record.commit is None:
+            await _keep_staged(shared, record, tools, Final("failed", reason=str(exc)))
+            if record.commit:
+                await shared.git(shared.memory.add_transcript, record.commit, transcript(messages))
+        raise
     finally:
         shared.view.announcements.pop(ep.worker, None)
     if final is None:
@@ -118,8 +125,6 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
 async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages: list[dict], step: int,
                 tool_choice: str | None):
     """One model call, charged to the episode whatever its outcome."""
-    from gitswarm.models import ModelError
-
     shared.check_caps()
     shared.events.emit("step", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step)
     try:

@@ -20,7 +20,9 @@ from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.stops import CapReached, Stop, StopReason
 from gitswarm.problems.model import ProblemSet
 
-FATAL_KINDS = ("auth", "permission", "not_found", "bad_request", "context_window", "quota")
+FATAL_KINDS = ("auth", "permission", "not_found", "bad_request", "quota")
+"""Model failures that every later call would meet too; a context window exceeded is one
+episode's conversation, so that episode fails and the run goes on."""
 
 
 @dataclass

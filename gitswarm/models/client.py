@@ -135,8 +135,12 @@ class LiteLLMModel:
     def _failed(self, error: ModelError, chunks: list, sent: list[dict]) -> ModelError:
         """The error, carrying what its attempt used: the call, and the tokens a cut stream
         reported before it broke (a refused request bills nothing)."""
-        parts = usage_parts(joined(chunks, sent)) if chunks else {"tokens_in": 0, "tokens_out": 0}
-        cost = self.pricer.user_cost(parts) if self.config.user_priced else 0.0
+        parts, cost = {"tokens_in": 0, "tokens_out": 0}, 0.0  # refused or lost before any reply: not billed
+        if chunks:
+            response = joined(chunks, sent)
+            parts = usage_parts(response)
+            if parts["tokens_in"] or parts["tokens_out"]:
+                cost = self.pricer.cost(response, parts)
         error.usage = Usage.of_call(parts.pop("tokens_in"), parts.pop("tokens_out"), cost, failed=True, **parts)
         return error
 
