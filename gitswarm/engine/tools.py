@@ -34,7 +34,8 @@ class ToolError(Exception):
 
 @dataclass(frozen=True)
 class Final:
-    """The episode's final action: a contribution or nomination to commit, or an abstention."""
+    """How an episode ends: `contribute` or `nominate` (with the contribution to commit),
+    `abstain`, or `failed` (the step limit, the wall clock, replies without tool calls)."""
 
     action: str
     contribution: Contribution | None = None
