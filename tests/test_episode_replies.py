@@ -157,3 +157,14 @@ async def test_an_episode_over_the_context_window_fails_alone_and_keeps_its_stag
     assert result.charged == 1 and str(result.reason.reason) == "budget"  # the run went on after the failure
     log = git(tmp_path / "run", "log", "--all", "--format=%s")
     assert "note(demo-odd-sum): incomplete: what e00001 had staged when it failed" in log
+
+
+@pytest.mark.anyio
+async def test_an_empty_reply_that_generated_tokens_is_answered_not_retried_blind(tmp_path: Path):
+    """Gemini's malformed function call arrives as an empty reply that did generate tokens: the
+    model is told its call did not arrive well-formed, in the same conversation."""
+    empty = FakeReply(content="", completion_tokens=120)
+    record, server, _ = await one_episode(tmp_path, [empty, FakeReply(tool_calls=[WRITE]),
+                                                     FakeReply(tool_calls=[CONTRIBUTE])])
+    assert record.status == "contribute" and len(server.requests) == 3
+    assert "did not arrive well-formed" in said(server, 1)
