@@ -47,12 +47,18 @@ def refused(request: dict) -> FakeReply:
     return FakeReply(tool_calls=[_call("launch_rockets", target="moon")])
 
 
-async def solve_cli(problem_dir: Path, run: Path, responder, *flags: str):
+PROVIDERS = [("openai", "openai/gitswarm-fake"), ("anthropic", "anthropic/claude-sonnet-4-5")]
+"""The fake providers the bounds are proved through: each with the provider's own rules."""
+
+
+async def solve_cli(problem_dir: Path, run: Path, responder, *flags: str, provider=PROVIDERS[0]):
     """`gitswarm solve` in a subprocess against a fake server; (process, events, worker requests)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITSWARM_")} | {"HOME": str(run.parent)}
-    async with serve(responder) as server:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITSWARM_", "ANTHROPIC_", "OPENAI_"))}
+    env |= {"HOME": str(run.parent)}
+    personality, model = provider
+    async with serve(responder, personality=personality) as server:
         args = [sys.executable, "-m", "gitswarm", "solve", str(problem_dir), "--run", str(run),
-                "--model", "openai/gitswarm-fake", "--api-base", server.url, "--no-tui", "--json", *flags]
+                "--model", model, "--api-base", server.url, "--no-tui", "--json", *flags]
         with anyio.fail_after(120):
             done = await anyio.run_process(args, check=False, env=env, cwd=run.parent)
         workers = [r for r in server.requests if r.get("tools")]
@@ -69,11 +75,12 @@ def worker_calls(run: Path) -> int:
 
 
 @pytest.mark.anyio
-async def test_a_model_that_always_abstains_stops_at_the_episode_cap(tmp_path: Path, problem_dir: Path):
+@pytest.mark.parametrize("provider", PROVIDERS, ids=[p for p, _ in PROVIDERS])
+async def test_a_model_that_always_abstains_stops_at_the_episode_cap(tmp_path: Path, problem_dir: Path, provider):
     run = tmp_path / "run"
     began = time.monotonic()
     done, events, requests = await solve_cli(problem_dir, run, abstainer, "--budget", "2", "--workers", "2",
-                                             "--no-progress", "10")
+                                             "--no-progress", "10", provider=provider)
     assert time.monotonic() - began < 90
     assert done.returncode == 0, done.stderr.decode()
     end = stopped(events)
@@ -82,7 +89,8 @@ async def test_a_model_that_always_abstains_stops_at_the_episode_cap(tmp_path: P
     assert (end["episodes"], end["charged"]) == (6, 0)
     totals = Ledger.summary(Memory(run))
     assert totals.episodes == 6 and totals.calls == len(requests) == 6
-    again, events, requests = await solve_cli(problem_dir, run, abstainer, "--budget", "2", "--no-progress", "10")
+    again, events, requests = await solve_cli(problem_dir, run, abstainer, "--budget", "2", "--no-progress", "10",
+                                              provider=provider)
     assert again.returncode == 0 and stopped(events)["reason"] == "episode_cap"
     assert not requests and Ledger.summary(Memory(run)).episodes == 6  # resume keeps counting
 
@@ -131,3 +139,18 @@ def test_streaks_follow_the_order_episodes_ended_in():
     assert Streaks.from_records(4, records).set_aside == set()
     assert not streaks.add(record(8, "a", "abstain", 8))  # already aside: not set aside again
     assert streaks.add(record(9, "a", "nominate", 9)) is False and streaks.set_aside == set()
+
+
+@pytest.mark.anyio
+async def test_refused_tool_calls_stop_by_the_no_progress_rule_over_anthropic(tmp_path: Path, problem_dir: Path):
+    """The same model over Anthropic's rules: each refused call answered as a tool_result the
+    provider accepts, the run bounded by the no-progress rule, every call in the ledger."""
+    run = tmp_path / "run"
+    began = time.monotonic()
+    done, events, requests = await solve_cli(problem_dir, run, refused, "--no-progress", "2", "--workers", "1",
+                                             provider=PROVIDERS[1])
+    assert time.monotonic() - began < 90
+    assert done.returncode == 1, done.stderr.decode()
+    end = stopped(events)
+    assert end["reason"] == StopReason.NO_PROGRESS and end["episodes"] == 6 and end["charged"] == 0
+    assert worker_calls(run) == len(requests) == 12
