@@ -35,12 +35,13 @@ WRITE = call("write_file", {"path": "notes/odd.md", "content": NOTE})
 CONTRIBUTE = call("contribute", {"kind": "note", "title": "odd sums are squares", "summary": "By induction."})
 
 
-async def one_episode(tmp_path: Path, replies: list, **options):
+async def one_episode(tmp_path: Path, replies: list, *, personality: str = "openai",
+                      model_name: str = "openai/gitswarm-scripted", **options):
     """One episode on one demo problem, scripted reply by reply; returns (record, server, run)."""
     problems = resolve_set("demo")
     script = ScriptedResponder(replies)
-    async with serve(script) as server:
-        config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
+    async with serve(script, personality=personality) as server:
+        config = ModelConfig(model=model_name, api_base=server.url, api_key="k",
                              max_output_tokens=4096, reply_timeout_s=5, backoff_base_s=0.01)
         model = LiteLLMModel(config)
         cfg = SolveConfig(problems=problems, run=tmp_path / "run", model=config.model, workers=1, budget=1,
@@ -60,14 +61,19 @@ def said(server, index: int) -> str:
 
 
 @pytest.mark.anyio
-async def test_a_reply_cut_off_mid_call_runs_nothing_and_the_next_step_recovers(tmp_path: Path):
+@pytest.mark.parametrize(("personality", "model_name"), [("openai", "openai/gitswarm-scripted"),
+                                                        ("anthropic", "anthropic/claude-sonnet-4-5")])
+async def test_a_reply_cut_off_mid_call_runs_nothing_and_the_next_step_recovers(tmp_path: Path, personality,
+                                                                                 model_name):
     cut = FakeReply(tool_calls=[call("write_file", '{"path": "attempts/a.md", "content": "half a pro')],
                     finish_reason="length")
     record, server, run = await one_episode(tmp_path, [cut, FakeReply(tool_calls=[WRITE]),
-                                                       FakeReply(tool_calls=[CONTRIBUTE])])
+                                                       FakeReply(tool_calls=[CONTRIBUTE])],
+                                            personality=personality, model_name=model_name)
     assert record.status == "contribute" and record.calls == 3
     assert "cut off at the output limit of 4096 tokens" in said(server, 1)
     assert "append" in said(server, 1)
+    assert server.rejections == []
     files = git(run, "ls-tree", "-r", "--name-only", record.commit).split()
     assert f"problems/{PROBLEM}/notes/odd.md" in files
     assert not any("attempts/a.md" in f for f in files)  # the half call was never run
@@ -92,13 +98,18 @@ async def test_one_nudge_and_the_episode_goes_on(tmp_path: Path):
 
 
 @pytest.mark.anyio
-async def test_tex_eaten_by_json_is_sent_back_and_lenient_json_is_accepted(tmp_path: Path):
+@pytest.mark.parametrize(("personality", "model_name"), [("openai", "openai/gitswarm-scripted"),
+                                                        ("anthropic", "anthropic/claude-sonnet-4-5")])
+async def test_tex_eaten_by_json_is_sent_back_and_lenient_json_is_accepted(tmp_path: Path, personality, model_name):
     eaten = '{"path": "notes/odd.md", "content": "$\\frac{1}{2}$ and $\\theta$"}'  # \f and \t escapes
     raw_newline = '{"path": "notes/odd.md", "content": "line one\nline two \\\\frac{1}{2}"}'
+    broken = '{"path": "notes/odd.md", "content": [1, 2'
     record, server, run = await one_episode(tmp_path, [
         FakeReply(tool_calls=[call("write_file", eaten)]),
+        FakeReply(tool_calls=[call("write_file", broken)]),
         FakeReply(tool_calls=[call("write_file", raw_newline)]),
-        FakeReply(tool_calls=[CONTRIBUTE])])
+        FakeReply(tool_calls=[CONTRIBUTE])], personality=personality, model_name=model_name)
+    assert server.rejections == []  # the broken turns went back in a form the provider takes
     assert record.status == "contribute"
     assert "form feed where the TeX command `\\\\frac` was probably meant" in said(server, 1)
     stored = git(run, "show", f"{record.commit}:problems/{PROBLEM}/notes/odd.md")

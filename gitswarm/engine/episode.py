@@ -107,8 +107,7 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
         reply = await _call(shared, ep, record, messages, step, "required" if force else None)
         messages.append(reply.message)
         note = ""
-        if reply.truncated:
-            _answer_all(messages, reply, "not run: your reply was cut off at the output limit")
+        if reply.truncated:  # its calls are not in the history: the client left them out
             note = render("truncated.md.j2", limit=shared.model.output_limit, calls=len(reply.tool_calls))
         elif not reply.tool_calls:
             nudges += 1

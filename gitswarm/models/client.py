@@ -19,7 +19,7 @@ from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS, ModelConfig
 from gitswarm.models.errors import ModelError, backoff_delay, from_litellm
 from gitswarm.models.lib import configured_base, litellm_module
 from gitswarm.models.pricing import Pricer
-from gitswarm.models.reply import Reply, ToolCall, assistant_message, tool_call, usage_parts
+from gitswarm.models.reply import Reply, ToolCall, assistant_message, replayable, tool_call, usage_parts
 from gitswarm.models.request import check_thinking_room, completion_args, may_force_tools
 from gitswarm.models.stream import StreamEmpty, StreamIdle, collect, joined
 from gitswarm.usage import Usage
@@ -170,7 +170,8 @@ class LiteLLMModel:
             kept = {"role": "assistant", "content": content, TEXT_PROTOCOL: True}
             return Reply(prose, calls, usage, finish, kept)
         calls = [tool_call(call, n) for n, call in enumerate(message.tool_calls or [])]
-        return Reply(content, calls, usage, finish, assistant_message(message))
+        kept = replayable(assistant_message(message), calls, truncated=finish == "length")
+        return Reply(content, calls, usage, finish, kept)
 
 
 def _for_text(messages: list[dict]) -> list[dict]:

@@ -3,6 +3,7 @@ leniently), the parts of usage, and the assistant message kept verbatim for the 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,38 @@ def assistant_message(message: Any) -> dict:
     else:
         kept.setdefault("content", "")
     return kept
+
+
+def replayable(message: dict, calls: list[ToolCall], truncated: bool) -> dict:
+    """The assistant turn as a provider takes it back: a call cut off at the output limit is
+    left out (no provider takes half an argument object back, and none of it was run; the
+    text says so), and a call whose arguments are broken goes back with an empty object
+    (Anthropic's `tool_use.input` must be one; its tool result says what was wrong); arguments
+    read leniently go back as strict JSON, which litellm re-parses for Anthropic."""
+    if not calls or "tool_calls" not in message:
+        return message
+    if truncated:
+        kept = {k: v for k, v in message.items() if k != "tool_calls"}
+        cut = ", ".join(c.name for c in calls)
+        kept["content"] = "\n\n".join(p for p in (message.get("content") or "",
+                                                   f"[cut off at the output limit in a call to {cut}]") if p)
+        return kept
+    sent_back = {c.id: _strict_arguments(c) for c in calls}
+    fixed = [{**c, "function": {**c["function"], "arguments": sent_back.get(c["id"], c["function"]["arguments"])}}
+             for c in message["tool_calls"]]
+    return {**message, "tool_calls": fixed}
+
+
+def _strict_arguments(call: ToolCall) -> str:
+    """The arguments as strict JSON: as the model wrote them when they are, re-encoded when
+    they were read leniently (a raw newline in a string), `{}` when they could not be used."""
+    if call.error or call.arguments is None:
+        return "{}"
+    try:
+        json.loads(call.raw_arguments or "{}")
+    except json.JSONDecodeError:
+        return json.dumps(call.arguments, ensure_ascii=False)
+    return call.raw_arguments or "{}"
 
 
 def usage_parts(response: Any) -> dict[str, int]:
