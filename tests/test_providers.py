@@ -60,6 +60,11 @@ async def test_anthropic_thinking_tool_turns_are_never_refused_and_mostly_cached
     if effort:
         assert totals.reasoning > 0
         assert all(r.get("thinking") for r in server.requests if r.get("tools"))
+        import subprocess
+
+        notes = subprocess.run(["git", "-C", str(tmp_path / "run"), "log", "--notes=transcripts", "--format=%N",
+                                "--all"], capture_output=True, text=True, check=True).stdout
+        assert "<thinking>" in notes  # the model's thinking is in the readable history
 
 
 @pytest.mark.anyio

@@ -196,7 +196,8 @@ def _answer_all(messages: list[dict], reply, text: str, start: int = 0) -> None:
 
 
 def transcript(messages: list[dict]) -> str:
-    """The conversation as readable text, for the transcript note on the episode's commit."""
+    """The conversation as readable text, for the transcript note on the episode's commit;
+    a reasoning model's thinking, where the provider returns it, is shown above its reply."""
     parts = []
     for m in messages:
         text = m.get("content") or ""
@@ -204,5 +205,7 @@ def transcript(messages: list[dict]) -> str:
             text = "".join(part.get("text", "") for part in text if isinstance(part, dict))
         calls = m.get("tool_calls") or []
         shown = "\n".join(f"-> {c['function']['name']}({c['function']['arguments']})" for c in calls)
-        parts.append(f"### {m['role']}\n{text}\n{shown}".rstrip())
+        thought = m.get("reasoning_content") or ""
+        thinking = f"<thinking>\n{thought.strip()}\n</thinking>\n" if thought.strip() else ""
+        parts.append(f"### {m['role']}\n{thinking}{text}\n{shown}".rstrip())
     return "\n\n".join(parts) + "\n"
