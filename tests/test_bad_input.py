@@ -71,6 +71,7 @@ class Where:
         folder.mkdir()
         for name, text in files.items():
             path = folder / name
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
         return folder
 
@@ -114,7 +115,7 @@ CASES: dict[str, Case] = {
                             ("a.md:3", "invalid YAML")),
     "front matter not a mapping": Case(check_set({"a.md": "---\n- a\n---\nX\n"}), BAD, ("a.md:2", "mapping")),
     "unknown kind": Case(check_set({"a.md": "---\nid: a\nkind: essay\n---\nX\n"}), BAD,
-                         ("a.md:3", "unknown kind", "proof, answer or program")),
+                         ("a.md:3", "unknown kind", "proof, answer, program or reproduce")),
     "missing kind": Case(check_set({"a.md": "---\nid: a\n---\nX\n"}), BAD, ("a.md", "missing 'kind'")),
     "answer problem without answer": Case(check_set({"a.md": "---\nid: a\nkind: answer\n---\nX?\n"}), BAD,
                                           ("a.md", "needs a non-empty 'answer'")),
@@ -126,6 +127,19 @@ CASES: dict[str, Case] = {
     "empty file": Case(check_set({"a.md": ""}), BAD, ("a.md:1", "empty file")),
     "binary file": Case(check_set({"a.md": b"---\nid: a\nkind: proof\n---\n\xff\xfe\x00\x01\n"}), BAD,
                         ("a.md:5", "not UTF-8")),
+    "a NUL byte": Case(check_set({"a.md": "---\nid: a\nkind: proof\n---\nProve\x00 it.\n"}), BAD,
+                       ("a.md:5", "U+0000", "NUL", "text only")),
+    "a NUL byte in the front matter": Case(check_set({"a.md": "---\nid: a\x00\nkind: proof\n---\nX\n"}), BAD,
+                                           ("a.md:2", "U+0000")),
+    "a terminal escape": Case(check_set({"a.md": GOOD.format(id="a") + "\x1b]0;owned\x07\n"}), BAD,
+                              ("a.md:6", "U+001B", "escape")),
+    "reproduce without executable": Case(
+        check_set({"r.md": "---\nid: r\nkind: reproduce\n---\nRebuild it.\n"}), BAD,
+        ("r.md", "needs 'executable'")),
+    "reproduce with a bad tests.json": Case(
+        check_set({"r.md": "---\nid: r\nkind: reproduce\nexecutable: r\n---\nX\n", "r/reference/r": "#!/bin/sh\n",
+                   "r/tests/tests.json": '{\n  "branches": {\n    "b": {"tests": ["t"],,}\n  }\n}\n'}), BAD,
+        ("tests.json:3", "invalid JSON")),
     "huge file": Case(check_set({"a.md": GOOD.format(id="a") + "x" * 2_000_000}), BAD,
                       ("a.md", "bytes; the limit is")),
     "program without tests": Case(check_set({"p.md": "---\nid: p\nkind: program\n---\nX\n"}), BAD,

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import re
 import tomllib
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitswarm.problems import frontmatter
+from gitswarm.problems import frontmatter, reproduce
 from gitswarm.problems.model import Kind, Problem, ProblemSet
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
-TEXT_KEYS = ("id", "title", "kind", "source", "answer", "solution", "grading")
-FOLDER_KEYS = ("tests", "starter", "reference")
+TEXT_KEYS = ("id", "title", "kind", "source", "answer", "solution", "grading", "executable", "build")
+FOLDER_KEYS = ("tests", "starter", "reference", "docs")
+LIST_KEYS = ("eval_clean_hashes",)
+PROGRAM_FOLDERS = ("tests", "starter", "reference")
 SET_KEYS = ("name", "description", "defaults")
 MAX_PROBLEM_BYTES = 1_000_000
 
@@ -144,11 +147,28 @@ def _load_problem(path: Path) -> tuple[Problem | None, list[Defect]]:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         return None, [Defect(path, "not UTF-8 text (a binary file?): save the file as UTF-8", line)]
+    if control := _control_character(text):
+        return None, [Defect(path, control[1], control[0])]
     try:
         parsed = frontmatter.split(text)
     except frontmatter.FrontMatterError as exc:
         return None, [Defect(path, exc.message, exc.line)]
     return _build(path, parsed)
+
+
+def _control_character(text: str) -> tuple[int, str] | None:
+    """The line and message of the first control character other than tab and newline (a
+    carriage return is allowed only before a newline, as Windows ends lines), else None."""
+    found = re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text.replace("\r\n", "\n"))
+    if found is None:
+        return None
+    before = text.replace("\r\n", "\n")[: found.start()]
+    line, column = before.count("\n") + 1, found.start() - before.rfind("\n")
+    char = found.group()
+    name = unicodedata.name(char, "") or {"\x00": "NUL", "\r": "carriage return",
+                                          "\x1b": "escape", "\x7f": "delete"}.get(char, "control")
+    return line, (f"control character U+{ord(char):04X} ({name}) at column {column}: a problem file "
+                  "holds text only (tabs and newlines allowed); remove it")
 
 
 def _build(path: Path, parsed: frontmatter.Parsed) -> tuple[Problem | None, list[Defect]]:
@@ -159,8 +179,8 @@ def _build(path: Path, parsed: frontmatter.Parsed) -> tuple[Problem | None, list
         defects.append(Defect(path, message, lines.get(key, 2) if key else None))
 
     for key in values:
-        if key not in TEXT_KEYS + FOLDER_KEYS:
-            defect(key, f"unknown key {key!r}; known keys: {', '.join(TEXT_KEYS + FOLDER_KEYS)}")
+        if key not in TEXT_KEYS + FOLDER_KEYS + LIST_KEYS:
+            defect(key, f"unknown key {key!r}; known keys: {', '.join(TEXT_KEYS + FOLDER_KEYS + LIST_KEYS)}")
     text: dict[str, str | None] = {}
     for key in TEXT_KEYS + FOLDER_KEYS:
         value = values.get(key)
@@ -179,10 +199,11 @@ def _build(path: Path, parsed: frontmatter.Parsed) -> tuple[Problem | None, list
         defect("id", f"id {problem_id!r} differs from the file name {path.name!r}: rename one")
     kind_text = text["kind"]
     if kind_text is None:
-        defect(None, "missing 'kind': add `kind: proof`, `kind: answer` or `kind: program`")
+        defect(None, "missing 'kind': add `kind: proof`, `kind: answer`, `kind: program` or "
+               "`kind: reproduce`")
         kind = None
     elif kind_text not in Kind.__members__.values():
-        defect("kind", f"unknown kind {kind_text!r}: use proof, answer or program")
+        defect("kind", f"unknown kind {kind_text!r}: use proof, answer, program or reproduce")
         kind = None
     else:
         kind = Kind(kind_text)
@@ -191,7 +212,18 @@ def _build(path: Path, parsed: frontmatter.Parsed) -> tuple[Problem | None, list
     if kind is Kind.ANSWER and not text["answer"]:
         defect("answer" if "answer" in values else None, "an answer problem needs a non-empty 'answer' key")
 
-    folders = _folders(path, problem_id, kind, text, defect)
+    for key in reproduce.KEYS:
+        if key in values and kind not in (None, Kind.REPRODUCE):
+            defect(key, f"{key!r} is only for reproduce problems")
+    if kind is Kind.REPRODUCE and text["starter"]:
+        defect("starter", "'starter' is only for program problems: a reproduce problem starts from "
+               "its documentation ('docs')")
+    if kind is Kind.REPRODUCE and ID_PATTERN.match(problem_id):
+        def elsewhere(file: Path, message: str, line: int | None) -> None:
+            defects.append(Defect(file, message, line))
+        folders = reproduce.resolve(path, problem_id, values, text, defect, elsewhere)
+    else:
+        folders = _folders(path, problem_id, kind, text, defect)
     if defects or kind is None:
         return None, defects
     return Problem(
@@ -204,13 +236,13 @@ def _build(path: Path, parsed: frontmatter.Parsed) -> tuple[Problem | None, list
 def _folders(path: Path, problem_id: str, kind: Kind | None, text: dict[str, str | None],
              defect) -> dict[str, Path | None]:
     """Resolve the program folders (tests, starter, reference); default `<id>/<name>`."""
-    found: dict[str, Path | None] = {f"{key}_dir": None for key in FOLDER_KEYS}
+    found: dict[str, Path | None] = {f"{key}_dir": None for key in PROGRAM_FOLDERS}
     if kind is not Kind.PROGRAM or not ID_PATTERN.match(problem_id):
-        for key in FOLDER_KEYS:
-            if text[key] and kind not in (None, Kind.PROGRAM):
+        for key in PROGRAM_FOLDERS:
+            if text[key] and kind not in (None, Kind.PROGRAM, Kind.REPRODUCE):
                 defect(key, f"{key!r} is only for program problems")
         return found
-    for key in FOLDER_KEYS:
+    for key in PROGRAM_FOLDERS:
         given = text[key]
         folder = path.parent / (given or f"{problem_id}/{key}")
         resolved = folder.resolve()

@@ -13,6 +13,8 @@ class Kind(StrEnum):
     PROOF = "proof"
     ANSWER = "answer"
     PROGRAM = "program"
+    REPRODUCE = "reproduce"
+    """Rebuild a program from its documentation; graded by behavioural tests (ProgramBench)."""
 
 
 @dataclass(frozen=True)
@@ -37,15 +39,22 @@ class Problem:
     """Visible: files a worker starts from (program problems)."""
     reference_dir: Path | None = None
     """Hidden: a reference implementation that passes the hidden tests."""
+    executable: str | None = None
+    """Visible (reproduce): the program's name, as its documentation calls it."""
+    docs_dir: Path | None = None
+    """Visible (reproduce): the program's documentation, copied into the memory."""
+    build: str | None = None
+    """Hidden (reproduce): shell command that builds the reference executable in its folder."""
+    clean_hashes: tuple[str, ...] = ()
+    """Hidden (reproduce): sha256 of files a candidate may not contain (ProgramBench's
+    `eval_clean_hashes`); the reference executable's own hash is always added when grading."""
 
     def visible_files(self) -> dict[str, bytes]:
         """Files of this problem that agents may read, relative to `problems/<id>/`."""
         files = {"statement.md": self.statement_markdown().encode()}
-        if self.starter_dir is not None:
-            for p in sorted(self.starter_dir.rglob("*")):
-                if p.is_file() and "__pycache__" not in p.parts:
-                    rel = p.relative_to(self.starter_dir).as_posix()
-                    files[f"starter/{rel}"] = p.read_bytes()
+        for name, folder in (("starter", self.starter_dir), ("docs", self.docs_dir)):
+            for p in _files_of(folder):
+                files[f"{name}/{p.relative_to(folder).as_posix()}"] = p.read_bytes()
         return files
 
     def statement_markdown(self) -> str:
@@ -53,15 +62,34 @@ class Problem:
         header = f"# {self.title}\n\n- id: `{self.id}`\n- kind: {self.kind}\n"
         if self.source:
             header += f"- source: {self.source}\n"
+        if self.executable:
+            header += f"- executable: `{self.executable}`\n"
         return f"{header}\n{self.statement.strip()}\n"
 
     def hidden_texts(self) -> list[str]:
-        """Every hidden text, for leak checks: answer, solution, grading, test and reference files."""
-        texts = [t for t in (self.answer, self.solution, self.grading) if t]
+        """Every hidden text, for leak checks: answer, solution, grading, build command, and the
+        test and reference files (for reproduce problems every text file there: sources,
+        `tests.json`, build scripts; binaries such as a reference executable are left out)."""
+        texts = [t for t in (self.answer, self.solution, self.grading, self.build) if t]
         for folder in (self.tests_dir, self.reference_dir):
-            if folder is not None:
+            if folder is None:
+                continue
+            if self.kind is not Kind.REPRODUCE:
                 texts += [p.read_text() for p in sorted(folder.rglob("*.py"))]
+                continue
+            for p in _files_of(folder):
+                try:
+                    texts.append(p.read_bytes().decode("utf-8"))
+                except UnicodeDecodeError:
+                    continue
         return texts
+
+
+def _files_of(folder: Path | None) -> list[Path]:
+    """The files below `folder`, sorted, without Python caches."""
+    if folder is None:
+        return []
+    return [p for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts]
 
 
 @dataclass(frozen=True)

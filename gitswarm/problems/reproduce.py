@@ -1,0 +1,102 @@
+"""What a `reproduce` problem's front matter must hold, checked without running anything.
+
+Keys (folders are relative to the set folder and must lie inside it):
+
+- `executable` (visible): the program's name as its documentation uses it;
+- `docs` (visible): folder of documentation copied into the memory, default `<id>/docs/`
+  (optional: the statement may be the documentation);
+- `reference` (hidden): the reference implementation, default `<id>/reference/`; with `build`
+  its source, built by that shell command run in a copy of the folder, else the ready
+  executable itself at `reference/<executable>`;
+- `tests` (hidden): ProgramBench's layout, default `<id>/tests/`: `tests.json` plus
+  `<branch>/eval/tests/test_*.py` for every branch with counted tests;
+- `eval_clean_hashes` (hidden): sha256 of files a candidate may not contain.
+
+Building the reference and running the tests is `gitswarm.referee.reproduce_check`'s job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from gitswarm.problems.suite import SUITE_FILE, SuiteError, missing_code, read_suite
+
+KEYS = ("executable", "docs", "build", "eval_clean_hashes")
+"""Front-matter keys only reproduce problems take (besides `reference` and `tests`)."""
+EXECUTABLE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$")
+SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+Report = Callable[[str | None, str], None]
+"""Records a defect: the front-matter key it is about (for its line), and the message."""
+
+
+def resolve(path: Path, problem_id: str, values: dict[str, object], text: dict[str, str | None],
+            defect: Report, at: Callable[[Path, str, int | None], None]) -> dict[str, object]:
+    """The reproduce fields of `Problem`, reporting each defect; `at` reports one in another file."""
+    executable = text["executable"]
+    if not executable:
+        defect(None, "a reproduce problem needs 'executable': the program's name, e.g. `executable: jq`")
+    elif not EXECUTABLE_PATTERN.match(executable):
+        defect("executable", f"'executable' {executable!r} must be a plain file name (letters, digits, "
+               "'.', '_', '+', '-')")
+        executable = None
+    found: dict[str, object] = {"executable": executable, "build": text["build"] or None,
+                                "clean_hashes": _hashes(values.get("eval_clean_hashes"), defect)}
+    for key in ("docs", "reference", "tests"):
+        found[f"{key}_dir"] = _folder(path, problem_id, key, text[key], defect, required=key != "docs")
+    reference, tests = found["reference_dir"], found["tests_dir"]
+    if isinstance(reference, Path) and executable and not text["build"] \
+            and not (reference / executable).is_file():
+        defect("reference" if text["reference"] else None,
+               f"no {reference / executable}: put the reference executable there, or give a 'build' "
+               "command that makes it from the source in that folder")
+    if isinstance(tests, Path):
+        _check_suite(tests, at)
+    return found
+
+
+def _hashes(value: object, defect: Report) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = value if isinstance(value, list) else [value]
+    bad = [str(h) for h in items if not isinstance(h, str) or not SHA256.match(h.strip().lower())]
+    if bad:
+        defect("eval_clean_hashes", f"'eval_clean_hashes' must be a list of sha256 hex digests; "
+               f"{bad[0][:70]!r} is not one")
+        return ()
+    return tuple(h.strip().lower() for h in items)
+
+
+def _folder(path: Path, problem_id: str, key: str, given: str | None, defect: Report,
+            required: bool) -> Path | None:
+    folder = path.parent / (given or f"{problem_id}/{key}")
+    if not folder.resolve().is_relative_to(path.parent.resolve()):
+        defect(key, f"{key!r} folder {given!r} lies outside the set folder")
+        return None
+    if folder.is_dir():
+        return folder
+    if given or required:
+        what = {"reference": "the reference executable or its source",
+                "tests": f"{SUITE_FILE} and <branch>/eval/tests/test_*.py",
+                "docs": "the program's documentation"}[key]
+        defect(key if given else None, f"missing {key} folder {folder}: it must hold {what}")
+    return None
+
+
+def _check_suite(tests: Path, at: Callable[[Path, str, int | None], None]) -> None:
+    suite_path = tests / SUITE_FILE
+    if not suite_path.is_file():
+        at(suite_path, f"missing {SUITE_FILE}: list the test branches and their tests in "
+                       "ProgramBench's format", None)
+        return
+    try:
+        suite = read_suite(suite_path)
+    except SuiteError as exc:
+        at(suite_path, exc.message, exc.line)
+        return
+    for branch in missing_code(tests, suite):
+        at(suite_path, f"branch {branch.id!r} lists {len(branch.counted())} counted test(s) but "
+                       f"{tests / branch.id}/eval/tests/ holds no test_*.py file: add its test code",
+           branch.line)
