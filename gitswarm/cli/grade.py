@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 
 def grade(
-    run: Annotated[Path, typer.Argument(help="The run folder, e.g. runs/imo.", show_default=False)],
+    run: Annotated[Path | None, typer.Argument(
+        help="The run folder, e.g. runs/imo (not with --candidate).", show_default=False)] = None,
     problem: Annotated[list[str] | None, typer.Option(
         "--problem", metavar="ID", help="Grade only this problem id (repeat the option for several).",
         show_default=False)] = None,
@@ -42,14 +43,34 @@ def grade(
     problem_set: Annotated[Path | None, typer.Option(
         "--set", metavar="DIR", help="Problem-set folder holding the hidden parts (default: the set the run "
                       "was made from, by its name).", show_default=False)] = None,
+    candidate: Annotated[Path | None, typer.Option(
+        "--candidate", metavar="DIR", help="Grade this folder, outside any run, against --set and "
+        "--problem (a reproduce or program problem); nothing is stored.", show_default=False)] = None,
+    compile_timeout: Annotated[float, typer.Option(
+        "--compile-timeout", min=1, metavar="SECONDS",
+        help="Bound on a reproduce candidate's compile.sh.")] = 900.0,
+    as_json: Annotated[bool, typer.Option("--json", help="With --candidate: the grade as one JSON "
+                                          "object, for scripts.")] = False,
 ) -> None:
     """Grade each problem's selected solution against the hidden answer, tests or reference.
 
     Grades are stored in the run under refs/gitswarm/grades (agents never read it); grading
-    again is free: a stored grade is shown, not recomputed, unless --force.
+    again is free: a stored grade is shown, not recomputed, unless --force. With --candidate
+    DIR --set SET --problem ID, grade one folder outside any run, as ProgramBench grades.
     Exit 0 when everything asked was graded, 1 when something stayed ungraded, 2 on bad input.
     """
     import anyio
+
+    if candidate is not None:
+        from gitswarm.cli.grade_folder import grade_folder
+
+        if run is not None:
+            raise fail("give either a run folder or --candidate DIR, not both")
+        grade_folder(candidate, problem_set, problem, compile_timeout, as_json)
+        return
+    if run is None:
+        raise fail("give the run folder to grade (e.g. runs/imo), or --candidate DIR with --set and "
+                   "--problem to grade a folder outside any run")
 
     from gitswarm.engine.settings import config_file, grade_settings, merge_grade
     from gitswarm.memory.repo import Memory
@@ -61,8 +82,9 @@ def grade(
         problems = _problems(memory, problem_set, problem)
         judge = _judge(settings)
     with user_errors():  # storing a grade can meet a full disk or a read-only run
-        outcomes, errors = anyio.run(_grade_all, memory, problems, judge, k, force, all_)
+        outcomes, errors = anyio.run(_grade_all, memory, problems, judge, k, force, all_, compile_timeout)
     _print(outcomes, {p.id: p.kind.value for p in problems})
+    _mean(outcomes, [p.id for p in problems if p.kind.value == "reproduce"])
     for message, _ in errors:
         typer.echo(f"gitswarm: {message}", err=True)
     if errors:
@@ -111,7 +133,7 @@ def _judge(settings):
 
 
 async def _grade_all(memory: Memory, problems: list[Problem], judge, k: int, force: bool,
-                     all_: bool) -> tuple[list[Outcome], list[tuple[str, Exit]]]:
+                     all_: bool, compile_timeout: float) -> tuple[list[Outcome], list[tuple[str, Exit]]]:
     """Grade problem by problem; a problem that cannot be graded does not stop the others."""
     from gitswarm.models import ModelError
     from gitswarm.referee.candidates import CandidateError
@@ -121,7 +143,7 @@ async def _grade_all(memory: Memory, problems: list[Problem], judge, k: int, for
     for problem in problems:
         try:
             outcomes += await grade_problem(memory, problem, judge_model=judge, k=k, force=force,
-                                            all_candidates=all_)
+                                            all_candidates=all_, compile_timeout=compile_timeout)
         except (GradingError, CandidateError) as exc:
             outcomes.append(Outcome(problem.id, None, None, note="not graded (see below)"))
             errors.append((str(exc), Exit.BAD_INPUT))
@@ -148,3 +170,17 @@ def _print(outcomes: list[Outcome], kinds: dict[str, str]) -> None:
     for o in outcomes:
         if o.candidate is None and o.note:
             typer.echo(o.note if o.problem in o.note else f"{o.problem}: {o.note}")
+
+
+def _mean(outcomes: list[Outcome], reproduce: list[str]) -> None:
+    """The mean score of the graded reproduce problems: an unattempted one counts as 0."""
+    if not reproduce:
+        return
+    from gitswarm.referee.reproduce import ALMOST_RESOLVED, RESOLVED, mean_score
+
+    scores = {o.problem: o.grade.score for o in outcomes
+              if o.selected and o.grade is not None and o.grade.score is not None}
+    resolved = sum(scores.get(p, 0) >= RESOLVED for p in reproduce)
+    almost = sum(scores.get(p, 0) >= ALMOST_RESOLVED for p in reproduce)
+    typer.echo(f"reproduce: mean score {mean_score(scores, reproduce):.3f} over {len(reproduce)} problem(s) "
+               f"(resolved {resolved}, almost resolved {almost}; unattempted count as 0)")

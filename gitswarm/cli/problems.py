@@ -23,6 +23,7 @@ class Format(StrEnum):
     imo_proofbench = "imo-proofbench"
     imo_answerbench = "imo-answerbench"
     jsonl = "jsonl"
+    programbench = "programbench"
 
 
 class OnError(StrEnum):
@@ -31,15 +32,26 @@ class OnError(StrEnum):
 
 
 @app.command()
-def check(directory: SetArg) -> None:
+def check(
+    directory: SetArg,
+    static: Annotated[bool, typer.Option(
+        "--static", help="Check the files only: do not build reproduce references or run their tests.")] = False,
+    timeout: Annotated[float, typer.Option(
+        "--compile-timeout", min=1, metavar="SECONDS",
+        help="Bound on building each reproduce reference.")] = 900.0,
+) -> None:
     """Validate a problem set; report every defect with file, line and what to do.
 
+    Reproduce problems are also run: the reference must build and pass every counted test,
+    and an empty program must pass none (a test it passes is reported as dummy_pass).
     Exit 0 when the set is clean, 2 when it has defects.
     """
     from gitswarm.problems.loader import check_set
     from gitswarm.resources import resolve_set
 
     problem_set, defects = check_set(resolve_set(directory))
+    if not defects and not static and problem_set is not None:
+        defects = _run_checks(problem_set, timeout)
     for defect in defects:
         typer.echo(str(defect), err=True)
     if defects:
@@ -50,6 +62,27 @@ def check(directory: SetArg) -> None:
         kinds[p.kind.value] = kinds.get(p.kind.value, 0) + 1
     summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     typer.echo(f"{problem_set.path}: {len(problem_set.problems)} problems ({summary}), no defects")
+
+
+def _run_checks(problem_set, timeout: float) -> list:
+    """Build and run every reproduce problem; the sandbox failing to start is exit 1."""
+    from gitswarm.problems.model import Kind
+    from gitswarm.referee.reproduce import ReproduceGradingError
+    from gitswarm.referee.reproduce_check import check_problem
+    from gitswarm.sandbox import SandboxError
+
+    defects = []
+    for problem in problem_set.problems:
+        if problem.kind is not Kind.REPRODUCE:
+            continue
+        try:
+            defects += check_problem(problem, compile_timeout=timeout)
+        except ReproduceGradingError as exc:
+            raise fail(str(exc)) from None
+        except SandboxError as exc:
+            raise fail(f"cannot run {problem.id} in the sandbox ({exc}); check again with --static "
+                       "to check the files only", Exit.FAILED) from None
+    return defects
 
 
 @app.command("list")
@@ -83,7 +116,8 @@ def list_(
 @app.command("import")
 def import_(
     fmt: Annotated[Format, typer.Argument(metavar="FORMAT", help="Source format.")],
-    source: Annotated[Path, typer.Argument(help="The CSV or JSONL file to import.",
+    source: Annotated[Path, typer.Argument(help="The CSV or JSONL file to import (programbench: the "
+                                                "task folder, tasks/<instance_id>).",
                                            show_default=False)],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the problem set to.",
                                       show_default=False)],
@@ -93,13 +127,30 @@ def import_(
         help="A malformed row: 'refuse' writes nothing, 'skip' imports the rest. Either way "
              "each bad row is reported by its row number.")] = OnError.refuse,
     overwrite: Annotated[bool, typer.Option(help="Replace problem files that exist.")] = False,
+    reference: Annotated[Path | None, typer.Option(
+        "--reference", metavar="EXE", help="programbench only: the task's reference executable "
+        "(the public harness ships it inside its Docker images).", show_default=False)] = None,
+    docs: Annotated[Path | None, typer.Option(
+        "--docs", metavar="DIR", help="programbench only: the folder of the program's documentation.",
+        show_default=False)] = None,
+    executable: Annotated[str | None, typer.Option(
+        "--executable", metavar="NAME", help="programbench only: the program's name (default: the "
+        "repository's name).", show_default=False)] = None,
 ) -> None:
     """Import a public benchmark file into a problem set folder.
 
     Formats: imo-proofbench (IMO-ProofBench CSV), imo-answerbench (IMO-AnswerBench CSV),
-    jsonl (one {"id", "problem", "answer"} object per line, as AIME-style sets use).
+    jsonl (one {"id", "problem", "answer"} object per line, as AIME-style sets use),
+    programbench (a task folder with task.yaml, tests.json and tests/<branch>/; needs
+    --reference and --docs).
     """
     from gitswarm.problems import importers
+
+    if fmt is Format.programbench:
+        _import_task(source, out, reference, docs, executable, overwrite)
+        return
+    if reference or docs or executable:
+        raise fail("--reference, --docs and --executable are for the programbench format only")
 
     if not source.is_file():
         raise fail(f"{source}: " + ("not a file; give the CSV or JSONL file to import" if source.exists()
@@ -120,6 +171,36 @@ def import_(
     typer.echo(f"wrote {len(result.written)} problems to {out}"
                + (f"; skipped {len(result.skipped)} malformed row(s)" if result.skipped else ""))
     if result.skipped:
+        raise typer.Exit(int(Exit.FAILED))
+
+
+def _import_task(task: Path, out: Path, reference: Path | None, docs: Path | None,
+                 executable: str | None, overwrite: bool) -> None:
+    """`problems import programbench`: one task folder into one reproduce problem."""
+    from gitswarm.problems.programbench import TaskDefects, import_task
+
+    if reference is None or docs is None:
+        raise fail("the programbench format needs --reference EXE (the task's reference executable) "
+                   "and --docs DIR (the program's documentation)")
+    if not task.is_dir():
+        raise fail(f"{task}: not a folder; give a ProgramBench task folder (tasks/<instance_id>) "
+                   "holding task.yaml and tests.json")
+    if out.exists() and not out.is_dir():
+        raise fail(f"{out} is a file; --out must be a folder (it is created when missing)")
+    with user_errors():
+        try:
+            imported = import_task(task, reference, docs, out, executable=executable, overwrite=overwrite)
+        except TaskDefects as exc:
+            for defect in exc.defects:
+                typer.echo(str(defect), err=True)
+            raise fail(f"{len(exc.defects)} defect(s) in the task {task}; nothing written") from None
+    suite = imported.suite
+    typer.echo(f"wrote {imported.problem_file}: {len(suite.branches)} branches, {suite.total} counted "
+               f"tests ({sum(len(b.tests) for b in suite.branches) - suite.total} ignored)")
+    if imported.without_code:
+        typer.echo(f"gitswarm: {len(imported.without_code)} branch(es) have no test code in {task}/tests "
+                   f"(first: {imported.without_code[0]}): the problem cannot be graded until "
+                   "<branch>/eval/tests/ is there; `gitswarm problems check` lists them", err=True)
         raise typer.Exit(int(Exit.FAILED))
 
 

@@ -21,6 +21,9 @@ from gitswarm.memory.repo import Memory
 from gitswarm.problems import frontmatter
 from gitswarm.problems.model import Kind
 
+CODE_KINDS = (Kind.PROGRAM, Kind.REPRODUCE)
+"""Kinds whose candidates are `code/<slug>` folders rather than attempt files."""
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -73,7 +76,7 @@ def load(memory: Memory, problem: str, kind: Kind, commit: str, path: str,
     except (KeyError, ValueError, pygit2.GitError):
         raise CandidateError(f"candidate commit {commit} of {problem} is not in this run") from None
     entry = trees.lookup(tip.tree, path)
-    if kind == Kind.PROGRAM:
+    if kind in CODE_KINDS:
         if entry is None or entry[1] != FileMode.TREE:
             raise CandidateError(f"{path} is not a folder in commit {commit[:12]}")
         return Candidate(problem, str(tip.id), path, files=_files(repo, repo[entry[0]], ""))
@@ -89,11 +92,11 @@ def load(memory: Memory, problem: str, kind: Kind, commit: str, path: str,
 def every(memory: Memory, problem: str, kind: Kind) -> list[Candidate]:
     """Every candidate on main: attempts (or code folders), each with its last-changing commit."""
     repo, main = memory.repo, memory.main()
-    folder = f"problems/{problem}/{'code' if kind == Kind.PROGRAM else 'attempts'}"
+    folder = f"problems/{problem}/{'code' if kind in CODE_KINDS else 'attempts'}"
     entry = trees.lookup(repo[main].peel(pygit2.Tree), folder)
     if entry is None or entry[1] != FileMode.TREE:
         return []
-    want_tree = kind == Kind.PROGRAM
+    want_tree = kind in CODE_KINDS
     paths = {f"{folder}/{e.name}": (e.id, e.filemode) for e in repo[entry[0]]
              if (e.filemode == FileMode.TREE) == want_tree}
     owners = last_changed(repo, main, problem, paths)

@@ -7,6 +7,8 @@ Graders, by problem kind:
   the grade is recorded as undecided (score None). A text with no final answer scores 0
   (method "no-answer") unless a referee model reads it.
 - program: the hidden tests run against the candidate's files (`programs`): passed/total.
+- reproduce: built by its compile.sh and run against the behavioural tests as ProgramBench
+  grades (`reproduce`): passed/counted tests.
 - proof: K judgments by the referee model (`proofs`): the median of 0/1/6/7 points.
 
 A stored grade with a score is kept: grading again returns it unless `force` is given.
@@ -21,14 +23,14 @@ import anyio
 
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import Kind, Problem
-from gitswarm.referee import candidates, programs, proofs
+from gitswarm.referee import candidates, programs, proofs, reproduce
 from gitswarm.referee.answer_judge import judge_answer
 from gitswarm.referee.answers import Verdict, equivalent, extract_answer
 from gitswarm.referee.candidates import Candidate
 from gitswarm.referee.grades import Grade, GradeStore
 from gitswarm.referee.verdicts import Model
 
-ANSWER, TESTS, PROOF = "answer", "tests", "proof-judge"
+ANSWER, TESTS, PROOF, REPRODUCE = "answer", "tests", "proof-judge", "reproduce"
 
 
 class GradingError(Exception):
@@ -67,7 +69,8 @@ def judge_of(model: Model | None, name: str | None = None) -> Judge | None:
 
 async def grade_problem(memory: Memory, problem: Problem, *, judge_model: Model | None = None,
                         judge_name: str | None = None, k: int = 3, force: bool = False,
-                        all_candidates: bool = False, store: GradeStore | None = None) -> list[Outcome]:
+                        all_candidates: bool = False, store: GradeStore | None = None,
+                        compile_timeout: float = reproduce.COMPILE_TIMEOUT) -> list[Outcome]:
     """Grade `problem`'s selected solution, or with `all_candidates` every candidate on main."""
     store = store or GradeStore(memory)
     judge = judge_of(judge_model, judge_name)
@@ -80,19 +83,23 @@ async def grade_problem(memory: Memory, problem: Problem, *, judge_model: Model 
         found = [chosen] + [c for c in found if (c.commit, c.path) != (chosen.commit, chosen.path)]
     outcomes = []
     for candidate in found:
-        outcome = await grade_candidate(store, problem, candidate, judge=judge, k=k, force=force)
+        outcome = await grade_candidate(store, problem, candidate, judge=judge, k=k, force=force,
+                                        compile_timeout=compile_timeout)
         outcomes.append(Outcome(outcome.problem, candidate, outcome.grade, outcome.reused,
                                 candidate is chosen, outcome.note))
     return outcomes
 
 
 async def grade_candidate(store: GradeStore, problem: Problem, candidate: Candidate, *,
-                          judge: Judge | None = None, k: int = 3, force: bool = False) -> Outcome:
+                          judge: Judge | None = None, k: int = 3, force: bool = False,
+                          compile_timeout: float = reproduce.COMPILE_TIMEOUT) -> Outcome:
     """Grade one candidate with the grader of the problem's kind."""
     if problem.kind == Kind.ANSWER:
         return await _answer(store, problem, candidate, judge, force)
     if problem.kind == Kind.PROGRAM:
         return await _program(store, problem, candidate, force)
+    if problem.kind == Kind.REPRODUCE:
+        return await _reproduce(store, problem, candidate, force, compile_timeout)
     return await _proof(store, problem, candidate, judge, k, force)
 
 
@@ -154,6 +161,20 @@ async def _program(store: GradeStore, problem: Problem, c: Candidate, force: boo
                "isolation": result.isolation, "seconds": result.duration_seconds,
                "failures": failures, "output": result.output[-2000:]}
     return _save(store, c, TESTS, None, result.score, 1.0, details, [], force)
+
+
+async def _reproduce(store: GradeStore, problem: Problem, c: Candidate, force: bool,
+                     compile_timeout: float) -> Outcome:
+    if kept := _kept(store, c, REPRODUCE, None, force):
+        return kept
+    if c.files is None:
+        raise GradingError(f"the candidate {c.path} of {problem.id} has no program files")
+    try:
+        result = await anyio.to_thread.run_sync(
+            lambda: reproduce.grade_reproduce(problem, c.files, compile_timeout=compile_timeout))
+    except reproduce.ReproduceGradingError as exc:
+        raise GradingError(str(exc)) from None
+    return _save(store, c, REPRODUCE, None, result.score, 1.0, reproduce.details(result), [], force)
 
 
 async def _proof(store: GradeStore, problem: Problem, c: Candidate, judge: Judge | None, k: int,

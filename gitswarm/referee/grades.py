@@ -186,7 +186,7 @@ def describe(grade: Grade | None) -> str:
     if grade.score is None:
         return "ungraded" if grade.grader != "answer" else "undecided"
     details = grade.details
-    if grade.grader == "tests":
+    if grade.grader in ("tests", "reproduce"):
         return f"{grade.score:.2f} ({details.get('passed', '?')}/{details.get('total', '?')} tests)"
     if grade.grader == "proof-judge":
         points = ",".join(str(p) for p in details.get("points", []))

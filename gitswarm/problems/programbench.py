@@ -1,0 +1,175 @@
+"""Turn a ProgramBench task in its public layout into a `reproduce` problem.
+
+A task folder holds `task.yaml` (repository, commit, language, difficulty,
+eval_clean_hashes), `tests.json` (branches, tests, ignored tests; trailing commas tolerated)
+and, once the harness has fetched them, `tests/<branch>/eval/tests/test_*.py`. The reference
+executable comes from the user: the public harness ships it only inside its Docker images.
+The problem written is
+
+    <out>/<id>.md                       front matter + the task statement
+    <out>/<id>/docs/                    the documentation given (visible)
+    <out>/<id>/reference/<executable>   the reference executable (hidden)
+    <out>/<id>/tests/tests.json         verbatim (hidden)
+    <out>/<id>/tests/<branch>/...       the branches' test code, when the task has it (hidden)
+
+Every defect of the task's files is reported with file and line before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from gitswarm.problems import frontmatter
+from gitswarm.problems.importers import safe_id
+from gitswarm.problems.loader import ID_PATTERN, Defect
+from gitswarm.problems.reproduce import EXECUTABLE_PATTERN, SHA256
+from gitswarm.problems.suite import SUITE_FILE, Suite, SuiteError, missing_code, read_suite
+
+TASK_FILE = "task.yaml"
+TASK_KEYS = ("repository", "commit", "language", "difficulty", "eval_clean_hashes")
+STATEMENT = """\
+Rebuild the program `{exe}` ({repository}, written in {language}) from its documentation
+(`docs/` beside this statement) and the behaviour of its reference executable.
+
+Write a whole codebase, in any language, with a `compile.sh` at its root that builds
+`./executable`: a program that behaves as `{exe}` does. Hidden behavioural tests run
+`./executable` with arguments and input and compare what it prints, its files and its exit
+status with the reference's. A copy of the reference executable scores nothing.
+"""
+
+
+class TaskDefects(Exception):
+    """The task cannot be imported; nothing was written."""
+
+    def __init__(self, defects: list[Defect]) -> None:
+        super().__init__(f"{len(defects)} defect(s) in the task")
+        self.defects = defects
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What an import wrote, and the task's branches whose test code was absent."""
+
+    problem_file: Path
+    suite: Suite
+    without_code: list[str]
+
+
+def import_task(task_dir: Path, reference: Path, docs: Path, out: Path, *, executable: str | None = None,
+                overwrite: bool = False) -> Imported:
+    """Write the task at `task_dir` as a reproduce problem in the set folder `out`."""
+    task_dir, out = Path(task_dir), Path(out)
+    task, defects = read_task(task_dir / TASK_FILE)
+    suite = None
+    try:
+        suite = read_suite(task_dir / SUITE_FILE)
+    except SuiteError as exc:
+        defects.append(Defect(task_dir / SUITE_FILE, exc.message, exc.line))
+    repository = str(task.get("repository") or task_dir.name)
+    name = executable or repository.rstrip("/").split("/")[-1]
+    defects += _inputs(reference, docs, name)
+    pid = safe_id(task_dir.resolve().name)
+    if not ID_PATTERN.match(pid) or ".." in pid:
+        defects.append(Defect(task_dir, f"the task folder's name {task_dir.name!r} makes no safe problem id"))
+    if defects or suite is None:
+        raise TaskDefects(defects)
+    target = out / f"{pid}.md"
+    if (target.exists() or (out / pid).exists()) and not overwrite:
+        raise FileExistsError(f"{target} (or its folder) already exists: allow overwriting, or import "
+                              "into another folder")
+    without = [b.id for b in missing_code(task_dir / "tests", suite)]
+    _write(task_dir, reference, docs, out / pid, name)
+    target.write_text(frontmatter.render(_front(pid, task, name), STATEMENT.format(
+        exe=name, repository=repository, language=task.get("language") or "an unknown language")),
+        encoding="utf-8")
+    _set_toml(out)
+    return Imported(target, suite, without)
+
+
+def read_task(path: Path) -> tuple[dict[str, object], list[Defect]]:
+    """task.yaml's values, and its defects with their lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}, [Defect(path, f"no {TASK_FILE}: give the folder of one ProgramBench task "
+                           "(tasks/<instance_id>/)")]
+    except (OSError, UnicodeDecodeError) as exc:
+        return {}, [Defect(path, f"cannot read it as UTF-8 text ({exc})")]
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        return {}, [Defect(path, f"invalid YAML: {exc.problem or exc}", mark.line + 1 if mark else None)]
+    except yaml.YAMLError as exc:
+        return {}, [Defect(path, f"invalid YAML: {exc}")]
+    if not isinstance(data, dict):
+        return {}, [Defect(path, "expected a mapping of repository, commit, language, ...", 1)]
+    defects = []
+    hashes = data.get("eval_clean_hashes") or []
+    if not isinstance(hashes, list) or not all(isinstance(h, str) and SHA256.match(h.lower()) for h in hashes):
+        defects.append(Defect(path, "'eval_clean_hashes' must be a list of sha256 hex digests",
+                              _line(text, "eval_clean_hashes")))
+    if not isinstance(data.get("repository", ""), str):
+        defects.append(Defect(path, "'repository' must be text such as owner/name", _line(text, "repository")))
+    return data, defects
+
+
+def _line(text: str, key: str) -> int | None:
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith(f"{key}:"):
+            return number
+    return None
+
+
+def _inputs(reference: Path, docs: Path, name: str) -> list[Defect]:
+    defects = []
+    if not EXECUTABLE_PATTERN.match(name):
+        defects.append(Defect(reference, f"the executable's name {name!r} is not a plain file name: "
+                              "give one with --executable"))
+    if not Path(reference).is_file():
+        defects.append(Defect(reference, "the reference executable is not a file: give the built "
+                              "program (ProgramBench ships it inside its Docker images)"))
+    if not Path(docs).is_dir():
+        defects.append(Defect(docs, "the documentation is not a folder: give the folder of the "
+                              "program's documentation (README, manual pages, ...)"))
+    return defects
+
+
+def _front(pid: str, task: dict[str, object], name: str) -> dict[str, object]:
+    repository, commit = task.get("repository", ""), str(task.get("commit") or "")
+    details = ", ".join(str(v) for v in (task.get("language"), task.get("difficulty")) if v)
+    front: dict[str, object] = {
+        "id": pid, "title": f"Rebuild {name} ({repository})", "kind": "reproduce",
+        "source": f"ProgramBench task {repository}@{commit[:7]}" + (f" ({details})" if details else "")
+                  + " (MIT)", "executable": name}
+    hashes = [h.lower() for h in task.get("eval_clean_hashes") or []]
+    return front | ({"eval_clean_hashes": hashes} if hashes else {})
+
+
+def _write(task_dir: Path, reference: Path, docs: Path, folder: Path, name: str) -> None:
+    """The problem's folders: docs, the reference executable, tests.json and any test code."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    shutil.copytree(docs, folder / "docs")
+    (folder / "reference").mkdir(parents=True)
+    shutil.copyfile(reference, folder / "reference" / name)
+    (folder / "reference" / name).chmod(0o755)
+    tests = task_dir / "tests"
+    if tests.is_dir():
+        shutil.copytree(tests, folder / "tests", ignore=shutil.ignore_patterns("__pycache__", SUITE_FILE))
+    (folder / "tests").mkdir(exist_ok=True)
+    shutil.copyfile(task_dir / SUITE_FILE, folder / "tests" / SUITE_FILE)
+
+
+def _set_toml(out: Path) -> None:
+    set_toml = out / "set.toml"
+    if not set_toml.exists():
+        name = out.resolve().name
+        set_toml.write_text(f"name = {json.dumps(name)}\ndescription = "
+                            f"{json.dumps('Imported from ProgramBench (reproduce problems)')}\n",
+                            encoding="utf-8")

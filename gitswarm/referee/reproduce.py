@@ -1,0 +1,308 @@
+"""Grade a reproduce candidate as ProgramBench grades a submission, in the sandbox.
+
+1. A fresh copy of the candidate's tree; every file whose sha256 is the reference
+   executable's, or one of the problem's `eval_clean_hashes`, is deleted (copying the
+   reference scores nothing).
+2. `compile.sh` at the tree's root runs (`chmod +x ./compile.sh && ./compile.sh`), bounded by
+   `compile_timeout` (900 s by default), with no network, and nothing is left running. It
+   must leave `./executable`; an executable whose hash is a clean hash is refused too.
+3. Each test branch with counted tests runs in a fresh folder holding only that branch's
+   files and `./executable` (the harness wipes the workspace and restores the executable):
+   pytest over `eval/tests`, writing JUnit XML (`eval/results.xml`).
+4. Score = passed / counted tests, where a test missing from the report, not run, failed,
+   errored or skipped is not passed. Listed names are matched to the report's without the
+   `eval.` prefix (`suite.canonical`), as the harness credits them. `resolved` is a score of
+   1.0, `almost resolved` one of at least 0.95.
+
+`build_reference` builds the hidden reference (or takes the ready executable) for the hash
+and for `reproduce_check`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from gitswarm.problems.model import Problem
+from gitswarm.problems.suite import SUITE_FILE, Branch, Suite, SuiteError, canonical, read_suite
+from gitswarm.referee.junit import Case, read_cases
+from gitswarm.sandbox import Limits, SandboxResult, run
+
+COMPILE_TIMEOUT = 900.0
+BRANCH_TIMEOUT = 600.0
+RESOLVED, ALMOST_RESOLVED = 1.0, 0.95
+COMPILE = ["/bin/sh", "-c", "chmod +x ./compile.sh && ./compile.sh"]
+EXECUTABLE = "executable"
+REPORT = "eval/results.xml"
+_PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+
+
+class ReproduceGradingError(Exception):
+    """The problem cannot be graded (no usable tests.json, a reference that does not build)."""
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One listed test's outcome (the harness's statuses: passed, failure, error, skipped, not_run)."""
+
+    name: str
+    branch: str
+    status: str
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the grading, for a human reading the log."""
+
+    step: str
+    returncode: int
+    seconds: float
+    output: str = ""
+    timed_out: bool = False
+
+
+@dataclass(frozen=True)
+class ReproduceGrade:
+    """The verdict on one candidate."""
+
+    passed: int
+    total: int
+    results: list[CaseResult] = field(default_factory=list)
+    error_code: str | None = None
+    """Why nothing could be tested: no_compile_script, compile_failed, no_executable, reference_copy."""
+    steps: list[Step] = field(default_factory=list)
+    executable_hash: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+    @property
+    def resolved(self) -> bool:
+        return self.total > 0 and self.score >= RESOLVED
+
+    @property
+    def almost_resolved(self) -> bool:
+        return self.total > 0 and self.score >= ALMOST_RESOLVED
+
+    def as_dict(self) -> dict:
+        return {"score": self.score, "passed": self.passed, "total": self.total,
+                "resolved": self.resolved, "almost_resolved": self.almost_resolved, **asdict(self)}
+
+
+def suite_of(problem: Problem) -> Suite:
+    """The problem's test suite, or ReproduceGradingError."""
+    if problem.tests_dir is None:
+        raise ReproduceGradingError(f"{problem.id} has no tests folder to grade against")
+    try:
+        return read_suite(problem.tests_dir / SUITE_FILE)
+    except SuiteError as exc:
+        where = f"{problem.tests_dir / SUITE_FILE}" + (f":{exc.line}" if exc.line else "")
+        raise ReproduceGradingError(f"{where}: {exc.message}") from None
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def reference_executable(problem: Problem, scratch: Path, timeout: float = COMPILE_TIMEOUT) -> bytes:
+    """The reference executable's bytes, built once per process for the same reference."""
+    key = (problem.build, problem.executable, _digest(problem.reference_dir))
+    if key not in _BUILT:
+        built, step = build_reference(problem, scratch, timeout)
+        if built is None:
+            raise ReproduceGradingError(f"the reference of {problem.id} does not build (exit "
+                                        f"{step.returncode}): {' '.join(step.output[-300:].split())}")
+        _BUILT[key] = built
+    return _BUILT[key]
+
+
+_BUILT: dict[tuple, bytes] = {}
+
+
+def _digest(folder: Path | None) -> str:
+    """A digest of a folder's file names and contents."""
+    found = hashlib.sha256()
+    for path in sorted(folder.rglob("*")) if folder is not None else []:
+        if path.is_file():
+            found.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
+    return found.hexdigest()
+
+
+def build_reference(problem: Problem, folder: Path, timeout: float = COMPILE_TIMEOUT) -> tuple[bytes | None, Step]:
+    """Copy the reference into `folder`, run its build command there, return the executable."""
+    if problem.reference_dir is None or not problem.executable:
+        raise ReproduceGradingError(f"{problem.id} has no reference to build")
+    shutil.copytree(problem.reference_dir, folder, symlinks=True)
+    step = Step("build_reference", 0, 0.0)
+    if problem.build:
+        result = run(["/bin/sh", "-c", problem.build], workdir=folder, limits=compile_limits(timeout))
+        step = _step("build_reference", result)
+        if not result.ok:
+            return None, step
+    built = _regular_file(folder, problem.executable)
+    return (built.read_bytes() if built else None), step
+
+
+def compile_limits(timeout: float) -> Limits:
+    """Bounds for a build: compilers fork, and Go and Rust reserve much address space."""
+    return Limits(wall_seconds=timeout, cpu_seconds=int(timeout), memory_bytes=8 << 30,
+                  file_bytes=1 << 30, max_processes=256, output_bytes=64 << 10)
+
+
+def branch_limits(timeout: float) -> Limits:
+    return Limits(wall_seconds=timeout, cpu_seconds=int(timeout), memory_bytes=4 << 30,
+                  file_bytes=256 << 20, max_processes=128, output_bytes=64 << 10)
+
+
+def grade_reproduce(problem: Problem, candidate: Path | dict[str, bytes], *,
+                    compile_timeout: float = COMPILE_TIMEOUT,
+                    branch_timeout: float = BRANCH_TIMEOUT) -> ReproduceGrade:
+    """Grade `candidate` (a folder, or files by relative path) against the problem's tests."""
+    suite = suite_of(problem)
+    with tempfile.TemporaryDirectory(prefix="gitswarm-reproduce-") as tmp:
+        scratch = Path(tmp)
+        reference = reference_executable(problem, scratch / "reference", compile_timeout)
+        clean = {*problem.clean_hashes, sha256(reference)}
+        tree = scratch / "submission"
+        copy_candidate(candidate, tree)
+        steps = [Step("clean", 0, 0.0, "\n".join(remove_clean(tree, clean)))]
+        executable, error = compile_tree(tree, clean, compile_timeout, steps)
+        return run_suite(problem, suite, executable, scratch, branch_timeout, steps, error)
+
+
+def run_suite(problem: Problem, suite: Suite, executable: bytes | None, scratch: Path,
+              branch_timeout: float, steps: list[Step], error: str | None = None) -> ReproduceGrade:
+    """Run every counted branch against `executable` (None: nothing to run) and score it."""
+    results: list[CaseResult] = []
+    warnings: list[str] = []
+    for branch in suite.branches:
+        if not branch.counted():
+            continue
+        if executable is None:
+            results += [CaseResult(t, branch.id, "not_run", error or "") for t in branch.counted()]
+            continue
+        cases, step = run_branch(problem.tests_dir, branch, executable, scratch / f"branch-{branch.id}",
+                                 branch_timeout)
+        steps.append(step)
+        found, extra = _match(branch, cases)
+        results += found
+        if extra:
+            warnings.append(f"branch {branch.id}: {extra} test(s) in the JUnit XML not in tests.json")
+        if step.timed_out:
+            warnings.append(f"branch {branch.id}: timed out after {branch_timeout:g} s")
+    passed = sum(r.status == "passed" for r in results)
+    digest = sha256(executable) if executable is not None else None
+    return ReproduceGrade(passed, suite.total, results, error, steps, digest, warnings)
+
+
+def copy_candidate(candidate: Path | dict[str, bytes], tree: Path) -> None:
+    """A fresh copy of the candidate: a folder (symlinks kept as links, `.git` left out), or files."""
+    if isinstance(candidate, Path):
+        shutil.copytree(candidate, tree, symlinks=True, ignore=shutil.ignore_patterns(".git"))
+        return
+    tree.mkdir(parents=True)
+    for name, data in candidate.items():
+        path = tree / name
+        if not path.resolve().is_relative_to(tree.resolve()):
+            raise ValueError(f"candidate file {name!r} lies outside its folder")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        if data.startswith(b"#!"):
+            path.chmod(0o755)
+
+
+def remove_clean(tree: Path, clean: set[str]) -> list[str]:
+    """Delete every regular file of `tree` whose sha256 is in `clean`; return their paths."""
+    removed = []
+    for folder, _dirs, names in os.walk(tree):
+        for name in names:
+            path = Path(folder, name)
+            if path.is_file() and not path.is_symlink() and sha256(path.read_bytes()) in clean:
+                path.unlink()
+                removed.append(f"removed {path.relative_to(tree).as_posix()} (a clean hash)")
+    return removed
+
+
+def compile_tree(tree: Path, clean: set[str], timeout: float,
+                 steps: list[Step]) -> tuple[bytes | None, str | None]:
+    """Run compile.sh in `tree`; the executable it made, or None and the error code."""
+    if not (tree / "compile.sh").is_file():
+        return None, "no_compile_script"
+    result = run(COMPILE, workdir=tree, limits=compile_limits(timeout))
+    steps.append(_step("compile", result))
+    if not result.ok:
+        return None, "compile_failed"
+    built = _regular_file(tree, EXECUTABLE)
+    if built is None:
+        return None, "no_executable"
+    data = built.read_bytes()
+    if sha256(data) in clean:
+        return None, "reference_copy"
+    return data, None
+
+
+def run_branch(tests_dir: Path, branch: Branch, executable: bytes, work: Path,
+               timeout: float = BRANCH_TIMEOUT) -> tuple[list[Case], Step]:
+    """Run one branch's tests in `work` (its files plus `./executable`); the JUnit cases."""
+    shutil.copytree(tests_dir / branch.id, work, symlinks=True)
+    (work / EXECUTABLE).unlink(missing_ok=True)
+    (work / EXECUTABLE).write_bytes(executable)
+    (work / EXECUTABLE).chmod(0o755)
+    (work / REPORT).unlink(missing_ok=True)
+    argv = [sys.executable, "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir=.",
+            f"--junitxml={REPORT}", "-o", "junit_family=xunit1", "eval/tests"]
+    result = run(argv, workdir=work, limits=branch_limits(timeout), env=_PYTEST_ENV)
+    report = work / REPORT
+    cases = (read_cases(report.read_bytes()) or []) if report.is_file() else []
+    return cases, _step(f"run_tests {branch.id}", result)
+
+
+def _match(branch: Branch, cases: list[Case]) -> tuple[list[CaseResult], int]:
+    """Each counted test's result, and how many reported cases match no listed test."""
+    by_name = {canonical(c.name): c for c in cases}
+    listed = {canonical(t) for t in branch.tests}
+    results = []
+    for test in branch.counted():
+        case = by_name.get(canonical(test))
+        results.append(CaseResult(test, branch.id, case.status, case.message) if case else
+                       CaseResult(test, branch.id, "not_run", "missing_from_junit_xml"))
+    return results, sum(name not in listed for name in by_name)
+
+
+def _regular_file(folder: Path, name: str) -> Path | None:
+    """`folder/name` if it is a regular file inside `folder` (a link may not point out)."""
+    path = folder / name
+    if not path.is_file() or not path.resolve().is_relative_to(folder.resolve()):
+        return None
+    return path
+
+
+def _step(name: str, result: SandboxResult) -> Step:
+    output = (result.stdout + result.stderr)[-2000:]
+    return Step(name, result.exit_code, round(result.duration_seconds, 3), output, result.timed_out)
+
+
+def details(grade: ReproduceGrade) -> dict:
+    """What a stored grade keeps: the counts, the verdicts, the first failures, the log's tail."""
+    failures = [{"test": r.name, "branch": r.branch, "status": r.status, "message": r.message[:300]}
+                for r in grade.results if r.status != "passed"][:20]
+    return {"passed": grade.passed, "total": grade.total, "resolved": grade.resolved,
+            "almost_resolved": grade.almost_resolved, "error_code": grade.error_code,
+            "executable_hash": grade.executable_hash, "warnings": grade.warnings, "failures": failures,
+            "steps": [{"step": s.step, "returncode": s.returncode, "seconds": s.seconds,
+                       "timed_out": s.timed_out} for s in grade.steps]}
+
+
+def mean_score(scores: dict[str, float | None], problems: list[str]) -> float:
+    """A set's mean score: every problem counts, an unattempted or ungraded one as 0."""
+    if not problems:
+        return 0.0
+    return sum(scores.get(p) or 0.0 for p in problems) / len(problems)
