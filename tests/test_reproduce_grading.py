@@ -89,6 +89,17 @@ def test_a_copied_reference_scores_nothing(tmp_path: Path, calc) -> None:
     assert (grade.score, grade.error_code) == (0.0, "reference_copy")
 
 
+def test_the_build_cannot_read_the_reference_source_or_other_tests(tmp_path: Path, calc) -> None:
+    source = calc.reference_dir / "calc.c"
+    steal = write(tmp_path / "steal", {"compile.sh": f"#!/bin/sh\ncc -O2 -o executable {source}\n"})
+    grade = grade_reproduce(calc, steal)
+    assert (grade.score, grade.error_code) == (0.0, "compile_failed")
+    peek = write(tmp_path / "peek", {"compile.sh": f"#!/bin/sh\nls {calc.tests_dir}\n"})
+    grade = grade_reproduce(calc, peek)
+    assert grade.error_code == "compile_failed" and grade.steps[-1].step == "compile"
+    assert "tests.json" not in grade.steps[-1].output and "ls:" in grade.steps[-1].output
+
+
 def test_eval_clean_hashes_are_removed_before_compiling(tmp_path: Path) -> None:
     folder = reproduce_set(tmp_path / "set")
     digest = sha256(CORRECT["calculator.sh"].encode())

@@ -174,12 +174,20 @@ def grade_reproduce(problem: Problem, candidate: Path | dict[str, bytes], *,
         tree = scratch / "submission"
         copy_candidate(candidate, tree)
         steps = [Step("clean", 0, 0.0, "\n".join(remove_clean(tree, clean)))]
-        executable, error = compile_tree(tree, clean, compile_timeout, steps)
-        return run_suite(problem, suite, executable, scratch, branch_timeout, steps, error)
+        hide = hidden(problem, scratch)
+        executable, error = compile_tree(tree, clean, compile_timeout, steps, hide)
+        return run_suite(problem, suite, executable, scratch, branch_timeout, steps, error, hide)
+
+
+def hidden(problem: Problem, scratch: Path) -> tuple[Path, ...]:
+    """What the candidate's build and program must not see: the problem set (the reference's
+    source, every branch's tests) and the reference built for the hash."""
+    return (problem.path.parent, scratch / "reference")
 
 
 def run_suite(problem: Problem, suite: Suite, executable: bytes | None, scratch: Path,
-              branch_timeout: float, steps: list[Step], error: str | None = None) -> ReproduceGrade:
+              branch_timeout: float, steps: list[Step], error: str | None = None,
+              hide: tuple[Path, ...] = ()) -> ReproduceGrade:
     """Run every counted branch against `executable` (None: nothing to run) and score it."""
     results: list[CaseResult] = []
     warnings: list[str] = []
@@ -190,7 +198,7 @@ def run_suite(problem: Problem, suite: Suite, executable: bytes | None, scratch:
             results += [CaseResult(t, branch.id, "not_run", error or "") for t in branch.counted()]
             continue
         cases, step = run_branch(problem.tests_dir, branch, executable, scratch / f"branch-{branch.id}",
-                                 branch_timeout)
+                                 branch_timeout, hide)
         steps.append(step)
         found, extra = _match(branch, cases)
         results += found
@@ -231,12 +239,12 @@ def remove_clean(tree: Path, clean: set[str]) -> list[str]:
     return removed
 
 
-def compile_tree(tree: Path, clean: set[str], timeout: float,
-                 steps: list[Step]) -> tuple[bytes | None, str | None]:
+def compile_tree(tree: Path, clean: set[str], timeout: float, steps: list[Step],
+                 hide: tuple[Path, ...] = ()) -> tuple[bytes | None, str | None]:
     """Run compile.sh in `tree`; the executable it made, or None and the error code."""
     if not (tree / "compile.sh").is_file():
         return None, "no_compile_script"
-    result = run(COMPILE, workdir=tree, limits=compile_limits(timeout))
+    result = run(COMPILE, workdir=tree, limits=compile_limits(timeout), hide=hide)
     steps.append(_step("compile", result))
     if not result.ok:
         return None, "compile_failed"
@@ -250,7 +258,7 @@ def compile_tree(tree: Path, clean: set[str], timeout: float,
 
 
 def run_branch(tests_dir: Path, branch: Branch, executable: bytes, work: Path,
-               timeout: float = BRANCH_TIMEOUT) -> tuple[list[Case], Step]:
+               timeout: float = BRANCH_TIMEOUT, hide: tuple[Path, ...] = ()) -> tuple[list[Case], Step]:
     """Run one branch's tests in `work` (its files plus `./executable`); the JUnit cases."""
     shutil.copytree(tests_dir / branch.id, work, symlinks=True)
     (work / EXECUTABLE).unlink(missing_ok=True)
@@ -259,7 +267,7 @@ def run_branch(tests_dir: Path, branch: Branch, executable: bytes, work: Path,
     (work / REPORT).unlink(missing_ok=True)
     argv = [sys.executable, "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir=.",
             f"--junitxml={REPORT}", "-o", "junit_family=xunit1", "eval/tests"]
-    result = run(argv, workdir=work, limits=branch_limits(timeout), env=_PYTEST_ENV)
+    result = run(argv, workdir=work, limits=branch_limits(timeout), env=_PYTEST_ENV, hide=hide)
     report = work / REPORT
     cases = (read_cases(report.read_bytes()) or []) if report.is_file() else []
     return cases, _step(f"run_tests {branch.id}", result)
