@@ -218,3 +218,23 @@ def test_demo_tui_in_a_real_terminal_stops_on_q_and_keeps_the_run(tmp_path: Path
     shown = subprocess.run([sys.executable, "-m", "gitswarm", "status", str(run), "--json"],
                            capture_output=True, text=True, check=True)
     assert '"charged"' in shown.stdout
+
+
+def test_a_snapshot_and_the_events_count_a_nomination_once(run: Path):
+    """Attached to a finished run, the first read of the repository may come before the event
+    log's `nominated` events: the row shows main's nominations, not their sum with the events."""
+    from gitswarm.memory.repo import Memory
+    from gitswarm.readmodel.read import read_run
+    from gitswarm.tui.state import merge_snapshot
+    from gitswarm.tui.tail import LogTail
+
+    model, events = read_run(Memory(run)), LogTail(run).read()
+    for first, then in ((lambda s: merge_snapshot(s, model), lambda s: s.apply(events)),
+                        (lambda s: s.apply(events), lambda s: merge_snapshot(s, model))):
+        state = DashState()
+        first(state)
+        then(state)
+        for problem in model.problems:
+            row = state.problems[problem.id]
+            assert row.nominations == problem.nomination_total >= 1, problem.id
+            assert (row.state, row.selected, row.grade) == ("selected", problem.selected_path, "-")

@@ -6,7 +6,7 @@ from textual.message import Message
 
 from gitswarm.engine.events import Event
 from gitswarm.memory.model import CommitInfo
-from gitswarm.tui.reader import Snapshot
+from gitswarm.readmodel.model import RunState
 
 
 class EventsArrived(Message):
@@ -18,9 +18,9 @@ class EventsArrived(Message):
 
 
 class SnapshotRead(Message):
-    """A fresh read of main's tree, the ledger and the grades."""
+    """A fresh read of the run's read model (main's tree, the ledger's totals, the grades)."""
 
-    def __init__(self, snapshot: Snapshot) -> None:
+    def __init__(self, snapshot: RunState) -> None:
         super().__init__()
         self.snapshot = snapshot
 

@@ -1,41 +1,15 @@
 """Read-only views of a run repository for the dashboard (run in a worker thread).
 
-Reads main's tree, the ledger and the grades; the history only for one problem on demand.
-Never writes to the run.
+Each periodic read is the run's read model (`gitswarm.readmodel`), the same that `status` and
+the report show; the history is read only for one problem on demand. Never writes to the run.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitswarm.memory.model import CommitInfo
-
-KIND = re.compile(r"^- kind:\s*(\w+)", re.M)
-
-
-@dataclass(frozen=True)
-class ProblemFacts:
-    """What main's tree and the grades say about one problem."""
-
-    id: str
-    kind: str
-    state: str
-    lemmas: int
-    attempts: int
-    nominations: int
-    grade: str
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A periodic read of the run repository."""
-
-    problems: list[ProblemFacts] = field(default_factory=list)
-    cost: float | None = None
-    tokens: int = 0
-    charged: int = 0
+from gitswarm.readmodel.model import RunState
 
 
 def open_memory(run: Path):
@@ -44,27 +18,11 @@ def open_memory(run: Path):
     return Memory(run)
 
 
-def snapshot(memory) -> Snapshot:
-    """Each problem's counts and grade from main's tree, and the ledger's totals."""
-    from gitswarm.cli.status import _problem, main_tree
-    from gitswarm.engine.ledger import Ledger
-    from gitswarm.referee.grades import GradeStore, describe
+def snapshot(memory) -> RunState:
+    """The run's read model: each problem's state, counts, selection and grade, and the totals."""
+    from gitswarm.readmodel.read import read_run
 
-    grades = GradeStore(memory)
-    facts = []
-    root = main_tree(memory)
-    for pid in memory.problems():
-        row = _problem(memory, pid, root)
-        c = row["counts"]
-        statement = (memory.read_file(f"problems/{pid}/statement.md") or b"").decode("utf-8", "replace")
-        kind = KIND.search(statement)
-        found = sorted(grades.for_problem(pid), key=lambda g: g.time)
-        facts.append(ProblemFacts(pid, kind.group(1) if kind else "?", row["state"], c["lemmas"],
-                                  c["attempts"] + c["code"], row["nominations"],
-                                  describe(found[-1]) if found else "-"))
-    spent = Ledger.summary(memory)
-    cost, known = spent.cost
-    return Snapshot(facts, cost if known else None, spent.tokens, spent.charged)
+    return read_run(memory)
 
 
 def history(memory, problem: str, limit: int = 200) -> list[CommitInfo]:

@@ -11,6 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from gitswarm.engine.events import Event
+from gitswarm.readmodel.model import STATES, Counts, RunState
 
 FEED_SIZE = 200
 IN_EPISODE = ("thinking", "tool", "writing")
@@ -30,8 +31,15 @@ class ProblemRow:
     lemmas: int = 0
     attempts: int = 0
     nominations: int = 0
+    """Shown: the `nominated` events seen or the nominations on main, whichever is more."""
+    nominated: int = 0
+    """`nominated` events seen (they come before their merge into main)."""
     grade: str = "-"
     in_flight: int = 0
+    selected: str | None = None
+    """The selected solution's path (from the `selected` event, or SOLUTION.md on main)."""
+    counts: Counts = field(default_factory=Counts)
+    """Item files per folder on main, from the last read of the read model."""
 
 
 @dataclass
@@ -116,21 +124,21 @@ class DashState:
         return dirty
 
 
-STATES = ("open", "in progress", "candidate", "nominated", "selected")
-
-
-def merge_snapshot(s: DashState, snap) -> set[str]:
-    """Fold a read of the run repository in (a `reader.Snapshot`): the tree's counts win,
-    a state only moves forward, tokens and cost come from the ledger."""
-    for facts in snap.problems:
-        row = s.problem(facts.id)
-        row.kind, row.lemmas, row.attempts, row.grade = facts.kind, facts.lemmas, facts.attempts, facts.grade
-        row.nominations = max(row.nominations, facts.nominations)
-        if STATES.index(facts.state) > STATES.index(row.state if row.state in STATES else "open"):
-            row.state = facts.state
-    s.header.cost = snap.cost
-    s.header.tokens = max(s.header.tokens, snap.tokens)
-    s.header.charged = max(s.header.charged, snap.charged)
+def merge_snapshot(s: DashState, snap: RunState) -> set[str]:
+    """Fold a read of the run's read model in: its counts, selection and grade win, a
+    state only moves forward (in `readmodel.STATES` order: events may be ahead of
+    main's tree), tokens and cost come from the ledger's totals."""
+    for p in snap.problems:
+        row = s.problem(p.id)
+        row.kind, row.counts, row.grade = p.kind, p.counts, p.grade_text
+        row.lemmas, row.attempts = p.counts.lemmas, p.counts.candidates
+        row.nominations = max(row.nominated, p.nomination_total)
+        row.selected = p.selected_path or row.selected
+        if STATES.index(p.state) > STATES.index(row.state if row.state in STATES else "open"):
+            row.state = p.state
+    s.header.cost = snap.totals.cost_usd
+    s.header.tokens = max(s.header.tokens, snap.totals.tokens)
+    s.header.charged = max(s.header.charged, snap.totals.charged)
     s.dirty |= {"problems", "header"}
     dirty, s.dirty = s.dirty, set()
     return dirty
@@ -200,7 +208,8 @@ def _ended(s: DashState, d: dict, t: float, kind: str) -> None:
         if kind == "committed":
             problem.contributions += 1
         else:
-            problem.nominations += 1
+            problem.nominated += 1
+            problem.nominations = max(problem.nominations, problem.nominated)
             problem.state = "nominated" if problem.state != "selected" else problem.state
         _feed(s, FeedItem(t, "nomination" if kind == "nominated" else "commit", problem.id, w.id,
                                str(d.get("note") or d.get("episode") or ""), str(d.get("commit") or "")))
@@ -223,7 +232,7 @@ def _merged(s: DashState, d: dict, t: float) -> None:
 def _selected(s: DashState, d: dict, t: float) -> None:
     row = s.problem(str(d.get("problem")))
     if d.get("path"):
-        row.state = "selected"
+        row.state, row.selected = "selected", str(d.get("path"))
         _feed(s, FeedItem(t, "selected", row.id, "-", str(d.get("path")), ""))
         s.dirty |= {"problems", "feed"}
 

@@ -1,0 +1,202 @@
+"""The read model's types: frozen, every field documented, each with its JSON form (`as_dict`).
+
+Pure Python (no pygit2 at import), so the dashboard's reducer can use `STATES` freely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gitswarm.referee.grades import Grade
+
+STATES = ("open", "in progress", "candidate", "nominated", "set aside", "settled", "selected")
+"""A problem's states, in the order a problem moves through them (the dashboard only moves a
+row forward in this order):
+
+- open: nothing on main yet;
+- in progress: notes, lemmas or reviews, but no attempt or code;
+- candidate: at least one attempt or program;
+- nominated: at least one nomination;
+- set aside: the ledger says the no-progress rule set it aside (and it is not settled);
+- settled: one candidate has the nominations that settle a problem; no more episodes go there,
+  and the run writes its SOLUTION.md when it stops;
+- selected: SOLUTION.md is on main.
+"""
+FOLDERS = ("notes", "lemmas", "attempts", "reviews", "code")
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Files below each item folder of `problems/<id>/` on main (a program's files each count)."""
+
+    notes: int = 0
+    lemmas: int = 0
+    attempts: int = 0
+    reviews: int = 0
+    code: int = 0
+
+    @property
+    def candidates(self) -> int:
+        """Attempt and code files: the ATTEMPTS column of status and the dashboard."""
+        return self.attempts + self.code
+
+    @property
+    def work(self) -> int:
+        """Every item file."""
+        return sum(self.as_dict().values())
+
+    def as_dict(self) -> dict[str, int]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate solution of a problem: an attempt file or a program folder, as written by
+    one commit. Per-candidate facts (review verdicts, verification) belong here."""
+
+    path: str
+    """Its path in the repository: `problems/<id>/attempts/<name>` or `problems/<id>/code/<slug>`."""
+    commit: str | None
+    """The commit that holds it, as a nomination or a grade names it; None for a candidate on
+    main's tree that no nomination or grade names (finding its commit would take the history)."""
+    nominations: int = 0
+    """Nominations of this commit on main."""
+    grade: Grade | None = None
+    """Its grade by the rule of `read.shown_grade`, or None when it has none."""
+
+    def as_dict(self) -> dict:
+        from gitswarm.referee.grades import describe
+
+        return {"path": self.path, "commit": self.commit, "nominations": self.nominations,
+                "grade": describe(self.grade) if self.grade else None}
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A problem's selected solution, as `engine.selection.select` wrote it in SOLUTION.md."""
+
+    candidate: str
+    """The selected candidate's commit."""
+    path: str
+    """Its path in the repository (`problems/<id>/...`)."""
+    nominations: int | None
+    """Its nominations when it was selected (None if SOLUTION.md does not say)."""
+
+
+@dataclass(frozen=True)
+class ProblemState:
+    """Where one problem stands, from main's tree, the ledger and the grades."""
+
+    id: str
+    kind: str
+    """answer, proof, program, ... from the statement on main ("?" when it does not say)."""
+    state: str
+    """One of `STATES`."""
+    counts: Counts
+    candidates: tuple[Candidate, ...]
+    """Every candidate on main and every one a nomination or a grade names; the most nominated
+    first, then by path."""
+    selected: Selection | None
+    """What SOLUTION.md on main says, or None before the run selected one."""
+    leading: str | None
+    """The commit `engine.selection.choose` selects now from main's nominations and the
+    referee's scores (None without nominations): the selection a stop would write."""
+    grade: Grade | None
+    """The grade shown (the package docstring's rule), or None."""
+
+    @property
+    def nominations(self) -> dict[str, int]:
+        """Nominations per candidate commit (nominated candidates only)."""
+        return {c.commit: c.nominations for c in self.candidates if c.commit and c.nominations}
+
+    @property
+    def nomination_total(self) -> int:
+        return sum(c.nominations for c in self.candidates)
+
+    @property
+    def selected_path(self) -> str | None:
+        return self.selected.path if self.selected else None
+
+    @property
+    def grade_text(self) -> str:
+        """The grade as a table cell ("-" when there is none)."""
+        from gitswarm.referee.grades import describe
+
+        return describe(self.grade)
+
+    def as_dict(self) -> dict:
+        """The JSON form `status --json` and the report share."""
+        return {"id": self.id, "kind": self.kind, "state": self.state, "counts": self.counts.as_dict(),
+                "nominations": self.nomination_total, "top_candidate": self.leading,
+                "selected": self.selected_path,
+                "selected_commit": self.selected.candidate if self.selected else None,
+                "grade": self.grade_text if self.grade else None,
+                "candidates": [c.as_dict() for c in self.candidates]}
+
+
+@dataclass(frozen=True)
+class RunTotals:
+    """The run's totals: the ledger's `Totals` (every call, the merger's and failed ones too)."""
+
+    run: str
+    """The run id."""
+    episodes: int
+    """Worker episodes in any state."""
+    charged: int
+    """Episodes that contributed or nominated."""
+    tokens_in: int
+    """Input tokens, cached ones included."""
+    cache_read: int
+    """Of `tokens_in`, read from the provider's prompt cache."""
+    cache_write: int
+    """Of `tokens_in`, written to it."""
+    reasoning: int
+    """Of `tokens_out`, spent thinking."""
+    tokens_out: int
+    """Output tokens, reasoning included."""
+    calls: int
+    """Model calls that reached the provider, failed ones included."""
+    failed_calls: int
+    """Of `calls`, those that gave no usable reply."""
+    known_cost_usd: float
+    """USD of the calls that had a price."""
+    cost_known: bool
+    """Every call had a price."""
+    pending_branches: int
+    """Episode branches not yet composed into main."""
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+    @property
+    def cost_usd(self) -> float | None:
+        """USD spent, or None when some call had no price."""
+        return self.known_cost_usd if self.cost_known else None
+
+    def parts(self) -> dict[str, int]:
+        """The parts of the usage, in `engine.ledger.USAGE_PARTS` order (`Totals.parts()`)."""
+        names = ("tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls", "failed_calls")
+        return {name: getattr(self, name) for name in names}
+
+    def as_dict(self) -> dict:
+        """The JSON form of `status --json`'s totals."""
+        return {"run": self.run, "episodes": self.episodes, "charged": self.charged, "tokens": self.tokens,
+                "cost_usd": round(self.known_cost_usd, 6) if self.cost_known else None,
+                "pending_branches": self.pending_branches, **self.parts()}
+
+
+@dataclass(frozen=True)
+class RunState:
+    """The whole read model: the run's totals and every problem's state, in the run's order."""
+
+    totals: RunTotals
+    problems: tuple[ProblemState, ...]
+
+    def problem(self, pid: str) -> ProblemState:
+        return next(p for p in self.problems if p.id == pid)
+
+    def as_dict(self) -> dict:
+        return {"totals": self.totals.as_dict(), "problems": [p.as_dict() for p in self.problems]}

@@ -1,0 +1,176 @@
+"""Read a run into its read model: main's tree, the ledger's totals and the grades, once.
+
+Never walks the history: every figure comes from one tree lookup per problem folder, the
+ledger's scheduler record (`Ledger.summary`) and the grades ref.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+
+import pygit2
+from pygit2.enums import FileMode
+
+from gitswarm.engine.index import MemoryIndex
+from gitswarm.engine.ledger import BOOK, Ledger, Totals
+from gitswarm.engine.selection import choose, settled
+from gitswarm.memory import trees
+from gitswarm.memory.repo import Memory
+from gitswarm.problems.frontmatter import FrontMatterError, split
+from gitswarm.readmodel.model import FOLDERS, Candidate, Counts, ProblemState, RunState, RunTotals, Selection
+from gitswarm.referee.grades import Grade, GradeStore
+
+SETTLE_NOMINATIONS = 3
+"""Nominations that settle a problem: `SolveConfig.settle_nominations`'s default (a test pins
+the two together; the run does not record the value it was made with, and importing the
+engine's config would cost `status` 90 ms of start-up)."""
+KIND = re.compile(r"^- kind:\s*(\w+)", re.M)
+
+
+def read_run(memory: Memory) -> RunState:
+    """The read model of the run `memory` opens, as it stands now."""
+    root = main_tree(memory)
+    aside = set_aside(memory)
+    store = GradeStore(memory)
+    problems = tuple(read_problem(memory, pid, root, store, pid in aside) for pid in memory.problems())
+    return RunState(run_totals(memory, Ledger.summary(memory)), problems)
+
+
+def main_tree(memory: Memory) -> pygit2.Tree:
+    """Main's tree, resolved once per read."""
+    return memory.repo.revparse_single(memory.main()).peel(pygit2.Tree)
+
+
+def set_aside(memory: Memory) -> set[str]:
+    """The problems the ledger's scheduler record lists as set aside (`set_aside`); empty when
+    the record has no such list."""
+    state = memory.record(BOOK, "scheduler.json") or {}
+    listed = state.get("set_aside") if isinstance(state, dict) else None
+    return {str(p) for p in listed or ()}
+
+
+def run_totals(memory: Memory, spent: Totals) -> RunTotals:
+    """The ledger's totals and the branches still to merge."""
+    cost, known = spent.cost
+    return RunTotals(memory.run_id, spent.episodes, spent.charged, spent.tokens_in, spent.cache_read,
+                     spent.cache_write, spent.reasoning, spent.tokens_out, spent.calls, spent.failed_calls,
+                     cost, known, len(memory.pending()))
+
+
+def shown_grade(grades: list[Grade]) -> Grade | None:
+    """The grade to show of one candidate's grades: one with a score beats one without, then
+    the newest (ties: the last key). None when there is none."""
+    return max(grades, key=lambda g: (g.graded, g.time, g.key), default=None)
+
+
+def read_problem(memory: Memory, pid: str, root: pygit2.Tree, store: GradeStore, aside: bool) -> ProblemState:
+    """One problem's state from main's tree (`root`) and its grades."""
+    repo = memory.repo
+    base = _subtree(repo, root, f"problems/{pid}")
+    counts = Counts(**{f: _count(repo, base, f) for f in FOLDERS})
+    votes, named = _nominations(repo, base, pid)
+    grades = store.for_problem(pid)
+    index = MemoryIndex()
+    index.problems[pid].nominations.update(votes)
+    chosen = choose(index, pid, store.scores(pid) if votes and grades else None)
+    leading = chosen[0] if chosen else None
+    selected = _selection(repo, base)
+    stands_on = selected.candidate if selected else leading
+    grade = shown_grade([g for g in grades if g.candidate == stands_on]) if stands_on else None
+    state = _state(counts, votes, selected, bool(settled(index, [pid], SETTLE_NOMINATIONS)), aside)
+    candidates = _candidates(repo, base, pid, votes, named, grades)
+    return ProblemState(pid, _kind(repo, base), state, counts, candidates, selected, leading, grade)
+
+
+def _state(counts: Counts, votes: Counter, selected: Selection | None, is_settled: bool, aside: bool) -> str:
+    if selected:
+        return "selected"
+    if is_settled:
+        return "settled"
+    if aside:
+        return "set aside"
+    if votes:
+        return "nominated"
+    return "candidate" if counts.candidates else "in progress" if counts.work else "open"
+
+
+def _nominations(repo: pygit2.Repository, base, pid: str) -> tuple[Counter, dict[str, str]]:
+    """Votes per candidate commit, and the path each nominated commit was nominated as."""
+    votes: Counter = Counter()
+    named: dict[str, str] = {}
+    for entry in _subtree(repo, base, "nominations") or ():
+        values = _front(repo[entry.id].data) if entry.filemode != FileMode.TREE else {}
+        commit = str(values.get("candidate") or "")
+        if commit:
+            votes[commit] += 1
+            named.setdefault(commit, f"problems/{pid}/{values.get('path') or ''}".rstrip("/"))
+    return votes, named
+
+
+def _candidates(repo, base, pid: str, votes: Counter, named: dict[str, str],
+                grades: list[Grade]) -> tuple[Candidate, ...]:
+    """Nominated and graded candidates, then those on main's tree that neither names."""
+    graded: dict[str, list[Grade]] = defaultdict(list)
+    for g in grades:
+        graded[g.candidate].append(g)
+    keys = dict.fromkeys([(path, commit) for commit, path in named.items()]
+                         + [(g.path, g.candidate) for g in grades])
+    known = {path for path, _ in keys}
+    keys.update(dict.fromkeys((path, None) for path in _on_tree(repo, base, pid) if path not in known))
+    found = [Candidate(path, commit, votes.get(commit, 0) if commit else 0,
+                       shown_grade(graded.get(commit, [])) if commit else None) for path, commit in keys]
+    return tuple(sorted(found, key=lambda c: (-c.nominations, c.path, c.commit or "")))
+
+
+def _on_tree(repo, base, pid: str) -> list[str]:
+    """Attempt files and program folders on main."""
+    found = []
+    for folder, want_tree in (("attempts", False), ("code", True)):
+        for entry in _subtree(repo, base, folder) or ():
+            if (entry.filemode == FileMode.TREE) == want_tree:
+                found.append(f"problems/{pid}/{folder}/{entry.name}")
+    return found
+
+
+def _selection(repo, base) -> Selection | None:
+    values = _front(_blob(repo, base, "SOLUTION.md"))
+    if not values.get("candidate") or not values.get("path"):
+        return None
+    count = str(values.get("nominations") or "")
+    return Selection(str(values["candidate"]), str(values["path"]), int(count) if count.isdigit() else None)
+
+
+def _kind(repo, base) -> str:
+    found = KIND.search((_blob(repo, base, "statement.md") or b"").decode("utf-8", "replace"))
+    return found.group(1) if found else "?"
+
+
+def _front(data: bytes | None) -> dict:
+    """A file's YAML front matter, or {} when it has none that parses."""
+    if not data:
+        return {}
+    try:
+        values = split(data.decode("utf-8", "replace")).values
+    except FrontMatterError:
+        return {}
+    return values if isinstance(values, dict) else {}
+
+
+def _subtree(repo, tree, path: str):
+    """The tree at `path` below `tree`, or None."""
+    entry = trees.lookup(tree, path)
+    return repo[entry[0]] if entry is not None and entry[1] == FileMode.TREE else None
+
+
+def _blob(repo, tree, path: str) -> bytes | None:
+    """The file at `path` below `tree`, or None."""
+    entry = trees.lookup(tree, path)
+    return repo[entry[0]].data if entry is not None and entry[1] != FileMode.TREE else None
+
+
+def _count(repo, base, folder: str) -> int:
+    """Files below `folder` of the tree `base`, counted from trees alone (no blob is read): a
+    diff against the empty tree counts them in libgit2, 3x faster than walking the entries."""
+    sub = _subtree(repo, base, folder)
+    return 0 if sub is None else len(sub.diff_to_tree(swap=True))
