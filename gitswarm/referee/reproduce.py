@@ -14,13 +14,12 @@
    `eval.` prefix (`suite.canonical`), as the harness credits them. `resolved` is a score of
    1.0, `almost resolved` one of at least 0.95.
 
-`build_reference` builds the hidden reference (or takes the ready executable) for the hash
-and for `reproduce_check`.
+The hidden reference is built (or taken ready) by `builds.reference_executable`, for its hash.
+The candidate's build and program never see the problem set (`hidden`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import sys
@@ -30,20 +29,25 @@ from pathlib import Path
 
 from gitswarm.problems.model import Problem
 from gitswarm.problems.suite import SUITE_FILE, Branch, Suite, SuiteError, canonical, read_suite
+from gitswarm.referee.builds import (
+    COMPILE_TIMEOUT,
+    ReproduceGradingError,
+    Step,
+    compile_limits,
+    reference_executable,
+    regular_file,
+    sha256,
+    step_of,
+)
 from gitswarm.referee.junit import Case, read_cases
-from gitswarm.sandbox import Limits, SandboxResult, run
+from gitswarm.sandbox import Limits, run
 
-COMPILE_TIMEOUT = 900.0
 BRANCH_TIMEOUT = 600.0
 RESOLVED, ALMOST_RESOLVED = 1.0, 0.95
 COMPILE = ["/bin/sh", "-c", "chmod +x ./compile.sh && ./compile.sh"]
 EXECUTABLE = "executable"
 REPORT = "eval/results.xml"
 _PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-
-
-class ReproduceGradingError(Exception):
-    """The problem cannot be graded (no usable tests.json, a reference that does not build)."""
 
 
 @dataclass(frozen=True)
@@ -54,17 +58,6 @@ class CaseResult:
     branch: str
     status: str
     message: str = ""
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of the grading, for a human reading the log."""
-
-    step: str
-    returncode: int
-    seconds: float
-    output: str = ""
-    timed_out: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,55 +99,6 @@ def suite_of(problem: Problem) -> Suite:
     except SuiteError as exc:
         where = f"{problem.tests_dir / SUITE_FILE}" + (f":{exc.line}" if exc.line else "")
         raise ReproduceGradingError(f"{where}: {exc.message}") from None
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def reference_executable(problem: Problem, scratch: Path, timeout: float = COMPILE_TIMEOUT) -> bytes:
-    """The reference executable's bytes, built once per process for the same reference."""
-    key = (problem.build, problem.executable, _digest(problem.reference_dir))
-    if key not in _BUILT:
-        built, step = build_reference(problem, scratch, timeout)
-        if built is None:
-            raise ReproduceGradingError(f"the reference of {problem.id} does not build (exit "
-                                        f"{step.returncode}): {' '.join(step.output[-300:].split())}")
-        _BUILT[key] = built
-    return _BUILT[key]
-
-
-_BUILT: dict[tuple, bytes] = {}
-
-
-def _digest(folder: Path | None) -> str:
-    """A digest of a folder's file names and contents."""
-    found = hashlib.sha256()
-    for path in sorted(folder.rglob("*")) if folder is not None else []:
-        if path.is_file():
-            found.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
-    return found.hexdigest()
-
-
-def build_reference(problem: Problem, folder: Path, timeout: float = COMPILE_TIMEOUT) -> tuple[bytes | None, Step]:
-    """Copy the reference into `folder`, run its build command there, return the executable."""
-    if problem.reference_dir is None or not problem.executable:
-        raise ReproduceGradingError(f"{problem.id} has no reference to build")
-    shutil.copytree(problem.reference_dir, folder, symlinks=True)
-    step = Step("build_reference", 0, 0.0)
-    if problem.build:
-        result = run(["/bin/sh", "-c", problem.build], workdir=folder, limits=compile_limits(timeout))
-        step = _step("build_reference", result)
-        if not result.ok:
-            return None, step
-    built = _regular_file(folder, problem.executable)
-    return (built.read_bytes() if built else None), step
-
-
-def compile_limits(timeout: float) -> Limits:
-    """Bounds for a build: compilers fork, and Go and Rust reserve much address space."""
-    return Limits(wall_seconds=timeout, cpu_seconds=int(timeout), memory_bytes=8 << 30,
-                  file_bytes=1 << 30, max_processes=256, output_bytes=64 << 10)
 
 
 def branch_limits(timeout: float) -> Limits:
@@ -245,10 +189,10 @@ def compile_tree(tree: Path, clean: set[str], timeout: float, steps: list[Step],
     if not (tree / "compile.sh").is_file():
         return None, "no_compile_script"
     result = run(COMPILE, workdir=tree, limits=compile_limits(timeout), hide=hide)
-    steps.append(_step("compile", result))
+    steps.append(step_of("compile", result))
     if not result.ok:
         return None, "compile_failed"
-    built = _regular_file(tree, EXECUTABLE)
+    built = regular_file(tree, EXECUTABLE)
     if built is None:
         return None, "no_executable"
     data = built.read_bytes()
@@ -270,7 +214,7 @@ def run_branch(tests_dir: Path, branch: Branch, executable: bytes, work: Path,
     result = run(argv, workdir=work, limits=branch_limits(timeout), env=_PYTEST_ENV, hide=hide)
     report = work / REPORT
     cases = (read_cases(report.read_bytes()) or []) if report.is_file() else []
-    return cases, _step(f"run_tests {branch.id}", result)
+    return cases, step_of(f"run_tests {branch.id}", result)
 
 
 def _match(branch: Branch, cases: list[Case]) -> tuple[list[CaseResult], int]:
@@ -283,19 +227,6 @@ def _match(branch: Branch, cases: list[Case]) -> tuple[list[CaseResult], int]:
         results.append(CaseResult(test, branch.id, case.status, case.message) if case else
                        CaseResult(test, branch.id, "not_run", "missing_from_junit_xml"))
     return results, sum(name not in listed for name in by_name)
-
-
-def _regular_file(folder: Path, name: str) -> Path | None:
-    """`folder/name` if it is a regular file inside `folder` (a link may not point out)."""
-    path = folder / name
-    if not path.is_file() or not path.resolve().is_relative_to(folder.resolve()):
-        return None
-    return path
-
-
-def _step(name: str, result: SandboxResult) -> Step:
-    output = (result.stdout + result.stderr)[-2000:]
-    return Step(name, result.exit_code, round(result.duration_seconds, 3), output, result.timed_out)
 
 
 def details(grade: ReproduceGrade) -> dict:

@@ -18,8 +18,9 @@ from gitswarm.problems import frontmatter
 from gitswarm.problems.loader import Defect
 from gitswarm.problems.model import Problem
 from gitswarm.problems.suite import SUITE_FILE, Branch, canonical
+from gitswarm.referee.builds import COMPILE_TIMEOUT, build_reference
 from gitswarm.referee.junit import Case
-from gitswarm.referee.reproduce import BRANCH_TIMEOUT, COMPILE_TIMEOUT, build_reference, run_branch, suite_of
+from gitswarm.referee.reproduce import BRANCH_TIMEOUT, run_branch, suite_of
 
 EMPTY_PROGRAM = b"#!/bin/sh\nexit 0\n"
 
