@@ -1,24 +1,39 @@
-"""Gather a run's report: per-problem results, cost, tokens, time, episodes, compounding."""
+"""Gather a run's report: per-problem results, cost, tokens, time, episodes, compounding.
+
+Each problem's state, selection, nominations, counts and grade are the read model's
+(`gitswarm.readmodel`), as `status` and the dashboard show them; the report adds what needs
+the history and every ledger record: the compounding figures and each problem's episodes,
+tokens, cost and worker time.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gitswarm.readmodel.model import ProblemState
 from gitswarm.report.graph import Graph, compounding, load
 
 
-@dataclass
+@dataclass(frozen=True)
 class ProblemReport:
     """One problem's result and figures."""
 
     id: str
+    kind: str
+    state: str
+    """The read model's state (`readmodel.STATES`)."""
     selected: str | None
     """The selected candidate commit (from SOLUTION.md on main), or None."""
     selected_path: str | None
     nominations: dict[str, int]
-    """Nominations per candidate commit."""
+    """Nominations per candidate commit, on main."""
     grade: str
+    """The grade shown (the read model's rule), "-" when there is none."""
+    counts: dict[str, int]
+    """Item files per folder on main (`Counts.as_dict()`)."""
+    candidates: list[dict]
+    """Each candidate as the read model has it (`Candidate.as_dict()`)."""
     episodes: int
     charged: int
     tokens: int
@@ -32,7 +47,7 @@ class ProblemReport:
     ancestry_share: float | None
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunReport:
     """The whole report; `to_dict` is the JSON format."""
 
@@ -41,6 +56,7 @@ class RunReport:
     episodes: int
     charged: int
     tokens: int
+    """Worker episodes' tokens (the merger's are in `usage`)."""
     cost_usd: float | None
     wall_seconds: float
     contributions: int
@@ -48,7 +64,8 @@ class RunReport:
     ancestry_share: float | None
     problems: list[ProblemReport] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
-    """The parts of every call's usage, the merger's and failed calls' too (`Totals.parts()`)."""
+    """The parts of every call's usage, the merger's and failed calls' too (the read model's
+    totals, `Totals.parts()`)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -58,12 +75,13 @@ def collect(run: Path) -> tuple[RunReport, Graph]:
     """Read the run (main, unmerged branches, ledger, grades) without writing to it."""
     from gitswarm.engine.ledger import Ledger
     from gitswarm.memory.repo import Memory
+    from gitswarm.readmodel.read import read_run
 
     memory = Memory(run)
+    state = read_run(memory)
     graph = load(memory.repo, [memory.main(), *memory.pending().values()])
-    ledger = Ledger.load(memory)
-    records = [r for key, r in ledger.episodes.items() if key != "merger"]
-    problems = [_problem(memory, graph, p, [r for r in records if r.problem == p]) for p in memory.problems()]
+    records = [r for key, r in Ledger.load(memory).episodes.items() if key != "merger"]
+    problems = [_problem(graph, p, [r for r in records if r.problem == p.id]) for p in state.problems]
     known = all(r.cost_known for r in records)
     started = [r.started for r in records]
     ended = [r.ended for r in records if r.ended]
@@ -76,48 +94,27 @@ def collect(run: Path) -> tuple[RunReport, Graph]:
         contributions=total,
         built_on_share=_share(sum(p.built_on for p in problems), total),
         ancestry_share=_share(sum(p.in_ancestry for p in problems), total),
-        problems=problems, usage=ledger.totals.parts()), graph
+        problems=problems, usage=state.totals.parts()), graph
 
 
 def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def _problem(memory, graph: Graph, problem: str, records) -> ProblemReport:
+def _problem(graph: Graph, problem: ProblemState, records) -> ProblemReport:
     from gitswarm.engine.ledger import CHARGED
 
-    candidate, path = _selected(memory, problem)
-    figures = compounding(graph, problem, candidate)
+    candidate = problem.selected.candidate if problem.selected else None
+    figures = compounding(graph, problem.id, candidate)
     known = all(r.cost_known for r in records)
     return ProblemReport(
-        id=problem, selected=candidate, selected_path=path, nominations=graph.nominations(problem),
-        grade=_grade(memory, problem, candidate), episodes=len(records),
-        charged=sum(r.status in CHARGED for r in records), tokens=sum(r.tokens_in + r.tokens_out for r in records),
+        id=problem.id, kind=problem.kind, state=problem.state, selected=candidate,
+        selected_path=problem.selected_path, nominations=problem.nominations, grade=problem.grade_text,
+        counts=problem.counts.as_dict(), candidates=[c.as_dict() for c in problem.candidates],
+        episodes=len(records), charged=sum(r.status in CHARGED for r in records),
+        tokens=sum(r.tokens_in + r.tokens_out for r in records),
         cost_usd=round(sum(r.cost_usd for r in records), 6) if known else None,
         seconds=round(sum((r.ended or r.started) - r.started for r in records), 3),
         contributions=figures.contributions, built_on=figures.built_on, in_ancestry=figures.in_ancestry,
         built_on_share=_share(figures.built_on, figures.contributions),
         ancestry_share=_share(figures.in_ancestry, figures.contributions))
-
-
-def _selected(memory, problem: str) -> tuple[str | None, str | None]:
-    from gitswarm.problems.frontmatter import FrontMatterError, split
-
-    text = memory.read_file(f"problems/{problem}/SOLUTION.md")
-    if not text:
-        return None, None
-    try:
-        values = split(text.decode("utf-8", "replace")).values
-    except FrontMatterError:
-        return None, None
-    return values.get("candidate"), values.get("path")
-
-
-def _grade(memory, problem: str, candidate: str | None) -> str:
-    """The newest grade of the selected candidate (else of any candidate), as a short cell."""
-    from gitswarm.referee.grades import GradeStore, describe
-
-    store = GradeStore(memory)
-    found = store.for_candidate(problem, candidate) if candidate else []
-    found = found or store.for_problem(problem)
-    return describe(max(found, key=lambda g: g.time)) if found else "-"

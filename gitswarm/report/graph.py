@@ -53,14 +53,6 @@ class Graph:
     def contributions(self, problem: str) -> list[Node]:
         return [n for n in self.nodes.values() if n.problem == problem and n.kind in CONTRIBUTION_KINDS]
 
-    def nominations(self, problem: str) -> dict[str, int]:
-        """Nominations per candidate commit."""
-        votes: dict[str, int] = {}
-        for n in self.nodes.values():
-            if n.problem == problem and n.kind == "nomination" and n.candidate:
-                votes[n.candidate] = votes.get(n.candidate, 0) + 1
-        return votes
-
     def closure(self, start: str, citations: bool = True) -> set[str]:
         """Commits reachable from `start` by parents (and citations), `start` included."""
         seen, todo = {start}, deque([start])
