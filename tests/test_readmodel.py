@@ -1,13 +1,22 @@
 """The read model (`gitswarm.readmodel`) on real run repositories: each state, the candidates,
-the grade rule; and that the dashboard imports nothing from the CLI."""
+the grade rule; and `status`, the report and the dashboard agreeing on a finished demo run."""
 
 from __future__ import annotations
 
 import ast
+import json
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import pytest
+from conftest import git
+from demo_run import demo_run
+from typer.testing import CliRunner
+
+from gitswarm.cli.main import app
 from gitswarm.engine import selection
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.memory.model import Contribution
@@ -15,6 +24,7 @@ from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.read import SETTLE_NOMINATIONS, read_run, shown_grade
 from gitswarm.referee.grades import Grade, GradeStore
 
+runner = CliRunner()
 PACKAGE = Path(__file__).resolve().parents[1] / "gitswarm"
 
 
@@ -123,3 +133,63 @@ def test_the_dashboard_imports_nothing_from_the_cli():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not any(n.startswith("gitswarm.cli") for n in names), f"{path.name} imports {names}"
+
+
+@pytest.fixture
+def graded_run(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    """A copy of the session's finished demo run, graded: one answer by `gitswarm grade`, the
+    proof by two stored judgments (the newer one could not grade)."""
+    run = tmp_path / "run"
+    shutil.copytree(demo_run(tmp_path_factory), run, symlinks=True)
+    graded = runner.invoke(app, ["grade", str(run), "--problem", "demo-divisors-36"])
+    assert graded.exit_code == 0, graded.output
+    store = GradeStore(Memory(run))
+    candidate = read_run(Memory(run)).problem("demo-odd-sum").selected
+    now = int(time.time())
+    for model, score, when in (("judge-a", 6.0, now - 60), ("judge-b", None, now)):
+        store.put(Grade("demo-odd-sum", candidate.candidate, candidate.path, "proof-judge", model, score, 7.0,
+                        {"points": [6, 6, 7] if score else []}, [], when))
+    return run
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_status_report_and_dashboard_agree_on_every_problem(graded_run: Path):
+    from gitswarm.tui.app import Dashboard
+
+    shown = runner.invoke(app, ["status", str(graded_run), "--json"])
+    assert shown.exit_code == 0, shown.output
+    status = {p["id"]: p for p in json.loads(shown.output)["problems"]}
+    reported = runner.invoke(app, ["report", str(graded_run), "-f", "json"])
+    assert reported.exit_code == 0, reported.output
+    report = {p["id"]: p for p in json.loads(reported.output)["problems"]}
+    dashboard = Dashboard(graded_run)
+    async with dashboard.run_test(size=(120, 40)) as pilot:
+        deadline = time.monotonic() + 20
+        while not (dashboard.state.header.stopped and
+                   dashboard.state.problems["demo-odd-sum"].grade.startswith("6/7")):
+            assert time.monotonic() < deadline, "the dashboard never read the run"
+            await pilot.pause(0.1)
+        rows = dict(dashboard.state.problems)
+        cells = {key.value: dashboard.query_one("ProblemsTable").get_row(key) for key in
+                 dashboard.query_one("ProblemsTable").rows}
+        await pilot.press("q")
+    assert set(status) == set(report) == set(rows) == set(cells) and len(status) == 4
+    for pid, s in status.items():
+        r, row = report[pid], rows[pid]
+        votes = git(graded_run, "ls-tree", "--name-only", f"main:problems/{pid}/nominations/").count("\n")
+        assert s["state"] == r["state"] == row.state == "selected", pid
+        assert s["selected"] == r["selected_path"] == row.selected, pid
+        assert f"candidate: {s['selected_commit']}" in git(graded_run, "show", f"main:problems/{pid}/SOLUTION.md")
+        assert s["nominations"] == sum(r["nominations"].values()) == row.nominations == votes, pid
+        assert r["nominations"] == {c["commit"]: c["nominations"] for c in s["candidates"] if c["nominations"]}
+        assert s["candidates"] == r["candidates"], pid
+        assert (s["grade"] or "-") == r["grade"] == row.grade, pid
+        assert s["counts"] == r["counts"] == row.counts.as_dict(), pid
+        assert (s["kind"], row.lemmas, row.attempts) == (r["kind"], s["counts"]["lemmas"],
+                                                         s["counts"]["attempts"] + s["counts"]["code"])
+        assert cells[pid][2:] == [row.state, row.contributions, row.lemmas, row.attempts, row.nominations,
+                                  row.grade]
+    assert status["demo-divisors-36"]["grade"] == "1/1"
+    assert status["demo-odd-sum"]["grade"] == "6/7 (judges 6,6,7)"  # not the newer ungraded judgment
+    assert all(status[p]["grade"] is None for p in ("demo-hexagon-angles", "demo-reverse-words"))
