@@ -173,6 +173,25 @@ CASES: dict[str, Case] = {
                                                "--out", "o"], BAD, ("x.jsonl:1", "not UTF-8")),
     "import of an unknown format": Case(lambda w: ["problems", "import", "csv", "x", "--out", "o"], BAD,
                                         ("'csv' is not one of", "--help")),
+    "import programbench without a reference": Case(
+        lambda w: ["problems", "import", "programbench", str(w.tmp), "--docs", str(w.tmp), "--out", "o"], BAD,
+        ("--reference EXE", "--docs DIR")),
+    "import programbench from a file": Case(
+        lambda w: ["problems", "import", "programbench", str(w.set / "sum.md"), "--reference", "x", "--docs",
+                   "d", "--out", "o"], BAD, ("sum.md", "not a folder", "task.yaml")),
+    "import programbench without task.yaml": Case(
+        lambda w: ["problems", "import", "programbench", str(w.tmp), "--reference", str(w.set / "sum.md"),
+                   "--docs", str(w.set), "--out", str(w.tmp / "o")], BAD, ("defect(s) in the task", "nothing written")),
+    "grade a missing candidate folder": Case(
+        lambda w: ["grade", "--candidate", str(w.tmp / "nope"), "--set", str(w.set), "--problem", "sum"], BAD,
+        ("nope", "not a folder")),
+    "grade a candidate against a proof": Case(
+        lambda w: ["grade", "--candidate", str(w.tmp), "--set", str(w.problems({"a.md": GOOD.format(id="a")})),
+                   "--problem", "a"], BAD, ("proof problem", "--candidate grades reproduce")),
+    "grade a candidate and a run": Case(
+        lambda w: ["grade", str(w.tmp), "--candidate", str(w.tmp), "--set", str(w.set), "--problem", "sum"], BAD,
+        ("either a run folder or --candidate",)),
+    "grade without a run": Case(lambda w: ["grade"], BAD, ("give the run folder", "--candidate DIR")),
     # -- options --------------------------------------------------------------------------
     "negative budget": Case(solve(*NO_SERVER, "--budget", "-3"), BAD, ("--budget", "greater than")),
     "zero budget": Case(solve(*NO_SERVER, "--budget", "0"), BAD, ("--budget", "greater than")),
