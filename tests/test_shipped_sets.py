@@ -13,7 +13,7 @@ from gitswarm.problems.loader import check_set, load_set
 from gitswarm.problems.model import Kind
 from gitswarm.resources import data_dir, resolve_set
 
-SETS = ["imo", "answers", "programs", "demo"]
+SETS = ["imo", "answers", "programs", "reproduce", "demo"]
 
 
 @pytest.mark.parametrize("name", SETS)
@@ -30,6 +30,8 @@ def test_sizes_promised_by_the_readme():
     assert len(load_set(data_dir("problems") / "answers").problems) >= 15
     programs = load_set(data_dir("problems") / "programs").problems
     assert len(programs) >= 5
+    reproduce = load_set(data_dir("problems") / "reproduce").problems
+    assert reproduce and all(p.kind is Kind.REPRODUCE and p.build for p in reproduce)
     # the demo set shows every kind the demo can solve offline; reproduce needs a shell (later)
     assert {p.kind for p in load_set(data_dir("problems") / "demo").problems} == set(Kind) - {Kind.REPRODUCE}
 
@@ -54,3 +56,24 @@ def test_reference_passes_and_starter_fails_the_hidden_tests(problem, tmp_path: 
     assert problem.reference_dir and problem.starter_dir
     assert run_hidden_tests(problem, problem.reference_dir, tmp_path) == 0
     assert run_hidden_tests(problem, problem.starter_dir, tmp_path) != 0
+
+
+def reproduce_problems():
+    return [p for p in load_set(resolve_set("reproduce")).problems]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("problem", reproduce_problems(), ids=lambda p: p.id)
+def test_reproduce_problems_check_and_grade(problem, tmp_path: Path):
+    """Each reproduce problem: 40+ counted tests, its reference passes them all and an empty
+    program none; its source built another way scores 1, a compile.sh alone scores 0."""
+    from gitswarm.referee.reproduce import grade_reproduce, suite_of
+    from gitswarm.referee.reproduce_check import check_problem
+
+    assert suite_of(problem).total >= 40
+    assert check_problem(problem) == []
+    rebuilt = {p.name: p.read_bytes() for p in problem.reference_dir.iterdir() if p.is_file()}
+    build = problem.build.replace("-O2", "-O0")
+    rebuilt["compile.sh"] = f"#!/bin/sh\n{build} && mv {problem.executable} executable\n".encode()
+    assert grade_reproduce(problem, rebuilt).score == 1.0
+    assert grade_reproduce(problem, {"compile.sh": b"#!/bin/sh\nprintf '#!/bin/sh\\n' > executable\n"}).score == 0.0
