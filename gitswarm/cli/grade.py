@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def grade(
     run: Annotated[Path | None, typer.Argument(
-        help="The run folder, e.g. runs/imo (not with --candidate).", show_default=False)] = None,
+        metavar="RUN", help="The run folder, e.g. runs/imo (not with --candidate).", show_default=False)] = None,
     problem: Annotated[list[str] | None, typer.Option(
         "--problem", metavar="ID", help="Grade only this problem id (repeat the option for several).",
         show_default=False)] = None,
@@ -138,6 +138,7 @@ async def _grade_all(memory: Memory, problems: list[Problem], judge, k: int, for
     from gitswarm.models import ModelError
     from gitswarm.referee.candidates import CandidateError
     from gitswarm.referee.grade import GradingError, Outcome, grade_problem
+    from gitswarm.sandbox import SandboxError
 
     outcomes, errors = [], []
     for problem in problems:
@@ -150,6 +151,9 @@ async def _grade_all(memory: Memory, problems: list[Problem], judge, k: int, for
         except ModelError as exc:  # auth, unknown model, quota: no judgment can succeed
             outcomes.append(Outcome(problem.id, None, None, note="not graded (see below)"))
             errors.append((f"the referee model failed on {problem.id}: {exc}", Exit.FAILED))
+        except SandboxError as exc:  # no namespaces to contain a program here
+            outcomes.append(Outcome(problem.id, None, None, note="not graded (see below)"))
+            errors.append((f"cannot run {problem.id}'s candidate in the sandbox ({exc})", Exit.FAILED))
     return outcomes, errors
 
 
