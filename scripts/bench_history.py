@@ -87,7 +87,8 @@ def _ledger_stream(commits: int, problems: list[str]) -> bytes:
         parts.append(f"M 100644 inline episodes/{episode[:4]}/{episode}.json\n".encode()
                      + _data(json.dumps(record, sort_keys=True, indent=1)))
     totals = {"episodes": commits, "charged": commits, "tokens_in": 1000 * commits, "tokens_out": 200 * commits,
-              "cost_usd": 0.0, "cost_unknown": commits}
+              "cost_usd": 0.0, "cost_unknown": commits, "calls": commits, "cache_read": 0, "cache_write": 0,
+              "reasoning": 0, "failed_calls": 0}  # the scheduler record as the ledger writes it now
     state = {"next_number": commits + 1, "rng_state": None, "totals": totals}
     parts.append(b"M 100644 inline scheduler.json\n" + _data(json.dumps(state, sort_keys=True, indent=1)))
     return b"".join(parts)

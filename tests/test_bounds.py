@@ -108,6 +108,8 @@ async def test_refused_tool_calls_set_every_problem_aside(tmp_path: Path, proble
     message = done.stderr.decode().strip().splitlines()[-1]
     assert message.startswith("gitswarm: the run stopped: no progress") and all(p in message for p in PROBLEMS)
     assert {e["data"]["problem"] for e in events if e["kind"] == "set_aside"} == PROBLEMS
+    shown = await anyio.run_process([sys.executable, "-m", "gitswarm", "status", str(run), "--json"], check=True)
+    assert {p["id"]: p["state"] for p in json.loads(shown.stdout)["problems"]} == dict.fromkeys(PROBLEMS, "set aside")
     assert end["episodes"] == 6 and end["charged"] == 0
     assert worker_calls(run) == len(requests) == 12  # a refused call, then the abstention
     tools = [m for r in requests for m in r["messages"] if m["role"] == "tool"]

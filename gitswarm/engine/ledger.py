@@ -145,6 +145,9 @@ class Ledger:
     next_number: int = 1
     rng_state: list | None = None
     totals: Totals = field(default_factory=Totals)
+    set_aside: list[str] = field(default_factory=list)
+    """The problems the no-progress rule has set aside, kept in the scheduler record so that
+    `gitswarm status` shows them (a resume works them out again from the records)."""
     _counted: dict[str, tuple] = field(default_factory=dict, repr=False)
     """Each episode's figures as the totals hold them (records are mutated in place, so the
     record itself cannot tell what it added before)."""
@@ -200,7 +203,8 @@ class Ledger:
         the one thread that changes records."""
         self.episodes[record.episode] = record
         self._count(record)
-        state = {"next_number": self.next_number, "rng_state": self.rng_state, "totals": asdict(self.totals)}
+        state = {"next_number": self.next_number, "rng_state": self.rng_state, "totals": asdict(self.totals),
+                 "set_aside": list(self.set_aside)}
         with self._lock:
             self._dirty[record.episode] = record
             self._state = state

@@ -195,8 +195,9 @@ class Scheduler:
                 self.ended_by = self.ended_by or Stop(StopReason.MODEL_FATAL, str(exc))
         record.ended = time.time()
         self.failed_in_row = self.failed_in_row + 1 if record.status == "failed" else 0
-        await self.ledger.write(shared.git, shared.memory, record)
         aside = self.streaks.add(record)
+        self.ledger.set_aside = sorted(self.streaks.set_aside)  # written with the record, for status
+        await self.ledger.write(shared.git, shared.memory, record)
         self._report(record)
         if aside:
             shared.events.emit("set_aside", problem=record.problem, episodes=self.config.no_progress,
