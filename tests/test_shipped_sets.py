@@ -77,3 +77,23 @@ def test_reproduce_problems_check_and_grade(problem, tmp_path: Path):
     rebuilt["compile.sh"] = f"#!/bin/sh\n{build} && mv {problem.executable} executable\n".encode()
     assert grade_reproduce(problem, rebuilt).score == 1.0
     assert grade_reproduce(problem, {"compile.sh": b"#!/bin/sh\nprintf '#!/bin/sh\\n' > executable\n"}).score == 0.0
+
+
+@pytest.mark.slow
+def test_a_partial_tally_scores_between_0_and_1():
+    """tally without -w (the reference with the letter refused as an unknown option) passes
+    every test but the ten that pass -w, alone or with other letters: 39 of 49."""
+    from gitswarm.referee.reproduce import grade_reproduce
+
+    tally = load_set(resolve_set("reproduce")).get("tally")
+    source = (tally.reference_dir / "tally.c").read_text(encoding="utf-8")
+    without_words = source.replace("case 'w': want_words = 1; break;\n", "")
+    assert without_words != source
+    grade = grade_reproduce(tally, {
+        "tally.c": without_words.encode(),
+        "compile.sh": b"#!/bin/sh\ncc -std=c99 -O1 -o executable tally.c\n",
+    })
+    assert grade.error_code is None
+    assert (grade.passed, grade.total) == (39, 49) and 0 < grade.score < 1
+    failed = {r.name.split(".")[-1] for r in grade.results if r.status != "passed"}
+    assert "test_selected_counts[words]" in failed and "test_selected_counts[lines]" not in failed
