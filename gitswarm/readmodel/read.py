@@ -15,10 +15,9 @@ from pygit2.enums import FileMode
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import BOOK, Ledger, Totals
 from gitswarm.engine.selection import choose, settled
-from gitswarm.memory import trees
 from gitswarm.memory.repo import Memory
-from gitswarm.problems.frontmatter import FrontMatterError, split
 from gitswarm.readmodel.model import FOLDERS, Candidate, Counts, ProblemState, RunState, RunTotals, Selection
+from gitswarm.readmodel.tree import blob, front, subtree
 from gitswarm.referee.grades import Grade, GradeStore
 
 SETTLE_NOMINATIONS = 3
@@ -67,7 +66,7 @@ def shown_grade(grades: list[Grade]) -> Grade | None:
 def read_problem(memory: Memory, pid: str, root: pygit2.Tree, store: GradeStore, aside: bool) -> ProblemState:
     """One problem's state from main's tree (`root`) and its grades."""
     repo = memory.repo
-    base = _subtree(repo, root, f"problems/{pid}")
+    base = subtree(repo, root, f"problems/{pid}")
     counts = Counts(**{f: _count(repo, base, f) for f in FOLDERS})
     votes, named = _nominations(repo, base, pid)
     grades = store.for_problem(pid)
@@ -99,8 +98,8 @@ def _nominations(repo: pygit2.Repository, base, pid: str) -> tuple[Counter, dict
     """Votes per candidate commit, and the path each nominated commit was nominated as."""
     votes: Counter = Counter()
     named: dict[str, str] = {}
-    for entry in _subtree(repo, base, "nominations") or ():
-        values = _front(repo[entry.id].data) if entry.filemode != FileMode.TREE else {}
+    for entry in subtree(repo, base, "nominations") or ():
+        values = front(repo[entry.id].data) if entry.filemode != FileMode.TREE else {}
         commit = str(values.get("candidate") or "")
         if commit:
             votes[commit] += 1
@@ -127,14 +126,14 @@ def _on_tree(repo, base, pid: str) -> list[str]:
     """Attempt files and program folders on main."""
     found = []
     for folder, want_tree in (("attempts", False), ("code", True)):
-        for entry in _subtree(repo, base, folder) or ():
+        for entry in subtree(repo, base, folder) or ():
             if (entry.filemode == FileMode.TREE) == want_tree:
                 found.append(f"problems/{pid}/{folder}/{entry.name}")
     return found
 
 
 def _selection(repo, base) -> Selection | None:
-    values = _front(_blob(repo, base, "SOLUTION.md"))
+    values = front(blob(repo, base, "SOLUTION.md"))
     if not values.get("candidate") or not values.get("path"):
         return None
     count = str(values.get("nominations") or "")
@@ -142,35 +141,12 @@ def _selection(repo, base) -> Selection | None:
 
 
 def _kind(repo, base) -> str:
-    found = KIND.search((_blob(repo, base, "statement.md") or b"").decode("utf-8", "replace"))
+    found = KIND.search((blob(repo, base, "statement.md") or b"").decode("utf-8", "replace"))
     return found.group(1) if found else "?"
-
-
-def _front(data: bytes | None) -> dict:
-    """A file's YAML front matter, or {} when it has none that parses."""
-    if not data:
-        return {}
-    try:
-        values = split(data.decode("utf-8", "replace")).values
-    except FrontMatterError:
-        return {}
-    return values if isinstance(values, dict) else {}
-
-
-def _subtree(repo, tree, path: str):
-    """The tree at `path` below `tree`, or None."""
-    entry = trees.lookup(tree, path)
-    return repo[entry[0]] if entry is not None and entry[1] == FileMode.TREE else None
-
-
-def _blob(repo, tree, path: str) -> bytes | None:
-    """The file at `path` below `tree`, or None."""
-    entry = trees.lookup(tree, path)
-    return repo[entry[0]].data if entry is not None and entry[1] != FileMode.TREE else None
 
 
 def _count(repo, base, folder: str) -> int:
     """Files below `folder` of the tree `base`, counted from trees alone (no blob is read): a
     diff against the empty tree counts them in libgit2, 3x faster than walking the entries."""
-    sub = _subtree(repo, base, folder)
+    sub = subtree(repo, base, folder)
     return 0 if sub is None else len(sub.diff_to_tree(swap=True))
