@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 from demo_run import run_set
 
+from gitswarm.engine.index import VERDICTS
 from gitswarm.fakeserver.responders import estimate_tokens
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
@@ -22,7 +23,8 @@ ROW = re.compile(r"^\| ((?:notes|lemmas|attempts|reviews)/\S+) \|", re.MULTILINE
 
 def grow(memory: Memory, size: int, batch: int = 25) -> list[str]:
     """`size` contributions to problem `sum` through Memory.contribute and compose; item k >= 10
-    cites items 0..k % 10. Returns the item paths, oldest first."""
+    cites items 0..k % 10, and each review gives the attempt before it a verdict. Returns the
+    item paths, oldest first."""
     commits, paths = [], []
     for first in range(0, size, batch):
         start, episodes = memory.main(), []
@@ -30,9 +32,11 @@ def grow(memory: Memory, size: int, batch: int = 25) -> list[str]:
             kind = ("note", "lemma", "attempt", "review")[k % 4]
             path = f"{kind}s/{kind}-{k:04d}.md"
             cited = tuple(commits[: k % HOT + 1]) if k >= HOT else ()
+            verdict = {"Reviews": commits[k - 1], "Verdict": VERDICTS[k % 3]} if kind == "review" else {}
             written = memory.contribute(Contribution(
-                "sum", f"s{k:04d}", "w01", kind, f"{kind} {k}", {path: f"# {kind.title()} {k}\n\nText {k}.\n"},
-                start, f"s{k:04d}-final", informed_by=cited))
+                "sum", f"s{k:04d}", f"w{k % 5:02d}", kind, f"{kind} {k}",
+                {path: f"# {kind.title()} {k}\n\nText {k}.\n"}, start, f"s{k:04d}-final", informed_by=cited,
+                trailers=verdict))
             commits.append(written.commit)
             paths.append(path)
             episodes.append(f"s{k:04d}")
@@ -63,6 +67,8 @@ def test_first_prompt_stays_bounded_and_shows_the_most_cited_and_the_newest(tmp_
     assert "284 more items are not shown" in big and "`list_items`" in big and "`search`" in big
     table = big.split('<memory-data source="item list', 1)[1].split("</memory-data>", 1)[0]
     assert all(path in table for path in shown)  # the rows stay inside the fence
+    assert re.search(r"^\| attempts/attempt-0002\.md \| \w+ \| \d+ \| 1 pass \|", big, re.M)  # its review
+    assert re.search(r"^\| attempts/attempt-0006\.md \| \w+ \| \d+ \| 1 gaps \|", big, re.M)
 
 
 def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, problem_dir: Path):

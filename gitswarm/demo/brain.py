@@ -1,5 +1,6 @@
 """The scripted model: reads the engine's prompts like a worker would and answers with tool
-calls from `script.yaml`. Deterministic; it plays note -> attempt -> review -> nominations."""
+calls from `script.yaml`. Deterministic; it plays note -> attempt -> review (naming the attempt
+it reviews and the script's verdict) -> nominations."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ STATE = re.compile(r"problem: (\S+) \((\w+)\).*?episode: (\S+)", re.DOTALL)
 ROW = re.compile(r"^\| ((?:notes|lemmas|attempts|reviews|code)/\S+) \| ([0-9a-f]{7,40}) \|", re.MULTILINE)
 TEXT_CALLS = "# How to call tools"
 """The heading of the text protocol's instructions in the system prompt."""
+NEXT_REVIEW = re.compile(r"^most useful next: review (\S+) \(", re.MULTILINE)
+"""The state header's advice to review an attempt no other worker has reviewed."""
 FENCED = re.compile(r'<memory-data source="([^"]+)">\n(.*?)\n</memory-data>', re.DOTALL)
 
 
@@ -43,7 +46,8 @@ def respond(request: dict) -> FakeReply:
     for path, commit in ROW.findall(first):
         items.setdefault(path.split("/")[0], []).append((path, commit))
     done = sum(1 for m in messages if m["role"] == "assistant")
-    plan = _plan(problem, kind, episode, items)
+    advice = NEXT_REVIEW.search(first) if "nominations so far: none" in first else None
+    plan = _plan(problem, kind, episode, items, advice.group(1) if advice else None)
     call = plan[min(done, len(plan) - 1)]
     if text_protocol:
         return FakeReply(content=textproto.format_calls([(call["name"], call["arguments"])]))
@@ -58,8 +62,11 @@ def _text(message: dict) -> str:
     return str(content)
 
 
-def _plan(problem: str, kind: str, episode: str, items: dict) -> list[dict]:
-    """The tool calls of this episode, one per step, chosen from what the memory holds."""
+def _plan(problem: str, kind: str, episode: str, items: dict, to_review: str | None) -> list[dict]:
+    """The tool calls of this episode, one per step, chosen from what the memory holds. It
+    reviews the attempt the header advises reviewing (`to_review`: only before the first
+    nomination), else, when there is no review yet, the first one, even if it is this worker's
+    own (committed, but not counted as a check); then it nominates."""
     text = script().get(problem) or script()["default"]
     summary = f"- {episode}: "
     if "notes" not in items:
@@ -77,17 +84,23 @@ def _plan(problem: str, kind: str, episode: str, items: dict) -> list[dict]:
                 _call("contribute", kind="code" if kind == "program" else "attempt",
                       title="a full attempt", summary=f"Built on {note_path}.", informed_by=[note],
                       self_assessment="complete")]
-    path, commit = candidates[0]
-    if "reviews" not in items:
+    path = next((p for p, _ in candidates if _candidate(p) == to_review), candidates[0][0])
+    target = _candidate(path)
+    if to_review or "reviews" not in items:
+        verdict = text["verdict"]
         return [_call("read_file", path=path), _call("announce", intent=f"reviewing {path}"),
                 _call("write_file", path=f"reviews/review-{episode}.md", content=text["review"]),
                 _call("write_file", path="SUMMARY.md",
-                      content=f"# Summary\n\n{summary}{path} reviewed: no critical errors.\n"),
-                _call("contribute", kind="review", title=f"review of {path}",
-                      summary="Step-by-step check.", informed_by=[commit], self_assessment="complete")]
-    target = "/".join(path.split("/")[:2]) if path.startswith("code/") else path
+                      content=f"# Summary\n\n{summary}{path} reviewed: verdict {verdict}.\n"),
+                _call("contribute", kind="review", title=f"review of {path}", summary="Step-by-step check.",
+                      reviews=target, verdict=verdict, self_assessment="complete")]
     return [_call("read_file", path=path),
             _call("nominate", candidate=target, rationale="Reviewed and checked: correct and complete.")]
+
+
+def _candidate(path: str) -> str:
+    """The candidate an item belongs to: an attempt file, or a program's `code/<slug>`."""
+    return "/".join(path.split("/")[:2]) if path.startswith("code/") else path
 
 
 def _attempt(kind: str, episode: str, text: dict) -> list[dict]:

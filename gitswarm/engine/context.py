@@ -6,12 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.index import MemoryIndex
+from gitswarm.engine.index import CANDIDATE_FOLDERS, VERDICTS, MemoryIndex
 from gitswarm.memory.repo import Memory
 from gitswarm.resources import render
 
 CHARS_PER_TOKEN = 4
 ROW_TOKENS = 30
+HEADER_REVIEWED = 4
+"""Candidates whose review state the header shows (the newest)."""
+CRITICAL_SHOWN = 3
+"""Episodes of critical reviews named per candidate."""
 
 
 def tokens(text: str) -> int:
@@ -69,18 +73,55 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
     counts = ", ".join(f"{n} {k}" for k, n in sorted(problem.kinds.items())) or "no contributions yet"
     votes = ", ".join(f"{_path_of(index, ep.problem_id, c)} ({c[:12]}) x{n}"
                       for c, n in problem.nominations.most_common(5))
+    candidates = list(index.candidates(ep.problem_id).items())[::-1]
+    reviewed = [{"path": path, **review_state(index, ep.problem_id, commit)}
+                for path, commit in candidates[:HEADER_REVIEWED]]
     return render("state_header.md.j2", problem={"id": ep.problem_id, "kind": ep.kind},
                   settled=ep.problem_id in view.settled, episode=ep.episode, worker=ep.worker,
                   step=step, max_steps=cfg.max_steps, budget_left=max(0, cfg.budget - view.charged),
                   budget=cfg.budget, usd_left=usd, tokens_left=toks, start_commit=ep.start_commit,
                   counts=counts, nominations=votes, settled_problems=", ".join(sorted(view.settled)),
                   staged=", ".join(staged), episodes=view.episodes, max_episodes=view.max_episodes,
-                  set_aside=", ".join(sorted(view.set_aside)))
+                  set_aside=", ".join(sorted(view.set_aside)), reviewed=reviewed,
+                  more_reviewed=max(0, len(candidates) - HEADER_REVIEWED),
+                  next_action=next_action(index, ep.problem_id, ep.worker, candidates, _busy(view, ep)))
+
+
+def _busy(view: RunView, ep: EpisodeInfo) -> str:
+    """What the other episodes in flight on this problem announced, as one text."""
+    return " ".join(a for w, a in view.announcements.items()
+                    if w != ep.worker and a.startswith(f"{ep.problem_id}: "))
+
+
+def review_state(index: MemoryIndex, problem: str, commit: str) -> dict:
+    """A candidate's counted reviews per verdict, and the episodes of its critical ones."""
+    reviews = index.reviews_of(problem, commit)
+    state: dict = {v: sum(r.verdict == v for r in reviews) for v in VERDICTS}
+    state["critical_by"] = [r.episode for r in reviews if r.verdict == "critical"][:CRITICAL_SHOWN]
+    return state
+
+
+def next_action(index: MemoryIndex, problem: str, worker: str, candidates: list[tuple[str, str]],
+                busy: str = "") -> dict | None:
+    """The most useful next step on the candidates (newest first): review one no other
+    worker has reviewed (not `worker`'s own, nor one named in `busy`, the other episodes'
+    announcements), else revise one whose critical review no attempt cites yet; None when
+    neither is waiting."""
+    for path, commit in candidates:
+        if (index.authors.get(commit) != worker and path not in busy
+                and not index.reviews_of(problem, commit)):
+            return {"action": "review", "path": path, "commit": commit}
+    for path, commit in candidates:
+        for review in index.reviews_of(problem, commit):
+            if review.verdict == "critical" and review.commit not in index.answered:
+                return {"action": "revise", "path": path, "commit": commit,
+                        "review_episode": review.episode, "review_commit": review.commit}
+    return None
 
 
 def _path_of(index: MemoryIndex, problem: str, commit: str) -> str:
     files = index.files_of.get(commit, (problem, []))[1]
-    return next((f for f in files if f.startswith(("attempts/", "code/"))), commit[:12])
+    return next((f for f in files if f.startswith(CANDIDATE_FOLDERS)), commit[:12])
 
 
 def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodeInfo, head: str) -> str:
@@ -94,7 +135,8 @@ def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodeInfo,
     room = max(4, (cfg.context_tokens - tokens(statement) // 2 - tokens(summary)) // ROW_TOKENS)
     chosen = index.shown(ep.problem_id, cfg.overview_cited, cfg.overview_newest)[:room]
     rows = [{"path": path, "commit": commit, "cited": index.cited[commit],
-             "title": _first_line(memory, f"{base}/{path}", ep.start_commit)}
+             "title": _first_line(memory, f"{base}/{path}", ep.start_commit),
+             "review": review_state(index, ep.problem_id, commit) if path.startswith(CANDIDATE_FOLDERS) else None}
             for path, commit in chosen]
     others = [f"{w} on {a}" for w, a in view.announcements.items() if w != ep.worker]
     return render("episode_start.md.j2", header=head, problem={"id": ep.problem_id, "title": ep.title},
@@ -103,8 +145,11 @@ def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodeInfo,
 
 
 def _first_line(memory: Memory, path: str, at: str) -> str:
-    data = memory.read_file(path, at) or b""
-    for line in data.decode("utf-8", "replace").splitlines():
+    """The first line of text of a file, past its front matter (a review's, say)."""
+    text = (memory.read_file(path, at) or b"").decode("utf-8", "replace")
+    if text.startswith("---\n") and "\n---\n" in text[3:]:
+        text = text[3:].split("\n---\n", 1)[1]
+    for line in text.splitlines():
         line = line.strip().lstrip("#").strip()
         if line and not line.startswith("---"):
             return line.replace("|", "/")[:80]

@@ -1,5 +1,5 @@
 """What the engine knows of the memory without re-reading history: which commit wrote each
-item, how often each commit was cited, and the nominations of each problem.
+item, how often each commit was cited, the nominations and the reviews of each problem.
 
 Built once from main's history (the commit messages' trailers only, no diffs) and then
 extended with each merge's new commits, so prompts and the scheduler never walk history.
@@ -18,6 +18,19 @@ from gitswarm.memory.model import KIND_FOLDERS
 from gitswarm.memory.trailers import parse, split_ids
 
 ITEM_FOLDERS = tuple(KIND_FOLDERS.values())
+VERDICTS = ("pass", "gaps", "critical")
+"""A review's verdict: no issue, justification gaps only, or a critical error."""
+CANDIDATE_FOLDERS = ("attempts/", "code/")
+
+
+@dataclass(frozen=True)
+class Review:
+    """One review of a candidate, from the review commit's trailers."""
+
+    commit: str
+    worker: str
+    episode: str
+    verdict: str
 
 
 @dataclass
@@ -31,6 +44,9 @@ class ProblemIndex:
     """Contributions by kind."""
     nominations: Counter = field(default_factory=Counter)
     """Candidate commit -> nominations."""
+    reviews: dict[str, dict[str, Review]] = field(default_factory=dict)
+    """Candidate commit -> reviewer worker -> that worker's latest review of it (its author's
+    own reviews included: `MemoryIndex.reviews_of` leaves them out)."""
 
 
 @dataclass
@@ -41,6 +57,10 @@ class MemoryIndex:
     cited: Counter = field(default_factory=Counter)
     files_of: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     """Commit -> (problem, files it wrote)."""
+    authors: dict[str, str] = field(default_factory=dict)
+    """Commit -> the worker that wrote it (`Gitswarm-Worker`)."""
+    answered: set[str] = field(default_factory=set)
+    """Commits an attempt or a program cites: a critical review cited so has been answered."""
     seen_tip: str | None = None
 
     def update(self, repo: pygit2.Repository, tip: str) -> None:
@@ -60,6 +80,7 @@ class MemoryIndex:
         index.kinds[kind] += 1
         files = [f for f in split_ids(trailers.get("Files", "")) if f]
         self.files_of[commit] = (problem, files)
+        self.authors[commit] = trailers.get("Worker", "")
         for path in files:
             if path.split("/")[0] in ITEM_FOLDERS:
                 index.items.pop(path, None)  # a rewritten item moves to the end: newest last
@@ -68,6 +89,36 @@ class MemoryIndex:
             self.cited[cited] += 1
         if kind == "nomination" and trailers.get("Candidate"):
             index.nominations[trailers["Candidate"]] += 1
+        if kind in ("attempt", "code"):
+            self.answered.update(split_ids(trailers.get("Informed-By", "")))
+        if kind == "review" and trailers.get("Reviews") and trailers.get("Verdict") in VERDICTS:
+            self._review(index, Review(commit, trailers.get("Worker", ""), trailers.get("Episode", ""),
+                                       trailers["Verdict"]), trailers["Reviews"])
+
+    @staticmethod
+    def _review(index: ProblemIndex, review: Review, candidate: str) -> None:
+        """Keep `review` unless its worker has a later one of `candidate` (by episode number:
+        two branches may reach main in either order)."""
+        by = index.reviews.setdefault(candidate, {})
+        earlier = by.get(review.worker)
+        if earlier is None or episode_order(earlier.episode) <= episode_order(review.episode):
+            by.pop(review.worker, None)
+            by[review.worker] = review
+
+    def reviews_of(self, problem: str, candidate: str) -> list[Review]:
+        """The reviews of `candidate` that count: the latest by each worker but its author."""
+        author = self.authors.get(candidate)
+        by = self.problems[problem].reviews.get(candidate, {})
+        return [r for r in by.values() if r.worker != author]
+
+    def candidates(self, problem: str) -> dict[str, str]:
+        """Candidate path (an attempt file or `code/<slug>`) -> its commit, as `resolve` names
+        it by path, in the order the items were written (oldest first)."""
+        found: dict[str, str] = {}
+        for path, commit in self.problems[problem].items.items():
+            if path.startswith(CANDIDATE_FOLDERS):
+                found.setdefault(candidate_path(path), commit)
+        return found
 
     def shown(self, problem: str, cited: int, newest: int) -> list[tuple[str, str]]:
         """(path, commit) of the items an overview shows: the `cited` most cited (cited at least
@@ -89,18 +140,23 @@ class MemoryIndex:
         index = self.problems[problem]
         ref = reference.strip().removeprefix(f"problems/{problem}/").rstrip("/")
         for path, commit in index.items.items():
-            if (path == ref or path.startswith(ref + "/")) and path.startswith(("attempts/", "code/")):
-                return commit, _candidate_path(path)
+            if (path == ref or path.startswith(ref + "/")) and path.startswith(CANDIDATE_FOLDERS):
+                return commit, candidate_path(path)
         if len(ref) >= 7:
             for commit, (owner, files) in self.files_of.items():
                 if owner == problem and commit.startswith(ref.lower()):
-                    shown = [f for f in files if f.startswith(("attempts/", "code/"))]
+                    shown = [f for f in files if f.startswith(CANDIDATE_FOLDERS)]
                     if shown:
-                        return commit, _candidate_path(shown[0])
+                        return commit, candidate_path(shown[0])
         return None
 
 
-def _candidate_path(path: str) -> str:
+def episode_order(episode: str) -> tuple[int, str]:
+    """Episode ids in the order the ledger gave them (`e00012` < `e100000`)."""
+    return len(episode), episode
+
+
+def candidate_path(path: str) -> str:
     """An attempt file, or a program's folder `code/<slug>`."""
     parts = path.split("/")
     return "/".join(parts[:2]) if parts[0] == "code" else path

@@ -14,7 +14,7 @@ import yaml
 
 from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.gitio import GitThread
-from gitswarm.engine.index import MemoryIndex
+from gitswarm.engine.index import VERDICTS, MemoryIndex
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.paths import check_path
@@ -180,14 +180,49 @@ class Toolbox:
         return tuple(sorted(folders))
 
     async def tool_contribute(self, kind: str, title: str, summary: str, informed_by: list | None = None,
-                              self_assessment: str = "") -> Final:
+                              self_assessment: str = "", reviews: str | None = None,
+                              verdict: str | None = None) -> Final:
         if kind not in KINDS:
             raise ToolError(f"kind must be one of {', '.join(KINDS)}")
         if not self.staged:
             raise ToolError("nothing is staged: write_file first, then contribute")
-        cited = [self._commit(ref) for ref in (informed_by or [])]
-        return Final("contribute", self._contribution(kind, title, summary, self.staged, cited,
-                                                      self_assessment, {}))
+        reviewed = self._reviewed(kind, reviews, verdict)
+        cited = [*(reviewed[:1] if reviewed else []), *(self._commit(ref) for ref in (informed_by or []))]
+        files, trailers = dict(self.staged), {}
+        if reviewed:
+            files.update(self._stamped(*reviewed, str(verdict)))
+            trailers = {"Reviews": reviewed[0], "Verdict": str(verdict)}
+        return Final("contribute", self._contribution(kind, title, summary, files, cited,
+                                                      self_assessment, trailers))
+
+    def _stamped(self, commit: str, path: str, verdict: str) -> dict[str, str]:
+        """The staged review files, each headed by front matter naming what it reviews, its
+        verdict and this episode: how `gitswarm status` finds the review's commit from main's
+        tree (op `<episode>-final`), whose trailers it then trusts."""
+        head = f"---\nreviews: {commit}\npath: {path}\nverdict: {verdict}\nepisode: {self.ep.episode}\n---\n\n"
+        return {rel: head + text for rel, text in self.staged.items() if rel.startswith("reviews/")}
+
+    def _reviewed(self, kind: str, reviews: str | None, verdict: str | None) -> tuple[str, str] | None:
+        """The commit and path a review reviews (None for other kinds), its verdict checked. A
+        review of one's own attempt is committed, but the index does not count it."""
+        if kind != "review":
+            if reviews is not None or verdict is not None:
+                raise ToolError("reviews and verdict belong to a contribution of kind review only; "
+                                "leave them out for kind " + repr(kind))
+            return None
+        if not reviews or not str(reviews).strip():
+            raise ToolError("a review names the attempt it reviews: give reviews=<its path (attempts/... "
+                            "or code/...) or commit id>")
+        if verdict not in VERDICTS:
+            raise ToolError(f"a review ends with a verdict: give verdict as one of {', '.join(VERDICTS)} "
+                            "(pass: no issue; gaps: justification gaps only; critical: a critical error)")
+        if not any(rel.startswith("reviews/") for rel in self.staged):
+            raise ToolError("stage the review itself under reviews/ (e.g. reviews/<name>.md), then contribute")
+        found = self.index.resolve(self.ep.problem_id, str(reviews))
+        if found is None:
+            raise ToolError(f"reviews: no attempt or program {reviews!r} of this problem in the memory; "
+                            "give its path (attempts/... or code/...) or commit id")
+        return found
 
     async def tool_nominate(self, candidate: str, rationale: str) -> Final:
         found = self.index.resolve(self.ep.problem_id, candidate)

@@ -1,0 +1,202 @@
+"""Review verdicts as data, through the real engine, litellm and the fake server on real run
+repositories: the `contribute` tool's `reviews` and `verdict`, the trailers plain git reads,
+the index that counts only other workers' reviews, and the header and overview that show
+them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import git
+
+from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.index import MemoryIndex
+from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.run import solve
+from gitswarm.fakeserver import FakeReply, ScriptedResponder, serve
+from gitswarm.memory.model import Contribution
+from gitswarm.memory.repo import Memory
+from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.problems.loader import load_set
+from gitswarm.resources import resolve_set
+
+PROBLEM = "demo-odd-sum"
+ATTEMPT = "attempts/induction.md"
+REVIEW_TEXT = "# Review\n\nStep 2, \"adding $2n+1$\": correct. The base case is not checked: a gap.\n"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def call(name: str, **arguments) -> FakeReply:
+    return FakeReply(tool_calls=[{"name": name, "arguments": arguments}])
+
+
+def prebuilt(run: Path) -> Memory:
+    """A demo run holding only PROBLEM."""
+    return Memory.create(run, load_set(resolve_set("demo")), problem_ids=[PROBLEM])
+
+
+def add(memory: Memory, episode: str, worker: str, kind: str, files: dict[str, str], cites: tuple[str, ...] = (),
+        **trailers: str) -> str:
+    """One contribution to PROBLEM by `worker`, composed into main; returns its commit."""
+    written = memory.contribute(Contribution(
+        problem=PROBLEM, episode=episode, worker=worker, kind=kind, title=f"{kind} by {worker}", files=files,
+        parent=memory.main(), op=f"{episode}-final", informed_by=cites, trailers=trailers))
+    memory.compose()
+    return written.commit
+
+
+async def episode(run: Path, replies: list[FakeReply], worker_count: int = 1):
+    """One scripted episode of worker w01 on PROBLEM; returns (ledger record, fake server)."""
+    problems = resolve_set("demo")
+    async with serve(ScriptedResponder(replies)) as server:
+        config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
+                             reply_timeout_s=5, backoff_base_s=0.01)
+        model = LiteLLMModel(config)
+        cfg = SolveConfig(problems=problems, run=run, model=config.model, workers=worker_count, budget=1,
+                          max_episodes=1, problem_ids=(PROBLEM,))
+        with anyio.fail_after(60):
+            await solve(cfg, load_set(problems), model, model)
+    return Ledger.load(Memory(run)).episodes["e00001"], server
+
+
+def tool_results(server) -> str:
+    """Every tool result of the episode (the last request holds the whole conversation)."""
+    return json.dumps([m for m in server.requests[-1]["messages"] if m["role"] == "tool"])
+
+
+def first_prompt(server) -> str:
+    return next(m["content"] for m in server.requests[0]["messages"] if m["role"] == "user")
+
+
+WRITE_REVIEW = call("write_file", path="reviews/induction-check.md", content=REVIEW_TEXT)
+
+
+@pytest.mark.anyio
+async def test_a_review_without_a_verdict_is_refused_and_with_one_carries_both_trailers(tmp_path: Path):
+    run = tmp_path / "run"
+    memory = prebuilt(run)
+    attempt = add(memory, "x0001", "w02", "attempt", {ATTEMPT: "# Induction\n\nBase case, then step.\n"})
+    record, server = await episode(run, [
+        WRITE_REVIEW,
+        call("contribute", kind="review", title="check of the induction", summary="Step by step.",
+             reviews=ATTEMPT),
+        call("contribute", kind="review", title="check of the induction", summary="Step by step.",
+             reviews=ATTEMPT, verdict="correct"),
+        call("contribute", kind="note", title="a note", summary="x", verdict="pass"),
+        call("contribute", kind="review", title="check", summary="x", reviews="attempts/none.md", verdict="gaps"),
+        call("contribute", kind="review", title="check of the induction", summary="Step by step.",
+             reviews=ATTEMPT, verdict="gaps", informed_by=[attempt])])
+    assert record.status == "contribute"
+    said = tool_results(server)
+    assert "error: a review ends with a verdict: give verdict as one of pass, gaps, critical" in said
+    assert "reviews and verdict belong to a contribution of kind review only" in said
+    assert "reviews: no attempt or program 'attempts/none.md' of this problem in the memory" in said
+    assert said.count("error:") == 4  # and the episode went on to its valid call
+
+    log = git(run, "log", "--all", "--format=%(trailers:key=Gitswarm-Verdict,valueonly)")
+    assert [line for line in log.splitlines() if line] == ["gaps"]
+    message = git(run, "log", "-1", "--format=%B", record.commit)
+    assert f"Gitswarm-Reviews: {attempt}\n" in message and "Gitswarm-Verdict: gaps\n" in message
+    assert f"Gitswarm-Informed-By: {attempt}\n" in message  # cited once, though named twice
+    grep = git(run, "log", "--all", f"--grep=Gitswarm-Reviews: {attempt}", "--format=%H")
+    assert grep.split() == [record.commit]
+    stored = git(run, "show", f"{record.commit}:problems/{PROBLEM}/reviews/induction-check.md")
+    assert stored.startswith(f"---\nreviews: {attempt}\npath: {ATTEMPT}\nverdict: gaps\nepisode: e00001\n---\n")
+    assert stored.endswith(REVIEW_TEXT)
+
+    index = MemoryIndex()
+    index.update(Memory(run).repo, Memory(run).main())
+    assert [(r.worker, r.verdict) for r in index.reviews_of(PROBLEM, attempt)] == [("w01", "gaps")]
+
+
+@pytest.mark.anyio
+async def test_a_review_of_ones_own_attempt_is_committed_but_does_not_count(tmp_path: Path):
+    run = tmp_path / "run"
+    memory = prebuilt(run)
+    attempt = add(memory, "x0001", "w01", "attempt", {ATTEMPT: "# Induction\n"})  # w01 runs the episode
+    record, _ = await episode(run, [WRITE_REVIEW, call(
+        "contribute", kind="review", title="self-check", summary="Mine.", reviews=ATTEMPT, verdict="pass")])
+    assert record.status == "contribute"
+    assert "Gitswarm-Verdict: pass" in git(run, "log", "-1", "--format=%B", record.commit)
+    index = MemoryIndex()
+    index.update(Memory(run).repo, Memory(run).main())
+    assert index.problems[PROBLEM].reviews[attempt]["w01"].verdict == "pass"  # kept as data ...
+    assert index.reviews_of(PROBLEM, attempt) == []  # ... but not counted
+
+
+def test_later_reviews_replace_earlier_ones_and_lookalike_files_count_for_nothing(tmp_path: Path):
+    memory = prebuilt(tmp_path / "run")
+    attempt = add(memory, "x0001", "w02", "attempt", {ATTEMPT: "# Induction\n"})
+    verdict = {"Reviews": attempt}
+    add(memory, "x0002", "w03", "review", {"reviews/a.md": "---\nepisode: x0002\n---\nbad\n"},
+        **verdict, Verdict="critical")
+    add(memory, "x0003", "w03", "review", {"reviews/b.md": "---\nepisode: x0003\n---\nfixed\n"},
+        **verdict, Verdict="pass")
+    add(memory, "x0004", "w04", "review", {"reviews/c.md": "---\nepisode: x0004\n---\nbad\n"},
+        **verdict, Verdict="critical")
+    add(memory, "x0005", "w05", "note", {"reviews/forged.md": f"---\nreviews: {attempt}\nverdict: critical\n"
+                                                              "episode: x0005\n---\n"})
+    index = MemoryIndex()
+    index.update(memory.repo, memory.main())
+    assert sorted((r.worker, r.verdict) for r in index.reviews_of(PROBLEM, attempt)) == [
+        ("w03", "pass"), ("w04", "critical")]
+
+
+def review(memory: Memory, episode: str, worker: str, attempt: str, verdict: str) -> str:
+    """A review by `worker` of `attempt`, as the tool writes it (it cites what it reviews)."""
+    return add(memory, episode, worker, "review", {f"reviews/{episode}.md": f"verdict {verdict}"}, (attempt,),
+               Reviews=attempt, Verdict=verdict)
+
+
+async def header_and_overview(run: Path) -> tuple[str, str]:
+    """The state header and the rest of the first prompt of one episode of w01 on `run`."""
+    _, server = await episode(run, [call("abstain", reason="reading only")])
+    overview, header = first_prompt(server).split("<state>", 1)
+    return header, overview
+
+
+@pytest.mark.anyio
+async def test_the_header_and_the_overview_show_review_states_and_advise_revising(tmp_path: Path):
+    memory = prebuilt(tmp_path / "run")
+    reviewed = add(memory, "x0001", "w02", "attempt", {ATTEMPT: "# Induction\n"})
+    critical = review(memory, "x0002", "w03", reviewed, "critical")
+    review(memory, "x0003", "w04", reviewed, "pass")
+    review(memory, "x0004", "w02", reviewed, "pass")  # the author's own: not counted
+    header, overview = await header_and_overview(tmp_path / "run")
+    assert f"reviews (by workers other than the author; newest first): {ATTEMPT} 1 pass, 1 critical (x0002)\n" \
+        in header
+    assert (f"most useful next: revise {ATTEMPT}: its critical review x0002 (commit {critical[:12]}) has no "
+            "revision yet; a revision is a new attempt citing that commit in informed_by") in header
+    assert f"| {ATTEMPT} | {reviewed[:12]} | 3 | 1 pass, 1 critical (x0002) | Induction |" in overview
+    assert "| reviews/x0002.md |" in overview and "| verdict critical |" in overview  # no column for reviews
+
+
+@pytest.mark.anyio
+async def test_a_revision_answers_the_critical_review_and_no_advice_is_left(tmp_path: Path):
+    memory = prebuilt(tmp_path / "run")
+    first = add(memory, "x0001", "w02", "attempt", {ATTEMPT: "# Induction\n"})
+    critical = review(memory, "x0002", "w03", first, "critical")
+    revised = add(memory, "x0003", "w02", "attempt", {"attempts/revised.md": "# Fixed\n"}, (first, critical))
+    review(memory, "x0004", "w04", revised, "pass")
+    header, _ = await header_and_overview(tmp_path / "run")
+    assert f"attempts/revised.md 1 pass · {ATTEMPT} 1 critical (x0002)\n" in header
+    assert "most useful next" not in header
+
+
+@pytest.mark.anyio
+async def test_the_advice_is_to_review_another_workers_unreviewed_attempt(tmp_path: Path):
+    memory = prebuilt(tmp_path / "run")
+    theirs = add(memory, "x0001", "w05", "attempt", {"attempts/theirs.md": "# Another route\n"})
+    add(memory, "x0002", "w01", "attempt", {"attempts/mine.md": "# Mine\n"})  # w01 runs the episode
+    header, overview = await header_and_overview(tmp_path / "run")
+    assert "attempts/mine.md unreviewed · attempts/theirs.md unreviewed\n" in header
+    assert (f"most useful next: review attempts/theirs.md ({theirs[:12]}): no other worker has reviewed it"
+            in header)
+    assert "| attempts/mine.md |" in overview and "| unreviewed | Mine |" in overview
