@@ -1,7 +1,7 @@
 """Review verdicts as data, through the real engine, litellm and the fake server on real run
 repositories: the `contribute` tool's `reviews` and `verdict`, the trailers plain git reads,
-the index that counts only other workers' reviews, and the header and overview that show
-them."""
+the index that counts only other workers' reviews, the header and overview that show them,
+and the read model's per-candidate counts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import git
+from typer.testing import CliRunner
 
+from gitswarm.cli.main import app
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
@@ -21,6 +23,7 @@ from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.models import LiteLLMModel, ModelConfig
 from gitswarm.problems.loader import load_set
+from gitswarm.readmodel.read import read_run
 from gitswarm.resources import resolve_set
 
 PROBLEM = "demo-odd-sum"
@@ -114,6 +117,11 @@ async def test_a_review_without_a_verdict_is_refused_and_with_one_carries_both_t
     index = MemoryIndex()
     index.update(Memory(run).repo, Memory(run).main())
     assert [(r.worker, r.verdict) for r in index.reviews_of(PROBLEM, attempt)] == [("w01", "gaps")]
+    candidate = read_run(Memory(run)).problem(PROBLEM).candidates
+    assert [(c.path, c.commit, c.reviews.as_dict()) for c in candidate] == [
+        (f"problems/{PROBLEM}/{ATTEMPT}", attempt, {"pass": 0, "gaps": 1, "critical": 0})]
+    shown = json.loads(CliRunner().invoke(app, ["status", str(run), "--json"]).output)
+    assert shown["problems"][0]["candidates"][0]["reviews"] == {"pass": 0, "gaps": 1, "critical": 0}
 
 
 @pytest.mark.anyio
@@ -129,6 +137,8 @@ async def test_a_review_of_ones_own_attempt_is_committed_but_does_not_count(tmp_
     index.update(Memory(run).repo, Memory(run).main())
     assert index.problems[PROBLEM].reviews[attempt]["w01"].verdict == "pass"  # kept as data ...
     assert index.reviews_of(PROBLEM, attempt) == []  # ... but not counted
+    (candidate,) = read_run(Memory(run)).problem(PROBLEM).candidates
+    assert candidate.reviews.total == 0 and candidate.commit == attempt
 
 
 def test_later_reviews_replace_earlier_ones_and_lookalike_files_count_for_nothing(tmp_path: Path):
@@ -147,6 +157,8 @@ def test_later_reviews_replace_earlier_ones_and_lookalike_files_count_for_nothin
     index.update(memory.repo, memory.main())
     assert sorted((r.worker, r.verdict) for r in index.reviews_of(PROBLEM, attempt)) == [
         ("w03", "pass"), ("w04", "critical")]
+    (candidate,) = read_run(memory).problem(PROBLEM).candidates
+    assert candidate.reviews.as_dict() == {"pass": 1, "gaps": 0, "critical": 1}
 
 
 def review(memory: Memory, episode: str, worker: str, attempt: str, verdict: str) -> str:

@@ -1,7 +1,8 @@
 """The read model of a run: where each problem stands, computed once for every view.
 
 `read.read_run(memory)` reads main's tree, the ledger's running totals (its scheduler
-record) and the grades; never the history, so it costs the same on a run of 100 commits and
+record), the grades and the trailers of the review commits whose files are on main (each
+candidate's review counts, `reviews.read_reviews`); never the history, so it costs the same on a run of 100 commits and
 on one of 100,000. `gitswarm status`, `gitswarm report` and the dashboard all show what it
 returns (the types of `readmodel.model`), so they cannot disagree on a problem's state,
 selection, nominations, counts or grade.
@@ -15,6 +16,15 @@ reads (`GradeStore.scores`: each candidate's newest grade with a score). The rul
 `read.shown_grade`; each candidate's own grade follows it too.
 """
 
-from gitswarm.readmodel.model import STATES, Candidate, Counts, ProblemState, RunState, RunTotals, Selection
+from gitswarm.readmodel.model import (
+                                      STATES,
+                                      Candidate,
+                                      Counts,
+                                      ProblemState,
+                                      ReviewCounts,
+                                      RunState,
+                                      RunTotals,
+                                      Selection,
+)
 
-__all__ = ["STATES", "Candidate", "Counts", "ProblemState", "RunState", "RunTotals", "Selection"]
+__all__ = ["STATES", "Candidate", "Counts", "ProblemState", "ReviewCounts", "RunState", "RunTotals", "Selection"]

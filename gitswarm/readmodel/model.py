@@ -52,6 +52,27 @@ class Counts:
 
 
 @dataclass(frozen=True)
+class ReviewCounts:
+    """A candidate's reviews by verdict: the latest review by each worker other than its
+    author (`Gitswarm-Verdict` of review commits whose files are on main)."""
+
+    passed: int = 0
+    """`pass`: no issue found."""
+    gaps: int = 0
+    """`gaps`: justification gaps only."""
+    critical: int = 0
+    """`critical`: at least one critical error."""
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.gaps + self.critical
+
+    def as_dict(self) -> dict[str, int]:
+        """Keyed by the verdicts as the trailer spells them."""
+        return {"pass": self.passed, "gaps": self.gaps, "critical": self.critical}
+
+
+@dataclass(frozen=True)
 class Candidate:
     """One candidate solution of a problem: an attempt file or a program folder, as written by
     one commit. Per-candidate facts (review verdicts, verification) belong here."""
@@ -65,12 +86,14 @@ class Candidate:
     """Nominations of this commit on main."""
     grade: Grade | None = None
     """Its grade by the rule of `read.shown_grade`, or None when it has none."""
+    reviews: ReviewCounts = ReviewCounts()
+    """Its reviews by verdict (`reviews.read_reviews`); none for a candidate without a commit."""
 
     def as_dict(self) -> dict:
         from gitswarm.referee.grades import describe
 
         return {"path": self.path, "commit": self.commit, "nominations": self.nominations,
-                "grade": describe(self.grade) if self.grade else None}
+                "grade": describe(self.grade) if self.grade else None, "reviews": self.reviews.as_dict()}
 
 
 @dataclass(frozen=True)
@@ -96,8 +119,8 @@ class ProblemState:
     """One of `STATES`."""
     counts: Counts
     candidates: tuple[Candidate, ...]
-    """Every candidate on main and every one a nomination or a grade names; the most nominated
-    first, then by path."""
+    """Every candidate on main and every one a nomination, a grade or a review names; the most
+    nominated first, then by path."""
     selected: Selection | None
     """What SOLUTION.md on main says, or None before the run selected one."""
     leading: str | None

@@ -1,7 +1,8 @@
 """Read a run into its read model: main's tree, the ledger's totals and the grades, once.
 
 Never walks the history: every figure comes from one tree lookup per problem folder, the
-ledger's scheduler record (`Ledger.summary`) and the grades ref.
+ledger's scheduler record (`Ledger.summary`), the grades ref, and the trailers of the few
+review commits and reviewed candidates (`reviews.read_reviews`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,17 @@ from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import BOOK, Ledger, Totals
 from gitswarm.engine.selection import choose, settled
 from gitswarm.memory.repo import Memory
-from gitswarm.readmodel.model import FOLDERS, Candidate, Counts, ProblemState, RunState, RunTotals, Selection
+from gitswarm.readmodel.model import (
+    FOLDERS,
+    Candidate,
+    Counts,
+    ProblemState,
+    ReviewCounts,
+    RunState,
+    RunTotals,
+    Selection,
+)
+from gitswarm.readmodel.reviews import ProblemReviews, read_reviews
 from gitswarm.readmodel.tree import blob, front, subtree
 from gitswarm.referee.grades import Grade, GradeStore
 
@@ -78,7 +89,7 @@ def read_problem(memory: Memory, pid: str, root: pygit2.Tree, store: GradeStore,
     stands_on = selected.candidate if selected else leading
     grade = shown_grade([g for g in grades if g.candidate == stands_on]) if stands_on else None
     state = _state(counts, votes, selected, bool(settled(index, [pid], SETTLE_NOMINATIONS)), aside)
-    candidates = _candidates(repo, base, pid, votes, named, grades)
+    candidates = _candidates(repo, base, pid, votes, named, grades, read_reviews(repo, base, pid))
     return ProblemState(pid, _kind(repo, base), state, counts, candidates, selected, leading, grade)
 
 
@@ -107,18 +118,21 @@ def _nominations(repo: pygit2.Repository, base, pid: str) -> tuple[Counter, dict
     return votes, named
 
 
-def _candidates(repo, base, pid: str, votes: Counter, named: dict[str, str],
-                grades: list[Grade]) -> tuple[Candidate, ...]:
-    """Nominated and graded candidates, then those on main's tree that neither names."""
+def _candidates(repo, base, pid: str, votes: Counter, named: dict[str, str], grades: list[Grade],
+                reviews: ProblemReviews) -> tuple[Candidate, ...]:
+    """Nominated, graded and reviewed candidates, then those on main's tree that none names."""
     graded: dict[str, list[Grade]] = defaultdict(list)
     for g in grades:
         graded[g.candidate].append(g)
     keys = dict.fromkeys([(path, commit) for commit, path in named.items()]
-                         + [(g.path, g.candidate) for g in grades])
+                         + [(g.path, g.candidate) for g in grades]
+                         + [(path, commit) for commit, path in reviews.paths.items()])
     known = {path for path, _ in keys}
     keys.update(dict.fromkeys((path, None) for path in _on_tree(repo, base, pid) if path not in known))
     found = [Candidate(path, commit, votes.get(commit, 0) if commit else 0,
-                       shown_grade(graded.get(commit, [])) if commit else None) for path, commit in keys]
+                       shown_grade(graded.get(commit, [])) if commit else None,
+                       reviews.counts.get(commit, ReviewCounts()) if commit else ReviewCounts())
+             for path, commit in keys]
     return tuple(sorted(found, key=lambda c: (-c.nominations, c.path, c.commit or "")))
 
 
