@@ -1,4 +1,4 @@
-"""Commit messages that plain git can answer questions with (DESIGN.md: commit messages)."""
+"""Commit messages that plain git can answer questions with."""
 
 from __future__ import annotations
 
