@@ -4,9 +4,9 @@
 builds litellm's arguments, `stream` reads a streamed reply, `reply` turns litellm's response
 into tool calls, usage and the verbatim assistant turn, `arguments` parses tool arguments
 leniently, `pricing` prices a call, `capabilities` says what a model takes, `textproto` is
-the text protocol for models without tool calls, `config` the client's settings, `errors`
-what a failure means, `credentials` checks a model before a run spends anything, and `lib`
-imports litellm.
+the text protocol for models without tool calls (`textparse` reads replies in it), `config`
+the client's settings, `errors` what a failure means, `credentials` checks a model before a
+run spends anything, and `lib` imports litellm.
 """
 
 from gitswarm.models.client import LiteLLMModel, Reply, ToolCall
