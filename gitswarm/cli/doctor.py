@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from gitswarm.cli.common import Effort, Exit, ToolProtocol, fail, user_errors
+from gitswarm.cli.doctor_report import SECRET, output_limit, plain, redact, run_settings
 
 MODEL_KEYS = ("model", "api_base", "api_key", "max_output_tokens", "reasoning_effort", "tool_protocol",
               "idle_timeout_s", "reply_timeout_s", "price_in_per_mtok", "price_out_per_mtok",
@@ -21,7 +22,6 @@ MODEL_KEYS = ("model", "api_base", "api_key", "max_output_tokens", "reasoning_ef
 PROBE_WORD = "gitswarm"
 PROBE_TIMEOUT_S = 300.0
 """The probe waits at most this long for its reply, whatever the run's reply timeout."""
-_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL")
 FIXES = {
     "permission": "the key may not use this model: check its access (project, organisation, region) or pick "
                   "another model",
@@ -96,8 +96,8 @@ def doctor(
     usage = (probe.reply or probe.error).usage if probe else None
     report = {"ok": all(c.status != "FAIL" for c in checks), "calls": usage.calls if usage else 0,
               "failed_calls": usage.failed_calls if usage else 0, "checks": [asdict(c) for c in checks],
-              "run": _run_settings(config, provider, probe)}
-    typer.echo(_redact(json.dumps(report) if as_json else _plain(report), config))
+              "run": run_settings(config, provider, probe)}
+    typer.echo(redact(json.dumps(report) if as_json else plain(report), config))
     raise typer.Exit(int(Exit.OK if report["ok"] else Exit.FAILED))
 
 
@@ -133,7 +133,7 @@ def _key_variables(model: str) -> list[str]:
     variable hidden for a moment, since litellm names only the missing ones."""
     from gitswarm.models.lib import litellm_module
 
-    hidden = {k: v for k, v in os.environ.items() if _SECRET.search(k.upper())}
+    hidden = {k: v for k, v in os.environ.items() if SECRET.search(k.upper())}
     for name in hidden:
         del os.environ[name]
     try:
@@ -186,7 +186,7 @@ def _probe(config) -> Probe:
 def _probe_checks(config, probe: Probe | None) -> list[Check]:
     """The checks after credentials: the call, tool calling, usage, output limit, price, reasoning."""
     names = ["call", "tool calling", "usage", "output limit", "price"] + ["reasoning"] * bool(config.reasoning_effort)
-    limit, source = _limit(config, probe)
+    limit, source = output_limit(config, probe)
     checks = {"output limit": Check("output limit", "ok", f"{limit} tokens, {source}"),
               "price": _price_check(config, probe)}
     if probe is None:
@@ -266,21 +266,6 @@ def _usage_check(usage) -> Check:
     return Check("usage", "ok", ", ".join(parts) + " tokens" + cache)
 
 
-def _limit(config, probe: Probe | None) -> tuple[int, str]:
-    """The output limit a run sends, and where it comes from."""
-    from gitswarm.models import LiteLLMModel
-    from gitswarm.models.capabilities import known_output_limit
-    from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS
-
-    limit = probe.llm.output_limit if probe else LiteLLMModel(config).output_limit
-    if probe and limit < probe.limit_before:
-        return limit, f"adopted from the provider (it refused {probe.limit_before})"
-    wanted, known = config.max_output_tokens or DEFAULT_OUTPUT_TOKENS, known_output_limit(config.model)
-    if known and known < wanted:
-        return limit, f"litellm's known limit for the model (the setting asks for {wanted})"
-    return limit, "the setting" if config.max_output_tokens else "the default"
-
-
 def _price_check(config, probe: Probe | None) -> Check:
     """A price is known (so --max-usd works), and what the probe cost."""
     from gitswarm.models import has_price
@@ -301,63 +286,3 @@ def _reasoning_check(config, usage) -> Check:
                      "tokens reported")
     return Check("reasoning", "warn", f"effort {config.reasoning_effort} accepted, but no reasoning tokens reported",
                  "the provider may not report them (they are billed as output either way)")
-
-
-def _prices(config) -> dict | None:
-    """USD per million tokens a run prices with (input, cached input, output), or None."""
-    from gitswarm.models import has_price
-    from gitswarm.models.capabilities import model_info
-
-    if config.user_priced:
-        cached = config.price_cached_in_per_mtok
-        return {"input": config.price_in_per_mtok, "cached_input": config.price_in_per_mtok if cached is None
-                else cached, "output": config.price_out_per_mtok, "source": "your prices"}
-    if not has_price(config):
-        return None
-    info = model_info(config.model) or {}
-    fields = {"input": "input_cost_per_token", "cached_input": "cache_read_input_token_cost",
-              "output": "output_cost_per_token"}
-    return {k: None if info.get(f) is None else round(info[f] * 1e6, 6) for k, f in fields.items()} | {
-        "source": "litellm's"}
-
-
-def _run_settings(config, provider: str, probe: Probe | None) -> dict:
-    """What a run with these options would use."""
-    from gitswarm.models import LiteLLMModel
-
-    limit, source = _limit(config, probe)
-    return {"model": config.model, "provider": provider, "api_base": config.api_base,
-            "tool_protocol": (probe.llm if probe else LiteLLMModel(config)).protocol,
-            "tool_protocol_setting": config.tool_protocol, "output_limit": limit, "output_limit_source": source,
-            "reasoning_effort": config.reasoning_effort, "streaming": config.stream,
-            "idle_timeout_s": config.idle_timeout_s, "reply_timeout_s": config.reply_timeout_s,
-            "price_per_mtok": _prices(config)}
-
-
-def _plain(report: dict) -> str:
-    """The report as lines that read well on a terminal and in a pipe."""
-    lines = []
-    for c in report["checks"]:
-        lines += [f"{c['status']:<5} {c['name']}: {c['detail']}"] + ([f"      fix: {c['fix']}"] if c["fix"] else [])
-    refused = f", {report['failed_calls']} of them failed" if report["failed_calls"] else ""
-    run, price = report["run"], report["run"]["price_per_mtok"]
-    money = "unknown (--max-usd then needs --price-in and --price-out)" if price is None else ", ".join(
-        f"{k.replace('_', ' ')} " + ("n/a" if price[k] is None else f"USD {price[k]:g}")
-        for k in ("input", "cached_input", "output")) + f" ({price['source']})"
-    rows = [("model", f"{run['model']} (provider {run['provider']})"),
-            ("api base", run["api_base"] or "the provider's"),
-            ("tool protocol", f"{run['tool_protocol']} (setting {run['tool_protocol_setting']})"),
-            ("output limit", f"{run['output_limit']} tokens, {run['output_limit_source']}"),
-            ("reasoning", run["reasoning_effort"] or "the model's default"),
-            ("streaming", f"{'on' if run['streaming'] else 'off'}; idle timeout {run['idle_timeout_s']:g} s, "
-                          f"reply timeout {run['reply_timeout_s']:g} s"), ("price/Mtok", money)]
-    return "\n".join([*lines, f"model calls made: {report['calls']}{refused} (doctor makes at most 3)", "",
-                      "A run would use:", *(f"  {k:<14} {v}" for k, v in rows)])
-
-
-def _redact(text: str, config) -> str:
-    """The text with every key it might echo (the config's, secret-looking variables) masked."""
-    secrets = {v for k, v in os.environ.items() if _SECRET.search(k.upper()) and len(v) >= 8}
-    for secret in sorted(secrets | ({config.api_key} if config.api_key else set()), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
