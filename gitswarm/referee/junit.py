@@ -22,6 +22,8 @@ class Case:
     line: int | None = None
     """1-based line of the test's definition (xunit1 reports only)."""
     time: float = 0.0
+    parts: tuple[str, str] = ("", "")
+    """The classname and the test's own name, as the report gives them."""
 
 
 def read_cases(data: bytes) -> list[Case] | None:
@@ -43,7 +45,7 @@ def _case(element: ET.Element) -> Case:
             break
     line = element.get("line")
     return Case(".".join(p for p in (classname, name) if p), status, message, element.get("file", ""),
-                int(line) + 1 if line and line.isdigit() else None, _float(element.get("time")))
+                int(line) + 1 if line and line.isdigit() else None, _float(element.get("time")), (classname, name))
 
 
 def _float(text: str | None) -> float:

@@ -19,11 +19,11 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitswarm.problems.model import Problem
+from gitswarm.referee.junit import read_cases
 from gitswarm.sandbox import Limits, SandboxResult, run
 
 TESTS_DIR = ".gitswarm_tests"
@@ -118,19 +118,5 @@ def _grade(outcomes: list[TestOutcome], result: SandboxResult) -> ProgramGrade:
 
 def _parse_report(data: bytes) -> list[TestOutcome]:
     """Test outcomes from a JUnit XML report (skipped tests count as not passed)."""
-    try:
-        root = ET.fromstring(data)
-    except ET.ParseError:
-        return []
-    outcomes = []
-    for case in root.iter("testcase"):
-        name = "::".join(p for p in (case.get("classname", ""), case.get("name", "")) if p)
-        outcome, message = "passed", ""
-        for tag in ("failure", "error", "skipped"):
-            found = case.find(tag)
-            if found is not None:
-                outcome = "failed" if tag == "failure" else tag
-                message = (found.get("message") or "")[:300]
-                break
-        outcomes.append(TestOutcome(name, outcome, message))
-    return outcomes
+    return [TestOutcome("::".join(p for p in case.parts if p), "failed" if case.status == "failure" else case.status,
+                        case.message[:300]) for case in read_cases(data) or []]
