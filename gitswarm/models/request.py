@@ -4,6 +4,7 @@ cache breakpoints where the provider uses them, usage asked for in streams."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from gitswarm.models.config import ModelConfig
@@ -69,6 +70,7 @@ def read_timeout(config: ModelConfig) -> Any:
     return httpx.Timeout(config.reply_timeout_s, read=config.idle_timeout_s)
 
 
+@functools.cache
 def keeps_stream_alive(model: str) -> bool:
     """The provider sends events on a stream while the model is working (Anthropic's pings)."""
     try:
@@ -102,6 +104,7 @@ def may_force_tools(config: ModelConfig) -> bool:
     return "tool_choice" in supported
 
 
+@functools.cache
 def uses_cache_breakpoints(model: str) -> bool:
     """The provider caches only what `cache_control` marks (Anthropic's Claude, also on
     Bedrock and Vertex); OpenAI-style providers cache a stable prefix by themselves."""
