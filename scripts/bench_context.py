@@ -115,7 +115,7 @@ async def first_prompt_tokens(memory: Memory, folder: Path) -> tuple[int, int]:
     async with serve(respond) as server:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k", reply_timeout_s=30)
         model = FirstCall(LiteLLMModel(config))
-        cfg = SolveConfig(problems=folder, run=memory.path, model=config.model, workers=1, budget=1)
+        cfg = SolveConfig(problems=folder, run=memory.path, model=config.model, workers=1, verify=0, budget=1)
         await solve(cfg, load_set(folder), model, model)
     return model.prompt_tokens[0], len(model.prompt_tokens)
 

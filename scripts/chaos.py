@@ -219,7 +219,7 @@ def hostile(big_bytes: int, many_files: int) -> bool:
             problems = resolve_set("demo")  # outside /tmp, as a user's set would be
             secret = problems / "demo-divisors-36.md"
             responder = Hostile(attacks(big_bytes, many_files, str(secret), nul_content))
-            result, server = await run_inprocess(problems, Path(tmp) / "run", responder, workers=2, budget=8,
+            result, server = await run_inprocess(problems, Path(tmp) / "run", responder, workers=2, verify=0, budget=8,
                                                  max_steps=20, timeout_s=60)
             hidden_lines = {ln.strip() for p in load_set(problems).problems for t in p.hidden_texts()
                             for ln in t.splitlines() if len(ln.strip()) >= 12}

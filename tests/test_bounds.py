@@ -52,13 +52,14 @@ PROVIDERS = [("openai", "openai/gitswarm-fake"), ("anthropic", "anthropic/claude
 
 
 async def solve_cli(problem_dir: Path, run: Path, responder, *flags: str, provider=PROVIDERS[0]):
-    """`gitswarm solve` in a subprocess against a fake server; (process, events, worker requests)."""
+    """`gitswarm solve` in a subprocess against a fake server; (process, events, worker requests).
+    These runs test bounds, not verification: `--verify 0`, so one or two workers may run them."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITSWARM_", "ANTHROPIC_", "OPENAI_"))}
     env |= {"HOME": str(run.parent)}
     personality, model = provider
     async with serve(responder, personality=personality) as server:
         args = [sys.executable, "-m", "gitswarm", "solve", str(problem_dir), "--run", str(run),
-                "--model", model, "--api-base", server.url, "--no-tui", "--json", *flags]
+                "--model", model, "--api-base", server.url, "--no-tui", "--json", "--verify", "0", *flags]
         with anyio.fail_after(120):
             done = await anyio.run_process(args, check=False, env=env, cwd=run.parent)
         workers = [r for r in server.requests if r.get("tools")]

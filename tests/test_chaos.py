@@ -41,7 +41,7 @@ def hostile_run(tmp_path_factory):
     """Episode e00001 attacks and contributes injected text; e00002 floods; the rest are benign."""
     run = tmp_path_factory.mktemp("hostile") / "run"
     responder = Hostile(attacks(300 * 1024, 100, str(DEMO / "demo-divisors-36.md"), nul_content=False))
-    result, server = anyio.run(lambda: swarm(DEMO, run, responder, workers=2, budget=8, max_steps=20))
+    result, server = anyio.run(lambda: swarm(DEMO, run, responder, workers=2, verify=0, budget=8, max_steps=20))
     return run, responder, server.requests, result
 
 
@@ -92,7 +92,7 @@ def test_a_nul_byte_in_a_file_does_not_kill_the_run(tmp_path: Path):
     puts the NUL into its transcript and create_note raises ValueError, ending the run."""
     plans = {"e00001": [[{"name": "write_file", "arguments": {"path": "notes/nul.md", "content": "a\x00b"}}],
                         [{"name": "contribute", "arguments": {"kind": "note", "title": "t", "summary": "s"}}]]}
-    result, _ = anyio.run(lambda: swarm(DEMO, tmp_path / "run", Hostile(plans), workers=1, budget=4,
+    result, _ = anyio.run(lambda: swarm(DEMO, tmp_path / "run", Hostile(plans), workers=1, verify=0, budget=4,
                                         problem_ids=("demo-odd-sum",)))
     assert result.charged == 4 and fsck_clean(tmp_path / "run")
 
@@ -134,7 +134,7 @@ def test_no_hidden_text_in_any_object_after_a_run(tmp_path: Path):
     problems = write_set(tmp_path / "set")  # hidden parts are marked HIDDEN-
     anyio.run(lambda: swarm(problems, tmp_path / "a", workers=3, budget=12))
     assert b"HIDDEN-" not in audit.all_objects(tmp_path / "a")
-    anyio.run(lambda: swarm(DEMO, tmp_path / "demo", workers=4, budget=40))
+    anyio.run(lambda: swarm(DEMO, tmp_path / "demo", workers=4, budget=48))
     demo = load_set(DEMO)
     secrets = {p.id: p.hidden_texts() for p in demo.problems}
     assert audit.hidden_leaks(tmp_path / "demo", secrets, audit.public_text(demo)) == []
@@ -153,7 +153,7 @@ def test_commit_trailers_carry_the_episode_tokens(tmp_path: Path):
     """BUG (reported): contributions are committed with `Gitswarm-Tokens: in=0 out=0` and no
     Gitswarm-Model, though the ledger has the episode's tokens."""
     run = tmp_path / "run"
-    anyio.run(lambda: swarm(write_set(tmp_path / "set"), run, workers=2, budget=3))
+    anyio.run(lambda: swarm(write_set(tmp_path / "set"), run, workers=2, verify=0, budget=3))
     messages = git(run, "log", "--all", "--no-merges", "--format=%B%x00").split("\x00")
     rows = [(t["Episode"], t.get("Tokens", "")) for t in map(parse, messages) if "Episode" in t]
     assert rows and all(t not in ("", "in=0 out=0") for _, t in rows), rows

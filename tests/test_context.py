@@ -48,7 +48,7 @@ def first_prompt(problem_dir: Path, run: Path, size: int) -> tuple[str, int, lis
     """One real episode on a memory of `size` items: its first prompt, that prompt's tokens as
     the server reports them, and the item paths."""
     paths = grow(Memory.create(run, load_set(problem_dir), problem_ids=["sum"]), size)
-    _, server = anyio.run(lambda: run_set(problem_dir, run, workers=1, budget=1))
+    _, server = anyio.run(lambda: run_set(problem_dir, run, workers=1, verify=0, budget=1))
     request = next(r for r in server.requests if r.get("tools"))
     user = next(m["content"] for m in request["messages"] if m["role"] == "user")
     return user, estimate_tokens(json.dumps(request["messages"])), paths

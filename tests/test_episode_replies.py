@@ -44,7 +44,7 @@ async def one_episode(tmp_path: Path, replies: list, *, personality: str = "open
         config = ModelConfig(model=model_name, api_base=server.url, api_key="k",
                              max_output_tokens=4096, reply_timeout_s=5, backoff_base_s=0.01)
         model = LiteLLMModel(config)
-        cfg = SolveConfig(problems=problems, run=tmp_path / "run", model=config.model, workers=1, budget=1,
+        cfg = SolveConfig(problems=problems, run=tmp_path / "run", model=config.model, workers=1, verify=0, budget=1,
                           max_episodes=1, problem_ids=(PROBLEM,), **options)
         with anyio.fail_after(60):
             await solve(cfg, load_set(problems), model, model)
@@ -138,7 +138,7 @@ async def test_the_wall_clock_fails_the_episode_and_keeps_its_staged_work(tmp_pa
     async with serve(slow_after_writing) as server:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k", reply_timeout_s=10)
         model = LiteLLMModel(config)
-        cfg = SolveConfig(problems=problems, run=tmp_path / "run", model=config.model, workers=1, budget=1,
+        cfg = SolveConfig(problems=problems, run=tmp_path / "run", model=config.model, workers=1, verify=0, budget=1,
                           max_episodes=1, problem_ids=(PROBLEM,), episode_timeout_s=1.5)
         with anyio.fail_after(30):
             result = await solve(cfg, load_set(problems), model, model)
@@ -161,7 +161,7 @@ async def test_an_episode_over_the_context_window_fails_alone_and_keeps_its_stag
     async with serve(script) as server:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k", reply_timeout_s=5)
         model = LiteLLMModel(config)
-        cfg = SolveConfig(problems=problems, run=tmp_path / "run", model=config.model, workers=1, budget=1,
+        cfg = SolveConfig(problems=problems, run=tmp_path / "run", model=config.model, workers=1, verify=0, budget=1,
                           max_episodes=2, problem_ids=(PROBLEM,))
         with anyio.fail_after(60):
             result = await solve(cfg, load_set(problems), model, model)

@@ -35,7 +35,7 @@ async def demo_over(personality: str, model: str, run: Path, **options):
         config = ModelConfig(model=model, api_base=server.url, api_key="k", reply_timeout_s=20,
                              backoff_base_s=0.01, **options)
         client = LiteLLMModel(config)
-        cfg = SolveConfig(problems=problems, run=run, model=model, workers=4, budget=40)
+        cfg = SolveConfig(problems=problems, run=run, model=model, workers=4, budget=48)
         with anyio.fail_after(120):
             result = await solve(cfg, load_set(problems), client, client)
     return result, Ledger.load(Memory(run)).totals, server, client

@@ -21,17 +21,18 @@ from gitswarm.engine import selection
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
-from gitswarm.readmodel.read import SETTLE_NOMINATIONS, read_run, shown_grade
+from gitswarm.readmodel.read import SETTLE_NOMINATIONS, VERIFY, read_run, shown_grade
 from gitswarm.referee.grades import Grade, GradeStore
 
 runner = CliRunner()
 PACKAGE = Path(__file__).resolve().parents[1] / "gitswarm"
 
 
-def contribute(memory: Memory, episode: str, kind: str, files: dict[str, str], **trailers: str) -> str:
+def contribute(memory: Memory, episode: str, kind: str, files: dict[str, str], worker: str = "w01",
+               **trailers: str) -> str:
     """One contribution to `sum`, composed into main; returns its commit."""
     written = memory.contribute(Contribution(
-        problem="sum", episode=episode, worker="w01", kind=kind, title=f"{kind} of {episode}", files=files,
+        problem="sum", episode=episode, worker=worker, kind=kind, title=f"{kind} of {episode}", files=files,
         parent=memory.main(), op=f"{episode}-final", trailers=trailers))
     memory.compose()
     return written.commit
@@ -41,6 +42,13 @@ def nominate(memory: Memory, episode: str, candidate: str, path: str = "attempts
     contribute(memory, episode, "nomination", {f"nominations/{episode}.md":
                                                f"---\ncandidate: {candidate}\npath: {path}\n---\n\nbest\n"},
                Candidate=candidate)
+
+
+def review(memory: Memory, episode: str, worker: str, candidate: str, verdict: str) -> str:
+    """A review as the contribute tool writes it: front matter naming its episode, trailers."""
+    head = f"---\nreviews: {candidate}\npath: attempts/a.md\nverdict: {verdict}\nepisode: {episode}\n---\n\n"
+    return contribute(memory, episode, "review", {f"reviews/{episode}.md": head + "checked"}, worker,
+                      Reviews=candidate, Verdict=verdict)
 
 
 def grade(candidate: str, score: float | None, when: int, model: str | None = None,
@@ -67,14 +75,23 @@ def test_a_problem_moves_through_every_state(memory: Memory):
         ("problems/sum/attempts/a.md", attempt, 1)]  # the tree's entry is this candidate, not another
     for n in range(4, 3 + SETTLE_NOMINATIONS):
         nominate(memory, f"e{n}", attempt)
-    assert state() == "settled"
+    sum_ = read_run(memory).problem("sum")
+    assert sum_.state == "nominated" and sum_.verification == "unverified"  # votes alone do not settle
+    review(memory, "e10", "w02", attempt, "pass")
+    review(memory, "e11", "w01", attempt, "pass")  # its author's: shown in the trail, not counted
+    assert state() == "nominated"
+    review(memory, "e12", "w03", attempt, "pass")
+    sum_ = read_run(memory).problem("sum")
+    assert sum_.state == "settled" and sum_.verification == "verified" and sum_.candidates[0].verified
+    assert [(r.worker, r.verdict, r.counted) for r in sum_.standing.trail] == [
+        ("w02", "pass", True), ("w01", "pass", False), ("w03", "pass", True)]
     index = MemoryIndex()
     index.update(memory.repo, memory.main())
-    chosen = selection.select(memory, index, "sum")  # the engine's own selection
+    chosen = selection.select(memory, index, "sum", VERIFY)  # the engine's own selection
     sum_ = read_run(memory).problem("sum")
-    assert sum_.state == "selected" and sum_.selected_path == chosen.path
+    assert sum_.state == "selected" and sum_.selected_path == chosen.path and chosen.verified
     assert sum_.selected.candidate == chosen.candidate == sum_.leading
-    assert sum_.selected.nominations == SETTLE_NOMINATIONS
+    assert sum_.selected.nominations == SETTLE_NOMINATIONS and sum_.selected.verified
 
 
 def test_set_aside_when_the_ledger_lists_it(memory: Memory):
@@ -92,8 +109,9 @@ def test_leading_candidate_is_what_selection_chooses(memory: Memory):
     GradeStore(memory).put(grade(max(first, second), 1.0, 10, path="problems/sum/attempts/x.md"))
     index = MemoryIndex()
     index.update(memory.repo, memory.main())
-    want, _ = selection.choose(index, "sum", GradeStore(memory).scores("sum"))
-    assert read_run(memory).problem("sum").leading == want == max(first, second)  # the referee's tie-break
+    want = selection.leader(index, "sum", VERIFY, GradeStore(memory).scores("sum"))
+    assert read_run(memory).problem("sum").leading == want.commit == max(first, second)  # the referee's tie-break
+    assert not want.verified  # nothing reviewed: the plurality leader, unverified
 
 
 def test_the_grade_rule(memory: Memory):
@@ -117,10 +135,11 @@ def test_the_grade_rule(memory: Memory):
     assert shown_grade([]) is None
 
 
-def test_settle_threshold_is_the_engines_default():
+def test_the_rule_of_a_run_without_a_record_is_the_engines_default():
     from gitswarm.engine.config import SolveConfig
 
     assert SolveConfig.model_fields["settle_nominations"].default == SETTLE_NOMINATIONS
+    assert SolveConfig.model_fields["verify"].default == VERIFY
 
 
 def test_the_dashboard_imports_nothing_from_the_cli():
@@ -188,8 +207,9 @@ async def test_status_report_and_dashboard_agree_on_every_problem(graded_run: Pa
         assert s["counts"] == r["counts"] == row.counts.as_dict(), pid
         assert (s["kind"], row.lemmas, row.attempts) == (r["kind"], s["counts"]["lemmas"],
                                                          s["counts"]["attempts"] + s["counts"]["code"])
+        assert s["verification"] == r["verification"] == row.verification == "verified", pid
         assert cells[pid][2:] == [row.state, row.contributions, row.lemmas, row.attempts, row.nominations,
-                                  row.grade]
+                                  row.verification, row.grade]
     assert status["demo-divisors-36"]["grade"] == "1/1"
     assert status["demo-odd-sum"]["grade"] == "6/7 (judges 6,6,7)"  # not the newer ungraded judgment
     assert all(status[p]["grade"] is None for p in ("demo-hexagon-angles", "demo-reverse-words"))

@@ -29,6 +29,10 @@ def demo(run: Path) -> subprocess.Popen:
                              "0.05", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
+DEMO_BUDGET = 48
+"""The demo set's budget (its set.toml [defaults])."""
+
+
 def charged(run: Path) -> int:
     ledger = git(run, "ls-tree", "-r", "--name-only", "refs/gitswarm/ledger").split()
     statuses = [json.loads(git(run, "show", f"refs/gitswarm/ledger:{p}"))["status"]
@@ -52,7 +56,7 @@ def test_sigkill_at_several_points_then_resume_to_completion(tmp_path: Path):
         assert fsck_clean(run)
         seen |= set(git(run, "rev-list", "--all").split())
         mains.append(git(run, "rev-parse", "main").strip())
-        assert charged(run) <= 32
+        assert charged(run) <= DEMO_BUDGET
     finished = subprocess.run([sys.executable, "-m", "gitswarm", "demo", "--run", str(run)],
                               capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr
@@ -62,7 +66,7 @@ def test_sigkill_at_several_points_then_resume_to_completion(tmp_path: Path):
     ops = Counter(op for op in git(run, "log", "--all", "--format=%(trailers:key=Gitswarm-Op,valueonly)").split()
                   if not op.startswith("merge-"))
     assert ops and set(ops.values()) == {1}
-    assert charged(run) <= 32 and fsck_clean(run)
+    assert charged(run) <= DEMO_BUDGET and fsck_clean(run)
     assert git(run, "branch", "--list", "swarm/*").strip() == ""
     for problem in ("demo-odd-sum", "demo-divisors-36", "demo-hexagon-angles", "demo-reverse-words"):
         assert "candidate:" in git(run, "show", f"main:problems/{problem}/SOLUTION.md")

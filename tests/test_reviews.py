@@ -55,15 +55,16 @@ def add(memory: Memory, episode: str, worker: str, kind: str, files: dict[str, s
     return written.commit
 
 
-async def episode(run: Path, replies: list[FakeReply], worker_count: int = 1):
-    """One scripted episode of worker w01 on PROBLEM; returns (ledger record, fake server)."""
+async def episode(run: Path, replies: list[FakeReply], worker_count: int = 3, verify: int = 2):
+    """One scripted episode on PROBLEM, of worker w01 unless the scheduler prefers another for
+    reviewing w01's attempt; returns (ledger record, fake server)."""
     problems = resolve_set("demo")
     async with serve(ScriptedResponder(replies)) as server:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
                              reply_timeout_s=5, backoff_base_s=0.01)
         model = LiteLLMModel(config)
         cfg = SolveConfig(problems=problems, run=run, model=config.model, workers=worker_count, budget=1,
-                          max_episodes=1, problem_ids=(PROBLEM,))
+                          max_episodes=1, problem_ids=(PROBLEM,), verify=verify)
         with anyio.fail_after(60):
             await solve(cfg, load_set(problems), model, model)
     return Ledger.load(Memory(run)).episodes["e00001"], server
@@ -129,7 +130,7 @@ async def test_a_review_of_ones_own_attempt_is_committed_but_does_not_count(tmp_
     run = tmp_path / "run"
     memory = prebuilt(run)
     attempt = add(memory, "x0001", "w01", "attempt", {ATTEMPT: "# Induction\n"})  # w01 runs the episode
-    record, _ = await episode(run, [WRITE_REVIEW, call(
+    record, _ = await episode(run, worker_count=1, verify=0, replies=[WRITE_REVIEW, call(
         "contribute", kind="review", title="self-check", summary="Mine.", reviews=ATTEMPT, verdict="pass")])
     assert record.status == "contribute"
     assert "Gitswarm-Verdict: pass" in git(run, "log", "-1", "--format=%B", record.commit)
@@ -167,9 +168,9 @@ def review(memory: Memory, episode: str, worker: str, attempt: str, verdict: str
                Reviews=attempt, Verdict=verdict)
 
 
-async def header_and_overview(run: Path) -> tuple[str, str]:
+async def header_and_overview(run: Path, **options) -> tuple[str, str]:
     """The state header and the rest of the first prompt of one episode of w01 on `run`."""
-    _, server = await episode(run, [call("abstain", reason="reading only")])
+    _, server = await episode(run, [call("abstain", reason="reading only")], **options)
     overview, header = first_prompt(server).split("<state>", 1)
     return header, overview
 
@@ -185,21 +186,32 @@ async def test_the_header_and_the_overview_show_review_states_and_advise_revisin
     assert f"reviews (by workers other than the author; newest first): {ATTEMPT} 1 pass, 1 critical (x0002)\n" \
         in header
     assert (f"most useful next: revise {ATTEMPT}: its critical review x0002 (commit {critical[:12]}) has no "
-            "revision yet; a revision is a new attempt citing that commit in informed_by") in header
+            "revision yet; a revision is a new attempt citing that commit (and the attempt) in informed_by") in header
     assert f"| {ATTEMPT} | {reviewed[:12]} | 3 | 1 pass, 1 critical (x0002) | Induction |" in overview
     assert "| reviews/x0002.md |" in overview and "| verdict critical |" in overview  # no column for reviews
 
 
 @pytest.mark.anyio
-async def test_a_revision_answers_the_critical_review_and_no_advice_is_left(tmp_path: Path):
-    memory = prebuilt(tmp_path / "run")
-    first = add(memory, "x0001", "w02", "attempt", {ATTEMPT: "# Induction\n"})
-    critical = review(memory, "x0002", "w03", first, "critical")
-    revised = add(memory, "x0003", "w02", "attempt", {"attempts/revised.md": "# Fixed\n"}, (first, critical))
-    review(memory, "x0004", "w04", revised, "pass")
-    header, _ = await header_and_overview(tmp_path / "run")
+async def test_a_revision_answers_the_critical_review_and_the_advice_is_its_second_pass(tmp_path: Path):
+    def revised_with(run: Path, reviewers: list[str]) -> str:
+        memory = prebuilt(run)
+        first = add(memory, "x0001", "w02", "attempt", {ATTEMPT: "# Induction\n"})
+        critical = review(memory, "x0002", "w03", first, "critical")
+        revised = add(memory, "x0003", "w02", "attempt", {"attempts/revised.md": "# Fixed\n"}, (first, critical))
+        for n, worker in enumerate(reviewers, 4):
+            review(memory, f"x{n:04d}", worker, revised, "pass")
+        return revised
+
+    revised = revised_with(tmp_path / "one", ["w04"])
+    header, _ = await header_and_overview(tmp_path / "one")
     assert f"attempts/revised.md 1 pass · {ATTEMPT} 1 critical (x0002)\n" in header
-    assert "most useful next" not in header
+    assert (f"most useful next: review attempts/revised.md ({revised[:12]}): it has 1 of the 2 pass reviews "
+            "selection needs, and you have not reviewed it\n") in header
+    assert "verified now: none\n" in header
+    revised_with(tmp_path / "two", ["w04", "w05"])
+    header, _ = await header_and_overview(tmp_path / "two")
+    assert "most useful next" not in header  # verified; the flawed one's critical is answered
+    assert "verified now: attempts/revised.md\n" in header
 
 
 @pytest.mark.anyio
@@ -207,7 +219,7 @@ async def test_the_advice_is_to_review_another_workers_unreviewed_attempt(tmp_pa
     memory = prebuilt(tmp_path / "run")
     theirs = add(memory, "x0001", "w05", "attempt", {"attempts/theirs.md": "# Another route\n"})
     add(memory, "x0002", "w01", "attempt", {"attempts/mine.md": "# Mine\n"})  # w01 runs the episode
-    header, overview = await header_and_overview(tmp_path / "run")
+    header, overview = await header_and_overview(tmp_path / "run", worker_count=1, verify=0)
     assert "attempts/mine.md unreviewed · attempts/theirs.md unreviewed\n" in header
     assert (f"most useful next: review attempts/theirs.md ({theirs[:12]}): no other worker has reviewed it"
             in header)

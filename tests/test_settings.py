@@ -11,7 +11,7 @@ from gitswarm.problems.loader import load_set
 
 
 def test_precedence_and_default_budget(problem_dir: Path, tmp_path: Path, monkeypatch):
-    (problem_dir / "set.toml").write_text("[defaults]\nworkers = 2\nmax_steps = 7\n")
+    (problem_dir / "set.toml").write_text("[defaults]\nworkers = 3\nmax_steps = 7\n")
     problem_set = load_set(problem_dir)
     config = tmp_path / "gitswarm.toml"
     config.write_text('[solve]\nmodel = "openai/from-file"\nworkers = 6\n')

@@ -38,10 +38,10 @@ def ops_in_history(run: Path) -> Counter:
 @pytest.mark.anyio
 async def test_demo_set_is_solved_end_to_end(tmp_path: Path):
     run = tmp_path / "run"
-    result, _ = await run_swarm(resolve_set("demo"), run, workers=4, budget=40)
+    result, _ = await run_swarm(resolve_set("demo"), run, workers=4, budget=48)
     assert result.reason.reason is StopReason.SETTLED and result.reason.detail == "every problem is settled"
     assert set(result.selected) == {p.id for p in load_set(resolve_set("demo")).problems}
-    assert all(s is not None for s in result.selected.values())
+    assert all(s is not None and s.verified for s in result.selected.values())
     for problem, selected in result.selected.items():
         solution = git(run, "show", f"main:problems/{problem}/SOLUTION.md")
         assert f"candidate: {selected.candidate}" in solution
@@ -50,7 +50,7 @@ async def test_demo_set_is_solved_end_to_end(tmp_path: Path):
     notes = git(run, "notes", "--ref=transcripts", "list").splitlines()
     assert len(notes) >= result.charged - 1
     assert set(ops_in_history(run).values()) == {1}
-    assert result.charged <= 40 and fsck_clean(run)
+    assert result.charged <= 48 and fsck_clean(run)
     cited = git(run, "log", "main", "--format=%(trailers:key=Gitswarm-Informed-By,valueonly)")
     assert len([line for line in cited.splitlines() if line.strip()]) >= 4  # work built on work
 
@@ -65,7 +65,7 @@ async def test_budget_is_never_exceeded_and_abstaining_is_free(tmp_path: Path, p
 
 @pytest.mark.anyio
 async def test_token_cap_stops_cleanly(tmp_path: Path, problem_dir: Path):
-    result, _ = await run_swarm(problem_dir, tmp_path / "run", workers=2, budget=50, max_total_tokens=20_000)
+    result, _ = await run_swarm(problem_dir, tmp_path / "run", workers=2, verify=0, budget=50, max_total_tokens=20_000)
     assert result.reason == Stop(StopReason.TOKEN_CAP, "token cap of 20000 reached")
     assert result.charged < 50
     assert fsck_clean(tmp_path / "run")
@@ -77,8 +77,9 @@ async def test_provider_faults_are_retried_or_end_episodes_cleanly(tmp_path: Pat
                                                 "malformed_args", "timeout", "empty"),
                        retry_after_s=0)
     result, server = await run_swarm(resolve_set("demo"), tmp_path / "run", faults, workers=4,
-                                     budget=40)
-    # Faults may end some episodes (an abstention, a failed call), so the budget may run out first.
+                                     budget=48, no_progress=12)
+    # Faults may end some episodes (an abstention, a failed call), so the budget may run out first;
+    # failed episodes count toward the no-progress rule, which this test is not about.
     assert result.reason.reason in (StopReason.SETTLED, StopReason.BUDGET), result.reason
     assert set(ops_in_history(tmp_path / "run").values()) == {1}
     injected = server.injected
@@ -106,7 +107,7 @@ async def test_status_and_log_read_a_finished_run(tmp_path: Path):
     from gitswarm.cli.main import app
 
     run = tmp_path / "run"
-    result, _ = await run_swarm(resolve_set("demo"), run, workers=2, budget=40)
+    result, _ = await run_swarm(resolve_set("demo"), run, workers=2, verify=0, budget=40)
     shown = CliRunner().invoke(app, ["status", str(run), "--json"])
     assert shown.exit_code == 0, shown.output
     status = json.loads(shown.output)
@@ -144,20 +145,20 @@ async def test_stale_ref_locks_of_a_killed_process_are_cleared_and_a_busy_run_re
     from gitswarm.engine.runlock import RunBusy, run_lock
 
     run = tmp_path / "run"
-    await run_swarm(problem_dir, run, workers=2, budget=2)
+    await run_swarm(problem_dir, run, workers=2, verify=0, budget=2)
     (run / "refs" / "heads" / "main.lock").write_text("left by a kill -9")
     (run / "refs" / "heads" / "swarm").mkdir(exist_ok=True)
     (run / "refs" / "heads" / "swarm" / "e00099.lock").write_text("")
-    again, _ = await run_swarm(problem_dir, run, workers=2, budget=4)
+    again, _ = await run_swarm(problem_dir, run, workers=2, verify=0, budget=4)
     assert again.charged == 4 and not list(run.glob("refs/**/*.lock"))
     with run_lock(run), pytest.raises(RunBusy, match="another gitswarm"):
-        await run_swarm(problem_dir, run, workers=2, budget=6)
+        await run_swarm(problem_dir, run, workers=2, verify=0, budget=6)
 
 
 @pytest.mark.anyio
 async def test_a_provider_that_always_fails_stops_the_run(tmp_path: Path, problem_dir: Path):
     faults = FaultPlan(rate=1.0, kinds=("server_error",))
-    result, server = await run_swarm(problem_dir, tmp_path / "run", faults, workers=2, budget=10)
+    result, server = await run_swarm(problem_dir, tmp_path / "run", faults, workers=2, verify=0, budget=10)
     assert result.reason.reason is StopReason.PROVIDER_FAILING and result.charged == 0
     assert "episodes in a row failed on model calls" in result.reason.detail
     assert result.episodes <= 2 + 2  # the third failure stops it; one more may be in flight

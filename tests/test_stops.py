@@ -45,7 +45,7 @@ def _refuse_the_key(request: dict) -> FakeError:
 def test_the_exit_code_comes_from_the_reason(responder, options, code, said, problem_dir: Path, tmp_path: Path,
                                              capsys: pytest.CaptureFixture):
     problem_set = load_set(problem_dir)
-    cfg = _config(problem_set, "openai/gitswarm-fake", tmp_path / "run", workers=1, api_key="k", **options)
+    cfg = _config(problem_set, "openai/gitswarm-fake", tmp_path / "run", workers=1, verify=0, api_key="k", **options)
     assert run_swarm(cfg, problem_set, as_json=False, responder=responder) == code
     shown = capsys.readouterr()
     assert said in shown.out + shown.err

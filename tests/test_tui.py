@@ -121,7 +121,7 @@ async def test_live_engine_stops_gracefully_on_q(tmp_path: Path):
 
     def engine(listener):
         return run_demo(tmp_path / "solve", FaultPlan(latency_s=0.02), [listener], control,
-                        workers=2, budget=40)
+                        workers=2, verify=0, budget=40)
 
     app = Dashboard(tmp_path / "solve", engine=engine, control=control)
     async with app.run_test(size=(80, 24)) as pilot:

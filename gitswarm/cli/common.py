@@ -144,10 +144,13 @@ def _settings_message(exc) -> str:
     """pydantic's multi-line report as one sentence per bad setting."""
     parts = []
     for error in exc.errors():
-        where = ".".join(str(x) for x in error["loc"]) or "settings"
+        if not error["loc"]:  # a rule over several settings: its message says which
+            parts.append(str(error["msg"]).removeprefix("Value error, "))
+            continue
+        where = ".".join(str(x) for x in error["loc"])
         value = f" (got {error['input']!r})" if "input" in error and not isinstance(error["input"], dict) else ""
         parts.append(f"{where}: {error['msg']}{value}")
-    return ("invalid setting " + "; ".join(parts) + ". Fix it on the command line, in the config file "
+    return ("invalid settings: " + "; ".join(parts) + ". Fix it on the command line, in the config file "
             "(gitswarm.toml or $GITSWARM_CONFIG) or in the set's set.toml [defaults]")
 
 

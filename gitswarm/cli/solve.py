@@ -39,6 +39,11 @@ def solve(
     no_progress: Annotated[int | None, typer.Option(
         min=1, metavar="N", help="Set a problem aside after N episodes in a row on it abstained or failed; "
                                  "the run stops when every open problem is set aside (default 4).")] = None,
+    verify: Annotated[int | None, typer.Option(
+        min=0, metavar="K", help="Select an attempt only once K reviews by workers other than its author "
+                                 "pass it and none finds a critical error; a problem settles only on such "
+                                 "an attempt. With none verified at the end, the most nominated is written, "
+                                 "marked unverified. 0: plain plurality of nominations (default 2).")] = None,
     max_usd: Annotated[float | None, typer.Option(
         min=0, help="Stop before spending more USD than this, failed calls included.")] = None,
     max_total_tokens: Annotated[int | None, typer.Option(
@@ -93,6 +98,7 @@ def solve(
         from_file = file_settings(config_file())
         cfg = _config(problem_set, model, run, from_file, merger_model=merger_model, api_base=api_base,
                       workers=workers, budget=budget, max_episodes=max_episodes, no_progress=no_progress,
+                      verify=verify,
                       max_usd=max_usd, max_total_tokens=max_total_tokens, time_limit_s=time_limit,
                       problem_ids=tuple(problem or ()), seed=seed, max_steps=max_steps,
                       max_output_tokens=max_output_tokens, reasoning_effort=reasoning_effort,

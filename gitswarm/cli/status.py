@@ -16,7 +16,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object, for scripts.")] = False,
 ) -> None:
     """Show each problem's state (open, in progress, candidate, nominated, set aside, settled,
-    selected), its grade and the run's totals.
+    selected), whether the candidate it stands on is verified, its grade and the run's totals.
 
     Reads main's tree and the ledger, never the whole history, so it is fast on large runs.
     """
@@ -43,9 +43,9 @@ def table(state) -> list[str]:
              + (f", {t.pending_branches} branch(es) not yet merged" if t.pending_branches else ""),
              f"  {usage_line(t.parts())}",
              f"\n{'PROBLEM':28} {'STATE':11} {'NOTES':>5} {'LEMMAS':>6} {'ATTEMPTS':>8} {'REVIEWS':>7} "
-             f"{'VOTES':>5} {'GRADE':>16}  SELECTED"]
+             f"{'VOTES':>5} {'VERIFIED':>12} {'GRADE':>16}  SELECTED"]
     for p in state.problems:
         c = p.counts
         lines.append(f"{p.id:28} {p.state:11} {c.notes:5} {c.lemmas:6} {c.candidates:8} {c.reviews:7} "
-                     f"{p.nomination_total:5} {p.grade_text:>16}  {p.selected_path or '-'}")
+                     f"{p.nomination_total:5} {p.verification:>12} {p.grade_text:>16}  {p.selected_path or '-'}")
     return lines

@@ -1,6 +1,8 @@
 """The scripted model: reads the engine's prompts like a worker would and answers with tool
-calls from `script.yaml`. Deterministic; it plays note -> attempt -> review (naming the attempt
-it reviews and the script's verdict) -> nominations."""
+calls from `script.yaml`. Deterministic; it plays note -> attempt -> reviews by other workers
+(naming the attempt they review and the script's verdict; a first try the script marks flawed
+gets a critical review and then a revision) -> nominations of the verified attempt. It follows
+the state header's advice ("most useful next") and its list of verified candidates."""
 
 from __future__ import annotations
 
@@ -18,8 +20,15 @@ STATE = re.compile(r"problem: (\S+) \((\w+)\).*?episode: (\S+)", re.DOTALL)
 ROW = re.compile(r"^\| ((?:notes|lemmas|attempts|reviews|code)/\S+) \| ([0-9a-f]{7,40}) \|", re.MULTILINE)
 TEXT_CALLS = "# How to call tools"
 """The heading of the text protocol's instructions in the system prompt."""
-NEXT_REVIEW = re.compile(r"^most useful next: review (\S+) \(", re.MULTILINE)
-"""The state header's advice to review an attempt no other worker has reviewed."""
+REVIEW = re.compile(r"^most useful next: review (\S+) \(", re.MULTILINE)
+"""The state header's advice to review a candidate."""
+REVISE = re.compile(r"^most useful next: revise (\S+): its critical review \S+ \(commit ([0-9a-f]+)\)", re.MULTILINE)
+"""The state header's advice to revise a candidate, naming its critical review's commit."""
+VERIFIED = re.compile(r"verified now: (.+)$", re.MULTILINE)
+NOT_REQUIRED = "verification: not required"
+"""The header's line when the run selects by plain plurality (`--verify 0`)."""
+FIRST_TRY = "attempts/first-try-"
+"""Where the scripted model writes a problem's flawed first try (its reviewers find the error)."""
 FENCED = re.compile(r'<memory-data source="([^"]+)">\n(.*?)\n</memory-data>', re.DOTALL)
 
 
@@ -46,8 +55,7 @@ def respond(request: dict) -> FakeReply:
     for path, commit in ROW.findall(first):
         items.setdefault(path.split("/")[0], []).append((path, commit))
     done = sum(1 for m in messages if m["role"] == "assistant")
-    advice = NEXT_REVIEW.search(first) if "nominations so far: none" in first else None
-    plan = _plan(problem, kind, episode, items, advice.group(1) if advice else None)
+    plan = _plan(problem, kind, episode, items, first)
     call = plan[min(done, len(plan) - 1)]
     if text_protocol:
         return FakeReply(content=textproto.format_calls([(call["name"], call["arguments"])]))
@@ -62,40 +70,63 @@ def _text(message: dict) -> str:
     return str(content)
 
 
-def _plan(problem: str, kind: str, episode: str, items: dict, to_review: str | None) -> list[dict]:
-    """The tool calls of this episode, one per step, chosen from what the memory holds. It
-    reviews the attempt the header advises reviewing (`to_review`: only before the first
-    nomination), else, when there is no review yet, the first one, even if it is this worker's
-    own (committed, but not counted as a check); then it nominates."""
+def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str) -> list[dict]:
+    """The tool calls of this episode, one per step, chosen from what the memory holds and
+    what the header advises: a note, then an attempt (the script's flawed first try where it
+    has one), then the advised review or revision, then a nomination of a verified
+    candidate; with nothing left to do for this worker, it abstains."""
     text = script().get(problem) or script()["default"]
-    summary = f"- {episode}: "
     if "notes" not in items:
         return [_call("read_file", path="SUMMARY.md"), _call("announce", intent="first observations"),
                 _call("write_file", path=f"notes/observations-{episode}.md", content=text["note"]),
                 _call("contribute", kind="note", title="first observations",
                       summary="Small cases and a plan.", self_assessment="partial: no proof yet")]
     note_path, note = items["notes"][0]
-    candidates = items.get("attempts", []) + items.get("code", [])
-    if not candidates:
-        return [_call("read_file", path=note_path), _call("announce", intent="a full attempt"),
-                *_attempt(kind, episode, text),
-                _call("write_file", path="SUMMARY.md",
-                      content=f"# Summary\n\n{summary}an attempt built on {note_path}.\n"),
-                _call("contribute", kind="code" if kind == "program" else "attempt",
-                      title="a full attempt", summary=f"Built on {note_path}.", informed_by=[note],
-                      self_assessment="complete")]
-    path = next((p for p, _ in candidates if _candidate(p) == to_review), candidates[0][0])
-    target = _candidate(path)
-    if to_review or "reviews" not in items:
-        verdict = text["verdict"]
-        return [_call("read_file", path=path), _call("announce", intent=f"reviewing {path}"),
-                _call("write_file", path=f"reviews/review-{episode}.md", content=text["review"]),
-                _call("write_file", path="SUMMARY.md",
-                      content=f"# Summary\n\n{summary}{path} reviewed: verdict {verdict}.\n"),
-                _call("contribute", kind="review", title=f"review of {path}", summary="Step-by-step check.",
-                      reviews=target, verdict=verdict, self_assessment="complete")]
-    return [_call("read_file", path=path),
-            _call("nominate", candidate=target, rationale="Reviewed and checked: correct and complete.")]
+    if not items.get("attempts") and not items.get("code"):
+        first = "flawed" in text and kind != "program"
+        path = f"{FIRST_TRY}{episode}.md" if first else f"attempts/attempt-{episode}.md"
+        return _attempt_plan(kind, episode, text, text["flawed"] if first else text.get("attempt", ""), path,
+                             [note], f"Built on {note_path}.", note_path)
+    if review := REVIEW.search(prompt):
+        return _review_plan(episode, text, review.group(1))
+    if revise := REVISE.search(prompt):
+        return _attempt_plan(kind, episode, text, text.get("attempt", ""), f"attempts/revision-{episode}.md",
+                             [revise.group(2), revise.group(1), note],
+                             f"Revises {revise.group(1)}, answering its critical review.", revise.group(1))
+    verified = VERIFIED.search(prompt)
+    shown = [p.strip() for p in verified.group(1).split(",")] if verified and verified.group(1) != "none" else []
+    if NOT_REQUIRED in prompt:  # plain plurality: the newest candidate that is not a flawed first try
+        made = [_candidate(p) for p, _ in items.get("attempts", []) + items.get("code", [])]
+        shown = [p for p in made if not p.startswith(FIRST_TRY)][-1:] or made[-1:]
+    if shown:
+        return [_call("read_file", path=shown[0] if not shown[0].startswith("code/") else note_path),
+                _call("nominate", candidate=shown[0],
+                      rationale="Verified by other workers' reviews, and checked again: correct and complete.")]
+    return [_call("abstain", reason="nothing to review, revise or nominate yet: waiting for other workers")]
+
+
+def _attempt_plan(kind: str, episode: str, text: dict, body: str, path: str, cites: list[str],
+                  summary: str, read: str) -> list[dict]:
+    return [_call("read_file", path=read), _call("announce", intent=summary),
+            *_attempt(kind, episode, text, body, path),
+            _call("write_file", path="SUMMARY.md",
+                  content=f"# Summary\n\n- {episode}: {path} ({summary.lower().rstrip('.')}).\n"),
+            _call("contribute", kind="code" if kind == "program" else "attempt", title="a full attempt",
+                  summary=summary, informed_by=cites, self_assessment="complete")]
+
+
+def _review_plan(episode: str, text: dict, target: str) -> list[dict]:
+    """A review of `target` with the script's verdict; critical for a flawed first try."""
+    flawed = target.startswith(FIRST_TRY) and "flawed_review" in text
+    verdict = "critical" if flawed else text["verdict"]
+    return [_call("read_file", path=target if not target.startswith("code/") else f"{target}/solution.py"),
+            _call("announce", intent=f"reviewing {target}"),
+            _call("write_file", path=f"reviews/review-{episode}.md",
+                  content=text["flawed_review"] if flawed else text["review"]),
+            _call("write_file", path="SUMMARY.md",
+                  content=f"# Summary\n\n- {episode}: {target} reviewed: verdict {verdict}.\n"),
+            _call("contribute", kind="review", title=f"review of {target}", summary="Step-by-step check.",
+                  reviews=target, verdict=verdict, self_assessment="complete")]
 
 
 def _candidate(path: str) -> str:
@@ -103,9 +134,9 @@ def _candidate(path: str) -> str:
     return "/".join(path.split("/")[:2]) if path.startswith("code/") else path
 
 
-def _attempt(kind: str, episode: str, text: dict) -> list[dict]:
+def _attempt(kind: str, episode: str, text: dict, body: str, path: str) -> list[dict]:
     if kind != "program" or "code" not in text:
-        return [_call("write_file", path=f"attempts/attempt-{episode}.md", content=text["attempt"])]
+        return [_call("write_file", path=path, content=body)]
     return [_call("write_file", path=f"code/{episode}/solution.py", content=text["code"]),
             _call("run_python", code=text["check"])]
 

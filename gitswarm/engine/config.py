@@ -73,8 +73,12 @@ class SolveConfig(BaseModel):
     """Items the overview shows for being the most cited (the rest: list_items, search)."""
     overview_newest: int = Field(8, ge=0)
     """Items the overview shows besides: the newest (more of them when fewer are cited)."""
-    settle_nominations: int = 3
-    """A problem is settled once one candidate has this many nominations."""
+    settle_nominations: int = Field(3, ge=1)
+    """A problem is settled once its leading candidate is verified and has this many nominations."""
+    verify: int = Field(2, ge=0)
+    """K: a candidate is verified by K `pass` reviews from distinct workers other than its
+    author and no `critical` review; only a verified candidate is selected as verified, and
+    only one settles a problem. 0: plain plurality of nominations, no review needed."""
     summary_every: int = 5
     """The merger rewrites a problem's SUMMARY.md at most once per this many merges."""
     price_in_per_mtok: float | None = Field(None, ge=0)
@@ -95,6 +99,16 @@ class SolveConfig(BaseModel):
             if isinstance(budget, int) and not isinstance(budget, bool):
                 data = {**data, "max_episodes": max(1, EPISODES_PER_CHARGE * budget)}
         return data
+
+    @model_validator(mode="after")
+    def _reviewers(self) -> SolveConfig:
+        """K passes from workers other than the author need K + 1 workers: with fewer, no
+        attempt could ever be verified, and no problem settle."""
+        if self.verify and self.workers < self.verify + 1:
+            raise ValueError(f"verify={self.verify} needs at least {self.verify + 1} workers (a review counts "
+                             f"only from a worker other than the attempt's author), not {self.workers}: give "
+                             f"--workers {self.verify + 1} or more, or a smaller --verify (0: no review needed)")
+        return self
 
     @property
     def merger(self) -> str:

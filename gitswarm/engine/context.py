@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.index import CANDIDATE_FOLDERS, VERDICTS, MemoryIndex
+from gitswarm.engine.selection import is_verified
 from gitswarm.memory.repo import Memory
 from gitswarm.resources import render
 
@@ -84,7 +85,9 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
                   staged=", ".join(staged), episodes=view.episodes, max_episodes=view.max_episodes,
                   set_aside=", ".join(sorted(view.set_aside)), reviewed=reviewed,
                   more_reviewed=max(0, len(candidates) - HEADER_REVIEWED),
-                  next_action=next_action(index, ep.problem_id, ep.worker, candidates, _busy(view, ep)))
+                  next_action=next_action(index, ep.problem_id, ep.worker, candidates, _busy(view, ep),
+                                          cfg.verify),
+                  verify=cfg.verify, verified=verified(index, ep.problem_id, candidates, cfg.verify))
 
 
 def _busy(view: RunView, ep: EpisodeInfo) -> str:
@@ -102,21 +105,44 @@ def review_state(index: MemoryIndex, problem: str, commit: str) -> dict:
 
 
 def next_action(index: MemoryIndex, problem: str, worker: str, candidates: list[tuple[str, str]],
-                busy: str = "") -> dict | None:
+                busy: str = "", verify: int = 0) -> dict | None:
     """The most useful next step on the candidates (newest first): review one no other
     worker has reviewed (not `worker`'s own, nor one named in `busy`, the other episodes'
-    announcements), else revise one whose critical review no attempt cites yet; None when
-    neither is waiting."""
+    announcements); else revise one with a critical review that no attempt answers yet (none
+    cites the candidate or any of its critical reviews, and no episode in flight names it);
+    else review one still short of the `verify` passes that selection needs, that `worker`
+    has not reviewed; None when none is waiting."""
+    mine = {path for path, commit in candidates if index.authors.get(commit) == worker or path in busy}
     for path, commit in candidates:
-        if (index.authors.get(commit) != worker and path not in busy
-                and not index.reviews_of(problem, commit)):
+        if path not in mine and not index.reviews_of(problem, commit):
             return {"action": "review", "path": path, "commit": commit}
     for path, commit in candidates:
-        for review in index.reviews_of(problem, commit):
-            if review.verdict == "critical" and review.commit not in index.answered:
-                return {"action": "revise", "path": path, "commit": commit,
-                        "review_episode": review.episode, "review_commit": review.commit}
+        critical = [r for r in index.reviews_of(problem, commit) if r.verdict == "critical"]
+        answered = commit in index.answered or any(r.commit in index.answered for r in critical)
+        if critical and not answered and path not in busy:
+            return {"action": "revise", "path": path, "commit": commit,
+                    "review_episode": critical[0].episode, "review_commit": critical[0].commit}
+    for path, commit in candidates:
+        reviews = index.reviews_of(problem, commit)
+        passes = sum(r.verdict == "pass" for r in reviews)
+        if (path not in mine and passes < verify and all(r.verdict != "critical" for r in reviews)
+                and all(r.worker != worker for r in reviews)):
+            return {"action": "verify", "path": path, "commit": commit, "passes": passes}
     return None
+
+
+def verified(index: MemoryIndex, problem: str, candidates: list[tuple[str, str]], verify: int) -> list[str]:
+    """The paths of the candidates selection counts as verified (none are listed for
+    `verify` = 0, where selection asks for no review)."""
+    if verify == 0:
+        return []
+    found = []
+    for path, commit in candidates:
+        reviews = index.reviews_of(problem, commit)
+        if is_verified(sum(r.verdict == "pass" for r in reviews),
+                       sum(r.verdict == "critical" for r in reviews), verify):
+            found.append(path)
+    return found
 
 
 def _path_of(index: MemoryIndex, problem: str, commit: str) -> str:

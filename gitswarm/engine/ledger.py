@@ -148,6 +148,9 @@ class Ledger:
     set_aside: list[str] = field(default_factory=list)
     """The problems the no-progress rule has set aside, kept in the scheduler record so that
     `gitswarm status` shows them (a resume works them out again from the records)."""
+    selection: dict = field(default_factory=dict)
+    """The selection rule the run uses (`verify`, `settle_nominations`), kept in the scheduler
+    record so that `gitswarm status` judges verification as the run does."""
     _counted: dict[str, tuple] = field(default_factory=dict, repr=False)
     """Each episode's figures as the totals hold them (records are mutated in place, so the
     record itself cannot tell what it added before)."""
@@ -204,7 +207,7 @@ class Ledger:
         self.episodes[record.episode] = record
         self._count(record)
         state = {"next_number": self.next_number, "rng_state": self.rng_state, "totals": asdict(self.totals),
-                 "set_aside": list(self.set_aside)}
+                 "set_aside": list(self.set_aside), "selection": dict(self.selection)}
         with self._lock:
             self._dirty[record.episode] = record
             self._state = state

@@ -49,11 +49,11 @@ def open_run(cfg: SolveConfig, problem_set: ProblemSet) -> Memory:
     return Memory.create(cfg.run, problem_set, problem_ids=ids)
 
 
-def _select(memory: Memory, index: MemoryIndex, problem: str) -> selection.Selected | None:
+def _select(memory: Memory, index: MemoryIndex, problem: str, verify: int) -> selection.Selected | None:
     """Select with the referee's scores as the tie-break (they never reach the agents)."""
     from gitswarm.referee.grades import GradeStore
 
-    return selection.select(memory, index, problem, GradeStore(memory).scores(problem))
+    return selection.select(memory, index, problem, verify, GradeStore(memory).scores(problem))
 
 
 def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView):
@@ -85,7 +85,8 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
     index = MemoryIndex()
     await git(index.update, memory.repo, memory.main())
     view = RunView(cfg, problems)
-    view.settled = selection.settled(index, problems, cfg.settle_nominations)
+    view.settled = selection.settled(index, problems, cfg.settle_nominations, cfg.verify)
+    ledger.selection = {"verify": cfg.verify, "settle_nominations": cfg.settle_nominations}
     events = EventLog(cfg.run, listeners)
     shared = Shared(memory, git, index, view, model, events, anyio.CapacityLimiter(2),
                     caps_check(cfg, ledger, view), ledger)
@@ -108,10 +109,11 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
             stop_merger.set()
         await git(ledger.flush, memory)  # the merger's last charges
         await git(memory.pack_refs)
-        chosen = {p: await git(_select, memory, index, p) for p in problems}
+        chosen = {p: await git(_select, memory, index, p, cfg.verify) for p in problems}
         for problem, picked in chosen.items():
             events.emit("selected", problem=problem, path=picked.path if picked else None,
-                        nominations=picked.nominations if picked else 0)
+                        nominations=picked.nominations if picked else 0,
+                        verified=picked.verified if picked else None)
         cost, known = ledger.cost
         result = RunResult(stop, ledger.charged, ledger.totals.episodes, ledger.tokens, cost, known, chosen)
         events.emit("run_stopped", **stop.as_event(), charged=result.charged, episodes=result.episodes,

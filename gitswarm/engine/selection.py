@@ -1,12 +1,47 @@
-"""Settling and selection: the candidate with the most nominations becomes SOLUTION.md."""
+"""Selection and settling: the verified candidate with the most nominations becomes SOLUTION.md.
+
+One rule, used by the engine (from its index) and by the read model (from main's tree):
+
+- a candidate is *verified* when it has at least K `pass` reviews from distinct workers other
+  than its author and no `critical` one (K = `SolveConfig.verify`; K = 0 verifies every
+  candidate: plain plurality). A critical review blocks the attempt it reviews for good; a
+  revision is a new attempt, which earns its own passes;
+- the leader is the verified candidate with the most nominations, ties going to the referee's
+  score, then to the commit id; when no candidate is verified, the plurality winner among the
+  nominated ones, marked unverified;
+- a problem settles when its leader is verified and has `settle_nominations` nominations.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.frontmatter import render
+
+
+@dataclass(frozen=True)
+class Standing:
+    """What selection knows of one candidate."""
+
+    commit: str
+    nominations: int = 0
+    passes: int = 0
+    """`pass` reviews by distinct workers other than its author (their latest review of it)."""
+    critical: int = 0
+    """`critical` reviews, counted the same way."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The leader of a problem, and whether it is verified."""
+
+    commit: str
+    nominations: int
+    verified: bool
+    passes: int
 
 
 @dataclass(frozen=True)
@@ -17,45 +52,76 @@ class Selected:
     candidate: str
     path: str
     nominations: int
+    verified: bool
     commit: str
     """The commit on main that wrote SOLUTION.md."""
 
 
-def settled(index: MemoryIndex, problems: list[str], votes_needed: int) -> set[str]:
-    """Problems where one candidate has enough nominations: no more episodes go there."""
-    return {p for p in problems
-            if index.problems[p].nominations and
-            index.problems[p].nominations.most_common(1)[0][1] >= votes_needed}
+def is_verified(passes: int, critical: int, verify: int) -> bool:
+    """K passes and no critical review; K = 0 asks for nothing."""
+    return verify == 0 or (critical == 0 and passes >= verify)
 
 
-def choose(index: MemoryIndex, problem: str, scores: dict[str, float] | None = None) -> tuple[str, int] | None:
-    """Most nominations; ties broken by the referee's score, then the first commit id."""
-    votes = index.problems[problem].nominations
-    if not votes:
-        return None
+def choose(standings: Iterable[Standing], verify: int, scores: dict[str, float] | None = None) -> Choice | None:
+    """The leader among `standings` by the module's rule; None when no candidate is verified
+    and none is nominated."""
     scores = scores or {}
-    best = min(votes, key=lambda c: (-votes[c], -scores.get(c, -1.0), c))
-    return best, votes[best]
+    pool = list(standings)
+    verified = [s for s in pool if is_verified(s.passes, s.critical, verify) and (verify or s.nominations)]
+    field = verified or [s for s in pool if s.nominations]
+    if not field:
+        return None
+    best = min(field, key=lambda s: (-s.nominations, -scores.get(s.commit, -1.0), s.commit))
+    return Choice(best.commit, best.nominations, bool(verified), best.passes)
 
 
-def select(memory: Memory, index: MemoryIndex, problem: str,
+def standings(index: MemoryIndex, problem: str) -> list[Standing]:
+    """Every candidate of `problem` the engine's index knows, and every nominated commit."""
+    votes = index.problems[problem].nominations
+    commits = dict.fromkeys([*index.candidates(problem).values(), *votes])
+    found = []
+    for commit in commits:
+        reviews = index.reviews_of(problem, commit)
+        found.append(Standing(commit, votes.get(commit, 0), sum(r.verdict == "pass" for r in reviews),
+                              sum(r.verdict == "critical" for r in reviews)))
+    return found
+
+
+def leader(index: MemoryIndex, problem: str, verify: int, scores: dict[str, float] | None = None) -> Choice | None:
+    return choose(standings(index, problem), verify, scores)
+
+
+def settles(choice: Choice | None, votes_needed: int) -> bool:
+    return choice is not None and choice.verified and choice.nominations >= votes_needed
+
+
+def settled(index: MemoryIndex, problems: list[str], votes_needed: int, verify: int) -> set[str]:
+    """Problems whose leader is verified and has enough nominations: no more episodes go there."""
+    return {p for p in problems if settles(leader(index, p, verify), votes_needed)}
+
+
+def select(memory: Memory, index: MemoryIndex, problem: str, verify: int,
            scores: dict[str, float] | None = None) -> Selected | None:
-    """Write `problems/<id>/SOLUTION.md` on main for the chosen candidate (git thread)."""
-    chosen = choose(index, problem, scores)
+    """Write `problems/<id>/SOLUTION.md` on main for the leader (git thread); an unverified
+    leader is written too, marked so."""
+    chosen = leader(index, problem, verify, scores)
     if chosen is None:
         return None
-    candidate, count = chosen
-    files = index.files_of[candidate][1]
+    files = index.files_of[chosen.commit][1]
     shown = next(f for f in files if f.startswith(("attempts/", "code/")))
     path = "/".join(shown.split("/")[:2]) if shown.startswith("code/") else shown
-    body = _candidate_text(memory, problem, candidate, path, files)
-    text = render({"problem": problem, "candidate": candidate, "path": f"problems/{problem}/{path}",
-                   "nominations": count}, body)
-    op = f"select-{problem}-{candidate[:16]}-{count}"
-    written = memory.commit_to_main({f"problems/{problem}/SOLUTION.md": text.encode()},
-                                    f"solution({problem}): {path} with {count} nomination(s)", op,
-                                    {"Problem": problem, "Kind": "solution", "Candidate": candidate})
-    return Selected(problem, candidate, f"problems/{problem}/{path}", count, written.commit)
+    body = _candidate_text(memory, problem, chosen.commit, path, files)
+    mark = "verified" if chosen.verified else "unverified"
+    text = render({"problem": problem, "candidate": chosen.commit, "path": f"problems/{problem}/{path}",
+                   "nominations": chosen.nominations, "verification": mark, "passes": chosen.passes,
+                   "verify": verify}, body)
+    op = f"select-{problem}-{chosen.commit[:16]}-{chosen.nominations}-{mark}-{chosen.passes}"
+    written = memory.commit_to_main(
+        {f"problems/{problem}/SOLUTION.md": text.encode()},
+        f"solution({problem}): {path}, {mark}, with {chosen.nominations} nomination(s)", op,
+        {"Problem": problem, "Kind": "solution", "Candidate": chosen.commit, "Verification": mark})
+    return Selected(problem, chosen.commit, f"problems/{problem}/{path}", chosen.nominations,
+                    chosen.verified, written.commit)
 
 
 def _candidate_text(memory: Memory, problem: str, commit: str, path: str, files: list[str]) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from gitswarm.engine import selection
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import Shared, run_episode
@@ -48,10 +49,15 @@ class Scheduler:
     """The no-progress rule's state, derived from the ledger at start."""
     in_flight: dict[str, EpisodeRecord] = field(default_factory=dict)
     free_workers: list[str] = field(default_factory=list)
+    """Idle workers, the longest idle first (so that one quick to finish, abstaining say,
+    does not take every slot the budget leaves)."""
     ended_by: Stop | None = None
     """A stop an episode ran into: a cap, or a model error no retry can fix."""
     failed_in_row: int = 0
     """Episodes ended by a failed model call since the last one that did not fail."""
+    unmerged: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    """Commit -> (problem, worker, status) of finished episodes the index does not hold yet (the
+    merger has not composed them): their authors and nominations are known before main is."""
     _changed: anyio.Event = field(default_factory=anyio.Event)
 
     @property
@@ -65,11 +71,13 @@ class Scheduler:
         async with anyio.create_task_group() as tg:
             await self._resume(tg)
             while (stop := self._stop(started)) is None:
-                problem = self._pick() if self._may_start() else None
-                if problem is None:
+                picked = self._pick() if self._may_start() else None
+                if picked is None:
                     await self._wait()
                     continue
-                await self._start(tg, self.ledger.new_id(), self.free_workers.pop(0), problem)
+                problem, worker = picked
+                self.free_workers.remove(worker)
+                await self._start(tg, self.ledger.new_id(), worker, problem)
             return stop
 
     def _stop(self, started: float) -> Stop | None:
@@ -124,28 +132,57 @@ class Scheduler:
         self._changed = anyio.Event()
 
     def _open(self) -> list[str]:
-        """Problems an episode may start on: not settled, not set aside, and not covered
-        (nominated, with enough episodes already on it to settle it: more would only vote)."""
+        """Problems an episode may start on: not settled, not set aside, and not covered (a
+        verified leader with enough nominations, made or in the making, to settle it: more
+        episodes would only vote)."""
         index, settled, aside = self.shared.index, self.shared.view.settled, self.streaks.set_aside
         busy = [r.problem for r in self.in_flight.values()]
-        needed = self.config.settle_nominations
+        busy += [p for p, _, status in self._unmerged().values() if status == "nominate"]
+        cfg = self.config
 
         def covered(p: str) -> bool:
-            top = max(index.problems[p].nominations.values(), default=0)
-            return top > 0 and top + busy.count(p) >= needed
+            top = selection.leader(index, p, cfg.verify)
+            return (top is not None and top.verified
+                    and top.nominations + busy.count(p) >= cfg.settle_nominations)
 
         return [p for p in self.problems if p not in settled and p not in aside and not covered(p)]
 
-    def _pick(self) -> str | None:
-        """Unsolved first, then least worked (contributions and episodes in flight)."""
+    def _worker_for(self, problem: str) -> str | None:
+        """The first free worker whose review of `problem`'s candidates still short of
+        verification would count: not their author (an author's review of its own attempt
+        does not count), not a worker that reviewed them already, nor the author of work
+        not yet merged there. With no such candidate, the first free worker; None when no
+        free worker would count."""
+        index, verify = self.shared.index, self.config.verify
+        short = [s.commit for s in selection.standings(index, problem) if not s.critical and s.passes < verify]
+        recent = {worker for where, worker, _ in self._unmerged().values() if where == problem}
+        if not short:
+            return next((w for w in self.free_workers if w not in recent), None)
+        done = {c: {index.authors.get(c), *index.problems[problem].reviews.get(c, {})} for c in short}
+        return next((w for w in self.free_workers if w not in recent and any(w not in d for d in done.values())),
+                    None)
+
+    def _unmerged(self) -> dict[str, tuple[str, str, str]]:
+        """`unmerged`, less what the index now holds."""
+        for commit in [c for c in self.unmerged if c in self.shared.index.files_of]:
+            del self.unmerged[commit]
+        return self.unmerged
+
+    def _pick(self) -> tuple[str, str] | None:
+        """A problem and a free worker: unsolved problems first, then the least worked
+        (contributions and episodes in flight), each given to a worker whose review of its
+        candidates would count. When no such pair exists and nothing is in flight (so nothing
+        will change by waiting), the first problem goes to the first free worker."""
         index = self.shared.index
         busy = [r.problem for r in self.in_flight.values()]
-        open_ = self._open()
-        if not open_:
-            return None
-        return min(open_, key=lambda p: (bool(index.problems[p].nominations),
-                                         sum(index.problems[p].kinds.values()) + 2 * busy.count(p),
-                                         self.rng.random()))
+        open_ = sorted(self._open(), key=lambda p: (bool(index.problems[p].nominations),
+                                                    sum(index.problems[p].kinds.values()) + 2 * busy.count(p),
+                                                    self.rng.random()))
+        for problem in open_:
+            worker = self._worker_for(problem)
+            if worker is not None:
+                return problem, worker
+        return (open_[0], self.free_workers[0]) if open_ and not self.in_flight else None
 
     async def _resume(self, tg) -> None:
         """Finish the records of episodes a crash cut off, and restart the unfinished ones."""
@@ -203,9 +240,9 @@ class Scheduler:
             shared.events.emit("set_aside", problem=record.problem, episodes=self.config.no_progress,
                                detail=self.streaks.describe(record.problem))
         del self.in_flight[record.episode]
-        self.free_workers.append(record.worker)
-        self.free_workers.sort()
+        self.free_workers.append(record.worker)  # last in line: the longest idle goes first
         if record.commit:
+            self.unmerged[record.commit] = (record.problem, record.worker, record.status)
             self.merger.kick(record.episode)
         self._changed.set()
 

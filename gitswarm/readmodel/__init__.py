@@ -22,9 +22,11 @@ from gitswarm.readmodel.model import (
                                       Counts,
                                       ProblemState,
                                       ReviewCounts,
+                                      ReviewEntry,
                                       RunState,
                                       RunTotals,
                                       Selection,
 )
 
-__all__ = ["STATES", "Candidate", "Counts", "ProblemState", "ReviewCounts", "RunState", "RunTotals", "Selection"]
+__all__ = ["STATES", "Candidate", "Counts", "ProblemState", "ReviewCounts", "ReviewEntry", "RunState", "RunTotals",
+           "Selection"]

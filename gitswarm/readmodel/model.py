@@ -73,6 +73,28 @@ class ReviewCounts:
 
 
 @dataclass(frozen=True)
+class ReviewEntry:
+    """One review of a candidate: a worker's latest review of it."""
+
+    worker: str
+    episode: str
+    verdict: str
+    """pass, gaps or critical (`Gitswarm-Verdict`)."""
+    commit: str
+    """The review's commit."""
+    path: str
+    """The review file on main (`problems/<id>/reviews/...`)."""
+    counted: bool = True
+    """False for its author's own review: shown, not counted."""
+
+    def uncounted(self) -> ReviewEntry:
+        return ReviewEntry(self.worker, self.episode, self.verdict, self.commit, self.path, False)
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True)
 class Candidate:
     """One candidate solution of a problem: an attempt file or a program folder, as written by
     one commit. Per-candidate facts (review verdicts, verification) belong here."""
@@ -88,12 +110,17 @@ class Candidate:
     """Its grade by the rule of `read.shown_grade`, or None when it has none."""
     reviews: ReviewCounts = ReviewCounts()
     """Its reviews by verdict (`reviews.read_reviews`); none for a candidate without a commit."""
+    verified: bool = False
+    """Verified by `engine.selection.is_verified` with the run's K: enough passes, no critical."""
+    trail: tuple[ReviewEntry, ...] = ()
+    """Its reviews, oldest first: each worker's latest, its author's own marked not counted."""
 
     def as_dict(self) -> dict:
         from gitswarm.referee.grades import describe
 
         return {"path": self.path, "commit": self.commit, "nominations": self.nominations,
-                "grade": describe(self.grade) if self.grade else None, "reviews": self.reviews.as_dict()}
+                "grade": describe(self.grade) if self.grade else None, "reviews": self.reviews.as_dict(),
+                "verified": self.verified, "trail": [r.as_dict() for r in self.trail]}
 
 
 @dataclass(frozen=True)
@@ -106,6 +133,8 @@ class Selection:
     """Its path in the repository (`problems/<id>/...`)."""
     nominations: int | None
     """Its nominations when it was selected (None if SOLUTION.md does not say)."""
+    verified: bool | None = None
+    """SOLUTION.md's `verification`: True verified, False unverified, None when it does not say."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +157,11 @@ class ProblemState:
     referee's scores (None without nominations): the selection a stop would write."""
     grade: Grade | None
     """The grade shown (the package docstring's rule), or None."""
+    verified: bool | None = None
+    """Whether the candidate it stands on (the selected one, else the leading one) is verified;
+    None when there is none."""
+    verify: int = 2
+    """K of the run's rule: the `pass` reviews a candidate needs (0: none, plain plurality)."""
 
     @property
     def nominations(self) -> dict[str, int]:
@@ -143,6 +177,19 @@ class ProblemState:
         return self.selected.path if self.selected else None
 
     @property
+    def standing(self) -> Candidate | None:
+        """The candidate it stands on: the selected one, else the leading one."""
+        commit = self.selected.candidate if self.selected else self.leading
+        return next((c for c in self.candidates if commit and c.commit == commit), None)
+
+    @property
+    def verification(self) -> str:
+        """"verified", "unverified", "not required" (K = 0) or "-" (no candidate to judge)."""
+        if self.verify == 0 and self.verified is not None:
+            return "not required"
+        return {True: "verified", False: "unverified"}.get(self.verified, "-")
+
+    @property
     def grade_text(self) -> str:
         """The grade as a table cell ("-" when there is none)."""
         from gitswarm.referee.grades import describe
@@ -155,6 +202,7 @@ class ProblemState:
                 "nominations": self.nomination_total, "top_candidate": self.leading,
                 "selected": self.selected_path,
                 "selected_commit": self.selected.candidate if self.selected else None,
+                "verification": self.verification, "verify": self.verify,
                 "grade": self.grade_text if self.grade else None,
                 "candidates": [c.as_dict() for c in self.candidates]}
 

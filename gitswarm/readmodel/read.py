@@ -13,9 +13,8 @@ from collections import Counter, defaultdict
 import pygit2
 from pygit2.enums import FileMode
 
-from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import BOOK, Ledger, Totals
-from gitswarm.engine.selection import choose, settled
+from gitswarm.engine.selection import Standing, choose, is_verified, settles
 from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.model import (
     FOLDERS,
@@ -32,18 +31,21 @@ from gitswarm.readmodel.tree import blob, front, subtree
 from gitswarm.referee.grades import Grade, GradeStore
 
 SETTLE_NOMINATIONS = 3
-"""Nominations that settle a problem: `SolveConfig.settle_nominations`'s default (a test pins
-the two together; the run does not record the value it was made with, and importing the
-engine's config would cost `status` 90 ms of start-up)."""
+VERIFY = 2
+"""`SolveConfig.settle_nominations` and `verify` defaults (a test pins them together), for a
+run whose ledger does not record the values it runs with (importing the engine's config
+would cost `status` 90 ms of start-up)."""
 KIND = re.compile(r"^- kind:\s*(\w+)", re.M)
 
 
 def read_run(memory: Memory) -> RunState:
     """The read model of the run `memory` opens, as it stands now."""
     root = main_tree(memory)
-    aside = set_aside(memory)
+    state = scheduler_record(memory)
+    aside = {str(p) for p in state.get("set_aside") or ()}
+    rule = rule_of(state)
     store = GradeStore(memory)
-    problems = tuple(read_problem(memory, pid, root, store, pid in aside) for pid in memory.problems())
+    problems = tuple(read_problem(memory, pid, root, store, pid in aside, rule) for pid in memory.problems())
     return RunState(run_totals(memory, Ledger.summary(memory)), problems)
 
 
@@ -52,12 +54,19 @@ def main_tree(memory: Memory) -> pygit2.Tree:
     return memory.repo.revparse_single(memory.main()).peel(pygit2.Tree)
 
 
-def set_aside(memory: Memory) -> set[str]:
-    """The problems the ledger's scheduler record lists as set aside (`set_aside`); empty when
-    the record has no such list."""
+def scheduler_record(memory: Memory) -> dict:
+    """The ledger's scheduler record (its `set_aside` list, its `selection` rule); empty when
+    the run has none yet."""
     state = memory.record(BOOK, "scheduler.json") or {}
-    listed = state.get("set_aside") if isinstance(state, dict) else None
-    return {str(p) for p in listed or ()}
+    return state if isinstance(state, dict) else {}
+
+
+def rule_of(state: dict) -> tuple[int, int]:
+    """(verify, settle_nominations) as the run records them, else the engine's defaults."""
+    rule = state.get("selection") if isinstance(state.get("selection"), dict) else {}
+    verify, needed = rule.get("verify"), rule.get("settle_nominations")
+    return (verify if isinstance(verify, int) else VERIFY,
+            needed if isinstance(needed, int) else SETTLE_NOMINATIONS)
 
 
 def run_totals(memory: Memory, spent: Totals) -> RunTotals:
@@ -74,23 +83,27 @@ def shown_grade(grades: list[Grade]) -> Grade | None:
     return max(grades, key=lambda g: (g.graded, g.time, g.key), default=None)
 
 
-def read_problem(memory: Memory, pid: str, root: pygit2.Tree, store: GradeStore, aside: bool) -> ProblemState:
-    """One problem's state from main's tree (`root`) and its grades."""
+def read_problem(memory: Memory, pid: str, root: pygit2.Tree, store: GradeStore, aside: bool,
+                 rule: tuple[int, int] = (VERIFY, SETTLE_NOMINATIONS)) -> ProblemState:
+    """One problem's state from main's tree (`root`) and its grades, judged by `rule`
+    (verify, settle_nominations): `engine.selection`'s rule, on what main's tree shows."""
     repo = memory.repo
+    verify, needed = rule
     base = subtree(repo, root, f"problems/{pid}")
     counts = Counts(**{f: _count(repo, base, f) for f in FOLDERS})
     votes, named = _nominations(repo, base, pid)
     grades = store.for_problem(pid)
-    index = MemoryIndex()
-    index.problems[pid].nominations.update(votes)
-    chosen = choose(index, pid, store.scores(pid) if votes and grades else None)
-    leading = chosen[0] if chosen else None
+    reviews = read_reviews(repo, base, pid)
+    candidates = _candidates(repo, base, pid, votes, named, grades, reviews, verify)
+    chosen = choose((Standing(c.commit, c.nominations, c.reviews.passed, c.reviews.critical)
+                     for c in candidates if c.commit), verify, store.scores(pid) if grades else None)
     selected = _selection(repo, base)
-    stands_on = selected.candidate if selected else leading
+    stands_on = selected.candidate if selected else chosen.commit if chosen else None
     grade = shown_grade([g for g in grades if g.candidate == stands_on]) if stands_on else None
-    state = _state(counts, votes, selected, bool(settled(index, [pid], SETTLE_NOMINATIONS)), aside)
-    candidates = _candidates(repo, base, pid, votes, named, grades, read_reviews(repo, base, pid))
-    return ProblemState(pid, _kind(repo, base), state, counts, candidates, selected, leading, grade)
+    state = _state(counts, votes, selected, settles(chosen, needed), aside)
+    verified = selected.verified if selected else chosen.verified if chosen else None
+    return ProblemState(pid, _kind(repo, base), state, counts, candidates, selected,
+                        chosen.commit if chosen else None, grade, verified, verify)
 
 
 def _state(counts: Counts, votes: Counter, selected: Selection | None, is_settled: bool, aside: bool) -> str:
@@ -119,7 +132,7 @@ def _nominations(repo: pygit2.Repository, base, pid: str) -> tuple[Counter, dict
 
 
 def _candidates(repo, base, pid: str, votes: Counter, named: dict[str, str], grades: list[Grade],
-                reviews: ProblemReviews) -> tuple[Candidate, ...]:
+                reviews: ProblemReviews, verify: int) -> tuple[Candidate, ...]:
     """Nominated, graded and reviewed candidates, then those on main's tree that none names."""
     graded: dict[str, list[Grade]] = defaultdict(list)
     for g in grades:
@@ -129,10 +142,13 @@ def _candidates(repo, base, pid: str, votes: Counter, named: dict[str, str], gra
                          + [(path, commit) for commit, path in reviews.paths.items()])
     known = {path for path, _ in keys}
     keys.update(dict.fromkeys((path, None) for path in _on_tree(repo, base, pid) if path not in known))
-    found = [Candidate(path, commit, votes.get(commit, 0) if commit else 0,
-                       shown_grade(graded.get(commit, [])) if commit else None,
-                       reviews.counts.get(commit, ReviewCounts()) if commit else ReviewCounts())
-             for path, commit in keys]
+    found = []
+    for path, commit in keys:
+        counted = reviews.counts.get(commit, ReviewCounts()) if commit else ReviewCounts()
+        found.append(Candidate(path, commit, votes.get(commit, 0) if commit else 0,
+                               shown_grade(graded.get(commit, [])) if commit else None, counted,
+                               bool(commit) and is_verified(counted.passed, counted.critical, verify),
+                               reviews.trails.get(commit, ()) if commit else ()))
     return tuple(sorted(found, key=lambda c: (-c.nominations, c.path, c.commit or "")))
 
 
@@ -151,7 +167,9 @@ def _selection(repo, base) -> Selection | None:
     if not values.get("candidate") or not values.get("path"):
         return None
     count = str(values.get("nominations") or "")
-    return Selection(str(values["candidate"]), str(values["path"]), int(count) if count.isdigit() else None)
+    mark = values.get("verification")
+    return Selection(str(values["candidate"]), str(values["path"]), int(count) if count.isdigit() else None,
+                     None if mark not in ("verified", "unverified") else mark == "verified")
 
 
 def _kind(repo, base) -> str:

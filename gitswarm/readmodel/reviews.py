@@ -20,7 +20,7 @@ from pygit2.enums import FileMode
 from gitswarm.engine.index import CANDIDATE_FOLDERS, VERDICTS, candidate_path, episode_order
 from gitswarm.memory.trailers import parse, split_ids
 from gitswarm.memory.write import find_op
-from gitswarm.readmodel.model import ReviewCounts
+from gitswarm.readmodel.model import ReviewCounts, ReviewEntry
 from gitswarm.readmodel.tree import front, subtree
 
 
@@ -33,45 +33,51 @@ class ProblemReviews:
     paths: dict[str, str]
     """Candidate commit -> `problems/<id>/attempts/...` or `problems/<id>/code/<slug>`, for every
     candidate a review names, its author's own reviews included."""
+    trails: dict[str, tuple[ReviewEntry, ...]]
+    """Candidate commit -> every worker's latest review of it, oldest first, the author's own
+    included (marked not counted)."""
 
 
 def read_reviews(repo: pygit2.Repository, base, pid: str) -> ProblemReviews:
     """The counted reviews of every candidate that a review file on main names."""
-    latest: dict[tuple[str, str], tuple[tuple[int, str], str]] = {}
-    for data in _files(repo, subtree(repo, base, "reviews")):
-        found = _review(repo, str(front(data).get("episode") or ""))
+    latest: dict[tuple[str, str], ReviewEntry] = {}
+    for path, data in _files(repo, subtree(repo, base, "reviews"), f"problems/{pid}/reviews"):
+        found = _review(repo, str(front(data).get("episode") or ""), path)
         if found is not None:
-            candidate, worker, episode, verdict = found
-            key = (candidate, worker)
-            if key not in latest or latest[key][0] <= episode_order(episode):
-                latest[key] = (episode_order(episode), verdict)
+            candidate, entry = found
+            key = (candidate, entry.worker)
+            if key not in latest or episode_order(latest[key].episode) <= episode_order(entry.episode):
+                latest[key] = entry
     tallies: dict[str, dict[str, int]] = {}
     paths: dict[str, str] = {}
-    for (candidate, worker), (_, verdict) in latest.items():
+    trails: dict[str, list[ReviewEntry]] = {}
+    for (candidate, worker), entry in latest.items():
         author = _author_and_path(repo, candidate, pid)
         if author is None:
             continue
         paths[candidate] = author[1]
-        if author[0] == worker:
-            continue  # one's own attempt: named, not counted
-        tally = tallies.setdefault(candidate, dict.fromkeys(VERDICTS, 0))
-        tally[verdict] += 1
+        counted = author[0] != worker  # one's own attempt: named, not counted
+        trails.setdefault(candidate, []).append(entry if counted else entry.uncounted())
+        if counted:
+            tally = tallies.setdefault(candidate, dict.fromkeys(VERDICTS, 0))
+            tally[entry.verdict] += 1
     counts = {c: ReviewCounts(t["pass"], t["gaps"], t["critical"]) for c, t in tallies.items()}
-    return ProblemReviews(counts, paths)
+    ordered = {c: tuple(sorted(t, key=lambda e: episode_order(e.episode))) for c, t in trails.items()}
+    return ProblemReviews(counts, paths, ordered)
 
 
-def _files(repo: pygit2.Repository, tree) -> list[bytes]:
-    """Every file below `tree` (reviews may sit in subfolders)."""
-    found: list[bytes] = []
+def _files(repo: pygit2.Repository, tree, prefix: str) -> list[tuple[str, bytes]]:
+    """(path, bytes) of every file below `tree` (reviews may sit in subfolders)."""
+    found: list[tuple[str, bytes]] = []
     for entry in tree or ():
-        obj = repo[entry.id]
-        found += _files(repo, obj) if entry.filemode == FileMode.TREE else [obj.data]
+        obj, path = repo[entry.id], f"{prefix}/{entry.name}"
+        found += _files(repo, obj, path) if entry.filemode == FileMode.TREE else [(path, obj.data)]
     return found
 
 
-def _review(repo: pygit2.Repository, episode: str) -> tuple[str, str, str, str] | None:
-    """(candidate, worker, episode, verdict) of episode `episode`'s review commit, from its
-    trailers; None when that episode made no review with a verdict."""
+def _review(repo: pygit2.Repository, episode: str, path: str) -> tuple[str, ReviewEntry] | None:
+    """(candidate, the review) of episode `episode`'s review commit, from its trailers; None
+    when that episode made no review with a verdict."""
     commit = find_op(repo, f"{episode}-final") if episode else None
     if commit is None:
         return None
@@ -79,7 +85,7 @@ def _review(repo: pygit2.Repository, episode: str) -> tuple[str, str, str, str] 
     verdict, candidate = trailers.get("Verdict"), trailers.get("Reviews")
     if trailers.get("Kind") != "review" or verdict not in VERDICTS or not candidate:
         return None
-    return candidate, trailers.get("Worker", ""), episode, verdict
+    return candidate, ReviewEntry(trailers.get("Worker", ""), episode, verdict, str(commit), path)
 
 
 def _author_and_path(repo: pygit2.Repository, candidate: str, pid: str) -> tuple[str, str] | None:

@@ -30,6 +30,12 @@ class ProblemReport:
     """Nominations per candidate commit, on main."""
     grade: str
     """The grade shown (the read model's rule), "-" when there is none."""
+    verification: str
+    """Of the candidate it stands on: verified, unverified, not required (K = 0) or "-"."""
+    trail_of: str | None
+    """The path of the candidate whose review trail `trail` is: the selected one, else the leading one."""
+    trail: list[dict]
+    """That candidate's reviews, oldest first (`ReviewEntry.as_dict()`)."""
     counts: dict[str, int]
     """Item files per folder on main (`Counts.as_dict()`)."""
     candidates: list[dict]
@@ -105,11 +111,14 @@ def _problem(graph: Graph, problem: ProblemState, records) -> ProblemReport:
     from gitswarm.engine.ledger import CHARGED
 
     candidate = problem.selected.candidate if problem.selected else None
+    standing = problem.standing
     figures = compounding(graph, problem.id, candidate)
     known = all(r.cost_known for r in records)
     return ProblemReport(
         id=problem.id, kind=problem.kind, state=problem.state, selected=candidate,
         selected_path=problem.selected_path, nominations=problem.nominations, grade=problem.grade_text,
+        verification=problem.verification, trail_of=standing.path if standing else None,
+        trail=[r.as_dict() for r in standing.trail] if standing else [],
         counts=problem.counts.as_dict(), candidates=[c.as_dict() for c in problem.candidates],
         episodes=len(records), charged=sum(r.status in CHARGED for r in records),
         tokens=sum(r.tokens_in + r.tokens_out for r in records),

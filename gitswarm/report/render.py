@@ -39,12 +39,13 @@ def to_json(report: RunReport) -> str:
 
 def _rows(report: RunReport) -> list[list[str]]:
     return [[p.id, p.selected_path or "-", str(p.nominations.get(p.selected or "", 0)),
-             str(sum(p.nominations.values())), p.grade, str(p.episodes), str(p.tokens), usd(p.cost_usd),
+             str(sum(p.nominations.values())), p.verification, p.grade, str(p.episodes), str(p.tokens), usd(p.cost_usd),
              f"{p.seconds:.1f}", str(p.contributions), f"{p.built_on} ({pct(p.built_on_share)})",
              f"{p.in_ancestry} ({pct(p.ancestry_share)})"] for p in report.problems]
 
 
-HEADERS = ["problem", "selected solution", "its nominations", "all nominations", "grade", "episodes",
+HEADERS = ["problem", "selected solution", "its nominations", "all nominations", "verification", "grade",
+           "episodes",
            "tokens", "USD", "worker s", "contributions", "built on", "in ancestry"]
 
 
@@ -61,7 +62,32 @@ def to_markdown(report: RunReport) -> str:
              "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     lines += ["| " + " | ".join(row) + " |" for row in _rows(report)]
     lines += ["", DEFINITIONS, ""]
+    for p in report.problems:
+        lines += _trail_markdown(p)
     return "\n".join(lines)
+
+
+TRAIL_HEADERS = ["episode", "worker", "verdict", "counted", "review"]
+
+
+def _trail_rows(problem: ProblemReport) -> list[list[str]]:
+    return [[r["episode"], r["worker"], r["verdict"], "yes" if r["counted"] else "no (its author)", r["path"]]
+            for r in problem.trail]
+
+
+def _trail_title(problem: ProblemReport) -> str:
+    which = "selected" if problem.selected else "leading"
+    return f"{problem.id}: review trail of the {which} candidate {problem.trail_of} ({problem.verification})"
+
+
+def _trail_markdown(problem: ProblemReport) -> list[str]:
+    """The reviews of the candidate a problem stands on, as a table; nothing without one."""
+    if problem.trail_of is None:
+        return []
+    if not problem.trail:
+        return [f"## {_trail_title(problem)}", "", "No review.", ""]
+    return [f"## {_trail_title(problem)}", "", "| " + " | ".join(TRAIL_HEADERS) + " |",
+            "|" + "---|" * len(TRAIL_HEADERS), *("| " + " | ".join(row) + " |" for row in _trail_rows(problem)), ""]
 
 
 def to_html(report: RunReport, graph: Graph) -> str:
@@ -78,8 +104,18 @@ def to_html(report: RunReport, graph: Graph) -> str:
             f"<p class='defs'>{esc(DEFINITIONS.replace('**', '').replace('`', ''))}</p>{drawings}</body></html>\n")
 
 
+def _trail_html(problem: ProblemReport) -> str:
+    esc = html.escape
+    if problem.trail_of is None:
+        return ""
+    head = "".join(f"<th>{esc(h)}</th>" for h in TRAIL_HEADERS)
+    rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in _trail_rows(problem))
+    table = f"<table><tr>{head}</tr>{rows}</table>" if rows else "<p>No review.</p>"
+    return f"<h2>{esc(_trail_title(problem))}</h2>{table}"
+
+
 def _drawing(problem: ProblemReport, graph: Graph, svg) -> str:
-    return (f"<h2>{html.escape(problem.id)}: contribution graph</h2>"
+    return (f"{_trail_html(problem)}<h2>{html.escape(problem.id)}: contribution graph</h2>"
             f"<div class='graph'>{svg(graph, problem.id, problem.selected)}</div>"
             "<p class='defs'>Colour: kind. Black outline: in the selected solution's ancestry. "
             "Solid arrow: inherited (the later one started from a memory holding it); dashed: cited.</p>")

@@ -35,6 +35,8 @@ class ProblemRow:
     nominated: int = 0
     """`nominated` events seen (they come before their merge into main)."""
     grade: str = "-"
+    verification: str = "-"
+    """verified, unverified, not required or "-": the read model's, or the `selected` event's."""
     in_flight: int = 0
     selected: str | None = None
     """The selected solution's path (from the `selected` event, or SOLUTION.md on main)."""
@@ -131,6 +133,7 @@ def merge_snapshot(s: DashState, snap: RunState) -> set[str]:
     for p in snap.problems:
         row = s.problem(p.id)
         row.kind, row.counts, row.grade = p.kind, p.counts, p.grade_text
+        row.verification = p.verification
         row.lemmas, row.attempts = p.counts.lemmas, p.counts.candidates
         row.nominations = max(row.nominated, p.nomination_total)
         row.selected = p.selected_path or row.selected
@@ -233,7 +236,10 @@ def _selected(s: DashState, d: dict, t: float) -> None:
     row = s.problem(str(d.get("problem")))
     if d.get("path"):
         row.state, row.selected = "selected", str(d.get("path"))
-        _feed(s, FeedItem(t, "selected", row.id, "-", str(d.get("path")), ""))
+        if d.get("verified") is not None:
+            row.verification = "verified" if d["verified"] else "unverified"
+        mark = " (unverified)" if d.get("verified") is False else ""
+        _feed(s, FeedItem(t, "selected", row.id, "-", str(d.get("path")) + mark, ""))
         s.dirty |= {"problems", "feed"}
 
 

@@ -8,7 +8,7 @@ from textual.widgets import DataTable
 
 from gitswarm.tui.state import ProblemRow, WorkerRow
 
-PROBLEM_COLUMNS = ("problem", "kind", "state", "contrib", "lemmas", "attempts", "noms", "grade")
+PROBLEM_COLUMNS = ("problem", "kind", "state", "contrib", "lemmas", "attempts", "noms", "verified", "grade")
 WORKER_COLUMNS = ("worker", "episode", "problem", "state", "step", "tokens", "time")
 
 
@@ -44,14 +44,15 @@ class KeyedTable(DataTable):
 
 
 class ProblemsTable(KeyedTable):
-    """Problems: id, kind, state, counts, nominations, grade."""
+    """Problems: id, kind, state, counts, nominations, verification, grade."""
 
     COLUMNS = PROBLEM_COLUMNS
 
     def show(self, rows: list[ProblemRow]) -> None:
         for r in rows:
             state = f"{r.state} ({r.in_flight})" if r.in_flight else r.state
-            self.put(r.id, (r.id, r.kind, state, r.contributions, r.lemmas, r.attempts, r.nominations, r.grade))
+            self.put(r.id, (r.id, r.kind, state, r.contributions, r.lemmas, r.attempts, r.nominations,
+                             r.verification, r.grade))
 
 
 class WorkersTable(KeyedTable):
