@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
+from gitswarm.remote.daemon import GitDaemon, bare, daemon_path
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -79,3 +81,26 @@ def fsck_clean(repo: Path) -> bool:
     problems = [ln for ln in (done.stdout + done.stderr).splitlines()
                 if ln.strip() and not ln.startswith("dangling ")]
     return done.returncode == 0 and not problems
+
+
+@pytest.fixture
+def git_daemon(tmp_path: Path) -> Iterator[GitDaemon]:
+    """A running `git daemon` with pushes enabled, serving `tmp_path/served` on loopback."""
+    program = daemon_path()
+    if program is None:
+        pytest.skip("git daemon is not installed here (no git-daemon under `git --exec-path`)")
+    daemon = GitDaemon(program, tmp_path / "served")
+    daemon.base.mkdir()
+    daemon.start()
+    yield daemon
+    daemon.stop()
+
+
+@pytest.fixture(params=["file", "git-daemon"])
+def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty bare repository as a remote URL: a file:// path, then the same over git://."""
+    if request.param == "file":
+        return bare(tmp_path / "remote.git").as_uri()
+    daemon = request.getfixturevalue("git_daemon")
+    bare(daemon.base / "run.git")
+    return daemon.url("run.git")

@@ -1,0 +1,104 @@
+"""What a git call against the remote raises; each error carries what its caller reacts to.
+
+Every message names the remote by its masked URL (`urls.mask`) and quotes git's own words,
+masked too, so no password written into a URL ever reaches a log or a terminal.
+"""
+
+from __future__ import annotations
+
+
+class RemoteError(Exception):
+    """A git call against the remote failed; `url` is masked, `detail` is what git said."""
+
+    advice = "see git's message above"
+
+    def __init__(self, url: str, detail: str, what: str = "") -> None:
+        self.url = url
+        self.detail = detail
+        said = f" (git: {detail})" if detail else ""
+        super().__init__(f"{what or self._what()}{said}; {self.advice}")
+
+    def _what(self) -> str:
+        return f"git failed on the remote {self.url}"
+
+
+class Unreachable(RemoteError):
+    """The remote did not answer (refused, unresolved, timed out, hung up): retry later."""
+
+    advice = "check the address and that the server is up; the next fetch or push tries again"
+
+    def _what(self) -> str:
+        return f"cannot reach the remote {self.url}"
+
+
+class AuthFailed(RemoteError):
+    """The remote refused our credentials, or git had none to give: retrying cannot help."""
+
+    advice = ("gitswarm uses git's own credentials: check that `git ls-remote URL` works here "
+              "(ssh key, credential helper)")
+
+    def _what(self) -> str:
+        return f"the remote {self.url} refused access"
+
+
+class NoRepository(RemoteError):
+    """No repository at that address (or the server does not export it)."""
+
+    advice = "create a bare repository there first (`git init --bare`), or fix the path"
+
+    def _what(self) -> str:
+        return f"there is no git repository at {self.url}"
+
+
+class MissingRef(RemoteError):
+    """A fetch asked for a ref the remote does not have."""
+
+    advice = "it may not have been pushed yet"
+
+    def __init__(self, url: str, detail: str, ref: str) -> None:
+        self.ref = ref
+        super().__init__(url, detail, f"the remote {url} has no ref {ref}")
+
+
+class PushRejected(RemoteError):
+    """The remote refused a push; `rejected` maps each refused ref to git's reason. An atomic
+    push changed nothing. Rejected for no stale ref (a lock held on the server, a hook):
+    the same push may be tried again."""
+
+    advice = "nothing was changed; the push may be tried again"
+
+    def __init__(self, url: str, detail: str, rejected: dict[str, str], what: str = "") -> None:
+        self.rejected = rejected
+        shown = ", ".join(f"{ref} {reason}" for ref, reason in rejected.items())
+        super().__init__(url, detail, what or f"the remote {url} rejected the push of {shown}")
+
+
+class StaleLease(PushRejected):
+    """Compare-and-swap lost: the remote's `ref` is no longer `expected` (None: absent).
+    `stale` lists every ref of the push that failed so; nothing of the push was applied."""
+
+    advice = "nothing was changed; fetch the ref to see who moved it"
+
+    def __init__(self, url: str, detail: str, rejected: dict[str, str], ref: str,
+                 expected: str | None, stale: tuple[str, ...]) -> None:
+        self.ref = ref
+        self.expected = expected
+        self.stale = stale
+        super().__init__(url, detail, rejected, self._lost(url))
+
+    def _lost(self, url: str) -> str:
+        was = "absent" if self.expected is None else f"at {self.expected[:12]}"
+        return f"{self.ref} on the remote {url} is no longer {was}"
+
+
+class RefExists(StaleLease):
+    """An atomic create lost: `ref` already exists on the remote."""
+
+    advice = "nothing was changed; another writer created it first"
+
+    def __init__(self, url: str, detail: str, rejected: dict[str, str], ref: str,
+                 stale: tuple[str, ...]) -> None:
+        super().__init__(url, detail, rejected, ref, None, stale)
+
+    def _lost(self, url: str) -> str:
+        return f"{self.ref} already exists on the remote {url}"

@@ -1,0 +1,34 @@
+"""Remote addresses: which kind of transport a URL names, and the URL as it may be shown.
+
+git's credentials stay git's (ssh keys, credential helpers), but a user may still write a
+password into a URL (`https://alice:secret@host/run.git`); `mask` keeps it out of every
+message and log line we write.
+"""
+
+from __future__ import annotations
+
+import re
+
+SCHEMES = ("file", "git", "ssh", "http", "https")
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@:\s]*):[^/@\s]*@")
+
+
+def mask(text: str) -> str:
+    """`text` with the password of every `scheme://user:password@` in it replaced by `***`."""
+    return _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
+
+
+def scheme(url: str) -> str:
+    """The transport a URL names: one of `SCHEMES`, `ssh` for `user@host:path`, `file` for a path.
+
+    Raises ValueError for a scheme git has no transport for here (`ftp://`, a typo)."""
+    found = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", url)
+    if found:
+        name = found[1].lower()
+        if name not in SCHEMES:
+            raise ValueError(f"remote {mask(url)!r}: unknown transport {name!r}; use one of "
+                             f"{', '.join(s + '://' for s in SCHEMES)} or user@host:path")
+        return name
+    head, colon, _ = url.partition(":")
+    # git's own rule: `host:path` is ssh when no slash comes before the first colon.
+    return "ssh" if colon and head and "/" not in head else "file"
