@@ -3,6 +3,7 @@
 `transport` keeps a local bare mirror of a remote and moves the remote's refs only by
 compare-and-swap pushes (`git push --force-with-lease`, `--atomic` for several refs) through
 the git CLI (`gitcli`: git's own credentials, ssh and https); local objects are pygit2's.
-`urls` masks credentials in remote addresses; `errors` holds what a failed git call raises;
-`daemon` is a git server on loopback for tests and benchmarks.
+`claims` lets workers claim episodes with those pushes; `layout` names the remote's refs and
+who may push each. `urls` masks credentials in remote addresses; `errors` holds what a
+failed git call raises; `daemon` is a git server on loopback for tests and benchmarks.
 """

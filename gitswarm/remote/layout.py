@@ -1,0 +1,62 @@
+"""The refs of a run's remote, and who may push each.
+
+- `refs/heads/main`, `refs/gitswarm/{meta,ledger,grades,ops/*}`, `refs/notes/transcripts`:
+  the coordinator's only, moved by leased pushes (compare-and-swap on its last value);
+- `refs/gitswarm/claims/<episode>`: any worker's, made by an atomic create, then taken over,
+  renewed and closed by leased pushes (`claims.py`);
+- `refs/gitswarm/workers/<name>/<ref>`: worker `<name>`'s only, by leased pushes.
+
+A worker runs its episodes in a local run repository laid out as today's, and its local ref
+`refs/<ref>` goes to the remote as `refs/gitswarm/workers/<name>/<ref>`: its branches
+(`heads/swarm/<episode>`), op refs (`gitswarm/ops/<op>`), ledger book (`gitswarm/ledger`) and
+transcript notes (`notes/transcripts`). No two workers push the same ref, so the only ref
+they contend on is a claim. Leases on a worker's own refs still matter: two processes
+started with the same name fail at their first push instead of overwriting each other.
+"""
+
+from __future__ import annotations
+
+from gitswarm.memory.model import check_name
+
+CLAIMS = "refs/gitswarm/claims/"
+WORKERS = "refs/gitswarm/workers/"
+MAIN = "refs/heads/main"
+
+
+def claim_ref(episode: str) -> str:
+    return f"{CLAIMS}{check_name('episode', episode)}"
+
+
+def episode_of(ref: str) -> str | None:
+    """The episode a claim ref claims, or None for another ref."""
+    return ref.removeprefix(CLAIMS) if ref.startswith(CLAIMS) else None
+
+
+def worker_prefix(worker: str) -> str:
+    return f"{WORKERS}{check_name('worker', worker)}/"
+
+
+def worker_ref(worker: str, local: str) -> str:
+    """Where a worker's local ref `refs/<ref>` lives on the remote."""
+    if not local.startswith("refs/"):
+        raise ValueError(f"{local}: a full ref name (refs/...) is needed")
+    return worker_prefix(worker) + local.removeprefix("refs/")
+
+
+def local_ref(ref: str) -> tuple[str, str] | None:
+    """(worker, local ref) for a ref under `refs/gitswarm/workers/`, else None."""
+    if not ref.startswith(WORKERS):
+        return None
+    worker, _, rest = ref.removeprefix(WORKERS).partition("/")
+    return (worker, f"refs/{rest}") if worker and rest else None
+
+
+def claims_refspec() -> str:
+    """Fetch every claim into the mirror under the same names (claims move by takeover)."""
+    return f"+{CLAIMS}*:{CLAIMS}*"
+
+
+def workers_refspec(worker: str | None = None) -> str:
+    """Fetch one worker's refs, or every worker's, into the mirror under the same names."""
+    prefix = WORKERS if worker is None else worker_prefix(worker)
+    return f"+{prefix}*:{prefix}*"
