@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -243,3 +244,41 @@ def test_a_workers_local_refs_map_to_its_own_prefix_and_back() -> None:
             layout.worker_ref(bad, "refs/heads/main")
     with pytest.raises(ValueError, match="full ref"):
         layout.worker_ref("w1", "heads/main")
+
+
+def landed(remote: Remote, ref: str, value: str | None = None) -> bool:
+    """Wait until the remote's `ref` exists (and is `value`): the killed push's server side
+    goes on after the client gave up."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        now = remote.refs(ref).get(ref)
+        if now is not None and value in (None, now):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_push_whose_answer_was_lost_is_still_ours(remote_url, tmp_path, clock) -> None:
+    """A post-receive hook outlasts the client's timeout: the refs move, the answer is lost
+    (`Unreachable`). Claiming and finishing again find our own commit and go on."""
+    hook = served(remote_url, tmp_path) / "hooks" / "post-receive"
+    w1 = Claims(Remote(remote_url, tmp_path / "w1.git", timeout_s=0.3), "w1", ttl_s=TTL, clock=clock)
+    reader = Remote(remote_url, tmp_path / "reader.git")
+    hook.write_text("#!/bin/sh\ncat >/dev/null\nsleep 1\n")
+    hook.chmod(0o755)
+    with pytest.raises(Unreachable):
+        w1.claim("e00001", "sum")
+    hook.unlink()
+    assert landed(reader, layout.claim_ref("e00001"))
+    claim = w1.claim("e00001", "sum")
+    assert (claim.worker, claim.generation, claim.id) == ("w1", 1, reader.refs()[layout.claim_ref("e00001")])
+    results = results_of(w1, "e00001")
+    hook.write_text("#!/bin/sh\ncat >/dev/null\nsleep 1\n")
+    hook.chmod(0o755)
+    with pytest.raises(Unreachable):
+        w1.finish([claim], results)
+    hook.unlink()
+    assert landed(reader, results[0].ref)
+    [done] = w1.finish([claim], results)
+    assert done.done and w1.read("e00001") == done
+    assert {u.ref: u.new for u in results}.items() <= reader.refs().items()

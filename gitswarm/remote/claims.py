@@ -13,6 +13,12 @@ A holder closes its claim with `finish`, in the same atomic push as its results:
 whose claim was taken over meanwhile gets `ClaimLost` and none of its refs are pushed, so a
 late result is never mistaken for the episode's. Expiry is judged by the taker's clock:
 the time to live should be far above the clock skew between machines.
+
+A push can land with its answer lost (the server or the connection went down after the
+update). Such claim commits are remembered (`_unconfirmed`): claiming, taking over,
+renewing or finishing again finds the remote at our own commit and goes on from it, instead
+of taking our own claim for someone else's. `claim_next` leaves a batch lost that way to
+expire.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from gitswarm.memory.model import check_name
 from gitswarm.memory.trailers import Message
 from gitswarm.memory.write import COMMITTER
 from gitswarm.remote import layout
-from gitswarm.remote.errors import MissingRef, StaleLease
+from gitswarm.remote.errors import MissingRef, PushRejected, RemoteError, StaleLease
 from gitswarm.remote.transport import Remote, Update
 
 FILE = "claim.json"
@@ -101,6 +107,7 @@ class Claims:
         self.ttl_s = ttl_s
         self.clock = clock
         self._highest: int | None = None  # the highest episode number seen claimed
+        self._unconfirmed: set[str] = set()  # claim commits pushed without an answer
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -136,6 +143,8 @@ class Claims:
             holder = self.read(episode)
         if holder is None:  # deleted meanwhile (only the coordinator deletes claims)
             return self.claim(episode, problem)
+        if holder.id in self._unconfirmed:
+            return holder  # our earlier push landed; only its answer was lost
         return self.take_over(holder)
 
     def take_over(self, holder: Claim) -> Claim:
@@ -158,6 +167,8 @@ class Claims:
             current = self.read(holder.episode)
         if current is None:
             return self.claim(holder.episode, holder.problem)
+        if current.id in self._unconfirmed:
+            return current
         raise ClaimHeld(current)
 
     def claim_next(self, problems: Sequence[str], cap: int) -> list[Claim]:
@@ -193,31 +204,49 @@ class Claims:
 
     def renew(self, claim: Claim) -> Claim:
         """Extend our holding by `ttl_s` from now; `ClaimLost` if it was taken over."""
-        ours = replace(claim, expires=self.clock() + self.ttl_s)
-        return self._held([claim], [self._write(ours, claim, "renew")])[0]
+        expires = self.clock() + self.ttl_s
+        return self._held([claim], lambda c: replace(c, expires=expires), "renew")[0]
 
     def finish(self, claims: Sequence[Claim], updates: Sequence[Update] = ()) -> list[Claim]:
         """Close our holdings `claims` and push `updates` (our results) in one atomic push.
 
         Several episodes' results batch into one push. If any holding was taken over, nothing
-        is pushed and `ClaimLost` names every lost one, so the caller may push the rest again."""
-        closes = [self._write(replace(c, done=True), c, "done") for c in claims]
-        return self._held(claims, closes, updates)
+        is pushed and `ClaimLost` names every lost one, so the caller may push the rest again.
+        After a transport error, call it again with the same updates."""
+        return self._held(claims, lambda c: replace(c, done=True), "done", updates)
 
     # -- parts ------------------------------------------------------------------------------
 
-    def _held(self, claims: Sequence[Claim], moves: list[tuple[Claim, Update]],
+    def _held(self, claims: Sequence[Claim], change: Callable[[Claim], Claim], verb: str,
               extra: Sequence[Update] = ()) -> list[Claim]:
-        try:
-            return self._push(moves, extra)
-        except StaleLease as exc:
-            lost = [c for c in claims if layout.claim_ref(c.episode) in exc.stale]
-            if not lost:
-                raise  # a lease on one of `extra` failed: not a claim's business
-            raise ClaimLost(lost) from None
+        """Move each of our holdings `claims` to `change(claim)`, with `extra`, in one push.
+
+        A claim found at a commit we pushed whose answer was lost is still ours: the move
+        is made again from there (an earlier atomic push with it landed whole)."""
+        claims = list(claims)
+        while True:
+            try:
+                return self._push([self._write(change(c), c, verb) for c in claims], extra)
+            except StaleLease as exc:
+                stale = [i for i, c in enumerate(claims) if layout.claim_ref(c.episode) in exc.stale]
+                if not stale:
+                    raise  # a lease on one of `extra` failed: not a claim's business
+                current = {i: self.read(claims[i].episode) for i in stale}
+                lost = [claims[i] for i, now in current.items() if now is None or now.id not in self._unconfirmed]
+                if lost:
+                    raise ClaimLost(lost) from None
+                for i, now in current.items():
+                    self._unconfirmed.discard(now.id)
+                    claims[i] = now
 
     def _push(self, moves: list[tuple[Claim, Update]], extra: Sequence[Update] = ()) -> list[Claim]:
-        self.remote.push([u for _, u in moves] + list(extra))
+        try:
+            self.remote.push([u for _, u in moves] + list(extra))
+        except PushRejected:
+            raise
+        except RemoteError:  # the push may have landed with only its answer lost
+            self._unconfirmed.update(c.id for c, _ in moves)
+            raise
         return [c for c, _ in moves]
 
     def _write(self, claim: Claim, before: Claim | None, verb: str) -> tuple[Claim, Update]:
