@@ -112,6 +112,15 @@ def test_gitswarm_demo_runs_over_each_provider(tmp_path: Path, provider: str):
                           env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "no candidate" not in done.stdout and "Traceback" not in done.stderr
+    # It ends by grading: answers and programs for real, the proof by the scripted judge, said so.
+    assert "scripted judge (openai/gitswarm-scripted-judge)" in done.stdout
+    for line in ("demo-divisors-36     answer   ", "demo-odd-sum         proof    ",
+                 "proof-judge (openai/gitswarm-scripted-judge)  7/7"):
+        assert line in done.stdout, line
+    graded = subprocess.run(["git", "-C", str(tmp_path / "run"), "ls-tree", "-r", "--name-only",
+                             "refs/gitswarm/grades"], capture_output=True, text=True, check=True).stdout
+    assert {path.split("/")[1] for path in graded.split()} >= {"demo-divisors-36", "demo-hexagon-angles",
+                                                               "demo-odd-sum", "demo-reverse-words"}
     if provider != "local-no-tools":
         assert "USD " in done.stdout  # a priced model: what the provider would bill
     status = subprocess.run([sys.executable, "-m", "gitswarm", "status", str(tmp_path / "run")],

@@ -213,3 +213,24 @@ async def test_status_report_and_dashboard_agree_on_every_problem(graded_run: Pa
     assert status["demo-divisors-36"]["grade"] == "1/1"
     assert status["demo-odd-sum"]["grade"] == "6/7 (judges 6,6,7)"  # not the newer ungraded judgment
     assert all(status[p]["grade"] is None for p in ("demo-hexagon-angles", "demo-reverse-words"))
+
+
+def test_grade_without_a_referee_shows_the_stored_proof_grade_and_its_judge(graded_run: Path):
+    shown = runner.invoke(app, ["grade", str(graded_run), "--problem", "demo-odd-sum"])
+    assert shown.exit_code == 0, shown.output
+    assert "proof-judge (judge-a)" in shown.output and "6/7" in shown.output and "stored earlier" in shown.output
+    again = runner.invoke(app, ["grade", str(graded_run), "--problem", "demo-odd-sum", "--force"])
+    assert again.exit_code == 2 and "needs a referee model" in again.output  # grading anew needs one
+
+
+def test_the_demo_judge_knows_only_the_scripts_texts():
+    from gitswarm.demo.judge import judge
+    from gitswarm.demo.script import script
+
+    def fenced(proof: str) -> str:
+        return f"# Candidate proof\n\n===== BEGIN CANDIDATE PROOF =====\n{proof}\n===== END CANDIDATE PROOF =====\n"
+
+    odd = script()["demo-odd-sum"]
+    assert judge(fenced(odd["attempt"])).endswith("<points>7</points>")
+    assert judge(fenced(odd["flawed"])).endswith("<points>0</points>")
+    assert "<points>" not in judge(fenced("A proof the script never wrote."))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -47,7 +49,9 @@ def demo(
     The scripted model answers through a fake provider on 127.0.0.1, so the demo exercises
     exactly the path a real model takes. With a priced model (--provider anthropic or
     openai-reasoning) the cost shown is what the provider would bill for those tokens; none
-    is spent. Running it again resumes the run.
+    is spent. Running it again resumes the run. It ends by grading the selected solutions:
+    answers and programs for real, proofs by a scripted judge (labelled so), into
+    refs/gitswarm/grades.
     """
     from gitswarm.demo.brain import respond
     from gitswarm.fakeserver import FaultPlan
@@ -57,5 +61,36 @@ def demo(
     with user_errors():  # the shipped set, even where a folder named demo (a run?) is at hand
         problem_set = _load(str(data_dir("problems") / "demo"))
         cfg = _config(problem_set, model, run, workers=workers, seed=0, api_key="demo-key-not-secret", **settings)
-    raise typer.Exit(run_swarm(cfg, problem_set, as_json, responder=respond, faults=FaultPlan(latency_s=latency),
-                               tui=_want_tui(tui, as_json), personality=provider.value))
+    code = run_swarm(cfg, problem_set, as_json, responder=respond, faults=FaultPlan(latency_s=latency),
+                     tui=_want_tui(tui, as_json), personality=provider.value)
+    if code == 0:
+        if as_json:  # stdout holds JSON lines only; the grades go to stderr
+            with contextlib.redirect_stdout(sys.stderr):
+                code = grade_demo(run, problem_set)
+        else:
+            code = grade_demo(run, problem_set)
+    raise typer.Exit(code)
+
+
+def grade_demo(run: Path, problem_set) -> int:
+    """Grade the demo's selected solutions: answers and programs for real, proofs by the
+    scripted judge behind the fake server (it knows only the script's texts, and its grades
+    are stored under its own model name). Returns `gitswarm grade`'s exit code."""
+    import anyio
+
+    from gitswarm.cli.grade import grade_and_print
+    from gitswarm.demo.brain import respond
+    from gitswarm.demo.judge import JUDGE_MODEL
+    from gitswarm.fakeserver import serve
+    from gitswarm.memory.repo import Memory
+    from gitswarm.models import LiteLLMModel, ModelConfig
+
+    async def grade() -> int:
+        async with serve(respond) as server:
+            judge = LiteLLMModel(ModelConfig(JUDGE_MODEL, api_base=server.url, api_key="demo-key-not-secret"))
+            return await grade_and_print(Memory(run), list(problem_set.problems), judge)
+
+    typer.echo(f"\nGrading the selected solutions (refs/gitswarm/grades): answers and programs against the "
+               f"hidden key and tests; proofs by the demo's scripted judge ({JUDGE_MODEL}), which knows "
+               "only the script's texts and is no real referee.")
+    return anyio.run(grade)

@@ -81,16 +81,24 @@ def grade(
         memory = Memory(run)
         problems = _problems(memory, problem_set, problem)
         judge = _judge(settings)
+    code = anyio.run(grade_and_print, memory, problems, judge, k, force, all_, compile_timeout)
+    if code:
+        raise typer.Exit(code)
+
+
+async def grade_and_print(memory: Memory, problems: list[Problem], judge, k: int = 3, force: bool = False,
+                          all_: bool = False, compile_timeout: float = 900.0) -> int:
+    """Grade, print a line per grade (and the reproduce mean), and return the exit code: 0
+    when everything asked was graded, 1 when something stayed ungraded, 2 on bad input."""
     with user_errors():  # storing a grade can meet a full disk or a read-only run
-        outcomes, errors = anyio.run(_grade_all, memory, problems, judge, k, force, all_, compile_timeout)
+        outcomes, errors = await _grade_all(memory, problems, judge, k, force, all_, compile_timeout)
     _print(outcomes, {p.id: p.kind.value for p in problems})
     _mean(outcomes, [p.id for p in problems if p.kind.value == "reproduce"])
     for message, _ in errors:
         typer.echo(f"gitswarm: {message}", err=True)
     if errors:
-        raise typer.Exit(int(max(code for _, code in errors)))
-    if any(o.grade is not None and not o.grade.graded for o in outcomes):
-        raise typer.Exit(int(Exit.FAILED))
+        return int(max(code for _, code in errors))
+    return int(Exit.FAILED) if any(o.grade is not None and not o.grade.graded for o in outcomes) else 0
 
 
 def _problems(memory: Memory, set_path: Path | None, wanted: list[str] | None) -> list[Problem]:
@@ -166,7 +174,8 @@ def _print(outcomes: list[Outcome], kinds: dict[str, str]) -> None:
         if c is None:
             continue
         note = ", ".join(n for n, on in (("selected", o.selected), ("stored earlier", o.reused)) if on)
-        rows.append((o.problem, kinds.get(o.problem, ""), c.commit[:10], g.grader if g else "-",
+        rows.append((o.problem, kinds.get(o.problem, ""), c.commit[:10],
+                     (f"{g.grader} ({g.model})" if g.model else g.grader) if g else "-",
                      describe(g), note))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     for row in rows if len(rows) > 1 else []:

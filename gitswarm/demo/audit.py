@@ -90,7 +90,7 @@ def hidden_leaks(run: Path, hidden: dict[str, list[str]], public: str = "", min_
 
 def public_text(problem_set) -> str:
     """What is no secret: every visible file of the set and the scripted model's own texts."""
-    from gitswarm.demo.brain import script
+    from gitswarm.demo.script import script
 
     visible = [data.decode("utf-8", "replace") for p in problem_set.problems for data in p.visible_files().values()]
     return "\n".join(visible) + "\n" + json.dumps(script(), ensure_ascii=False) + str(script())

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import re
-from functools import cache
-from pathlib import Path
 
-import yaml
-
+from gitswarm.demo import judge
+from gitswarm.demo.script import script
 from gitswarm.fakeserver import FakeReply
 from gitswarm.models import textproto
 
@@ -32,15 +30,12 @@ FIRST_TRY = "attempts/first-try-"
 FENCED = re.compile(r'<memory-data source="([^"]+)">\n(.*?)\n</memory-data>', re.DOTALL)
 
 
-@cache
-def script() -> dict:
-    return yaml.safe_load((Path(__file__).with_name("script.yaml")).read_text(encoding="utf-8"))
-
-
 def respond(request: dict) -> FakeReply:
     """Answer one chat-completion request as the engine's worker or merger would: with native
     tool calls, or in the text protocol when the tools are described in the prompt instead."""
     messages = request.get("messages", [])
+    if messages and judge.is_judge_request(_text(messages[0])):
+        return FakeReply(content=judge.judge(_text(messages[-1])))
     text_protocol = TEXT_CALLS in _text(messages[0]) if messages else False
     if not request.get("tools") and not text_protocol:
         return FakeReply(content=_merger(_text(messages[-1])))

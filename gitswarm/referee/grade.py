@@ -180,6 +180,9 @@ async def _reproduce(store: GradeStore, problem: Problem, c: Candidate, force: b
 async def _proof(store: GradeStore, problem: Problem, c: Candidate, judge: Judge | None, k: int,
                  force: bool) -> Outcome:
     if judge is None:
+        stored = [g for g in store.for_candidate(c.problem, c.commit) if g.grader == PROOF and g.graded]
+        if stored and not force:  # shown as it was stored, under the model that judged it
+            return Outcome(c.problem, c, max(stored, key=lambda g: (g.time, g.key)), reused=True)
         raise GradingError(f"{problem.id} is a proof problem: grading it needs a referee model "
                            "(--referee-model, or GITSWARM_REFEREE_MODEL)")
     if kept := _kept(store, c, PROOF, judge.name, force):
