@@ -120,7 +120,14 @@ def describe(exc: BaseException) -> tuple[str, Exit] | None:
     if isinstance(exc, BaseExceptionGroup):
         found = [describe(e) for e in exc.exceptions]
         return found[0] if found and all(found) else None
-    return _input_error(exc) or _os_error(exc)
+    return _input_error(exc) or _remote_error(exc) or _os_error(exc)
+
+
+def _remote_error(exc: BaseException) -> tuple[str, Exit] | None:
+    """A git remote that failed us: its message is masked and says what to do."""
+    from gitswarm.remote.errors import RemoteError
+
+    return (" ".join(str(exc).split()), Exit.FAILED) if isinstance(exc, RemoteError) else None
 
 
 def _input_error(exc: BaseException) -> tuple[str, Exit] | None:

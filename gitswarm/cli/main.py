@@ -17,6 +17,7 @@ from gitswarm.cli.log import log
 from gitswarm.cli.report import report
 from gitswarm.cli.solve import solve
 from gitswarm.cli.status import status
+from gitswarm.cli.worker import worker
 
 app = typer.Typer(
     name="gitswarm",
@@ -39,6 +40,7 @@ app.command()(grade)
 app.command()(dashboard)
 app.command()(report)
 app.command()(doctor)
+app.command()(worker)
 
 
 def _version(value: bool) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -25,13 +26,22 @@ def solve(
     problems: Annotated[str, typer.Argument(help="Problem-set folder (or shipped set name).",
                                             show_default=False)],
     model: ModelOpt = None,
-    run: Annotated[Path | None, typer.Option(help="Run repository; default runs/<set>. An existing "
-                                             "run is resumed.")] = None,
+    run: Annotated[str | None, typer.Option(
+        help="Run repository; default runs/<set>. An existing run is resumed. A git remote URL "
+             "(file://, git://, ssh://, https://, user@host:path) makes this process the coordinator of a run "
+             "there: workers join it with `gitswarm worker URL`.")] = None,
+    mirror: Annotated[Path | None, typer.Option(
+        help="With --run URL: the coordinator's local run repository, a mirror of the remote (default "
+             "runs/<set>); its in-process worker, with --workers, uses <mirror>.worker.")] = None,
+    claim_ttl: Annotated[float, typer.Option(
+        min=1, help="With --run URL: seconds a worker's claim on an episode holds without renewal; a dead "
+                    "worker's episode runs again after it (default 600).")] = 600.0,
     merger_model: Annotated[str | None, typer.Option(help="Model for the merger (default --model).")] = None,
     api_base: Annotated[str | None, typer.Option(
         help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); default: the provider's own.")] = None,
     workers: Annotated[int | None, typer.Option(
-        "--workers", "-C", min=1, help="Episodes in flight at once (default 4).")] = None,
+        "--workers", "-C", min=0, help="Episodes in flight at once (default 4); with --run URL, this "
+                                       "process's own (0: coordinate only).")] = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", "-B", min=1, help="Charged episodes (abstaining is free); default 8 per problem.")] = None,
     max_episodes: Annotated[int | None, typer.Option(
@@ -96,8 +106,12 @@ def solve(
             raise fail(f"--max-tokens {AMBIGUOUS_MAX_TOKENS}")
         problem_set = _load(problems)
         from_file = file_settings(config_file())
-        cfg = _config(problem_set, model, run, from_file, merger_model=merger_model, api_base=api_base,
-                      workers=workers, budget=budget, max_episodes=max_episodes, no_progress=no_progress,
+        url = run if run is not None and is_remote(run) else None
+        if workers == 0 and url is None:
+            raise fail("--workers 0 only makes sense with --run URL (a coordinator with no workers of its own)")
+        folder = mirror if url is not None else (Path(run) if run is not None else None)
+        cfg = _config(problem_set, model, folder, from_file, merger_model=merger_model, api_base=api_base,
+                      workers=workers or None, budget=budget, max_episodes=max_episodes, no_progress=no_progress,
                       verify=verify,
                       max_usd=max_usd, max_total_tokens=max_total_tokens, time_limit_s=time_limit,
                       problem_ids=tuple(problem or ()), seed=seed, max_steps=max_steps,
@@ -116,7 +130,26 @@ def solve(
             raise fail(f"--max-usd cannot be enforced: litellm has no price for {' or '.join(unpriced)}. Give "
                        "--price-in and --price-out (USD per million tokens; they price the workers' model, and "
                        "the merger's when it is the same), or use --max-total-tokens.")
-    raise typer.Exit(run_swarm(cfg, problem_set, as_json, tui=_want_tui(tui, as_json)))
+    remote = None
+    if url is not None:
+        remote = RemoteRun(url, cfg.workers if workers is None else workers, claim_ttl)
+    raise typer.Exit(run_swarm(cfg, problem_set, as_json, tui=_want_tui(tui, as_json), remote=remote))
+
+
+@dataclass(frozen=True)
+class RemoteRun:
+    """`--run URL`: coordinate the run on a git remote, with `local_slots` episodes of our own."""
+
+    url: str
+    local_slots: int
+    claim_ttl_s: float
+
+
+def is_remote(run: str) -> bool:
+    """A --run value that names a git remote rather than a folder here."""
+    from gitswarm.remote.urls import scheme
+
+    return "://" in run or scheme(run) == "ssh"
 
 
 def _want_tui(tui: bool | None, as_json: bool) -> bool:
@@ -161,7 +194,7 @@ def _model_config(cfg, name: str, api_base: str | None = None, merger: bool = Fa
 
 
 def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui: bool = False,
-              personality: str = "openai") -> int:
+              personality: str = "openai", remote: RemoteRun | None = None) -> int:
     """Run on a fresh event loop with Ctrl-C handling (or inside the dashboard with `tui`);
     returns the exit code. With a `responder`, the models are served by the local fake
     server playing `personality` (the offline demo)."""
@@ -172,8 +205,8 @@ def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui:
 
     control = Control()
     fake = partial(serve, responder, faults, personality=personality) if responder is not None else None
-    outcome = _run_tui(cfg, problem_set, fake, control) if tui else _run_plain(cfg, problem_set, as_json, fake,
-                                                                               control)
+    outcome = _run_tui(cfg, problem_set, fake, control, remote) if tui else _run_plain(
+        cfg, problem_set, as_json, fake, control, remote)
     if "error" in outcome:
         with user_errors():
             raise outcome["error"]
@@ -189,15 +222,24 @@ def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui:
     return int(code)
 
 
-async def run_engine(cfg, problem_set, listeners, control, fake=None):
-    """The engine on the current loop; with `fake` (a fake server to start), against it."""
+async def run_engine(cfg, problem_set, listeners, control, fake=None, remote: RemoteRun | None = None):
+    """The engine on the current loop; with `fake` (a fake server to start), against it; with
+    `remote`, as the coordinator of a run on a git remote."""
     from gitswarm.engine.run import solve as engine_solve
     from gitswarm.models import LiteLLMModel
 
     async def swarm(api_base: str | None):
         model = LiteLLMModel(_model_config(cfg, cfg.model, api_base))
         merger = LiteLLMModel(_model_config(cfg, cfg.merger, api_base, merger=True))
-        return await engine_solve(cfg, problem_set, model, merger, listeners, control)
+        if remote is None:
+            return await engine_solve(cfg, problem_set, model, merger, listeners, control)
+        from gitswarm.remote.solve import solve_remote
+        from gitswarm.remote.worker import model_settings
+
+        own = model_settings(cfg) | ({"api_base": api_base} if api_base else {})
+        return await solve_remote(cfg, problem_set, remote.url, model, merger, listeners, control,
+                                  local_slots=remote.local_slots, claim_ttl_s=remote.claim_ttl_s,
+                                  model_settings=own)
 
     if fake is None:
         return await swarm(None)
@@ -205,7 +247,7 @@ async def run_engine(cfg, problem_set, listeners, control, fake=None):
         return await swarm(server.url)
 
 
-def _run_plain(cfg, problem_set, as_json: bool, fake, control) -> dict:
+def _run_plain(cfg, problem_set, as_json: bool, fake, control, remote=None) -> dict:
     from gitswarm.cli.progress import printer
 
     outcome: dict = {}
@@ -214,7 +256,7 @@ def _run_plain(cfg, problem_set, as_json: bool, fake, control) -> dict:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_signals, control, tg.cancel_scope)
             try:
-                outcome["result"] = await run_engine(cfg, problem_set, [printer(as_json)], control, fake)
+                outcome["result"] = await run_engine(cfg, problem_set, [printer(as_json)], control, fake, remote)
             except Exception as exc:  # handed to user_errors() outside the loop, or re-raised there
                 outcome["error"] = exc
             tg.cancel_scope.cancel()
@@ -223,13 +265,13 @@ def _run_plain(cfg, problem_set, as_json: bool, fake, control) -> dict:
     return outcome
 
 
-def _run_tui(cfg, problem_set, fake, control) -> dict:
+def _run_tui(cfg, problem_set, fake, control, remote=None) -> dict:
     """The engine as an async worker inside the dashboard; the app stays open after the run
     until the user quits, unless stdin is not a terminal (then it exits when the run ends)."""
     from gitswarm.tui.app import Dashboard
 
     def engine(listener):
-        return run_engine(cfg, problem_set, [listener], control, fake)
+        return run_engine(cfg, problem_set, [listener], control, fake, remote)
 
     app = Dashboard(cfg.run, engine=engine, control=control, exit_when_done=not sys.stdin.isatty(),
                     max_usd=cfg.max_usd)

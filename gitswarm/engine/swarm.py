@@ -8,6 +8,7 @@ import random
 import struct
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import anyio
 
@@ -34,13 +35,31 @@ class Control:
     paused: bool = False
 
 
+class EpisodeSource(Protocol):
+    """Where a scheduler's episodes come from when the run is not its own: a remote run's
+    claims (`gitswarm.remote.worker`). The run's owner then decides when it ends (budget,
+    settling, caps); the scheduler keeps only the stops that are its own (an error, the
+    user, its time limit) and restarts nothing after a crash (an expired claim is run again
+    by whoever takes it over)."""
+
+    async def refresh(self) -> Stop | None:
+        """Catch up with the run (its main, its state); the stop its owner published, if any."""
+
+    async def claim(self, problem: str, worker: str) -> str | None:
+        """An episode id now held for `problem`, or None when none may start now."""
+
+    async def finished(self, record: EpisodeRecord) -> None:
+        """Hand over a finished episode's results (its record is already saved locally)."""
+
+
 @dataclass
 class Scheduler:
     """Starts episodes; one instance per `solve`."""
 
     shared: Shared
     ledger: Ledger
-    merger: Merger
+    merger: Merger | None
+    """None for a remote worker: the run's coordinator composes main."""
     problem_set: ProblemSet
     problems: list[str]
     control: Control
@@ -58,6 +77,8 @@ class Scheduler:
     unmerged: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     """Commit -> (problem, worker, status) of finished episodes the index does not hold yet (the
     merger has not composed them): their authors and nominations are known before main is."""
+    source: EpisodeSource | None = None
+    """Episode ids from a remote run's claims instead of the ledger's numbering."""
     _changed: anyio.Event = field(default_factory=anyio.Event)
 
     @property
@@ -69,16 +90,35 @@ class Scheduler:
         started = time.monotonic()
         self._show()
         async with anyio.create_task_group() as tg:
-            await self._resume(tg)
-            while (stop := self._stop(started)) is None:
+            if self.source is None:
+                await self._resume(tg)
+            while (stop := await self._next_stop(started)) is None:
                 picked = self._pick() if self._may_start() else None
-                if picked is None:
+                episode = await self._new_id(picked[0], picked[1]) if picked else None
+                if episode is None:
                     await self._wait()
                     continue
                 problem, worker = picked
                 self.free_workers.remove(worker)
-                await self._start(tg, self.ledger.new_id(), worker, problem)
+                await self._start(tg, episode, worker, problem)
             return stop
+
+    async def _next_stop(self, started: float) -> Stop | None:
+        """`_stop`, or with a source its own stops and the one the run's owner published."""
+        if self.source is None:
+            return self._stop(started)
+        published = await self.source.refresh()
+        own = self._stop(started)
+        if own is not None and own.reason in (StopReason.MODEL_FATAL, StopReason.TOKEN_CAP, StopReason.USD_CAP,
+                                              StopReason.PROVIDER_FAILING, StopReason.USER,
+                                              StopReason.TIME_LIMIT):
+            return own
+        return published
+
+    async def _new_id(self, problem: str, worker: str) -> str | None:
+        if self.source is None:
+            return self.ledger.new_id()
+        return await self.source.claim(problem, worker)
 
     def _stop(self, started: float) -> Stop | None:
         """Why the run must stop now, or None. Checked in this order: a stop that cannot wait
@@ -235,6 +275,8 @@ class Scheduler:
         aside = self.streaks.add(record)
         self.ledger.set_aside = sorted(self.streaks.set_aside)  # written with the record, for status
         await self.ledger.write(shared.git, shared.memory, record)
+        if self.source is not None:
+            await self.source.finished(record)
         self._report(record)
         if aside:
             shared.events.emit("set_aside", problem=record.problem, episodes=self.config.no_progress,
@@ -243,7 +285,8 @@ class Scheduler:
         self.free_workers.append(record.worker)  # last in line: the longest idle goes first
         if record.commit:
             self.unmerged[record.commit] = (record.problem, record.worker, record.status)
-            self.merger.kick(record.episode)
+            if self.merger is not None:
+                self.merger.kick(record.episode)
         self._changed.set()
 
     def _show(self) -> None:

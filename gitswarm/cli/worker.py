@@ -1,0 +1,106 @@
+"""`gitswarm worker URL`: join a run on a git remote, claim its episodes and run them."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+import typer
+
+from gitswarm.cli.common import STOP_EXIT, Effort, Exit, ToolProtocol, fail, user_errors
+from gitswarm.cli.solve import ModelOpt, _signals
+
+
+def worker(
+    url: Annotated[str, typer.Argument(help="The run's git remote (file://, git://, ssh://, https://, "
+                                            "user@host:path), as given to `gitswarm solve SET --run URL`.",
+                                       show_default=False)],
+    model: ModelOpt = None,
+    slots: Annotated[int, typer.Option("--workers", "-C", min=1, help="Episodes in flight at once.")] = 4,
+    name: Annotated[str | None, typer.Option(
+        help="This process's name, unique in the run: its pushes go under refs/gitswarm/workers/<name>/ "
+             "and its episodes' workers are <name>-w01, ... (default: the host name and process id).")] = None,
+    folder: Annotated[Path | None, typer.Option(
+        "--dir", help="Its local run repository, a mirror of the remote (default runs/workers/<name>).")] = None,
+    api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL for the model.")] = None,
+    max_output_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens of one reply at most.")] = None,
+    reasoning_effort: Annotated[Effort | None, typer.Option(help="The model's reasoning effort.")] = None,
+    tool_protocol: Annotated[ToolProtocol | None, typer.Option(help="native, text or auto (default).")] = None,
+    idle_timeout: Annotated[float | None, typer.Option(min=0, help="Seconds a stream may be silent.")] = None,
+    reply_timeout: Annotated[float | None, typer.Option(min=0, help="Seconds one reply may take.")] = None,
+    price_in: Annotated[float | None, typer.Option(min=0, help="USD per million input tokens.")] = None,
+    price_out: Annotated[float | None, typer.Option(min=0, help="USD per million output tokens.")] = None,
+    patience: Annotated[float, typer.Option(
+        min=1, help="Seconds to wait with nothing to claim before giving up on the coordinator.")] = 600.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
+) -> None:
+    """Join a run on a git remote: read its settings from the repository (no problem files
+    needed), claim episodes, run them and push the results, until the coordinator stops the run.
+
+    Credentials are git's own (ssh keys, credential helpers); gitswarm never prints or stores
+    them. Exit 0 when the run stopped, 1 on a model error no retry can fix or an unreachable
+    remote, 2 on bad input, 130 on Ctrl-C.
+    """
+    from gitswarm import models
+    from gitswarm.remote.worker import WorkerOptions
+
+    with user_errors():
+        if not model:
+            raise fail("give --model (or GITSWARM_MODEL): the litellm model string this worker runs")
+        name = name or _default_name()
+        hint = models.credentials_hint(model, api_base=api_base, api_key=None)
+        if hint:
+            raise fail(hint)
+        own = {"model": model, "api_base": api_base, "max_output_tokens": max_output_tokens,
+               "reasoning_effort": reasoning_effort, "tool_protocol": tool_protocol,
+               "idle_timeout_s": idle_timeout, "reply_timeout_s": reply_timeout,
+               "price_in_per_mtok": price_in, "price_out_per_mtok": price_out}
+        options = WorkerOptions(url, folder or Path("runs") / "workers" / name, name, slots,
+                                {k: v for k, v in own.items() if v is not None}, patience)
+        outcome = _run(options, as_json)
+        if "error" in outcome:
+            raise outcome["error"]
+    stop = outcome.get("stop")
+    if stop is None:
+        typer.echo("gitswarm: stopped at once; its claims expire and other workers run them", err=True)
+        raise typer.Exit(int(Exit.INTERRUPTED))
+    if not as_json:
+        typer.echo(f"worker {name}: {stop.detail}")
+    raise typer.Exit(0 if stop.reason in STOP_ENDED else int(STOP_EXIT[stop.reason]))
+
+
+STOP_ENDED = ("budget", "episode_cap", "settled", "no_progress", "token_cap", "usd_cap", "time_limit")
+"""The run's own ends, as the coordinator publishes them: the worker did its part (exit 0)."""
+
+
+def _default_name() -> str:
+    import os
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:40] + f"-{os.getpid()}"
+
+
+def _run(options, as_json: bool) -> dict:
+    from gitswarm.cli.progress import printer
+    from gitswarm.cli.solve import _model_config
+    from gitswarm.engine.swarm import Control
+    from gitswarm.models import LiteLLMModel
+    from gitswarm.remote.worker import join_settings, run_worker
+
+    control, outcome = Control(), {}
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_signals, control, tg.cancel_scope)
+            try:
+                cfg = await join_settings(options)
+                model = LiteLLMModel(_model_config(cfg, cfg.model))
+                outcome["stop"] = await run_worker(options, model, [printer(as_json)], control)
+            except Exception as exc:  # handed to user_errors() outside the loop
+                outcome["error"] = exc
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    return outcome

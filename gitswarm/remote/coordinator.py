@@ -1,0 +1,194 @@
+"""`coordinate`: a run on a git remote, composed by this process from what workers push.
+
+The coordinator's run repository is its mirror of the remote. It publishes the run (main,
+meta with the settings workers read), then loops every `POLL_S`: fetch the claims and the
+workers' refs, take in each episode whose claim its holder closed (`intake`: checked at the
+boundary, then adopted, or refused and said why), record it in the run's ledger, let the
+merger compose main as in a local run, and push main, ledger, notes and op refs by lease.
+When a stop condition holds it publishes the stop, waits for the claims in flight to close,
+composes what is left, selects each problem's solution and publishes the end state.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.to_thread
+
+from gitswarm.engine import selection
+from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.engine.merger import Merger
+from gitswarm.engine.setaside import Streaks
+from gitswarm.engine.stops import Stop, StopReason
+from gitswarm.memory import books
+from gitswarm.memory.repo import META_REF, NOTES_REF
+from gitswarm.remote import intake, layout, publish
+from gitswarm.remote.claims import Claim, Claims
+from gitswarm.remote.transport import Remote
+
+POLL_S = 0.2
+"""Time between two looks at what the workers pushed."""
+OWN_REFS = (layout.MAIN, META_REF, "refs/gitswarm/ledger", NOTES_REF, "refs/gitswarm/grades", publish.STOP_REF)
+CAUGHT = {"contribute": "committed", "nominate": "nominated", "stopped": "abstain"}
+
+
+@dataclass
+class Coordinator:
+    """Takes workers' episodes into the run and decides when it ends."""
+
+    shared: object
+    """The run's `Shared` (memory, git thread, index, view, events)."""
+    ledger: Ledger
+    merger: Merger
+    remote: Remote
+    streaks: Streaks
+    claims: Claims
+    publisher: publish.Publisher
+    started: float = field(default_factory=time.monotonic)
+    open_claims: int = 0
+
+    @property
+    def config(self):
+        return self.shared.view.config
+
+    async def step(self) -> None:
+        """Take in what was pushed since the last step, then publish the run's refs."""
+        shared = self.shared
+        found = await anyio.to_thread.run_sync(self._fetch)
+        now = time.time()
+        self.open_claims = sum(1 for c in found.values() if not c.done and not c.expired(now))
+        for claim in sorted((c for c in found.values() if c.done), key=lambda c: c.episode):
+            if claim.episode not in self.ledger.episodes:
+                await self._take(claim)
+        await shared.git(self.ledger.flush, shared.memory)
+        await self.publish()
+
+    def _fetch(self) -> dict[str, Claim]:
+        """The claims, then the workers' refs: a claim closes in the same atomic push as its
+        results, so every closed claim read here has its results in the second fetch."""
+        found = self.claims.all()
+        self.remote.fetch([layout.workers_refspec()], prune=True)
+        return found
+
+    async def publish(self) -> None:
+        memory = self.shared.memory
+        ops = [f"refs/gitswarm/ops/{name}" for name in await self.shared.git(_op_names, memory)]
+        await anyio.to_thread.run_sync(self.publisher.push, [*OWN_REFS, *ops])
+
+    async def _take(self, claim: Claim) -> None:
+        """One closed episode into the ledger, its commit adopted if it passes the checks."""
+        shared, memory = self.shared, self.shared.memory
+        record = await shared.git(_record, memory, claim)
+        item = await shared.git(intake.pushed, memory.repo, claim)
+        if item.commit is not None:
+            try:
+                main = await shared.git(memory.main)
+                op = await shared.git(intake.check, memory.repo, memory.run_id, main, item, memory.limits)
+                await shared.git(intake.adopt, memory.repo, claim.episode, op, item.commit)
+                text = await shared.git(intake.transcript, memory.repo, claim.worker, item.commit)
+                if text is not None:
+                    await shared.git(memory.add_transcript, item.commit, text)
+                record.commit = item.commit
+            except intake.Refused as exc:
+                record.status, record.commit = "failed", None
+                record.note = f"refused by the coordinator: {exc.reason}"
+                shared.events.emit("refused", episode=claim.episode, worker=claim.worker, reason=exc.reason)
+        elif record.status in ("contribute", "nominate"):
+            record.status, record.note = "failed", "refused by the coordinator: no commit was pushed"
+        self.ledger.changed(record)
+        if self.streaks.add(record):
+            shared.events.emit("set_aside", problem=record.problem, episodes=self.config.no_progress,
+                               detail=self.streaks.describe(record.problem))
+        self.ledger.set_aside = sorted(self.streaks.set_aside)
+        self._show()
+        shared.events.emit(CAUGHT.get(record.status, record.status), episode=record.episode,
+                           worker=record.worker, problem=record.problem, commit=record.commit,
+                           note=record.note, tokens=record.tokens_in + record.tokens_out,
+                           charged=self.ledger.charged, process=claim.worker)
+        if record.commit:
+            self.merger.kick(record.episode)
+
+    def _show(self) -> None:
+        view = self.shared.view
+        view.charged, view.tokens, view.episodes = self.ledger.charged, self.ledger.tokens, self.ledger.totals.episodes
+        view.cost, view.cost_known = self.ledger.cost
+
+    def stop(self, user: bool) -> Stop | None:
+        """Why the run ends now, or None; the order is the local scheduler's (`swarm._stop`)."""
+        cfg, ledger, view = self.config, self.ledger, self.shared.view
+        if cfg.max_total_tokens is not None and ledger.tokens >= cfg.max_total_tokens:
+            return Stop(StopReason.TOKEN_CAP, f"token cap of {cfg.max_total_tokens} reached")
+        if cfg.max_usd is not None and ledger.cost[0] >= cfg.max_usd:
+            return Stop(StopReason.USD_CAP, f"USD cap of {cfg.max_usd:.2f} reached")
+        if user:
+            return Stop(StopReason.USER, "stopped by the user")
+        if ledger.charged >= cfg.budget:
+            return Stop(StopReason.BUDGET, f"budget of {cfg.budget} episodes spent")
+        problems = view.problems
+        if set(problems) <= view.settled:
+            return Stop(StopReason.SETTLED, "every problem is settled")
+        if cfg.time_limit_s is not None and time.monotonic() - self.started > cfg.time_limit_s:
+            return Stop(StopReason.TIME_LIMIT, f"time limit of {cfg.time_limit_s:.0f} s reached")
+        if self.open_claims:
+            return None
+        if ledger.totals.episodes >= cfg.max_episodes:
+            return Stop(StopReason.EPISODE_CAP, f"episode cap of {cfg.max_episodes} reached "
+                        f"({ledger.charged} of them charged, budget {cfg.budget})")
+        aside = [p for p in problems if p in self.streaks.set_aside and p not in view.settled]
+        if aside and len(aside) == len([p for p in problems if p not in view.settled]):
+            return Stop(StopReason.NO_PROGRESS, f"no progress: every open problem is set aside after "
+                        f"{cfg.no_progress} episodes in a row that abstained or failed ({', '.join(aside[:6])})")
+        return None
+
+    async def run(self, user_stop: anyio.Event) -> Stop:
+        """Step until a stop holds; publish it; then step until the claims in flight close
+        (bounded by the episode time limit and a claim's time to live)."""
+        while (stop := self.stop(user_stop.is_set())) is None:
+            await self.step()
+            with anyio.move_on_after(POLL_S):
+                await user_stop.wait()
+        memory = self.shared.memory
+        await self.shared.git(publish.write_stop, memory, stop)
+        await self.publish()
+        self.shared.events.emit("stop_published", **stop.as_event())
+        deadline = time.monotonic() + self.config.episode_timeout_s + self.claims.ttl_s
+        await self.step()
+        while self.open_claims and time.monotonic() < deadline:
+            await anyio.sleep(POLL_S)
+            await self.step()
+        return stop
+
+    async def select(self) -> dict[str, selection.Selected | None]:
+        """Each problem's solution, as a local run selects it, then the end state published."""
+        from gitswarm.engine.run import _select
+
+        shared = self.shared
+        chosen = {p: await shared.git(_select, shared.memory, shared.index, p, self.config.verify)
+                  for p in shared.view.problems}
+        await shared.git(self.ledger.flush, shared.memory)
+        await self.publish()
+        return chosen
+
+
+def _record(memory, claim: Claim) -> EpisodeRecord:
+    """The closer's ledger record of the episode, as it pushed it; a missing one is failed."""
+    book = layout.worker_ref(claim.worker, books.ref_name("ledger")).removeprefix("refs/gitswarm/")
+    found = books.get(memory.repo, book, f"episodes/{claim.episode[:4]}/{claim.episode}.json")
+    if not isinstance(found, dict) or found.get("episode") != claim.episode:
+        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed",
+                             note="refused by the coordinator: no ledger record was pushed")
+    record = EpisodeRecord.from_dict(found)
+    if not intake.owns(claim.worker, record.worker) or record.problem != claim.problem:
+        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed",
+                             note="refused by the coordinator: its ledger record does not match its claim")
+    if record.status == "running":
+        record.status, record.note = "stopped", "closed without a final record"
+    record.commit = None
+    return record
+
+
+def _op_names(memory) -> list[str]:
+    prefix = "refs/gitswarm/ops/"
+    return [r.removeprefix(prefix) for r in memory.repo.references if r.startswith(prefix)]

@@ -1,0 +1,151 @@
+"""The coordinator's intake: a worker's pushed episode, checked at the boundary, then adopted.
+
+A worker pushes its episode's commit under its own refs. The coordinator takes it into the
+run only once the episode's claim is closed by that worker (so a late result of a lost
+holding is never taken), and only if the commit passes the checks the local memory makes
+before it writes a contribution (`memory.write.validate`: names, path rules, sizes, that the
+problem exists, that cited commits exist), plus what a pushed commit could forge: one parent
+on main, changes only inside its problem folder (no deletions), and trailers that agree
+with the claim and with the change (run, episode, op, worker, problem, kind, files, and the
+kind-specific `Candidate`, `Reviews`, `Verdict`). A commit that passes is adopted as it is
+(same id, so its transcript note and the worker's history stay valid): its branch and op ref
+are set in one ref transaction, and the merger composes it as any local branch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pygit2
+
+from gitswarm.engine.index import VERDICTS
+from gitswarm.memory import write
+from gitswarm.memory.errors import PathRejected
+from gitswarm.memory.model import KIND_FOLDERS, Contribution
+from gitswarm.memory.paths import WriteLimits
+from gitswarm.memory.trailers import parse, split_ids
+from gitswarm.remote import layout
+from gitswarm.remote.claims import Claim
+
+KINDS = (*KIND_FOLDERS, "nomination", "summary")
+
+
+class Refused(Exception):
+    """A pushed episode the coordinator will not merge, and why."""
+
+    def __init__(self, episode: str, worker: str, reason: str) -> None:
+        self.episode, self.worker, self.reason = episode, worker, reason
+        super().__init__(f"{episode} from {worker} refused: {reason}")
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """A closed claim's results as the worker pushed them."""
+
+    claim: Claim
+    commit: str | None
+    """The tip of the worker's `swarm/<episode>` branch, or None (no commit: abstained, failed)."""
+
+
+def pushed(repo: pygit2.Repository, claim: Claim) -> Pushed:
+    """What the claim's closer pushed for its episode (from the coordinator's mirror)."""
+    ref = layout.worker_ref(claim.worker, write.branch_ref(claim.episode))
+    found = repo.references.get(ref)
+    return Pushed(claim, str(found.target) if found is not None else None)
+
+
+def owns(worker: str, slot: str) -> bool:
+    """A commit's `Worker` may be the process's name or one of its slots (`<name>-w01`)."""
+    return slot == worker or slot.startswith(f"{worker}-")
+
+
+def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
+          limits: WriteLimits | None = None) -> str:
+    """The op id the pushed commit carries, once every check passed; `Refused` otherwise."""
+    claim = item.claim
+
+    def refuse(reason: str) -> Refused:
+        return Refused(claim.episode, claim.worker, reason)
+
+    commit = repo[item.commit].peel(pygit2.Commit)
+    trailers = parse(commit.message)
+    op = trailers.get("Op", "")
+    if op not in (f"{claim.episode}-final", f"{claim.episode}-incomplete"):
+        raise refuse(f"its Op trailer {op!r} is not this episode's")
+    if len(commit.parents) != 1:
+        raise refuse(f"{len(commit.parents)} parents; a contribution has one, a commit of main")
+    parent = commit.parents[0]
+    if str(parent.id) != main and not repo.descendant_of(pygit2.Oid(hex=main), parent.id):
+        raise refuse("its parent is not a commit of main")
+    files = _changes(repo, parent.tree, commit.tree, claim.problem, refuse)
+    expect = {"Run": run_id, "Episode": claim.episode, "Problem": claim.problem}
+    for key, value in expect.items():
+        if trailers.get(key) != value:
+            raise refuse(f"its {key} trailer {trailers.get(key)!r} should be {value!r}")
+    if not owns(claim.worker, trailers.get("Worker", "")):
+        raise refuse(f"its Worker trailer {trailers.get('Worker')!r} is not one of {claim.worker}'s")
+    if sorted(split_ids(trailers.get("Files", ""))) != sorted(files):
+        raise refuse("its Files trailer does not list the files it changes")
+    _kind_trailers(trailers, refuse)
+    contribution = Contribution(problem=claim.problem, episode=claim.episode, worker=trailers["Worker"],
+                                kind=trailers.get("Kind", ""), title="", files=files, parent=str(parent.id),
+                                op=op, informed_by=tuple(split_ids(trailers.get("Informed-By", ""))))
+    try:
+        write.validate(repo, contribution, limits or WriteLimits())
+    except (PathRejected, ValueError) as exc:
+        raise refuse(str(exc)) from None
+    return op
+
+
+def _changes(repo, before: pygit2.Tree, after: pygit2.Tree, problem: str, refuse) -> dict[str, bytes]:
+    """The files the commit adds or changes, relative to its problem folder; `refuse` for a
+    change anywhere else, a deletion, or anything but a plain file."""
+    prefix = f"problems/{problem}/"
+    files = {}
+    for delta in repo.diff(before, after).deltas:
+        path = delta.new_file.path
+        if not path.startswith(prefix) or not delta.old_file.path.startswith(prefix):
+            raise refuse(f"it writes {path}, outside its problem folder {prefix}")
+        if delta.status_char() not in ("A", "M"):
+            raise refuse(f"it deletes or renames {delta.old_file.path}")
+        if delta.new_file.mode != pygit2.enums.FileMode.BLOB:
+            raise refuse(f"{path} is not a plain file")
+        files[path.removeprefix(prefix)] = repo[delta.new_file.id].data
+    return files
+
+
+def _kind_trailers(trailers: dict[str, str], refuse) -> None:
+    kind = trailers.get("Kind", "")
+    if kind not in KINDS:
+        raise refuse(f"unknown kind {kind!r}")
+    if (kind == "nomination") != bool(trailers.get("Candidate")):
+        raise refuse("a Candidate trailer belongs on a nomination, and only there")
+    if (kind == "review") != bool(trailers.get("Reviews") or trailers.get("Verdict")):
+        raise refuse("Reviews and Verdict trailers belong on a review, and only there")
+    if kind == "review" and trailers.get("Verdict") not in VERDICTS:
+        raise refuse(f"verdict {trailers.get('Verdict')!r} is not one of {', '.join(VERDICTS)}")
+    if kind == "review" and trailers.get("Reviews") not in split_ids(trailers.get("Informed-By", "")):
+        raise refuse("the reviewed commit is not in Informed-By")
+
+
+def adopt(repo: pygit2.Repository, episode: str, op: str, commit: str) -> bool:
+    """Set `swarm/<episode>` and the op ref to the checked commit, all or nothing; False when
+    the op is already in the run (a retried intake)."""
+    oid = pygit2.Oid(hex=commit)
+    branch, op_ref = write.branch_ref(episode), write.op_ref(op)
+    with repo.transaction() as txn:
+        txn.lock_ref(branch)
+        txn.lock_ref(op_ref)
+        if write.find_op(repo, op) is not None:
+            return False
+        txn.set_target(branch, oid, message=f"gitswarm: adopt {op}")
+        txn.set_target(op_ref, oid, message=f"gitswarm: adopt {op}")
+    return True
+
+
+def transcript(repo: pygit2.Repository, worker: str, commit: str) -> str | None:
+    """The transcript note the worker pushed for `commit`, if any."""
+    try:
+        return repo.lookup_note(commit, layout.worker_ref(worker, "refs/notes/transcripts")).message
+    except KeyError:
+        return None

@@ -1,0 +1,128 @@
+"""What a coordinator publishes on the run's remote: the run's settings, its stop, its refs.
+
+The settings live beside `run.json` on `refs/gitswarm/meta`, as `settings.json`: every
+`SolveConfig` field that shapes the run for all workers alike (`SHARED`), the claims' time
+to live, and each problem's kind and title, so a worker needs no problem files. Nothing
+hidden and nothing secret goes there: no API key, no model, no problem's hidden parts
+(those never enter the repository at all).
+
+The stop is `refs/gitswarm/stop`, a commit whose `stop.json` holds the `Stop`'s reason and
+detail; workers fetch it and stop claiming. `Publisher` pushes the coordinator's own refs
+(main, meta, ledger, notes, op refs, grades, the stop), each leased on the value the remote
+had when it last looked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+import pygit2
+
+from gitswarm.engine.stops import Stop, StopReason
+from gitswarm.memory import trees
+from gitswarm.memory.errors import NotARun
+from gitswarm.memory.repo import META_REF, Memory
+from gitswarm.memory.write import committer
+from gitswarm.problems.model import Kind, Problem, ProblemSet
+from gitswarm.remote.transport import Remote, Update
+
+SETTINGS = "settings.json"
+STOP_REF = "refs/gitswarm/stop"
+SHARED = ("budget", "max_episodes", "no_progress", "max_usd", "max_total_tokens", "verify",
+          "settle_nominations", "max_steps", "episode_timeout_s", "context_tokens", "overview_cited",
+          "overview_newest", "summary_every", "seed", "problem_ids")
+"""The `SolveConfig` fields a worker takes from the run, not from its own command line."""
+
+
+def settings_of(cfg, problem_set: ProblemSet, problems: list[str], claim_ttl_s: float) -> dict:
+    """The run's settings as workers read them: shared fields, claim time to live, problems."""
+    shared = {name: getattr(cfg, name) for name in SHARED}
+    shared["problem_ids"] = list(shared["problem_ids"])
+    return {"solve": shared, "claim_ttl_s": claim_ttl_s, "set": problem_set.name,
+            "problems": {p: {"kind": problem_set.get(p).kind.value, "title": problem_set.get(p).title}
+                         for p in problems}}
+
+
+def write_settings(memory: Memory, settings: dict) -> bool:
+    """Put `settings` on the run's meta ref (a child commit); False when they are unchanged."""
+    repo = memory.repo
+    tip = repo[repo.references[META_REF].target].peel(pygit2.Commit)
+    data = json.dumps(settings, indent=1, sort_keys=True).encode()
+    if trees.lookup(tip.tree, SETTINGS) == (repo.create_blob(data), pygit2.enums.FileMode.BLOB):
+        return False
+    tree = trees.update(repo, tip.tree, trees.blobs(repo, {SETTINGS: data}))
+    sig = committer()
+    commit = repo.create_commit(None, sig, sig, "gitswarm: the run's settings for remote workers\n", tree,
+                                [tip.id])
+    repo.references.create(META_REF, commit, force=True)
+    return True
+
+
+def read_settings(repo: pygit2.Repository) -> dict:
+    """The settings a coordinator published; `NotARun` when there are none."""
+    ref = repo.references.get(META_REF)
+    entry = trees.lookup(repo[ref.target].peel(pygit2.Commit).tree, SETTINGS) if ref is not None else None
+    if entry is None:
+        raise NotARun("the remote holds no gitswarm run published by a coordinator (no "
+                      f"{META_REF}:{SETTINGS}); start `gitswarm solve SET --run URL` first")
+    return json.loads(repo[entry[0]].data)
+
+
+def problem_set_of(settings: dict) -> ProblemSet:
+    """The run's problems as a worker knows them: ids, kinds and titles, no statement files
+    (the statements are on main) and no hidden parts."""
+    from pathlib import Path
+
+    problems = [Problem(id=pid, title=p["title"], kind=Kind(p["kind"]), statement="", path=Path(pid))
+                for pid, p in settings["problems"].items()]
+    return ProblemSet(settings["set"], Path(settings["set"]), problems)
+
+
+def write_stop(memory: Memory, stop: Stop | None) -> None:
+    """Set (or with None, clear) the run's stop on the local repository."""
+    repo = memory.repo
+    if stop is None:
+        if repo.references.get(STOP_REF) is not None:
+            repo.references.delete(STOP_REF)
+        return
+    data = json.dumps({"reason": stop.reason.value, "detail": stop.detail}).encode()
+    tree = trees.update(repo, None, trees.blobs(repo, {"stop.json": data}))
+    sig = committer()
+    commit = repo.create_commit(None, sig, sig, f"gitswarm: run stopped: {stop.detail}\n", tree, [])
+    repo.references.create(STOP_REF, commit, force=True)
+
+
+def read_stop(repo: pygit2.Repository, ref: str = STOP_REF) -> Stop | None:
+    """The stop at `ref`, or None while the run goes on."""
+    found = repo.references.get(ref)
+    if found is None:
+        return None
+    data = json.loads(repo[repo[found.target].peel(pygit2.Commit).tree["stop.json"].id].data)
+    return Stop(StopReason(data["reason"]), data["detail"])
+
+
+class Publisher:
+    """Pushes the coordinator's refs to the remote, each leased on the remote's last value."""
+
+    def __init__(self, remote: Remote, refs: Iterable[str]) -> None:
+        self.remote = remote
+        self.known = {ref: None for ref in refs}
+        self.known |= remote.refs(*self.known)  # what the remote holds now
+        ops = remote.refs("refs/gitswarm/ops/*")
+        self.known |= {r: v for r, v in ops.items() if r.startswith("refs/gitswarm/ops/")}
+
+    def push(self, refs: Iterable[str]) -> list[str]:
+        """Bring the remote's `refs` to the local values, in one atomic push; the refs moved."""
+        repo = self.remote.repo()
+        updates = []
+        for ref in refs:
+            local = repo.references.get(ref)
+            value = str(local.target) if local is not None else None
+            old = self.known.get(ref)
+            if value != old and (value is not None or old is not None):
+                updates.append(Update(ref, value, old))
+        self.remote.push(updates)
+        for u in updates:
+            self.known[u.ref] = u.new
+        return [u.ref for u in updates]

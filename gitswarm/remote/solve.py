@@ -1,0 +1,107 @@
+"""`solve_remote`: `gitswarm solve SET --run URL`, the coordinator's side of a remote run.
+
+It opens (or creates) the local run repository, which is the remote's mirror, publishes the
+run's settings and refs, and runs the `Coordinator` beside the engine's `Merger`. With
+local slots it also runs a worker in-process against the same remote (`run_worker`, under
+the name `LOCAL_NAME`), so local and remote workers follow one path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from gitswarm.engine import selection
+from gitswarm.engine.context import RunView
+from gitswarm.engine.episode import Model, Shared
+from gitswarm.engine.events import EventLog, Listener
+from gitswarm.engine.gitio import GitThread
+from gitswarm.engine.index import MemoryIndex
+from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.merger import Merger
+from gitswarm.engine.run import RunResult, caps_check, open_run
+from gitswarm.engine.runlock import clear_stale_locks, run_lock
+from gitswarm.engine.setaside import Streaks
+from gitswarm.engine.swarm import Control
+from gitswarm.problems.model import ProblemSet
+from gitswarm.remote import publish
+from gitswarm.remote.claims import Claims
+from gitswarm.remote.coordinator import OWN_REFS, Coordinator
+from gitswarm.remote.transport import Remote
+from gitswarm.remote.worker import WorkerOptions, run_worker
+
+LOCAL_NAME = "coordinator"
+"""The name of the coordinator's own worker process, when it runs local slots."""
+CLAIM_TTL_S = 600.0
+"""A claim's time to live without renewal (workers renew every third of it)."""
+
+
+def local_worker_folder(run: Path) -> Path:
+    """Where the coordinator's in-process worker keeps its run repository."""
+    return run.parent / f"{run.name}.worker"
+
+
+async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, merger_model: Model,
+                       listeners: list[Listener] | None = None, control: Control | None = None, *,
+                       local_slots: int = 0, claim_ttl_s: float = CLAIM_TTL_S,
+                       model_settings: dict | None = None) -> RunResult:
+    """Coordinate the run on `url` until it stops; `cfg.run` is the local mirror."""
+    git = GitThread()
+    memory = await git(open_run, cfg, problem_set)
+    control = control or Control()
+    with run_lock(cfg.run):
+        await git(clear_stale_locks, cfg.run)
+        remote = Remote(url, cfg.run)
+        problems = [p for p in memory.problems() if not cfg.problem_ids or p in cfg.problem_ids]
+        settings = publish.settings_of(cfg, problem_set, problems, claim_ttl_s)
+        await git(publish.write_settings, memory, settings)
+        await git(publish.write_stop, memory, None)  # a resumed run goes on
+        publisher = await anyio.to_thread.run_sync(publish.Publisher, remote, OWN_REFS)
+        await anyio.to_thread.run_sync(publisher.push, OWN_REFS)
+        ledger = await git(Ledger.load, memory)
+        index = MemoryIndex()
+        await git(index.update, memory.repo, memory.main())
+        view = RunView(cfg, problems)
+        view.settled = selection.settled(index, problems, cfg.settle_nominations, cfg.verify)
+        ledger.selection = {"verify": cfg.verify, "settle_nominations": cfg.settle_nominations}
+        events = EventLog(cfg.run, listeners)
+        shared = Shared(memory, git, index, view, merger_model, events, anyio.CapacityLimiter(2),
+                        caps_check(cfg, ledger, view), ledger)
+        merger = Merger(shared, ledger, merger_model)
+        streaks = Streaks.from_records(cfg.no_progress, ledger.episodes.values())
+        coordinator = Coordinator(shared, ledger, merger, remote, streaks,
+                                  Claims(remote, LOCAL_NAME, ttl_s=claim_ttl_s), publisher)
+        events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget, workers=local_slots,
+                    charged=ledger.charged, problems=problems, episodes=ledger.totals.episodes,
+                    max_episodes=cfg.max_episodes, set_aside=sorted(streaks.set_aside & set(problems)),
+                    stale_locks_removed=[], remote=remote.shown)
+        try:
+            return await _run(cfg, coordinator, control, url, model, local_slots, model_settings or {})
+        finally:
+            events.close()
+
+
+async def _run(cfg, coordinator: Coordinator, control: Control, url: str, model: Model, local_slots: int,
+               model_settings: dict) -> RunResult:
+    shared, ledger = coordinator.shared, coordinator.ledger
+    async with anyio.create_task_group() as tg:
+        stop_merger = anyio.Event()
+        tg.start_soon(coordinator.merger.run, stop_merger)
+        if local_slots:
+            options = WorkerOptions(url, local_worker_folder(cfg.run), LOCAL_NAME, local_slots, model_settings)
+            tg.start_soon(run_worker, options, model, None, Control())
+        stop = await coordinator.run(control.stop)
+        stop_merger.set()
+    chosen = await coordinator.select()
+    for problem, picked in chosen.items():
+        shared.events.emit("selected", problem=problem, path=picked.path if picked else None,
+                           nominations=picked.nominations if picked else 0,
+                           verified=picked.verified if picked else None)
+    cost, known = ledger.cost
+    result = RunResult(stop, ledger.charged, ledger.totals.episodes, ledger.tokens, cost, known, chosen)
+    shared.events.emit("run_stopped", **stop.as_event(), charged=result.charged, episodes=result.episodes,
+                       tokens=result.tokens)
+    return replace(result)

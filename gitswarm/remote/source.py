@@ -1,0 +1,197 @@
+"""A remote worker's episodes: claimed on the run's remote, their results pushed back to it.
+
+The worker's folder is a run repository laid out as a local run's and is also its mirror of
+the remote: `main` and `refs/gitswarm/meta` are fetched from the remote (so the engine reads
+the run exactly as a local one), the coordinator's ledger is fetched as `RUN_LEDGER`, and
+its own episodes write branches, op refs, its ledger book and transcript notes locally as
+they always do. `ClaimSource` is the scheduler's `EpisodeSource`: every episode id is a
+claim (`Claims.claim_next`, capped so the budget and the episode cap hold across every
+worker), held by renewals while it runs, and closed with `Claims.finish` in the same atomic
+push as the episode's results under `refs/gitswarm/workers/<name>/` (episodes that end
+together go in one push). The worker stops when the coordinator publishes the run's stop.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.to_thread
+
+from gitswarm.engine import selection
+from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.engine.stops import Stop, StopReason
+from gitswarm.memory import books, write
+from gitswarm.memory.repo import META_REF, NOTES_REF, Memory
+from gitswarm.memory.trailers import parse
+from gitswarm.remote import layout, publish
+from gitswarm.remote.claims import Claim, ClaimLost, Claims
+from gitswarm.remote.errors import MissingRef, RemoteError
+from gitswarm.remote.transport import Remote, Update
+
+RUN_LEDGER = "refs/gitswarm/run-ledger"
+"""The worker's local name for the coordinator's ledger (its own book is refs/gitswarm/ledger)."""
+POLL_S = 0.2
+"""Least time between two fetches of the run's state."""
+PUSH_TRIES = 5
+"""Pushes of one batch of results before its claims are left to expire (and run again)."""
+
+
+def slots(name: str, count: int) -> list[str]:
+    """The worker's slot names: distinct across processes, so reviews count across them."""
+    return [f"{name}-w{i:02d}" for i in range(1, count + 1)]
+
+
+def join(remote: Remote, name: str) -> dict:
+    """Fetch what a worker needs to start (main, meta, its own refs) and return the settings.
+    A worker restarted in a fresh folder under the same name goes on from its pushed book."""
+    remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}", layout.workers_refspec(name)])
+    repo = remote.repo()
+    for local in ("refs/gitswarm/ledger", NOTES_REF):
+        pushed = repo.references.get(layout.worker_ref(name, local))
+        if pushed is not None and repo.references.get(local) is None:
+            repo.references.create(local, pushed.target)
+    return publish.read_settings(repo)
+
+
+@dataclass
+class ClaimSource:
+    """Episode ids from the remote's claims, results back to it (see the module docstring)."""
+
+    remote: Remote
+    claims: Claims
+    memory: Memory
+    shared: object
+    """The scheduler's `Shared`: its index and view are brought up to the fetched main."""
+    settings: dict
+    ttl_s: float
+    held: dict[str, Claim] = field(default_factory=dict)
+    stop: Stop | None = None
+    idle_since: float = field(default_factory=time.monotonic)
+    patience_s: float = 600.0
+    """How long a worker with nothing to claim waits for the coordinator's stop."""
+    _fetched: float = 0.0
+    _uncharged: int = 0
+    _done: list[EpisodeRecord] = field(default_factory=list)
+    _remote_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    """Claim moves are serialised: a renewal and a close of one claim must not race."""
+
+    async def _call(self, fn, *args):
+        async with self._remote_lock:
+            return await anyio.to_thread.run_sync(fn, *args)
+
+    async def refresh(self) -> Stop | None:
+        if self.stop is not None or time.monotonic() - self._fetched < POLL_S:
+            return self.stop
+        self._fetched = time.monotonic()
+        shared = self.shared
+        await anyio.to_thread.run_sync(self._fetch)
+        main = await shared.git(self.memory.main)
+        await shared.git(shared.index.update, self.memory.repo, main)
+        cfg = shared.view.config
+        shared.view.settled = selection.settled(shared.index, list(self.settings["problems"]),
+                                                cfg.settle_nominations, cfg.verify)
+        self.stop = publish.read_stop(self.memory.repo)
+        if self.stop is None and not self.held and time.monotonic() - self.idle_since > self.patience_s:
+            self.stop = Stop(StopReason.TIME_LIMIT, f"nothing to claim for {self.patience_s:.0f} s and no stop "
+                             "published by the coordinator")
+        return self.stop
+
+    def _fetch(self) -> None:
+        """One fetch of main, the coordinator's ledger and the stop (those the remote has)."""
+        have = self.remote.refs(layout.MAIN, "refs/gitswarm/ledger", publish.STOP_REF)
+        specs = {layout.MAIN: layout.MAIN, "refs/gitswarm/ledger": RUN_LEDGER, publish.STOP_REF: publish.STOP_REF}
+        wanted = [f"+{ref}:{local}" for ref, local in specs.items() if ref in have]
+        try:
+            self.remote.fetch(wanted)
+        except MissingRef:
+            return  # moved meanwhile: the next refresh fetches it
+        totals = (books.get(self.memory.repo, "run-ledger", "scheduler.json") or {}).get("totals") or {}
+        self._uncharged = int(totals.get("episodes", 0)) - int(totals.get("charged", 0))
+
+    async def claim(self, problem: str, worker: str) -> str | None:
+        """A new episode for `problem`, numbered at most the cap: the episode cap, and the
+        budget plus the finished uncharged episodes the coordinator has counted, so at most
+        the budget can ever be charged however many workers claim at once."""
+        if self.stop is not None:
+            return None
+        cfg = self.shared.view.config
+        cap = min(cfg.max_episodes, cfg.budget + self._uncharged)
+        got = await self._call(self.claims.claim_next, [problem], cap)
+        if not got:
+            return None
+        self.held[got[0].episode] = got[0]
+        self.idle_since = time.monotonic()
+        return got[0].episode
+
+    async def renew(self) -> None:
+        """Keep the held claims alive while their episodes run (every third of the ttl)."""
+        while True:
+            await anyio.sleep(self.ttl_s / 3)
+            for episode in list(self.held):
+                claim = self.held.get(episode)
+                if claim is None or time.time() < claim.expires - 2 * self.ttl_s / 3:
+                    continue
+                try:
+                    self.held[episode] = await self._call(self.claims.renew, claim)
+                except ClaimLost:
+                    self.shared.events.emit("claim_lost", episode=episode, worker=claim.worker)
+                    self.held.pop(episode, None)
+                except RemoteError as exc:
+                    self.shared.events.emit("push_failed", episode=episode, detail=str(exc))
+
+    async def finished(self, record: EpisodeRecord) -> None:
+        """Close the episode's claim with its results; several ending together: one push."""
+        self._done.append(record)
+        await self._call(self._push_done)
+        self.idle_since = time.monotonic()
+
+    def _push_done(self) -> None:
+        batch, self._done = [r for r in self._done if r.episode in self.held], []
+        for attempt in range(PUSH_TRIES):
+            if not batch:
+                return
+            try:
+                self.claims.finish([self.held[r.episode] for r in batch], self._updates(batch))
+            except ClaimLost as exc:
+                lost = {c.episode for c in exc.lost}
+                self._emit("claim_lost", episodes=sorted(lost), detail=str(exc))
+                batch = [r for r in batch if r.episode not in lost]
+                for episode in lost:
+                    self.held.pop(episode, None)
+                continue
+            except RemoteError as exc:
+                if getattr(exc, "stale", None) and not any(layout.CLAIMS in s for s in exc.stale):
+                    raise  # our own refs moved: another process pushes under our name
+                self._emit("push_failed", episodes=[r.episode for r in batch], detail=str(exc))
+                time.sleep(min(0.2 * 2 ** attempt, 5))
+                continue
+            for r in batch:
+                self.held.pop(r.episode, None)
+            self._emit("pushed", episodes=[r.episode for r in batch])
+            return
+
+    def _emit(self, kind: str, **data) -> None:
+        self.shared.events.emit(kind, worker=self.claims.worker, **data)
+
+    def _updates(self, batch: list[EpisodeRecord]) -> list[Update]:
+        """The pushes of a batch's results: each commit's branch and op ref, then the worker's
+        ledger book and transcript notes, each leased on what the remote had from us."""
+        repo = self.memory.repo
+        local = []
+        for r in batch:
+            if r.commit:
+                op = parse(repo[r.commit].message).get("Op", f"{r.episode}-final")
+                local += [write.branch_ref(r.episode), write.op_ref(op)]
+        local += ["refs/gitswarm/ledger", NOTES_REF]
+        updates = []
+        for ref in local:
+            found = repo.references.get(ref)
+            if found is None:
+                continue
+            there = layout.worker_ref(self.claims.worker, ref)
+            old = self.remote.local(there)
+            if old != str(found.target):
+                updates.append(Update(there, str(found.target), old))
+        return updates

@@ -1,0 +1,121 @@
+"""`run_worker`: join a run on a git remote and run its episodes with the local engine.
+
+The worker reads the run's settings from the remote (`publish.read_settings`), builds the
+same `Shared` and `Scheduler` a local run uses, with `source.ClaimSource` as the scheduler's
+`EpisodeSource` and no merger (the coordinator composes main), and runs until the
+coordinator publishes the run's stop (or its own stops: the user, its time limit, a model
+error no retry can fix).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import anyio.to_thread
+
+from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.context import RunView
+from gitswarm.engine.episode import Model, Shared
+from gitswarm.engine.events import EventLog, Listener
+from gitswarm.engine.gitio import GitThread
+from gitswarm.engine.index import MemoryIndex
+from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.run import caps_check
+from gitswarm.engine.runlock import clear_stale_locks, run_lock
+from gitswarm.engine.setaside import Streaks
+from gitswarm.engine.stops import Stop
+from gitswarm.engine.swarm import Control, Scheduler, restore_rng
+from gitswarm.memory.repo import Memory
+from gitswarm.remote import publish
+from gitswarm.remote.claims import Claims
+from gitswarm.remote.source import ClaimSource, join, slots
+from gitswarm.remote.transport import Remote
+
+MODEL_FIELDS = ("model", "api_base", "api_key", "max_output_tokens", "reasoning_effort", "tool_protocol",
+                "idle_timeout_s", "reply_timeout_s", "price_in_per_mtok", "price_out_per_mtok",
+                "price_cached_in_per_mtok", "price_cache_write_per_mtok")
+"""The SolveConfig fields a worker sets itself: its model and how to reach it (never published)."""
+
+
+def model_settings(cfg: SolveConfig) -> dict:
+    """The model fields of `cfg`, for a worker built from it."""
+    return {name: getattr(cfg, name) for name in MODEL_FIELDS if getattr(cfg, name) is not None}
+
+
+@dataclass(frozen=True)
+class WorkerOptions:
+    """One worker process's own settings; the run's come from the remote."""
+
+    url: str
+    folder: Path
+    """Its run repository and mirror of the remote."""
+    name: str
+    """Unique among the run's worker processes: its refs are refs/gitswarm/workers/<name>/."""
+    slots: int
+    """Episodes in flight at once (C)."""
+    model: dict
+    """The model's SolveConfig fields (model, api_base, prices, timeouts, ...)."""
+    patience_s: float = 600.0
+    """How long to wait with nothing to claim for the coordinator's stop."""
+
+
+def worker_config(options: WorkerOptions, settings: dict) -> SolveConfig:
+    """The worker's SolveConfig: the run's shared settings, its own model and C. The rule that
+    K reviews need K + 1 workers is the run's (across every process), not this one's."""
+    shared = dict(settings["solve"])
+    verify = shared.pop("verify")
+    shared["problem_ids"] = tuple(shared["problem_ids"])
+    cfg = SolveConfig(problems=Path(settings["set"]), run=options.folder, workers=options.slots, verify=0,
+                      **shared, **options.model)
+    return cfg.model_copy(update={"verify": verify})
+
+
+async def join_settings(options: WorkerOptions) -> SolveConfig:
+    """The worker's SolveConfig, read from the run on the remote (a first fetch)."""
+    options.folder.mkdir(parents=True, exist_ok=True)
+    remote = Remote(options.url, options.folder)
+    return worker_config(options, await anyio.to_thread.run_sync(join, remote, options.name))
+
+
+async def run_worker(options: WorkerOptions, model: Model, listeners: list[Listener] | None = None,
+                     control: Control | None = None) -> Stop:
+    """Claim and run the run's episodes until it stops; returns why this worker stopped."""
+    options.folder.mkdir(parents=True, exist_ok=True)
+    remote = Remote(options.url, options.folder)
+    settings = await anyio.to_thread.run_sync(join, remote, options.name)
+    cfg = worker_config(options, settings)
+    git = GitThread()
+    memory = await git(Memory, options.folder)
+    with run_lock(options.folder):
+        await git(clear_stale_locks, options.folder)
+        return await _work(options, cfg, settings, remote, memory, git, model, listeners, control or Control())
+
+
+async def _work(options, cfg, settings, remote, memory, git, model, listeners, control) -> Stop:
+    problems = list(settings["problems"])
+    ledger = await git(Ledger.load, memory)
+    index = MemoryIndex()
+    view = RunView(cfg, problems)
+    events = EventLog(options.folder, listeners)
+    shared = Shared(memory, git, index, view, model, events, anyio.CapacityLimiter(2),
+                    caps_check(cfg, ledger, view), ledger)
+    claims = Claims(remote, options.name, ttl_s=float(settings["claim_ttl_s"]))
+    source = ClaimSource(remote, claims, memory, shared, settings, claims.ttl_s, patience_s=options.patience_s)
+    scheduler = Scheduler(shared, ledger, None, publish.problem_set_of(settings), problems, control,
+                          restore_rng(cfg.seed, None), Streaks.from_records(cfg.no_progress, []),
+                          free_workers=slots(options.name, options.slots), source=source)
+    events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget, workers=cfg.workers,
+                charged=0, problems=problems, episodes=0, max_episodes=cfg.max_episodes, set_aside=[],
+                stale_locks_removed=[], worker=options.name, remote=remote.shown)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(source.renew)
+            stop = await scheduler.loop()
+            tg.cancel_scope.cancel()
+        events.emit("run_stopped", **stop.as_event(), charged=ledger.charged, episodes=ledger.totals.episodes,
+                    tokens=ledger.tokens, worker=options.name)
+        return stop
+    finally:
+        events.close()
