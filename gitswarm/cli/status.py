@@ -22,14 +22,32 @@ def status(
     """
     from gitswarm.memory.repo import Memory
     from gitswarm.readmodel.read import read_run
+    from gitswarm.readmodel.workers import read_workers
 
     with user_errors():
-        state = read_run(Memory(run))
+        memory = Memory(run)
+        state = read_run(memory)
+        workers = read_workers(memory.repo)
     if as_json:
-        typer.echo(json.dumps(state.as_dict(), indent=2))
+        shown = state.as_dict() | ({"workers": [w.as_dict() for w in workers]} if workers else {})
+        typer.echo(json.dumps(shown, indent=2))
         return
-    for line in table(state):
+    for line in table(state) + worker_table(workers):
         typer.echo(line)
+
+
+def worker_table(workers) -> list[str]:
+    """A run on a git remote: one line per worker process (episodes by outcome, last push)."""
+    import time
+
+    if not workers:
+        return []
+    lines = [f"\n{'WORKER':24} {'EPISODES':>8}  {'LAST PUSH':20}  OUTCOMES"]
+    for w in workers:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(w.last_push))
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(w.outcomes.items()))
+        lines.append(f"{w.name:24} {w.episodes:8}  {when:20}  {outcomes}")
+    return lines
 
 
 def table(state) -> list[str]:

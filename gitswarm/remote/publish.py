@@ -122,7 +122,7 @@ class Publisher:
             old = self.known.get(ref)
             if value != old and (value is not None or old is not None):
                 updates.append(Update(ref, value, old))
-        self.remote.push(updates)
+        self.remote.push(updates, follow=False)  # the local refs are the source, and move on
         for u in updates:
             self.known[u.ref] = u.new
         return [u.ref for u in updates]

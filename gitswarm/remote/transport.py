@@ -110,12 +110,13 @@ class Remote:
 
     # -- writes -----------------------------------------------------------------------------
 
-    def push(self, updates: Sequence[Update]) -> None:
+    def push(self, updates: Sequence[Update], *, follow: bool = True) -> None:
         """Apply `updates` to the remote, all or none (one `--atomic` push for several).
 
         Raises `RefExists` or `StaleLease` (for the first ref whose lease failed; `stale`
         names them all), `PushRejected` when the remote refused for another reason, or the
-        transport's errors. The mirror's refs follow what was pushed."""
+        transport's errors. The mirror's refs follow what was pushed, unless `follow` is
+        False: a coordinator pushes its own local refs, which may have moved on meanwhile."""
         if not updates:
             return
         args = ["push", "--porcelain", "--no-verify", *(["--atomic"] if len(updates) > 1 else []),
@@ -126,7 +127,8 @@ class Remote:
             if not lines:
                 raise gitcli.classify(self.url, done.stderr)
             raise self._rejection(updates, lines, gitcli.said(done.stderr))
-        self._follow(updates)
+        if follow:
+            self._follow(updates)
 
     def _rejection(self, updates: Sequence[Update], lines: dict[str, _Line], detail: str) -> PushRejected:
         rejected = {ref: line.summary for ref, line in lines.items() if line.flag == "!"}

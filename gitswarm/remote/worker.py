@@ -9,6 +9,7 @@ error no retry can fix).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,9 +28,11 @@ from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.stops import Stop
 from gitswarm.engine.swarm import Control, Scheduler, restore_rng
+from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
 from gitswarm.remote import publish
 from gitswarm.remote.claims import Claims
+from gitswarm.remote.errors import MissingRef
 from gitswarm.remote.source import ClaimSource, join, slots
 from gitswarm.remote.transport import Remote
 
@@ -73,10 +76,18 @@ def worker_config(options: WorkerOptions, settings: dict) -> SolveConfig:
 
 
 async def join_settings(options: WorkerOptions) -> SolveConfig:
-    """The worker's SolveConfig, read from the run on the remote (a first fetch)."""
+    """The worker's SolveConfig, read from the run on the remote; a worker started before its
+    coordinator waits for the run to be published, up to its patience."""
     options.folder.mkdir(parents=True, exist_ok=True)
     remote = Remote(options.url, options.folder)
-    return worker_config(options, await anyio.to_thread.run_sync(join, remote, options.name))
+    deadline = time.monotonic() + options.patience_s
+    while True:
+        try:
+            return worker_config(options, await anyio.to_thread.run_sync(join, remote, options.name))
+        except (MissingRef, NotARun):
+            if time.monotonic() > deadline:
+                raise
+            await anyio.sleep(0.5)
 
 
 async def run_worker(options: WorkerOptions, model: Model, listeners: list[Listener] | None = None,

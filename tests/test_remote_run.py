@@ -1,0 +1,163 @@
+"""A run on a git remote through the real CLI: one coordinator (`gitswarm solve SET --run URL
+--workers 0`) and three `gitswarm worker` processes, the demo's scripted model behind one fake
+server process, over a `file://` bare repository and a real `git daemon` on loopback."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import fsck_clean, git
+
+from gitswarm.demo import audit
+from gitswarm.remote.daemon import bare
+from gitswarm.resources import resolve_set
+
+BUDGET = 24
+LATENCY_S = "0.1"
+
+
+@pytest.fixture
+def model_server():
+    """The scripted model as a process of its own; yields its api_base."""
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("brain_server.py")), LATENCY_S],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        yield server.stdout.readline().strip()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)
+
+
+def server_repo(path: Path) -> Path:
+    """A bare repository as the README says to make one: HEAD on main, so `git clone` checks it out."""
+    bare(path)
+    git(path, "symbolic-ref", "HEAD", "refs/heads/main")
+    return path
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "gitswarm", *args]
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "OPENAI_API_KEY": "not-secret"}
+
+
+def coordinator(url: str, mirror: Path, api: str, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(cli("solve", str(resolve_set("demo")), "--run", url, "--mirror", str(mirror),
+                                "--workers", "0", "--budget", str(BUDGET), "--model", "openai/gitswarm-scripted",
+                                "--api-base", api, "--claim-ttl", "4", "--no-tui", *extra),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+
+
+def worker(url: str, folder: Path, name: str, api: str, watch: bool = False) -> subprocess.Popen:
+    """A worker process; with `watch`, its JSON events can be read from its stdout (read them:
+    a full pipe would block it)."""
+    return subprocess.Popen(cli("worker", url, "--name", name, "-C", "2", "--model", "openai/gitswarm-scripted",
+                                "--api-base", api, "--dir", str(folder), "--patience", "60", "--json"),
+                            stdout=subprocess.PIPE if watch else subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env=env())
+
+
+def finish(process: subprocess.Popen, timeout: float = 180) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=timeout)
+    return process.returncode, out, err
+
+
+def check_run(mirror: Path, remote: Path) -> None:
+    """The invariants of a finished remote run, read with plain git."""
+    assert audit.charged(mirror) <= BUDGET
+    assert audit.duplicated(mirror) == 0, audit.ops(mirror).most_common(3)
+    assert fsck_clean(mirror) and fsck_clean(remote)
+    assert git(mirror, "branch", "--list", "swarm/*").strip() == ""  # every adopted branch merged
+    adopted = git(mirror, "for-each-ref", "--format=%(objectname)", "refs/gitswarm/ops/").split()
+    for commit in adopted:  # every contribution reachable from main, on the remote too
+        git(remote, "merge-base", "--is-ancestor", commit, "main")
+    assert git(remote, "rev-parse", "main") == git(mirror, "rev-parse", "main")
+    assert git(remote, "rev-parse", "refs/gitswarm/stop").strip()
+
+
+def test_a_coordinator_and_three_workers_over_file_url(tmp_path: Path, model_server: str):
+    remote = server_repo(tmp_path / "run.git")
+    url = f"file://{remote}"
+    coord = coordinator(url, tmp_path / "mirror", model_server)
+    time.sleep(1.5)  # the workers may also start first: they wait for the run's settings
+    workers = [worker(url, tmp_path / name, name, model_server) for name in ("a", "b", "c")]
+    code, _, err = finish(coord)
+    assert code == 0, err
+    for w in workers:
+        assert finish(w)[0] == 0
+    check_run(tmp_path / "mirror", remote)
+    status = subprocess.run(cli("status", str(tmp_path / "mirror")), capture_output=True, text=True, env=env())
+    assert status.returncode == 0, status.stderr
+    for name in ("a", "b", "c"):
+        assert f"\n{name} " in status.stdout or status.stdout.startswith(f"{name} ")
+
+
+@pytest.mark.slow
+def test_over_git_daemon_with_a_hostile_worker_and_one_killed_mid_episode(tmp_path: Path, model_server: str,
+                                                                         git_daemon):
+    remote = server_repo(git_daemon.base / "run.git")
+    url = git_daemon.url("run.git")
+    coord = coordinator(url, tmp_path / "mirror", model_server)
+    time.sleep(1.5)
+    victim = worker(url, tmp_path / "v", "victim", model_server, watch=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and "episode_started" not in (victim.stdout.readline() or "episode_started"):
+        pass
+    victim.send_signal(signal.SIGKILL)  # its claim expires and its episode runs again
+    victim.wait()
+    hostile = _hostile_push(url, tmp_path)
+    workers = [worker(url, tmp_path / name, name, model_server) for name in ("a", "b", "c")]
+    code, _, err = finish(coord, 240)
+    assert code == 0, err
+    for w in workers:
+        assert finish(w)[0] == 0
+    check_run(tmp_path / "mirror", remote)
+    events = (tmp_path / "mirror" / "gitswarm-events.jsonl").read_text()
+    assert f'"episode": "{hostile}"' in events and "outside its problem folder" in events
+    assert git(tmp_path / "mirror", "log", "main", "--format=%H", "--grep", "Gitswarm-Episode: " + hostile) == ""
+
+
+def _hostile_push(url: str, tmp_path: Path) -> str:
+    """A worker that claims an episode by hand and pushes a branch writing outside its problem
+    folder, closing its claim as an honest worker would; returns the episode."""
+    from gitswarm.remote.claims import Claims
+    from gitswarm.remote.layout import worker_ref
+    from gitswarm.remote.transport import Remote, Update
+
+    mirror = tmp_path / "hostile"
+    remote = Remote(url, mirror)
+    remote.fetch(["+refs/heads/main:refs/heads/main"])
+    claims = Claims(remote, "mallory", ttl_s=30)
+    claim = claims.claim_next(["demo-odd-sum"], 1000)[0]
+    main = remote.local("refs/heads/main")
+    repo = remote.repo()
+    tree = repo[main].peel(pygit2_commit()).tree
+    builder = repo.TreeBuilder(tree)
+    builder.insert("README.md", repo.create_blob(b"owned\n"), 0o100644)
+    message = (f"note(demo-odd-sum): hello\n\nGitswarm-Episode: {claim.episode}\nGitswarm-Op: {claim.episode}-final\n"
+               "Gitswarm-Worker: mallory-w01\nGitswarm-Problem: demo-odd-sum\nGitswarm-Kind: note\n"
+               "Gitswarm-Files: README.md\n")
+    sig = pygit2_signature()
+    commit = str(repo.create_commit(None, sig, sig, message, builder.write(), [repo[main].id]))
+    claims.finish([claim], [Update(worker_ref("mallory", f"refs/heads/swarm/{claim.episode}"), commit)])
+    return claim.episode
+
+
+def pygit2_commit():
+    import pygit2
+
+    return pygit2.Commit
+
+
+def pygit2_signature():
+    import pygit2
+
+    return pygit2.Signature("mallory", "mallory@example.invalid")
