@@ -26,7 +26,7 @@ from gitswarm.memory import books, write
 from gitswarm.memory.repo import META_REF, NOTES_REF, Memory
 from gitswarm.memory.trailers import parse
 from gitswarm.remote import layout, publish
-from gitswarm.remote.claims import Claim, ClaimLost, Claims
+from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, Claims
 from gitswarm.remote.errors import MissingRef, RemoteError
 from gitswarm.remote.transport import Remote, Update
 
@@ -119,11 +119,23 @@ class ClaimSource:
         cfg = self.shared.view.config
         cap = min(cfg.max_episodes, cfg.budget + self._uncharged)
         got = await self._call(self.claims.claim_next, [problem], cap)
+        if not got:  # at the cap: an expired claim on this problem (a dead worker's) runs again
+            got = await self._call(self._take_expired, problem)
         if not got:
             return None
         self.held[got[0].episode] = got[0]
         self.idle_since = time.monotonic()
         return got[0].episode
+
+    def _take_expired(self, problem: str) -> list[Claim]:
+        now = self.claims.clock()
+        for claim in sorted(self.claims.all().values(), key=lambda c: c.episode):
+            if claim.problem == problem and claim.expired(now):
+                try:
+                    return [self.claims.take_over(claim)]
+                except ClaimHeld:
+                    continue
+        return []
 
     async def renew(self) -> None:
         """Keep the held claims alive while their episodes run (every third of the ttl)."""
