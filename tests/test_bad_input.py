@@ -195,7 +195,7 @@ CASES: dict[str, Case] = {
     # -- options --------------------------------------------------------------------------
     "negative budget": Case(solve(*NO_SERVER, "--budget", "-3"), BAD, ("--budget", "greater than")),
     "zero budget": Case(solve(*NO_SERVER, "--budget", "0"), BAD, ("--budget", "greater than")),
-    "concurrency 0": Case(solve(*NO_SERVER, "--workers", "0"), BAD, ("--workers", "greater than")),
+    "concurrency 0": Case(solve(*NO_SERVER, "--workers", "0"), BAD, ("--workers 0", "--run url")),
     "concurrency too high": Case(solve(*NO_SERVER, "--workers", "5000"), BAD, ("workers", "1024")),
     "--max-usd not a number": Case(solve(*NO_SERVER, "--max-usd", "lots"), BAD, ("--max-usd", "number")),
     "negative --max-usd": Case(solve(*NO_SERVER, "--max-usd", "-1"), BAD, ("--max-usd", "greater than")),

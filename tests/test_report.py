@@ -60,7 +60,7 @@ def test_json_figures_match_git(run: Path):
     result = runner.invoke(app, ["report", str(run), "--format", "json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert len(data["problems"]) == 4 and data["charged"] <= 40
+    assert len(data["problems"]) == 4 and data["charged"] <= 48  # the demo set's budget
     totals = [0, 0, 0]
     for p in data["problems"]:
         solution = git(run, "show", f"main:problems/{p['id']}/SOLUTION.md")
