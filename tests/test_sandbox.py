@@ -240,3 +240,19 @@ def test_temporary_folders_are_private_to_a_run() -> None:
         pytest.skip("no mount namespace on this machine")
     assert write.stdout == "written\n" and read.stdout == "False\n"
     assert not Path(name).exists()
+
+
+def test_exposed_folders_under_tmp_stay_in_view() -> None:
+    with tempfile.TemporaryDirectory() as shown, tempfile.TemporaryDirectory() as other, \
+            tempfile.TemporaryDirectory() as hidden:
+        for folder in (shown, other):
+            Path(folder).chmod(0o755)
+            (Path(folder) / "f.txt").write_text("here")
+            (Path(folder) / "f.txt").chmod(0o644)
+        code = "import sys; print(open(sys.argv[1] + '/f.txt').read()); open(sys.argv[2] + '/f.txt')"
+        try:  # hiding a path needs the mount namespace that makes /tmp private
+            result = python(code, shown, other, expose=(Path(shown),), hide=(Path(hidden),))
+        except SandboxError:
+            pytest.skip("no mount namespace on this machine")
+    assert result.stdout == "here\n"  # exposed: bound back into the private /tmp
+    assert result.exit_code != 0 and "FileNotFoundError" in result.stderr  # the rest of /tmp is not there

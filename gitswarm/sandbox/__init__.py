@@ -121,13 +121,16 @@ def run(
     env: dict[str, str] | None = None,
     stdin: bytes | None = None,
     hide: tuple[Path, ...] = (),
+    expose: tuple[Path, ...] = (),
 ) -> SandboxResult:
     """Run `argv` in a sandbox and return what happened; never leaves a process behind.
 
     `files` (relative path -> content) are written into the scratch folder first. The
     scratch folder is `workdir` when given (kept afterwards, handed back to its owner),
     else a fresh temporary folder removed afterwards. `env` is added to the minimal
-    environment; `hide` lists paths the program must not see (e.g. the run repository).
+    environment; `hide` lists paths the program must not see (e.g. the run repository);
+    `expose` lists folders it must see even under /tmp, which is otherwise private to the
+    run (a tool folder put on its PATH).
     """
     if not argv:
         raise ValueError("argv is empty")
@@ -138,7 +141,7 @@ def run(
         if uid is not None:
             _chown_tree(scratch, uid, uid)
         try:
-            cfg = _config(argv, scratch, policy, uid, limits, hide)
+            cfg = _config(argv, scratch, policy, uid, limits, hide, expose)
             started = time.monotonic()
             outcome = _spawn_and_wait(cfg, _environment(scratch, env or {}), stdin, limits)
             return _result(outcome, time.monotonic() - started, policy, uid)
@@ -163,7 +166,7 @@ def _result(outcome: _Outcome, duration: float, policy: _Policy, uid: int | None
 
 
 def _config(argv: list[str], scratch: Path, policy: _Policy, uid: int | None, limits: Limits,
-            hide: tuple[Path, ...]) -> dict:
+            hide: tuple[Path, ...], expose: tuple[Path, ...] = ()) -> dict:
     """The set-up instructions for `launch.py`."""
     hidden = [str(Path(p).resolve()) for p in hide]
     if hidden and not policy.mountns:
@@ -172,10 +175,13 @@ def _config(argv: list[str], scratch: Path, policy: _Policy, uid: int | None, li
         raise ValueError("the scratch folder lies inside a hidden path")
     nproc = limits.max_processes if uid is not None else own_tasks() + limits.max_processes
     exe = Path(sys.executable).resolve()
-    expose = sorted({sys.base_prefix, sys.prefix, str(exe.parent), str(scratch.resolve())})
+    if any(Path(p).resolve().is_relative_to(h) for p in expose for h in hidden):
+        raise ValueError("an exposed folder lies inside a hidden path")
+    shown = sorted({sys.base_prefix, sys.prefix, str(exe.parent), str(scratch.resolve()),
+                    *(str(Path(p).resolve()) for p in expose)})
     return {
         "userns": policy.userns, "mountns": policy.mountns, "netns": policy.netns,
-        "uid": uid, "cwd": str(scratch), "argv": list(argv), "hide": hidden, "expose": expose,
+        "uid": uid, "cwd": str(scratch), "argv": list(argv), "hide": hidden, "expose": shown,
         "private": list(_PRIVATE_DIRS), "private_bytes": max(limits.file_bytes * 4, 16 << 20),
         "limits": {
             "RLIMIT_CPU": limits.cpu_seconds, "RLIMIT_AS": limits.memory_bytes,
