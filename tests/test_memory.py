@@ -233,3 +233,18 @@ def test_pending_branches_are_found_loose_packed_and_deleted(memory: Memory):
     assert memory.pending() == expected
     listed = git(memory.path, "for-each-ref", "--format=%(refname:lstrip=3)", "refs/heads/swarm/").split()
     assert sorted(listed) == sorted(expected)
+
+
+def test_a_contribution_may_delete_files_of_its_problem(memory: Memory):
+    first = memory.contribute(contribution(memory, "e1", {"code/x/a.py": "a\n", "code/x/b.py": "b\n"}))
+    memory.compose(["e1"])
+    gone = memory.contribute(contribution(memory, "e2", {}, deleted=("code/x/b.py",), informed_by=(first.commit,)))
+    memory.compose(["e2"])
+    assert memory.read_file("problems/sum/code/x/b.py") is None
+    assert memory.read_file("problems/sum/code/x/a.py") == b"a\n"
+    assert memory.commit(gone.commit).trailers["Deleted"] == "code/x/b.py"
+    with pytest.raises(PathRejected, match="both write and delete"):
+        memory.contribute(contribution(memory, "e3", {"code/x/a.py": "c\n"}, deleted=("code/x/a.py",)))
+    with pytest.raises(PathRejected, match=r"write only SUMMARY\.md"):
+        memory.contribute(contribution(memory, "e3", {}, deleted=("statement.md",)))
+    assert fsck_clean(memory.path)

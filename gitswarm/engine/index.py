@@ -85,6 +85,8 @@ class MemoryIndex:
             if path.split("/")[0] in ITEM_FOLDERS:
                 index.items.pop(path, None)  # a rewritten item moves to the end: newest last
                 index.items[path] = commit
+        for path in split_ids(trailers.get("Deleted", "")):
+            index.items.pop(path, None)
         for cited in split_ids(trailers.get("Informed-By", "")):
             self.cited[cited] += 1
         if kind == "nomination" and trailers.get("Candidate"):

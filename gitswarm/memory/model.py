@@ -43,6 +43,9 @@ class Contribution:
     self_assessment: str = ""
     trailers: dict[str, str] = field(default_factory=dict)
     """More `Gitswarm-*` trailers, e.g. `Candidate` on a nomination."""
+    deleted: tuple[str, ...] = ()
+    """Paths relative to `problems/<problem>/` the contribution removes (a file a code
+    worker's shell command deleted); named by the `Gitswarm-Deleted` trailer."""
 
     def file_bytes(self) -> dict[str, bytes]:
         return {p: d.encode() if isinstance(d, str) else d for p, d in self.files.items()}

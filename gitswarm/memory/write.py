@@ -9,7 +9,7 @@ import pygit2
 from gitswarm.memory import trees
 from gitswarm.memory.errors import Contention, PathRejected
 from gitswarm.memory.model import Contribution, Written, check_name
-from gitswarm.memory.paths import WriteLimits, check_files
+from gitswarm.memory.paths import WriteLimits, check_files, check_path
 from gitswarm.memory.trailers import Message
 
 COMMITTER = ("gitswarm", "gitswarm@gitswarm.local")
@@ -44,7 +44,8 @@ def message(run_id: str, c: Contribution) -> str:
             "Problem": c.problem, "Kind": c.kind, "Informed-By": ", ".join(c.informed_by),
             "Model": c.model, "Tokens": usage.trailer(),
             "Cost-USD": cost, "Self-Assessment": c.self_assessment,
-            "Files": ", ".join(sorted(c.files)), **c.trailers,
+            "Files": ", ".join(sorted(c.files)),
+            **({"Deleted": ", ".join(sorted(c.deleted))} if c.deleted else {}), **c.trailers,
         },
     ).render()
 
@@ -54,7 +55,12 @@ def validate(repo: pygit2.Repository, c: Contribution, limits: WriteLimits) -> d
     for what, value in (("episode", c.episode), ("worker", c.worker), ("op", c.op),
                         ("problem", c.problem), ("kind", c.kind)):
         check_name(what, value)
-    files = check_files(c.file_bytes(), limits)
+    files = check_files(c.file_bytes(), limits) if c.files or not c.deleted else {}
+    if len(c.deleted) > limits.max_files:
+        raise PathRejected("", f"{len(c.deleted)} files deleted in one contribution; the limit is {limits.max_files}")
+    for path in c.deleted:
+        if check_path(path, limits) in files:
+            raise PathRejected(path, "a contribution cannot both write and delete a file")
     start = _commit(repo, c.parent, "parent")
     if trees.lookup(start.tree, f"problems/{c.problem}/statement.md") is None:
         raise PathRejected(f"problems/{c.problem}", "no such problem in this run")
@@ -93,7 +99,9 @@ def write(repo: pygit2.Repository, run_id: str, c: Contribution, files: dict[str
     existing = repo.references.get(branch)
     parent = existing.target if existing is not None else _commit(repo, c.parent, "parent").id
     author = pygit2.Signature(c.worker, f"{c.worker}@gitswarm.local", int(time.time()), 0)
-    tree = trees.update(repo, repo[parent].tree, trees.blobs(repo, files, f"problems/{c.problem}/"))
+    prefix = f"problems/{c.problem}/"
+    changes = {**trees.blobs(repo, files, prefix), **{prefix + path: None for path in c.deleted}}
+    tree = trees.update(repo, repo[parent].tree, changes)
     commit = repo.create_commit(None, author, committer(), message(run_id, c), tree, [parent])
     with repo.transaction() as txn:
         txn.lock_ref(branch)
