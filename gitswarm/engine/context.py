@@ -9,6 +9,7 @@ from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.index import CANDIDATE_FOLDERS, VERDICTS, MemoryIndex
 from gitswarm.engine.selection import is_verified
 from gitswarm.memory.repo import Memory
+from gitswarm.problems.model import Kind
 from gitswarm.resources import render
 
 CHARS_PER_TOKEN = 4
@@ -17,6 +18,9 @@ HEADER_REVIEWED = 4
 """Candidates whose review state the header shows (the newest)."""
 CRITICAL_SHOWN = 3
 """Episodes of critical reviews named per candidate."""
+CODE_KINDS = (Kind.PROGRAM, Kind.REPRODUCE)
+"""Problems whose workers have a shell (`tools.CODE_TOOLS`), and whose first prompt says how
+to use it."""
 
 
 def tokens(text: str) -> int:
@@ -63,6 +67,8 @@ class EpisodeInfo:
     kind: str
     title: str
     start_commit: str
+    executable: str | None = None
+    """The program's documented name (reproduce problems)."""
 
 
 def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged: list[str]) -> str:
@@ -167,7 +173,15 @@ def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodeInfo,
     others = [f"{w} on {a}" for w, a in view.announcements.items() if w != ep.worker]
     return render("episode_start.md.j2", header=head, problem={"id": ep.problem_id, "title": ep.title},
                   statement=statement.strip(), summary=summary.strip(), items=rows,
-                  total=len(index.problems[ep.problem_id].items), in_flight=others[:10])
+                  total=len(index.problems[ep.problem_id].items), in_flight=others[:10],
+                  code_work=_code_work(ep))
+
+
+def _code_work(ep: EpisodeInfo) -> str:
+    """How to work with the shell, for the problems that have one ("" for the others)."""
+    if ep.kind not in CODE_KINDS:
+        return ""
+    return render("code_work.md.j2", kind=ep.kind, executable=ep.executable or "the program")
 
 
 def _first_line(memory: Memory, path: str, at: str) -> str:

@@ -21,6 +21,7 @@ from gitswarm.engine.events import EventLog
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.engine.references import References
 from gitswarm.engine.stops import CapReached
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory.errors import PathRejected
@@ -62,12 +63,15 @@ class Shared:
     check_caps: Callable[[], None]
     """Raises CapReached when the next call may not be made."""
     ledger: Ledger
+    references: References | None = None
+    """The reproduce problems' reference executables, for code workers' shells."""
 
 
 async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) -> EpisodeRecord:
     """Run the tool loop and commit its final action; the record comes back filled in."""
     cfg = shared.view.config
-    tools = Toolbox(shared.memory, shared.git, shared.index, shared.view, ep, shared.sandbox)
+    tools = Toolbox(shared.memory, shared.git, shared.index, shared.view, ep, shared.sandbox,
+                    shared.references)
     head = context.header(shared.view, shared.index, ep, 1, [])
     first = await shared.git(context.overview, shared.memory, shared.view, shared.index, ep, head)
     messages = [{"role": "system", "content": render("worker_system.md.j2", max_steps=cfg.max_steps)},
@@ -84,6 +88,7 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
         raise
     finally:
         shared.view.announcements.pop(ep.worker, None)
+        tools.close()
     if final is None:
         final = Final("failed", reason=f"episode wall-clock limit ({cfg.episode_timeout_s:.0f} s) reached")
     if final.action == "failed" and tools.staged and record.commit is None:
@@ -101,7 +106,7 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
     note, nudges = "", 0
     for step in range(1, cfg.max_steps + 1):
         if step > 1:
-            head = context.header(shared.view, shared.index, ep, step, sorted(tools.staged))
+            head = context.header(shared.view, shared.index, ep, step, tools.staged_names())
             messages.append({"role": "user", "content": render("step.md.j2", header=head, note=note)})
         force = nudges > 0 and shared.model.may_force_tools()
         reply = await _call(shared, ep, record, messages, step, "required" if force else None)
@@ -127,7 +132,7 @@ async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages
     shared.check_caps()
     shared.events.emit("step", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step)
     try:
-        reply = await shared.model.complete(messages, tools=tool_schemas(), tool_choice=tool_choice)
+        reply = await shared.model.complete(messages, tools=tool_schemas(ep.kind), tool_choice=tool_choice)
     except ModelError as exc:
         shared.ledger.charge(record, exc.usage)
         raise

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
 
@@ -15,6 +17,7 @@ from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
+from gitswarm.engine.references import References
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.stops import CapReached, Stop, StopReason
@@ -74,12 +77,16 @@ async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_
     """Run the swarm on `problem_set` until a stop condition; resumable at any instant."""
     git = GitThread()
     memory = await git(open_run, cfg, problem_set)
-    with run_lock(cfg.run):
+    with run_lock(cfg.run), tempfile.TemporaryDirectory(prefix="gitswarm-references-") as references:
         removed = await git(clear_stale_locks, cfg.run)
-        return await _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed)
+        return await _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed,
+                            Path(references))
 
 
-async def _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed) -> RunResult:
+async def _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed,
+                 references: Path) -> RunResult:
+    """The run itself; `references` is this run's folder for reference executables, outside
+    the run repository, removed when the run ends."""
     problems = [p for p in memory.problems() if not cfg.problem_ids or p in cfg.problem_ids]
     ledger = await git(Ledger.load, memory)
     index = MemoryIndex()
@@ -88,8 +95,9 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
     view.settled = selection.settled(index, problems, cfg.settle_nominations, cfg.verify)
     ledger.selection = {"verify": cfg.verify, "settle_nominations": cfg.settle_nominations}
     events = EventLog(cfg.run, listeners)
-    shared = Shared(memory, git, index, view, model, events, anyio.CapacityLimiter(2),
-                    caps_check(cfg, ledger, view), ledger)
+    sandbox = anyio.CapacityLimiter(2)
+    shared = Shared(memory, git, index, view, model, events, sandbox, caps_check(cfg, ledger, view),
+                    ledger, References(problem_set, references, sandbox))
     control = control or Control()
     merger = Merger(shared, ledger, merger_model)
     streaks = Streaks.from_records(cfg.no_progress, ledger.episodes.values())

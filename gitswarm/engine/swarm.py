@@ -252,7 +252,7 @@ class Scheduler:
         self.in_flight[episode] = record
         main = await shared.git(shared.memory.main)
         found = self.problem_set.get(problem)
-        info = EpisodeInfo(episode, worker, problem, found.kind.value, found.title, main)
+        info = EpisodeInfo(episode, worker, problem, found.kind.value, found.title, main, found.executable)
         shared.events.emit("episode_started", episode=episode, worker=worker, problem=problem,
                            restarted=restarted)
         tg.start_soon(self._episode, info, record)

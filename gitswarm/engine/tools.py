@@ -1,31 +1,39 @@
 """The worker's tools: read the memory as of the episode's start, stage files, run code, and
-end the episode with one final action. Every refusal is a `ToolError` the agent reads."""
+end the episode with one final action. Every refusal is a `ToolError` the agent reads.
+Program and reproduce problems also get `shell` (`CODE_TOOLS`): a command in the episode's
+code tree (`workspace`), whose changes become staged files and deletions."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
 import anyio
 import yaml
 
-from gitswarm.engine.context import EpisodeInfo, RunView
+from gitswarm.engine import shell
+from gitswarm.engine.context import CODE_KINDS, EpisodeInfo, RunView
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import VERDICTS, MemoryIndex
+from gitswarm.engine.references import References
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.paths import check_path
 from gitswarm.memory.repo import Memory
+from gitswarm.problems.model import Kind
 from gitswarm.resources import data_dir, render
+from gitswarm.sandbox import SandboxError
 
 PAGE = 8000
 SEARCH_ITEMS = 2000
 """Items one search reads, newest first: a bound on the git thread's time for one call."""
 SEARCH_HITS = 40
 KINDS = ("note", "lemma", "attempt", "review", "code", "summary")
+CODE_TOOLS = ("shell",)
+"""Tools offered only for problems of `CODE_KINDS`."""
 
 
 class ToolError(Exception):
@@ -43,10 +51,12 @@ class Final:
 
 
 @cache
-def tool_schemas() -> list[dict]:
-    """The tools in the OpenAI function-calling format, from prompts/tools.yaml."""
+def tool_schemas(kind: str | None = None) -> list[dict]:
+    """The tools a problem of `kind` gets (None: every tool), in the OpenAI function-calling
+    format, from prompts/tools.yaml. One list per kind, so a run's requests share prefixes."""
     specs = yaml.safe_load((data_dir("prompts") / "tools.yaml").read_text(encoding="utf-8"))
-    return [{"type": "function", "function": spec} for spec in specs]
+    offered = [s for s in specs if kind is None or kind in CODE_KINDS or s["name"] not in CODE_TOOLS]
+    return [{"type": "function", "function": spec} for spec in offered]
 
 
 @dataclass
@@ -59,7 +69,21 @@ class Toolbox:
     view: RunView
     ep: EpisodeInfo
     sandbox: anyio.CapacityLimiter
+    references: References | None = None
     staged: dict[str, str] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+    """`code/...` files of the start commit a shell command removed."""
+
+    def __post_init__(self) -> None:
+        self.code = shell.Shell(self.memory, self.git, self.ep, self.sandbox, self.references)
+
+    def close(self) -> None:
+        """Remove the episode's code tree from disk (made by its first `shell` call)."""
+        self.code.close()
+
+    def staged_names(self) -> list[str]:
+        """What the contribution would write, and delete, for the state header."""
+        return sorted([*self.staged, *(f"{p} (deleted)" for p in self.deleted)])
 
     @property
     def base(self) -> str:
@@ -67,7 +91,7 @@ class Toolbox:
 
     async def call(self, name: str, args: dict) -> str | Final:
         handler = getattr(self, f"tool_{name}", None)
-        if handler is None:
+        if handler is None or (name in CODE_TOOLS and self.ep.kind not in CODE_KINDS):
             raise ToolError(f"there is no tool {name!r}")
         try:
             return await handler(**args)
@@ -155,6 +179,7 @@ class Toolbox:
         if rel not in self.staged and len(self.staged) >= self.memory.limits.max_files:
             raise ToolError(f"at most {self.memory.limits.max_files} files in one contribution")
         self.staged[rel] = content
+        self.deleted.discard(rel)
         return f"staged {rel} ({len(content)} characters); {len(self.staged)} file(s) staged"
 
     async def tool_run_python(self, code: str) -> str:
@@ -171,6 +196,18 @@ class Toolbox:
         status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
         return f"{status}\n--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
 
+    async def tool_shell(self, command: str, timeout: int = shell.DEFAULT_TIMEOUT) -> str:
+        if not isinstance(command, str) or not command.strip():
+            raise ToolError("give a bash command")
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool):
+            raise ToolError("timeout is a number of seconds")
+        try:
+            done = await self.code.run(command, int(timeout), self.staged, self.deleted, self._hidden())
+        except SandboxError as exc:
+            raise ToolError(f"the shell cannot run on this machine: {exc}") from None
+        self.staged, self.deleted = done.staged, done.deleted
+        return done.text
+
     def _hidden(self) -> tuple[Path, ...]:
         """What a program must not see: the run (grades, ledger) and every problem file with
         hidden parts — this run's set and the sets shipped with gitswarm."""
@@ -184,16 +221,20 @@ class Toolbox:
                               verdict: str | None = None) -> Final:
         if kind not in KINDS:
             raise ToolError(f"kind must be one of {', '.join(KINDS)}")
-        if not self.staged:
+        if not self.staged and not self.deleted:
             raise ToolError("nothing is staged: write_file first, then contribute")
+        if kind == "code" and self.ep.kind == Kind.REPRODUCE and (  # a candidate is code/<slug>/ with compile.sh
+                problem := await self.code.codebase_problem(self.staged, self.deleted)):
+            raise ToolError(problem)
         reviewed = self._reviewed(kind, reviews, verdict)
         cited = [*(reviewed[:1] if reviewed else []), *(self._commit(ref) for ref in (informed_by or []))]
         files, trailers = dict(self.staged), {}
         if reviewed:
             files.update(self._stamped(*reviewed, str(verdict)))
             trailers = {"Reviews": reviewed[0], "Verdict": str(verdict)}
-        return Final("contribute", self._contribution(kind, title, summary, files, cited,
-                                                      self_assessment, trailers))
+        return Final("contribute", replace(self._contribution(kind, title, summary, files, cited,
+                                                              self_assessment, trailers),
+                                           deleted=tuple(sorted(self.deleted))))
 
     def _stamped(self, commit: str, path: str, verdict: str) -> dict[str, str]:
         """The staged review files, each headed by front matter naming what it reviews, its

@@ -1,0 +1,86 @@
+"""The reference executables of a run's reproduce problems, as code workers' shells run them.
+
+Each is built once per process by `referee.builds.reference_executable` (in the sandbox, from
+the hidden source, in a folder removed right after) and placed alone in a folder of its own
+under this run's tool folder, outside the run repository and the problem set. The file is
+execute-only (mode 0111): a sandboxed program can run it but not read it. As root the
+sandbox runs programs as a fresh uid, which is not the file's owner, so it can neither read
+nor `chmod` it; the file is also setgid to `REFERENCE_GID`, so running it is a secure
+execution (the dynamic loader ignores `LD_PRELOAD` and friends, and the process cannot be
+traced or dumped). Without root the program runs as the file's owner, who may change its
+mode: the reference is then runnable, but not guaranteed unreadable.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import anyio
+
+from gitswarm.problems.model import Kind, ProblemSet
+
+REFERENCE_GID = (1 << 30) - 1
+"""Group of the placed references: below the sandbox uids' range, used by no account."""
+
+
+class ReferenceUnavailable(Exception):
+    """The problem's reference could not be built or placed; `reason` is for the operator
+    (it may quote the hidden source, so it never goes to an agent)."""
+
+    def __init__(self, problem: str, reason: str) -> None:
+        super().__init__(f"the reference of {problem} is unavailable: {reason}")
+        self.problem = problem
+        self.reason = reason
+
+
+class References:
+    """Reference executables ready to put on a shell's PATH, under `root` (one run's folder)."""
+
+    def __init__(self, problems: ProblemSet, root: Path, limiter: anyio.CapacityLimiter) -> None:
+        self.problems = problems
+        self.root = root
+        self.limiter = limiter
+        self._lock = anyio.Lock()
+        self._placed: dict[str, Path] = {}
+
+    async def folder(self, problem_id: str) -> Path | None:
+        """The folder holding the problem's reference under its documented name, or None for a
+        problem without one; ReferenceUnavailable if it cannot be built."""
+        problem = self.problems.get(problem_id)
+        if problem is None or problem.kind is not Kind.REPRODUCE or not problem.executable:
+            return None
+        async with self._lock:
+            if problem_id not in self._placed:
+                self._placed[problem_id] = await anyio.to_thread.run_sync(
+                    self._place, problem_id, limiter=self.limiter)
+        return self._placed[problem_id]
+
+    def _place(self, problem_id: str) -> Path:
+        from gitswarm.referee.builds import ReproduceGradingError, reference_executable
+        from gitswarm.sandbox import SandboxError
+
+        problem = self.problems.get(problem_id)
+        try:
+            with tempfile.TemporaryDirectory(prefix="gitswarm-reference-build-") as scratch:
+                data = reference_executable(problem, Path(scratch) / "reference")
+        except (ReproduceGradingError, SandboxError, OSError) as exc:
+            raise ReferenceUnavailable(problem_id, str(exc)) from None
+        return place(self.root / problem_id, str(problem.executable), data)
+
+
+def place(folder: Path, name: str, data: bytes) -> Path:
+    """Write `data` as `folder/name`, execute-only (and setgid `REFERENCE_GID` as root);
+    return `folder`, which others may enter but not list."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(data)
+    if os.geteuid() == 0:
+        os.chown(path, 0, REFERENCE_GID)
+        path.chmod(0o2111)  # after chown, which clears the setgid bit
+    else:
+        path.chmod(0o111)
+    folder.chmod(0o711)
+    folder.parent.chmod(0o711)
+    return folder

@@ -1,0 +1,154 @@
+"""The `shell` tool of a code episode: a bash command in the sandbox, run in the episode's
+code tree (`workspace.Workspace`), whose changes then become the episode's staged files.
+
+The sandbox gives no network, a wall-clock, CPU, memory, file-size and process bound, and
+kills everything the command started once it ends. Its PATH holds the reference's folder
+(reproduce problems), the interpreter's folder (python, with pytest), the system's (cc,
+make, bash) and, where this machine has them, Rust's and Go's toolchains (`toolchains`).
+HOME and TMPDIR are the run's private /tmp, so caches never land in the code tree.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from gitswarm.engine import workspace
+from gitswarm.engine.context import EpisodeInfo
+from gitswarm.engine.gitio import GitThread
+from gitswarm.engine.references import References, ReferenceUnavailable
+from gitswarm.memory.repo import Memory
+from gitswarm.resources import render
+from gitswarm.sandbox import Limits, SandboxResult, run
+
+DEFAULT_TIMEOUT = 60
+MAX_TIMEOUT = 600
+OUTPUT_BYTES = 16 << 10
+"""Bytes kept of each of stdout and stderr: the head and the tail, the middle dropped."""
+SKIPPED_SHOWN = 20
+"""Files not staged that one result names (the rest are counted)."""
+
+
+@dataclass(frozen=True)
+class Toolchains:
+    """Compilers outside the system folders: folders to put on PATH, folders to show the
+    sandbox (their homes may lie in a folder closed to other users), and their settings."""
+
+    path: tuple[Path, ...] = ()
+    expose: tuple[Path, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+
+@functools.cache
+def toolchains() -> Toolchains:
+    """Cargo (through rustup or not) and Go, where this machine has them."""
+    path: list[Path] = []
+    expose: list[Path] = []
+    env: dict[str, str] = {}
+    cargo = shutil.which("cargo")
+    if cargo:
+        path.append(Path(cargo).parent)
+        expose.append(Path(cargo).resolve().parent)
+        rustup = Path(os.environ.get("RUSTUP_HOME") or Path.home() / ".rustup")
+        if rustup.is_dir():
+            expose.append(rustup)
+            env["RUSTUP_HOME"] = str(rustup)
+        env["CARGO_HOME"] = "/tmp/.cargo"
+    go = shutil.which("go")
+    if go:
+        root = Path(go).resolve().parent.parent
+        path.append(Path(go).parent)
+        expose.append(root)
+        env.update({"GOCACHE": "/tmp/.cache/go-build", "GOPATH": "/tmp/go", "GOTOOLCHAIN": "local"})
+    return Toolchains(tuple(dict.fromkeys(path)), tuple(dict.fromkeys(expose)), tuple(env.items()))
+
+
+def limits(timeout: float) -> Limits:
+    """Bounds of one command: compilers fork, and Go and Rust reserve much address space."""
+    return Limits(wall_seconds=timeout, cpu_seconds=int(timeout), memory_bytes=8 << 30,
+                  file_bytes=64 << 20, max_processes=128, output_bytes=OUTPUT_BYTES)
+
+
+def run_command(command: str, tree: Path, timeout: float, hide: tuple[Path, ...],
+                bin_folders: tuple[Path, ...] = ()) -> SandboxResult:
+    """Run `command` with bash in `tree`; `bin_folders` come first on PATH (blocking)."""
+    tools = toolchains()
+    system = [Path(sys.executable).parent, Path("/usr/local/bin"), Path("/usr/bin"), Path("/bin")]
+    search = ":".join(str(p) for p in dict.fromkeys([*bin_folders, *system, *tools.path]))
+    env = {"PATH": search, "HOME": "/tmp", "TMPDIR": "/tmp", "XDG_CACHE_HOME": "/tmp/.cache",
+           "PYTEST_ADDOPTS": "-p no:cacheprovider", **dict(tools.env)}
+    expose = tuple(p for p in (*bin_folders, *tools.expose) if p.is_dir())
+    return run(["/bin/bash", "-c", command], workdir=tree, limits=limits(timeout), env=env,
+               hide=hide, expose=expose)
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One command's outcome: the text for the agent, and the episode's staging after it."""
+
+    text: str
+    staged: dict[str, str]
+    deleted: set[str]
+
+
+class Shell:
+    """The shell of one episode: its code tree, made on first use, and the reference on PATH."""
+
+    def __init__(self, memory: Memory, git: GitThread, ep: EpisodeInfo, sandbox: anyio.CapacityLimiter,
+                 references: References | None) -> None:
+        self.memory, self.git, self.ep = memory, git, ep
+        self.sandbox, self.references = sandbox, references
+        self.tree: workspace.Workspace | None = None
+
+    async def run(self, command: str, timeout: int, staged: dict[str, str], deleted: set[str],
+                  hide: tuple[Path, ...]) -> Ran:
+        """Run `command` in the tree holding `staged` and `deleted`; SandboxError if the
+        sandbox cannot start here."""
+        seconds = min(max(timeout, 1), MAX_TIMEOUT)
+        tree = self.tree = self.tree or workspace.Workspace(await self._start())
+        folders, note = await self._reference()
+        others = {p: t for p, t in staged.items() if not p.startswith(workspace.PREFIX)}
+        limits = self.memory.limits
+
+        def step() -> tuple[SandboxResult, workspace.Scan]:
+            tree.sync(staged, deleted)
+            result = run_command(command, tree.root, seconds, hide, folders)
+            return result, tree.scan(limits, limits.max_files - len(others))
+
+        result, scan = await anyio.to_thread.run_sync(step, limiter=self.sandbox)
+        staged = {**others, **scan.staged}
+        text = render("shell_result.md.j2", result=result, timeout=seconds, note=note,
+                      skipped=scan.skipped[:SKIPPED_SHOWN], more_skipped=max(0, len(scan.skipped) - SKIPPED_SHOWN),
+                      staged=sorted(scan.staged), deleted=sorted(scan.deleted))
+        return Ran(text, staged, scan.deleted)
+
+    async def codebase_problem(self, staged: dict[str, str], deleted: set[str]) -> str | None:
+        """What keeps the staged code from being reproduce candidates, or None."""
+        start = set(self.tree.start) if self.tree else set(await self._start())
+        return workspace.codebase_problem(start, staged, deleted)
+
+    async def _start(self) -> dict[str, bytes]:
+        return await self.git(workspace.baseline, self.memory, self.ep.problem_id, self.ep.start_commit)
+
+    async def _reference(self) -> tuple[tuple[Path, ...], str]:
+        """The folder holding the reference executable (reproduce problems), or a note when
+        it cannot be had; the reason stays with the operator, as it may quote hidden source."""
+        if self.references is None:
+            return (), ""
+        try:
+            folder = await self.references.folder(self.ep.problem_id)
+        except ReferenceUnavailable:
+            return (), "the reference executable could not be built on this machine, so it is not on PATH"
+        return ((folder,) if folder else ()), ""
+
+    def close(self) -> None:
+        """Remove the code tree from disk."""
+        if self.tree is not None:
+            self.tree.close()
+            self.tree = None
