@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -86,11 +85,23 @@ class Episode:
 
 
 @pytest.fixture
-def tally(tmp_path: Path, reproduce_set: ProblemSet):
+def episodes():
+    """Makes Episodes, and removes their code trees afterwards, whatever the test's outcome."""
+    made: list[Episode] = []
+
+    def make(*args, **kwargs) -> Episode:
+        made.append(Episode(*args, **kwargs))
+        return made[-1]
+
+    yield make
+    for episode in made:
+        episode.tools.close()
+
+
+@pytest.fixture
+def tally(tmp_path: Path, reproduce_set: ProblemSet, episodes) -> Episode:
     memory = Memory.create(tmp_path / "run", reproduce_set, problem_ids=["tally"])
-    episode = Episode(memory, reproduce_set, "tally", tmp_path / "references")
-    yield episode
-    episode.tools.close()
+    return episodes(memory, reproduce_set, "tally", tmp_path / "references")
 
 
 C_COUNTER = r'''#include <stdio.h>
@@ -98,8 +109,7 @@ int main(void) { int c, n = 0; while ((c = getchar()) != EOF) n += c == '\n'; pr
 '''
 
 
-def test_the_shell_is_offered_to_code_problems_only(tmp_path: Path, problem_dir: Path,
-                                                    reproduce_set: ProblemSet) -> None:
+def test_the_shell_is_offered_to_code_problems_only(tmp_path: Path, problem_dir: Path, episodes) -> None:
     for kind in ("program", "reproduce"):
         names = [t["function"]["name"] for t in tool_schemas(kind)]
         assert "shell" in names and "run_python" in names
@@ -108,7 +118,7 @@ def test_the_shell_is_offered_to_code_problems_only(tmp_path: Path, problem_dir:
     assert "### shell\n" in instructions(tool_schemas("reproduce"))  # the text protocol shows it
     assert "shell" not in instructions(tool_schemas("proof"))
     proofs = load_set(problem_dir)
-    episode = Episode(Memory.create(tmp_path / "run", proofs), proofs, "odd", tmp_path / "refs")
+    episode = episodes(Memory.create(tmp_path / "run", proofs), proofs, "odd", tmp_path / "refs")
     with pytest.raises(ToolError, match="there is no tool 'shell'"):
         episode.shell("true")
 
@@ -129,11 +139,11 @@ def test_text_changes_are_staged_and_build_products_stay_on_disk(tally: Episode)
     assert "code/count/NOTES.txt" not in tally.tools.staged  # never committed: simply unstaged
 
 
-def test_deletions_of_committed_files_are_committed(tally: Episode, tmp_path: Path) -> None:
+def test_deletions_of_committed_files_are_committed(tally: Episode, tmp_path: Path, episodes) -> None:
     tally.shell("mkdir -p py && printf '#!/bin/sh\\ncp main.py executable\\n' > py/compile.sh && "
                 "echo 'print(1)' > py/main.py && echo old > py/OLD.txt")
     first = tally.commit(tally.call("contribute", kind="code", title="start", summary="s"))
-    later = Episode(tally.memory, tally.problems, "tally", tmp_path / "references", episode="e00002")
+    later = episodes(tally.memory, tally.problems, "tally", tmp_path / "references", episode="e00002")
     out = later.shell("test -x py/compile.sh && cat py/OLD.txt && rm py/OLD.txt")
     assert "\nold\n" in out and "deleted (removed from the memory on contribute): code/py/OLD.txt" in out
     assert later.tools.staged_names() == ["code/py/OLD.txt (deleted)"]
@@ -145,7 +155,6 @@ def test_deletions_of_committed_files_are_committed(tally: Episode, tmp_path: Pa
     index = MemoryIndex()
     index.update(later.memory.repo, later.memory.main())
     assert "code/py/OLD.txt" not in index.problems["tally"].items
-    later.tools.close()
 
 
 def test_staging_keeps_the_memory_path_and_size_rules(tally: Episode) -> None:
@@ -170,7 +179,7 @@ def test_staging_keeps_the_memory_path_and_size_rules(tally: Episode) -> None:
     assert not any(p.startswith(("code/.cache", "code/ok/.tool")) for p in staged)
 
 
-def test_a_code_contribution_to_a_reproduce_problem_needs_compile_sh(tally: Episode) -> None:
+def test_a_code_contribution_to_a_reproduce_problem_needs_compile_sh(tally: Episode, episodes) -> None:
     tally.shell("mkdir -p c && echo 'int main(void){return 0;}' > c/main.c")
     with pytest.raises(ToolError, match=r"code/c/ has no compile.sh at its root"):
         tally.call("contribute", kind="code", title="t", summary="s")
@@ -180,22 +189,21 @@ def test_a_code_contribution_to_a_reproduce_problem_needs_compile_sh(tally: Epis
     tally.shell("rm ../loose.c 2>/dev/null; rm loose.c; echo 'cc -o executable main.c' > c/compile.sh")
     final = tally.call("contribute", kind="code", title="t", summary="s")
     assert set(final.contribution.files) == {"code/c/main.c", "code/c/compile.sh"}
-    notes_only = Episode(tally.memory, tally.problems, "tally", tally.tools.references.root, "e00002")
+    notes_only = episodes(tally.memory, tally.problems, "tally", tally.tools.references.root, "e00002")
     notes_only.call("write_file", path="notes/idea.md", content="idea\n")
     with pytest.raises(ToolError, match="nothing under code/ is staged"):
         notes_only.call("contribute", kind="code", title="t", summary="s")
     assert notes_only.call("contribute", kind="note", title="t", summary="s").action == "contribute"
 
 
-def test_program_problems_need_no_compile_sh(tmp_path: Path, problem_dir: Path) -> None:
+def test_program_problems_need_no_compile_sh(tmp_path: Path, problem_dir: Path, episodes) -> None:
     programs = load_set(problem_dir)
-    episode = Episode(Memory.create(tmp_path / "run", programs), programs, "rev", tmp_path / "refs")
+    episode = episodes(Memory.create(tmp_path / "run", programs), programs, "rev", tmp_path / "refs")
     out = episode.shell("mkdir rev && printf 'def rev(s):\\n    return s[::-1]\\n' > rev/solution.py && "
                         "cd rev && python3 -c 'from solution import rev; print(rev(\"ab\"))'")
     assert "\nba\n" in out
     assert "--- stdout ---\nnone\n" in episode.shell("command -v tally || echo none")  # no reference
     assert episode.call("contribute", kind="code", title="t", summary="s").action == "contribute"
-    episode.tools.close()
 
 
 def test_the_reference_runs_under_its_name(tally: Episode) -> None:
@@ -277,4 +285,3 @@ def test_the_code_tree_is_removed_when_the_episode_closes(tally: Episode) -> Non
     assert root.is_dir()
     tally.tools.close()
     assert not root.exists()
-    shutil.rmtree(root, ignore_errors=True)
