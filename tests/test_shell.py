@@ -157,6 +157,25 @@ def test_deletions_of_committed_files_are_committed(tally: Episode, tmp_path: Pa
     assert "code/py/OLD.txt" not in index.problems["tally"].items
 
 
+def test_syncing_the_tree_never_writes_or_deletes_through_a_link(tally: Episode, tmp_path: Path,
+                                                                 episodes) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in ("main.c", "OLD.txt"):
+        (outside / name).write_text("precious\n")
+    tally.shell("mkdir -p c py && echo 'int main(void){return 0;}' > c/main.c && echo old > py/OLD.txt && "
+                "echo 'cc -o executable main.c' > c/compile.sh && echo 'cp x executable' > py/compile.sh")
+    tally.commit(tally.call("contribute", kind="code", title="t", summary="s"))
+    later = episodes(tally.memory, tally.problems, "tally", tmp_path / "references", episode="e00002")
+    later.call("write_file", path="code/c/main.c", content="int main(void){return 1;}\n")
+    later.shell(f"rm -rf c py && ln -s {outside} c && ln -s {outside} py")  # links the engine would follow
+    assert "code/py/OLD.txt" in later.tools.deleted
+    later.call("write_file", path="code/c/main.c", content="int main(void){return 2;}\n")
+    out = later.shell("cat c/main.c; test -L c || echo 'c is a folder again'")
+    assert "return 2" in out and "c is a folder again" in out
+    assert {p.name: p.read_text() for p in outside.iterdir()} == {"main.c": "precious\n", "OLD.txt": "precious\n"}
+
+
 def test_staging_keeps_the_memory_path_and_size_rules(tally: Episode) -> None:
     limits = tally.memory.limits
     big = limits.max_file_bytes + 1

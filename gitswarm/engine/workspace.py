@@ -89,8 +89,8 @@ class Workspace:
             if path.startswith(PREFIX):
                 target = self.root / path.removeprefix(PREFIX)
                 data = text.encode()
-                if not target.is_file() or target.is_symlink() or target.read_bytes() != data:
-                    _clear(target)
+                if not (_real_folders(self.root, target) and target.is_file() and not target.is_symlink()
+                        and target.read_bytes() == data):
                     _write(self.root, target, data)
         for path in deleted:
             target = self.root / path.removeprefix(PREFIX)
@@ -207,11 +207,13 @@ def _real_folders(root: Path, path: Path) -> bool:
 
 
 def _write(root: Path, path: Path, data: bytes) -> None:
-    """Write `path` inside `root`, clearing a file or link the shell left where a folder goes."""
+    """Write `path` inside `root`, never through a link: a file or link the shell left where a
+    folder goes is cleared first (top down), then whatever is at `path` itself."""
     for parent in reversed(path.relative_to(root).parents[:-1]):
         if (root / parent).is_symlink() or (root / parent).is_file():
             _clear(root / parent)
     path.parent.mkdir(parents=True, exist_ok=True)
+    _clear(path)
     path.write_bytes(data)
     path.chmod(0o755 if data.startswith(b"#!") else 0o644)
 
