@@ -112,8 +112,9 @@ async def scripted_run(run: Path, protocol: str = "native", **options):
                              reply_timeout_s=30, backoff_base_s=0.01, backoff_cap_s=0.05,
                              tool_protocol=protocol)
         model = LiteLLMModel(config)
+        # One worker keeps the script's order; verify=0: selection asks for no reviews here.
         cfg = SolveConfig(problems=SHIPPED, run=run, model=config.model, problem_ids=("tally",),
-                          workers=1, tool_protocol=protocol, **options)
+                          workers=1, verify=0, tool_protocol=protocol, **options)
         with anyio.fail_after(120):
             return await solve(cfg, problem_set, model, model), server
 
