@@ -141,7 +141,8 @@ def test_a_scripted_run_builds_grades_and_shows_a_code_candidate(tmp_path: Path)
     assert "probe the reference" in first_prompt and "`tally`" in first_prompt
     results = tool_results(server)
     assert any("2 3 14\nexit 0" in r for r in results)  # the probe reached the reference
-    assert any(r.count("same") == 4 and "staged under code/" in r for r in results)
+    built = next((r for r in results if "tests/compare.sh" in r), "")
+    assert built.count("same") == 4 and "staged under code/" in built, results
     assert any("Permission denied" in r or "No such file" in r for r in results)  # the copy failed
 
     graded = runner.invoke(app, ["grade", str(run), "--all"])
