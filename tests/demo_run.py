@@ -41,5 +41,5 @@ def demo_run(factory: pytest.TempPathFactory) -> Path:
     run = factory.getbasetemp() / "demo-run"
     if not (run / "gitswarm-events.jsonl").exists() or b"run_stopped" not in (
             run / "gitswarm-events.jsonl").read_bytes():
-        anyio.run(lambda: run_demo(run, workers=4, budget=48))
+        anyio.run(lambda: run_demo(run, workers=4, budget=60))
     return run

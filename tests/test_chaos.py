@@ -134,7 +134,7 @@ def test_no_hidden_text_in_any_object_after_a_run(tmp_path: Path):
     problems = write_set(tmp_path / "set")  # hidden parts are marked HIDDEN-
     anyio.run(lambda: swarm(problems, tmp_path / "a", workers=3, budget=12))
     assert b"HIDDEN-" not in audit.all_objects(tmp_path / "a")
-    anyio.run(lambda: swarm(DEMO, tmp_path / "demo", workers=4, budget=48))
+    anyio.run(lambda: swarm(DEMO, tmp_path / "demo", workers=4, budget=60))
     demo = load_set(DEMO)
     secrets = {p.id: p.hidden_texts() for p in demo.problems}
     assert audit.hidden_leaks(tmp_path / "demo", secrets, audit.public_text(demo)) == []

@@ -35,7 +35,7 @@ async def demo_over(personality: str, model: str, run: Path, **options):
         config = ModelConfig(model=model, api_base=server.url, api_key="k", reply_timeout_s=20,
                              backoff_base_s=0.01, **options)
         client = LiteLLMModel(config)
-        cfg = SolveConfig(problems=problems, run=run, model=model, workers=4, budget=48)
+        cfg = SolveConfig(problems=problems, run=run, model=model, workers=4, budget=60)
         with anyio.fail_after(120):
             result = await solve(cfg, load_set(problems), client, client)
     return result, Ledger.load(Memory(run)).totals, server, client
@@ -115,12 +115,13 @@ def test_gitswarm_demo_runs_over_each_provider(tmp_path: Path, provider: str):
     # It ends by grading: answers and programs for real, the proof by the scripted judge, said so.
     assert "scripted judge (openai/gitswarm-scripted-judge)" in done.stdout
     for line in ("demo-divisors-36     answer   ", "demo-odd-sum         proof    ",
-                 "proof-judge (openai/gitswarm-scripted-judge)  7/7"):
+                 "proof-judge (openai/gitswarm-scripted-judge)  7/7", "1.00 (10/10 tests)",
+                 "reproduce: mean score 1.000 over 1 problem(s)"):
         assert line in done.stdout, line
     graded = subprocess.run(["git", "-C", str(tmp_path / "run"), "ls-tree", "-r", "--name-only",
                              "refs/gitswarm/grades"], capture_output=True, text=True, check=True).stdout
     assert {path.split("/")[1] for path in graded.split()} >= {"demo-divisors-36", "demo-hexagon-angles",
-                                                               "demo-odd-sum", "demo-reverse-words"}
+                                                               "demo-odd-sum", "demo-reverse-words", "demo-shout"}
     if provider != "local-no-tools":
         assert "USD " in done.stdout  # a priced model: what the provider would bill
     status = subprocess.run([sys.executable, "-m", "gitswarm", "status", str(tmp_path / "run")],

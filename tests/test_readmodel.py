@@ -193,7 +193,7 @@ async def test_status_report_and_dashboard_agree_on_every_problem(graded_run: Pa
         cells = {key.value: dashboard.query_one("ProblemsTable").get_row(key) for key in
                  dashboard.query_one("ProblemsTable").rows}
         await pilot.press("q")
-    assert set(status) == set(report) == set(rows) == set(cells) and len(status) == 4
+    assert set(status) == set(report) == set(rows) == set(cells) and len(status) == 5
     for pid, s in status.items():
         r, row = report[pid], rows[pid]
         votes = git(graded_run, "ls-tree", "--name-only", f"main:problems/{pid}/nominations/").count("\n")

@@ -60,7 +60,7 @@ def test_json_figures_match_git(run: Path):
     result = runner.invoke(app, ["report", str(run), "--format", "json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert len(data["problems"]) == 4 and data["charged"] <= 48  # the demo set's budget
+    assert len(data["problems"]) == 5 and data["charged"] <= 60  # the demo set's budget
     totals = [0, 0, 0]
     for p in data["problems"]:
         solution = git(run, "show", f"main:problems/{p['id']}/SOLUTION.md")
@@ -86,7 +86,7 @@ def test_markdown_and_html(run: Path, tmp_path: Path):
     result = runner.invoke(app, ["report", str(run), "-f", "html", "-o", str(out)])
     assert result.exit_code == 0, result.output
     page = out.read_text()
-    assert page.count("<svg") == 4 and "<script" not in page and "http://cdn" not in page
+    assert page.count("<svg") == 5 and "<script" not in page and "http://cdn" not in page
     assert "demo-reverse-words: contribution graph" in page
 
 

@@ -29,7 +29,7 @@ def demo(run: Path) -> subprocess.Popen:
                              "0.05", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
-DEMO_BUDGET = 48
+DEMO_BUDGET = 60
 """The demo set's budget (its set.toml [defaults])."""
 
 

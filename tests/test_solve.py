@@ -38,7 +38,7 @@ def ops_in_history(run: Path) -> Counter:
 @pytest.mark.anyio
 async def test_demo_set_is_solved_end_to_end(tmp_path: Path):
     run = tmp_path / "run"
-    result, _ = await run_swarm(resolve_set("demo"), run, workers=4, budget=48)
+    result, _ = await run_swarm(resolve_set("demo"), run, workers=4, budget=60)
     assert result.reason.reason is StopReason.SETTLED and result.reason.detail == "every problem is settled"
     assert set(result.selected) == {p.id for p in load_set(resolve_set("demo")).problems}
     assert all(s is not None and s.verified for s in result.selected.values())
@@ -50,7 +50,7 @@ async def test_demo_set_is_solved_end_to_end(tmp_path: Path):
     notes = git(run, "notes", "--ref=transcripts", "list").splitlines()
     assert len(notes) >= result.charged - 1
     assert set(ops_in_history(run).values()) == {1}
-    assert result.charged <= 48 and fsck_clean(run)
+    assert result.charged <= 60 and fsck_clean(run)
     cited = git(run, "log", "main", "--format=%(trailers:key=Gitswarm-Informed-By,valueonly)")
     assert len([line for line in cited.splitlines() if line.strip()]) >= 4  # work built on work
 
@@ -77,7 +77,7 @@ async def test_provider_faults_are_retried_or_end_episodes_cleanly(tmp_path: Pat
                                                 "malformed_args", "timeout", "empty"),
                        retry_after_s=0)
     result, server = await run_swarm(resolve_set("demo"), tmp_path / "run", faults, workers=4,
-                                     budget=48, no_progress=12)
+                                     budget=60, no_progress=12)
     # Faults may end some episodes (an abstention, a failed call), so the budget may run out first;
     # failed episodes count toward the no-progress rule, which this test is not about.
     assert result.reason.reason in (StopReason.SETTLED, StopReason.BUDGET), result.reason

@@ -18,7 +18,7 @@ from gitswarm.tui.state import DashState
 from gitswarm.tui.tables import ProblemsTable, WorkersTable
 
 pytestmark = pytest.mark.anyio
-DEMO_PROBLEMS = {"demo-divisors-36", "demo-hexagon-angles", "demo-odd-sum", "demo-reverse-words"}
+DEMO_PROBLEMS = {"demo-divisors-36", "demo-hexagon-angles", "demo-odd-sum", "demo-reverse-words", "demo-shout"}
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ async def test_attached_panels_are_populated(run: Path):
         header = text_of(app.query_one("RunHeader"))
         assert "demo" in header and "every problem is settled" in header and "episodes" in header
         problems = app.query_one(ProblemsTable)
-        assert problems.row_count == 4
+        assert problems.row_count == len(DEMO_PROBLEMS)
         assert {str(k.value) for k in problems.rows} == DEMO_PROBLEMS
         assert all(r.state == "selected" for r in app.state.problems.values())
         assert all(r.contributions >= 1 and r.nominations >= 1 for r in app.state.problems.values())
@@ -66,7 +66,7 @@ async def test_attached_panels_are_populated(run: Path):
 async def test_detail_graph_help_and_navigation(run: Path):
     app = Dashboard(run)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot, lambda: app.query_one(ProblemsTable).row_count == 4)
+        await settle(pilot, lambda: app.query_one(ProblemsTable).row_count == len(DEMO_PROBLEMS))
         await pilot.press("down")
         problem = app.query_one(ProblemsTable).selected_key()
         assert problem in DEMO_PROBLEMS and problem != min(DEMO_PROBLEMS)

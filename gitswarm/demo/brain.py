@@ -27,6 +27,11 @@ NOT_REQUIRED = "verification: not required"
 """The header's line when the run selects by plain plurality (`--verify 0`)."""
 FIRST_TRY = "attempts/first-try-"
 """Where the scripted model writes a problem's flawed first try (its reviewers find the error)."""
+EXIT = re.compile(r"^exit code (-?\d+)", re.MULTILINE)
+"""The first line of a shell tool result."""
+HEREDOC = "GITSWARM_END_OF_FILE"
+"""The delimiter of the here-documents the scripted code worker writes its files with."""
+CODE_KINDS = ("program", "reproduce")
 FENCED = re.compile(r'<memory-data source="([^"]+)">\n(.*?)\n</memory-data>', re.DOTALL)
 
 
@@ -50,7 +55,8 @@ def respond(request: dict) -> FakeReply:
     for path, commit in ROW.findall(first):
         items.setdefault(path.split("/")[0], []).append((path, commit))
     done = sum(1 for m in messages if m["role"] == "assistant")
-    plan = _plan(problem, kind, episode, items, first)
+    exits = EXIT.findall("\n".join(_text(m) for m in messages[1:] if m["role"] in ("tool", "user")))
+    plan = _plan(problem, kind, episode, items, first, exits[-1] if exits else None)
     call = plan[min(done, len(plan) - 1)]
     if text_protocol:
         return FakeReply(content=textproto.format_calls([(call["name"], call["arguments"])]))
@@ -65,11 +71,13 @@ def _text(message: dict) -> str:
     return str(content)
 
 
-def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str) -> list[dict]:
+def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_exit: str | None) -> list[dict]:
     """The tool calls of this episode, one per step, chosen from what the memory holds and
     what the header advises: a note, then an attempt (the script's flawed first try where it
     has one), then the advised review or revision, then a nomination of a verified
-    candidate; with nothing left to do for this worker, it abstains."""
+    candidate; with nothing left to do for this worker, it abstains. `last_exit` is the exit
+    code of the last shell command so far: a review of a program passes only when its check
+    ran clean."""
     text = script().get(problem) or script()["default"]
     if "notes" not in items:
         return [_call("read_file", path="SUMMARY.md"), _call("announce", intent="first observations"),
@@ -83,7 +91,7 @@ def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str) -> li
         return _attempt_plan(kind, episode, text, text["flawed"] if first else text.get("attempt", ""), path,
                              [note], f"Built on {note_path}.", note_path)
     if review := REVIEW.search(prompt):
-        return _review_plan(episode, text, review.group(1))
+        return _review_plan(kind, episode, text, review.group(1), last_exit)
     if revise := REVISE.search(prompt):
         return _attempt_plan(kind, episode, text, text.get("attempt", ""), f"attempts/revision-{episode}.md",
                              [revise.group(2), revise.group(1), note],
@@ -106,16 +114,27 @@ def _attempt_plan(kind: str, episode: str, text: dict, body: str, path: str, cit
             *_attempt(kind, episode, text, body, path),
             _call("write_file", path="SUMMARY.md",
                   content=f"# Summary\n\n- {episode}: {path} ({summary.lower().rstrip('.')}).\n"),
-            _call("contribute", kind="code" if kind == "program" else "attempt", title="a full attempt",
+            _call("contribute", kind="code" if kind in CODE_KINDS else "attempt", title="a full attempt",
                   summary=summary, informed_by=cites, self_assessment="complete")]
 
 
-def _review_plan(episode: str, text: dict, target: str) -> list[dict]:
-    """A review of `target` with the script's verdict; critical for a flawed first try."""
+def _review_plan(kind: str, episode: str, text: dict, target: str, last_exit: str | None) -> list[dict]:
+    """A review of `target` with the script's verdict; critical for a flawed first try, and
+    for a program whose check (run in the shell) failed."""
     flawed = target.startswith(FIRST_TRY) and "flawed_review" in text
     verdict = "critical" if flawed else text["verdict"]
-    return [_call("read_file", path=target if not target.startswith("code/") else f"{target}/solution.py"),
-            _call("announce", intent=f"reviewing {target}"),
+    failed = target.startswith("code/") and last_exit not in (None, "0")
+    if failed:
+        verdict, text = "critical", {**text, "review": f"# Review\n\nCritical: the check exits {last_exit}: "
+                                                       "it does not build or does not behave as specified.\n"}
+    if not target.startswith("code/"):
+        look = [_call("read_file", path=target)]
+    elif kind == "reproduce":  # run it beside the reference
+        look = [_call("shell", command=f"ls {target[5:]}"),
+                _call("shell", command=f"cd {target[5:]} && {text['check']}")]
+    else:  # run the script's checks on it
+        look = [_call("shell", command=f"cd {target[5:]} && python3 - <<'{HEREDOC}'\n{text['check']}{HEREDOC}")]
+    return [*look, _call("announce", intent=f"reviewing {target}"),
             _call("write_file", path=f"reviews/review-{episode}.md",
                   content=text["flawed_review"] if flawed else text["review"]),
             _call("write_file", path="SUMMARY.md",
@@ -130,6 +149,11 @@ def _candidate(path: str) -> str:
 
 
 def _attempt(kind: str, episode: str, text: dict, body: str, path: str) -> list[dict]:
+    if kind == "reproduce" and "program" in text:  # a code worker at its shell: probe, write, compare
+        files = f"mkdir -p {episode} && cat > {episode}/main.py <<'{HEREDOC}'\n{text['program']}{HEREDOC}\n" \
+                f"cat > {episode}/compile.sh <<'{HEREDOC}'\n{text['compile']}{HEREDOC}\nchmod +x {episode}/compile.sh"
+        return [_call("shell", command=text["probe"]), _call("shell", command=files),
+                _call("shell", command=f"cd {episode} && {text['check']}")]
     if kind != "program" or "code" not in text:
         return [_call("write_file", path=path, content=body)]
     return [_call("write_file", path=f"code/{episode}/solution.py", content=text["code"]),
