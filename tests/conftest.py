@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,3 +106,19 @@ def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     daemon = request.getfixturevalue("git_daemon")
     bare(daemon.base / "run.git")
     return daemon.url("run.git")
+
+
+MODEL_LATENCY_S = "0.1"
+
+
+@pytest.fixture
+def model_server() -> Iterator[str]:
+    """The demo's scripted model behind the fake server, as a process of its own (for tests
+    that run the real CLI in several processes); yields its api_base."""
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("brain_server.py")), MODEL_LATENCY_S],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        yield server.stdout.readline().strip()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=10)

@@ -5,13 +5,11 @@ server process, over a `file://` bare repository and a real `git daemon` on loop
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
 from conftest import fsck_clean, git
 
 from gitswarm.demo import audit
@@ -19,19 +17,6 @@ from gitswarm.remote.daemon import bare
 from gitswarm.resources import resolve_set
 
 BUDGET = 24
-LATENCY_S = "0.1"
-
-
-@pytest.fixture
-def model_server():
-    """The scripted model as a process of its own; yields its api_base."""
-    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("brain_server.py")), LATENCY_S],
-                              stdout=subprocess.PIPE, text=True)
-    try:
-        yield server.stdout.readline().strip()
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(timeout=10)
 
 
 def server_repo(path: Path) -> Path:

@@ -1,0 +1,172 @@
+"""Faults in a run on a git remote, through the real CLI (a coordinator and `gitswarm worker`
+processes, the demo's scripted model behind one fake server process): a worker SIGKILLed
+mid-episode, hostile workers pushing what the coordinator must not merge, the git daemon
+restarted mid-run. Each run must then finish with nothing lost or duplicated (`check_run`)."""
+
+from __future__ import annotations
+
+import json
+import queue
+import signal
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pygit2
+import pytest
+from conftest import git
+from test_remote_run import check_run, coordinator, finish, server_repo, worker
+
+from gitswarm.memory import books
+from gitswarm.memory.repo import META_REF
+from gitswarm.remote import layout
+from gitswarm.remote.claims import Claims
+from gitswarm.remote.transport import Remote, Update
+
+pytestmark = pytest.mark.slow
+RUN_S = 120
+"""A fault run's bound: a stalled run fails here instead of hanging the suite."""
+
+
+@contextmanager
+def processes(*started: subprocess.Popen):
+    """Kill whatever is still running at the end, passed or failed."""
+    running = list(started)
+    try:
+        yield running
+    finally:
+        for p in running:
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=10)
+
+
+def lines_of(process: subprocess.Popen) -> queue.Queue:
+    """The process's stdout lines, read by a thread (a full pipe would block the process)."""
+    found: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        for line in process.stdout:
+            found.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    return found
+
+
+def wait_for(lines: queue.Queue, kind: str, timeout_s: float = 60) -> dict:
+    """The data of the first JSON event of `kind` among `lines`."""
+    deadline = time.monotonic() + timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if line.startswith("{") and json.loads(line).get("kind") == kind:
+            return json.loads(line)["data"]
+    raise AssertionError(f"no {kind} event within {timeout_s:.0f} s")
+
+
+def events(mirror: Path, kind: str) -> list[dict]:
+    path = mirror / "gitswarm-events.jsonl"
+    found = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [e["data"] for e in found if e["kind"] == kind]
+
+
+def ledger_record(mirror: Path, episode: str) -> dict | None:
+    return books.get(pygit2.Repository(str(mirror)), "ledger", f"episodes/{episode[:4]}/{episode}.json")
+
+
+def claim_history(remote: Path, episode: str) -> list[dict]:
+    """The episode's claim commits on the remote, oldest first, read with plain git."""
+    ref = layout.claim_ref(episode)
+    commits = git(remote, "rev-list", "--reverse", ref).split()
+    return [json.loads(git(remote, "show", f"{c}:claim.json")) for c in commits]
+
+
+def test_a_worker_killed_mid_episode_over_git_daemon(tmp_path: Path, model_server: str, git_daemon):
+    """The victim's claims expire (ttl 4 s) and other workers take its episodes over; nothing
+    it held is lost, and nothing is merged twice."""
+    remote = server_repo(git_daemon.base / "run.git")
+    url = git_daemon.url("run.git")
+    mirror = tmp_path / "mirror"
+    with processes(coordinator(url, mirror, model_server)) as running:
+        victim = worker(url, tmp_path / "v", "victim", model_server, watch=True)
+        running.append(victim)
+        started = wait_for(lines_of(victim), "episode_started")
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=10)
+        held = [e for e, c in Claims(Remote(url, tmp_path / "look"), "look", ttl_s=4).all().items()
+                if c.worker == "victim" and not c.done]
+        assert started["episode"] in held
+        running += [worker(url, tmp_path / name, name, model_server) for name in ("a", "b")]
+        code, _, err = finish(running[0], RUN_S)
+        assert code == 0, err
+        for w in running[2:]:
+            assert finish(w, 60)[0] == 0
+    check_run(mirror, remote)
+    assert git(remote, "for-each-ref", layout.worker_ref("victim", "refs/heads/")) == ""  # pushed nothing
+    for episode in held:
+        history = claim_history(remote, episode)
+        assert history[0]["worker"] == "victim" and history[0]["generation"] == 1
+        last = history[-1]
+        assert last["done"] and last["worker"] in ("a", "b") and last["generation"] >= 2, history
+        record = ledger_record(mirror, episode)
+        assert record is not None and record["worker"].startswith(f"{last['worker']}-w"), record
+
+
+def _hostile(url: str, folder: Path, name: str, problem: str, forge: str) -> str:
+    """A worker that claims an episode by hand and closes it with a commit an honest worker
+    would not push (`forge`: "outside" writes README.md at the top; "trailers" writes inside
+    its folder but signs as another worker's slot); returns the episode."""
+    remote = Remote(url, folder)
+    remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}"])
+    run_id = json.loads(git(folder, "show", f"{META_REF}:run.json"))["run_id"]
+    claims = Claims(remote, name, ttl_s=30)
+    claim = claims.claim_next([problem], 1000)[0]
+    repo = remote.repo()
+    main = repo[remote.local(layout.MAIN)].peel(pygit2.Commit)
+    path = "README.md" if forge == "outside" else f"problems/{problem}/notes/hello.md"
+    index = pygit2.Index()
+    index.read_tree(main.tree)
+    index.add(pygit2.IndexEntry(path, repo.create_blob(b"owned\n"), pygit2.enums.FileMode.BLOB))
+    slot = "a-w01" if forge == "trailers" else f"{name}-w01"
+    files = path.removeprefix(f"problems/{problem}/")
+    message = (f"note({problem}): hello\n\nGitswarm-Run: {run_id}\nGitswarm-Episode: {claim.episode}\n"
+               f"Gitswarm-Op: {claim.episode}-final\nGitswarm-Worker: {slot}\nGitswarm-Problem: {problem}\n"
+               f"Gitswarm-Kind: note\nGitswarm-Files: {files}\n")
+    sig = pygit2.Signature(name, f"{name}@example.invalid")
+    commit = str(repo.create_commit(None, sig, sig, message, index.write_tree(repo), [main.id]))
+    branch = layout.worker_ref(name, f"refs/heads/swarm/{claim.episode}")
+    claims.finish([claim], [Update(branch, commit, None)])
+    return claim.episode
+
+
+def test_hostile_pushes_are_refused_and_the_run_goes_on(tmp_path: Path, model_server: str):
+    """A branch writing outside its problem folder and one with a forged Worker trailer: neither
+    is merged, the coordinator's event log says why, and the honest workers finish the run."""
+    remote = server_repo(tmp_path / "run.git")
+    url = remote.as_uri()
+    mirror = tmp_path / "mirror"
+    with processes(coordinator(url, mirror, model_server)) as running:
+        running += [worker(url, tmp_path / name, name, model_server) for name in ("a", "b")]
+        deadline = time.monotonic() + 60
+        while "refs/heads/main" not in git(remote, "for-each-ref") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        outside = _hostile(url, tmp_path / "mallory", "mallory", "demo-odd-sum", "outside")
+        forged = _hostile(url, tmp_path / "trudy", "trudy", "demo-divisors-36", "trailers")
+        code, _, err = finish(running[0], RUN_S)
+        assert code == 0, err
+        for w in running[1:]:
+            assert finish(w, 60)[0] == 0
+    check_run(mirror, remote)
+    refused = {e["episode"]: e["reason"] for e in events(mirror, "refused")}
+    assert "outside its problem folder" in refused[outside]
+    assert "Worker trailer 'a-w01' is not one of trudy's" in refused[forged]
+    for episode in (outside, forged):
+        assert git(mirror, "log", "main", "--format=%H", "--grep", f"Gitswarm-Episode: {episode}$") == ""
+        assert git(mirror, "for-each-ref", f"refs/gitswarm/ops/{episode}-final") == ""
+        record = ledger_record(mirror, episode)
+        assert record["status"] == "failed" and "refused by the coordinator" in record["note"], record
+    assert git(remote, "show", "main:README.md") != "owned\n"
