@@ -170,3 +170,26 @@ def test_hostile_pushes_are_refused_and_the_run_goes_on(tmp_path: Path, model_se
         record = ledger_record(mirror, episode)
         assert record["status"] == "failed" and "refused by the coordinator" in record["note"], record
     assert git(remote, "show", "main:README.md") != "owned\n"
+
+
+def test_the_git_daemon_restarted_mid_run(tmp_path: Path, model_server: str, git_daemon):
+    """The remote unreachable for a while, mid-run: the coordinator and the workers retry and
+    the run finishes as if nothing happened."""
+    remote = server_repo(git_daemon.base / "run.git")
+    url = git_daemon.url("run.git")
+    mirror = tmp_path / "mirror"
+    with processes(coordinator(url, mirror, model_server)) as running:
+        running += [worker(url, tmp_path / name, name, model_server) for name in ("a", "b")]
+        deadline = time.monotonic() + 60
+        while len(git(remote, "for-each-ref", "refs/gitswarm/ops/").split("\n")) < 4:
+            assert time.monotonic() < deadline, "no episode adopted within 60 s"
+            time.sleep(0.2)
+        git_daemon.stop()
+        time.sleep(3)
+        git_daemon.start()
+        code, _, err = finish(running[0], RUN_S)
+        assert code == 0, err
+        for w in running[1:]:
+            code, _, err = finish(w, 60)
+            assert code == 0, err
+    check_run(mirror, remote)

@@ -23,6 +23,7 @@ from gitswarm.remote.errors import (
     StaleLease,
     Unreachable,
 )
+from gitswarm.remote.gitcli import classify
 from gitswarm.remote.transport import Remote, Update
 from gitswarm.remote.urls import mask, scheme
 
@@ -142,6 +143,14 @@ def test_a_stopped_daemon_is_unreachable_and_the_next_call_after_restart_succeed
     remote.push([Update("refs/x/a", second, old=first)])
     assert remote.refs() == {"refs/x/a": second}
     assert fsck_served(git_daemon.base / "run.git")
+
+
+@pytest.mark.parametrize("said", ["fatal: expected flush after ref listing",
+                                  "error: RPC failed; curl 56 unexpected disconnect while reading sideband packet",
+                                  "fatal: the remote end hung up unexpectedly"])
+def test_a_connection_cut_mid_answer_is_unreachable(said: str) -> None:
+    """What git says when the server dies in the middle of a call: retry later, like a refusal."""
+    assert isinstance(classify("git://127.0.0.1:9/run.git", said + "\n"), Unreachable)
 
 
 def test_no_repository_at_the_address(git_daemon, tmp_path) -> None:

@@ -26,6 +26,7 @@ from gitswarm.memory import books
 from gitswarm.memory.repo import META_REF, NOTES_REF
 from gitswarm.remote import intake, layout, publish
 from gitswarm.remote.claims import Claim, Claims
+from gitswarm.remote.errors import Outage, Unreachable
 from gitswarm.remote.transport import Remote
 
 POLL_S = 0.2
@@ -48,6 +49,7 @@ class Coordinator:
     publisher: publish.Publisher
     started: float = field(default_factory=time.monotonic)
     open_claims: int = 0
+    outage: Outage = field(default_factory=Outage)
 
     @property
     def config(self):
@@ -56,7 +58,9 @@ class Coordinator:
     async def step(self) -> None:
         """Take in what was pushed since the last step, then publish the run's refs."""
         shared = self.shared
-        found = await anyio.to_thread.run_sync(self._fetch)
+        found = await self._remote(self._fetch)
+        if found is None:
+            return  # unreachable: the next step fetches again
         now = time.time()
         self.open_claims = sum(1 for c in found.values() if not c.done and not c.expired(now))
         for claim in sorted((c for c in found.values() if c.done), key=lambda c: c.episode):
@@ -72,10 +76,27 @@ class Coordinator:
         self.remote.fetch([layout.workers_refspec()], prune=True)
         return found
 
-    async def publish(self) -> None:
+    async def publish(self) -> bool:
+        """Push the run's refs; False while the remote is unreachable (the next call pushes)."""
         memory = self.shared.memory
         ops = [f"refs/gitswarm/ops/{name}" for name in await self.shared.git(_op_names, memory)]
-        await anyio.to_thread.run_sync(self.publisher.push, [*OWN_REFS, *ops])
+        return await self._remote(self.publisher.push, [*OWN_REFS, *ops]) is not None
+
+    async def _published(self) -> None:
+        """Publish until it lands (bounded: `Outage` raises once the remote is gone too long)."""
+        while not await self.publish():
+            await anyio.sleep(POLL_S)
+
+    async def _remote(self, fn, *args):
+        """`fn(*args)` in a thread, or None when the remote is unreachable (said once per outage)."""
+        try:
+            result = await anyio.to_thread.run_sync(fn, *args)
+        except Unreachable as exc:
+            if self.outage.failed(exc):
+                self.shared.events.emit("remote_unreachable", detail=str(exc))
+            return None
+        self.outage.ok()
+        return result
 
     async def _take(self, claim: Claim) -> None:
         """One closed episode into the ledger, its commit adopted if it passes the checks."""
@@ -151,7 +172,7 @@ class Coordinator:
                 await user_stop.wait()
         memory = self.shared.memory
         await self.shared.git(publish.write_stop, memory, stop)
-        await self.publish()
+        await self._published()
         self.shared.events.emit("stop_published", **stop.as_event())
         deadline = time.monotonic() + self.config.episode_timeout_s + self.claims.ttl_s
         await self.step()
@@ -168,7 +189,7 @@ class Coordinator:
         chosen = {p: await shared.git(_select, shared.memory, shared.index, p, self.config.verify)
                   for p in shared.view.problems}
         await shared.git(self.ledger.flush, shared.memory)
-        await self.publish()
+        await self._published()
         return chosen
 
 

@@ -6,6 +6,9 @@ masked too, so no password written into a URL ever reaches a log or a terminal.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 
 class RemoteError(Exception):
     """A git call against the remote failed; `url` is masked, `detail` is what git said."""
@@ -102,3 +105,30 @@ class RefExists(StaleLease):
 
     def _lost(self, url: str) -> str:
         return f"{self.ref} already exists on the remote {url}"
+
+
+OUTAGE_S = 300.0
+"""How long in a row a coordinator or a worker goes on while its remote is unreachable."""
+
+
+class Outage:
+    """`Unreachable` tolerated for at most `limit_s` in a row: a restarted server or a dropped
+    connection is waited out (the next fetch or push tries again), a remote gone for good is not."""
+
+    def __init__(self, limit_s: float = OUTAGE_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.limit_s = limit_s
+        self.clock = clock
+        self.since: float | None = None
+
+    def failed(self, exc: Unreachable) -> bool:
+        """Note one failure; True for the first of an outage; raises `exc` once it lasted too long."""
+        now = self.clock()
+        first = self.since is None
+        if first:
+            self.since = now
+        if now - self.since > self.limit_s:
+            raise exc
+        return first
+
+    def ok(self) -> None:
+        self.since = None

@@ -33,7 +33,8 @@ _KINDS: tuple[tuple[type[RemoteError], tuple[str, ...]], ...] = (
     (Unreachable, ("unable to connect", "connection refused", "could not resolve", "timed out",
                    "network is unreachable", "no route to host", "couldn't connect", "failed to connect",
                    "connection reset", "connection closed", "hung up", "early eof", "unable to access",
-                   "could not read from remote repository", "broken pipe")),
+                   "could not read from remote repository", "broken pipe", "expected flush",
+                   "unexpected disconnect")),
 )
 
 

@@ -25,6 +25,7 @@ from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import META_REF, Memory
 from gitswarm.memory.write import committer
 from gitswarm.problems.model import Kind, Problem, ProblemSet
+from gitswarm.remote.errors import PushRejected, RemoteError
 from gitswarm.remote.transport import Remote, Update
 
 SETTINGS = "settings.json"
@@ -107,13 +108,22 @@ class Publisher:
 
     def __init__(self, remote: Remote, refs: Iterable[str]) -> None:
         self.remote = remote
-        self.known = {ref: None for ref in refs}
-        self.known |= remote.refs(*self.known)  # what the remote holds now
-        ops = remote.refs("refs/gitswarm/ops/*")
+        self.own = tuple(refs)
+        self._unsure = False
+        self._read()
+
+    def _read(self) -> None:
+        """The leases: what the remote holds now of our refs (only we push them)."""
+        self.known = {ref: None for ref in self.own}
+        self.known |= self.remote.refs(*self.known)
+        ops = self.remote.refs("refs/gitswarm/ops/*")
         self.known |= {r: v for r, v in ops.items() if r.startswith("refs/gitswarm/ops/")}
 
     def push(self, refs: Iterable[str]) -> list[str]:
         """Bring the remote's `refs` to the local values, in one atomic push; the refs moved."""
+        if self._unsure:  # the last push may have landed with its answer lost
+            self._read()
+            self._unsure = False
         repo = self.remote.repo()
         updates = []
         for ref in refs:
@@ -122,7 +132,13 @@ class Publisher:
             old = self.known.get(ref)
             if value != old and (value is not None or old is not None):
                 updates.append(Update(ref, value, old))
-        self.remote.push(updates, follow=False)  # the local refs are the source, and move on
+        try:
+            self.remote.push(updates, follow=False)  # the local refs are the source, and move on
+        except PushRejected:
+            raise
+        except RemoteError:
+            self._unsure = True
+            raise
         for u in updates:
             self.known[u.ref] = u.new
         return [u.ref for u in updates]

@@ -27,7 +27,7 @@ from gitswarm.memory.repo import META_REF, NOTES_REF, Memory
 from gitswarm.memory.trailers import parse
 from gitswarm.remote import layout, publish
 from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, Claims
-from gitswarm.remote.errors import MissingRef, RemoteError
+from gitswarm.remote.errors import MissingRef, Outage, RemoteError, Unreachable
 from gitswarm.remote.transport import Remote, Update
 
 RUN_LEDGER = "refs/gitswarm/run-ledger"
@@ -76,17 +76,30 @@ class ClaimSource:
     _done: list[EpisodeRecord] = field(default_factory=list)
     _remote_lock: anyio.Lock = field(default_factory=anyio.Lock)
     """Claim moves are serialised: a renewal and a close of one claim must not race."""
+    outage: Outage = field(default_factory=Outage)
 
     async def _call(self, fn, *args):
         async with self._remote_lock:
             return await anyio.to_thread.run_sync(fn, *args)
+
+    async def _reach(self, fn, *args):
+        """`_call`, or None while the remote is unreachable (for at most `Outage.limit_s`)."""
+        try:
+            result = await self._call(fn, *args)
+        except Unreachable as exc:
+            if self.outage.failed(exc):
+                self._emit("remote_unreachable", detail=str(exc))
+            return None
+        self.outage.ok()
+        return result
 
     async def refresh(self) -> Stop | None:
         if self.stop is not None or time.monotonic() - self._fetched < POLL_S:
             return self.stop
         self._fetched = time.monotonic()
         shared = self.shared
-        await anyio.to_thread.run_sync(self._fetch)
+        if await self._reach(self._fetch) is None:
+            return self.stop  # the next refresh fetches again
         main = await shared.git(self.memory.main)
         await shared.git(shared.index.update, self.memory.repo, main)
         cfg = shared.view.config
@@ -98,7 +111,7 @@ class ClaimSource:
                              "published by the coordinator")
         return self.stop
 
-    def _fetch(self) -> None:
+    def _fetch(self) -> bool:
         """One fetch of main, the coordinator's ledger and the stop (those the remote has)."""
         have = self.remote.refs(layout.MAIN, "refs/gitswarm/ledger", publish.STOP_REF)
         specs = {layout.MAIN: layout.MAIN, "refs/gitswarm/ledger": RUN_LEDGER, publish.STOP_REF: publish.STOP_REF}
@@ -106,9 +119,10 @@ class ClaimSource:
         try:
             self.remote.fetch(wanted)
         except MissingRef:
-            return  # moved meanwhile: the next refresh fetches it
+            return False  # moved meanwhile: the next refresh fetches it
         totals = (books.get(self.memory.repo, "run-ledger", "scheduler.json") or {}).get("totals") or {}
         self._uncharged = int(totals.get("episodes", 0)) - int(totals.get("charged", 0))
+        return True
 
     async def claim(self, problem: str, worker: str) -> str | None:
         """A new episode for `problem`, numbered at most the cap: the episode cap, and the
@@ -118,9 +132,9 @@ class ClaimSource:
             return None
         cfg = self.shared.view.config
         cap = min(cfg.max_episodes, cfg.budget + self._uncharged)
-        got = await self._call(self.claims.claim_next, [problem], cap)
-        if not got:  # at the cap: an expired claim on this problem (a dead worker's) runs again
-            got = await self._call(self._take_expired, problem)
+        got = await self._reach(self.claims.claim_next, [problem], cap)
+        if got == []:  # at the cap: an expired claim on this problem (a dead worker's) runs again
+            got = await self._reach(self._take_expired, problem)
         if not got:
             return None
         self.held[got[0].episode] = got[0]
@@ -183,6 +197,10 @@ class ClaimSource:
                 self.held.pop(r.episode, None)
             self._emit("pushed", episodes=[r.episode for r in batch])
             return
+        for r in batch:  # no longer renewed: the claims expire and the episodes run again
+            self.held.pop(r.episode, None)
+        if batch:
+            self._emit("push_abandoned", episodes=[r.episode for r in batch])
 
     def _emit(self, kind: str, **data) -> None:
         self.shared.events.emit(kind, worker=self.claims.worker, **data)
