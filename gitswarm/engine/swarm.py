@@ -45,8 +45,9 @@ class EpisodeSource(Protocol):
     async def refresh(self) -> Stop | None:
         """Catch up with the run (its main, its state); the stop its owner published, if any."""
 
-    async def claim(self, problem: str, worker: str) -> str | None:
-        """An episode id now held for `problem`, or None when none may start now."""
+    async def claim(self, problem: str, worker: str) -> tuple[str, str] | None:
+        """(episode id, its problem) now held, or None when none may start now. The problem
+        is `problem` for a new episode; an expired claim taken over keeps its own."""
 
     async def finished(self, record: EpisodeRecord) -> None:
         """Hand over a finished episode's results (its record is already saved locally)."""
@@ -94,11 +95,11 @@ class Scheduler:
                 await self._resume(tg)
             while (stop := await self._next_stop(started)) is None:
                 picked = self._pick() if self._may_start() else None
-                episode = await self._new_id(picked[0], picked[1]) if picked else None
-                if episode is None:
+                held = await self._new_id(picked[0], picked[1]) if picked else None
+                if held is None:
                     await self._wait()
                     continue
-                problem, worker = picked
+                (episode, problem), worker = held, picked[1]
                 self.free_workers.remove(worker)
                 await self._start(tg, episode, worker, problem)
             return stop
@@ -115,9 +116,9 @@ class Scheduler:
             return own
         return published
 
-    async def _new_id(self, problem: str, worker: str) -> str | None:
+    async def _new_id(self, problem: str, worker: str) -> tuple[str, str] | None:
         if self.source is None:
-            return self.ledger.new_id()
+            return self.ledger.new_id(), problem
         return await self.source.claim(problem, worker)
 
     def _stop(self, started: float) -> Stop | None:

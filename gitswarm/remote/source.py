@@ -124,7 +124,7 @@ class ClaimSource:
         self._uncharged = int(totals.get("episodes", 0)) - int(totals.get("charged", 0))
         return True
 
-    async def claim(self, problem: str, worker: str) -> str | None:
+    async def claim(self, problem: str, worker: str) -> tuple[str, str] | None:
         """A new episode for `problem`, numbered at most the cap: the episode cap, and the
         budget plus the finished uncharged episodes the coordinator has counted, so at most
         the budget can ever be charged however many workers claim at once."""
@@ -133,22 +133,25 @@ class ClaimSource:
         cfg = self.shared.view.config
         cap = min(cfg.max_episodes, cfg.budget + self._uncharged)
         got = await self._reach(self.claims.claim_next, [problem], cap)
-        if got == []:  # at the cap: an expired claim on this problem (a dead worker's) runs again
+        if got == []:  # at the cap: an expired claim (a dead worker's) runs again, on its own problem
             got = await self._reach(self._take_expired, problem)
         if not got:
             return None
         self.held[got[0].episode] = got[0]
         self.idle_since = time.monotonic()
-        return got[0].episode
+        return got[0].episode, got[0].problem
 
     def _take_expired(self, problem: str) -> list[Claim]:
+        """An expired claim taken over: one on `problem` first, else on any problem (the
+        scheduler may keep picking another problem, and a claim left expired would hold its
+        number for good)."""
         now = self.claims.clock()
-        for claim in sorted(self.claims.all().values(), key=lambda c: c.episode):
-            if claim.problem == problem and claim.expired(now):
-                try:
-                    return [self.claims.take_over(claim)]
-                except ClaimHeld:
-                    continue
+        expired = [c for c in self.claims.all().values() if c.expired(now)]
+        for claim in sorted(expired, key=lambda c: (c.problem != problem, c.episode)):
+            try:
+                return [self.claims.take_over(claim)]
+            except ClaimHeld:
+                continue
         return []
 
     async def renew(self) -> None:
