@@ -59,7 +59,7 @@ def reproduce_set() -> ProblemSet:
 class Episode:
     """A real Toolbox on one problem of a real run, with its own references folder."""
 
-    def __init__(self, memory: Memory, problems: ProblemSet, problem: str, folder: Path,
+    def __init__(self, memory: Memory, problems: ProblemSet, problem: str, folder: Path | None,
                  episode: str = "e00001") -> None:
         self.memory, self.problems = memory, problems
         found = problems.get(problem)
@@ -70,7 +70,7 @@ class Episode:
                          found.executable)
         limiter = anyio.CapacityLimiter(2)
         self.tools = Toolbox(memory, GitThread(), index, view, ep, limiter,
-                             References(problems, folder, limiter))
+                             References(problems, folder, limiter) if folder else None)
 
     def call(self, name: str, **args):
         return anyio.run(lambda: self.tools.call(name, args))
@@ -228,6 +228,12 @@ def test_program_problems_need_no_compile_sh(tmp_path: Path, problem_dir: Path, 
 def test_the_reference_runs_under_its_name(tally: Episode) -> None:
     out = tally.shell("printf 'one two\\nthree\\n' | tally; echo \"exit $?\"; tally --version")
     assert "2 3 14\nexit 0\ntally 1.0\n" in out
+
+
+def test_a_worker_without_the_hidden_parts_is_told_it_has_no_reference(tally: Episode, episodes) -> None:
+    remote = episodes(tally.memory, tally.problems, "tally", None)  # as a remote worker's engine
+    out = remote.shell("command -v tally || echo none")
+    assert "note: this worker has no reference executable" in out and "--- stdout ---\nnone\n" in out
 
 
 @needs_root

@@ -24,6 +24,7 @@ from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.references import References, ReferenceUnavailable
 from gitswarm.memory.repo import Memory
+from gitswarm.problems.model import Kind
 from gitswarm.resources import render
 from gitswarm.sandbox import Limits, SandboxResult, run
 
@@ -139,8 +140,9 @@ class Shell:
     async def _reference(self) -> tuple[tuple[Path, ...], str]:
         """The folder holding the reference executable (reproduce problems), or a note when
         it cannot be had; the reason stays with the operator, as it may quote hidden source."""
-        if self.references is None:
-            return (), ""
+        if self.references is None:  # a remote worker: hidden parts never reach it
+            missing = "this worker has no reference executable (it holds no hidden part of the problem)"
+            return (), missing if self.ep.kind == Kind.REPRODUCE else ""
         try:
             folder = await self.references.folder(self.ep.problem_id)
         except ReferenceUnavailable:
