@@ -70,7 +70,7 @@ class Episode:
                          found.executable)
         limiter = anyio.CapacityLimiter(2)
         self.tools = Toolbox(memory, GitThread(), index, view, ep, limiter,
-                             References(problems, folder, limiter) if folder else None)
+                             References(problems, limiter, folder) if folder else None)
 
     def call(self, name: str, **args):
         return anyio.run(lambda: self.tools.call(name, args))

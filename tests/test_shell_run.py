@@ -12,6 +12,7 @@ strictly between 0 and 1 and the copy 0, and `status` and the report show the gr
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import anyio
@@ -131,10 +132,13 @@ def tool_results(server) -> list[str]:
     return found
 
 
-def test_a_scripted_run_builds_grades_and_shows_a_code_candidate(tmp_path: Path) -> None:
-    run = tmp_path / "run"
+def test_a_scripted_run_builds_grades_and_shows_a_code_candidate(tmp_path: Path, monkeypatch) -> None:
+    run, scratch = tmp_path / "run", tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the run's trees and references go
     result, server = anyio.run(lambda: scripted_run(run, budget=4, settle_nominations=2))
     assert result.charged == 4, result.reason
+    assert list(scratch.iterdir()) == []  # the code trees and the references folder are gone
     offered = {t["function"]["name"] for r in server.requests for t in r.get("tools") or []}
     assert "shell" in offered
     first_prompt = next(str(m["content"]) for m in server.requests[0]["messages"] if m["role"] == "user")

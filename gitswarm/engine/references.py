@@ -2,7 +2,7 @@
 
 Each is built once per process by `referee.builds.reference_executable` (in the sandbox, from
 the hidden source, in a folder removed right after) and placed alone in a folder of its own
-under this run's tool folder, outside the run repository and the problem set. The file is
+under a folder of this run's, outside the run repository and the problem set. The file is
 execute-only (mode 0111): a sandboxed program can run it but not read it. As root the
 sandbox runs programs as a fresh uid, which is not the file's owner, so it can neither read
 nor `chmod` it; the file is also setgid to `REFERENCE_GID`, so running it is a secure
@@ -14,6 +14,7 @@ mode: the reference is then runnable, but not guaranteed unreadable.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -36,14 +37,24 @@ class ReferenceUnavailable(Exception):
 
 
 class References:
-    """Reference executables ready to put on a shell's PATH, under `root` (one run's folder)."""
+    """Reference executables ready to put on a shell's PATH, under `root`: the given folder,
+    or one made in the temporary folder when the first is placed and removed by `close` (so a
+    run that never needs one leaves nothing behind, even when it is killed)."""
 
-    def __init__(self, problems: ProblemSet, root: Path, limiter: anyio.CapacityLimiter) -> None:
+    def __init__(self, problems: ProblemSet, limiter: anyio.CapacityLimiter, root: Path | None = None) -> None:
         self.problems = problems
-        self.root = root
         self.limiter = limiter
+        self.root = root
+        self._made: Path | None = None
         self._lock = anyio.Lock()
         self._placed: dict[str, Path] = {}
+
+    def close(self) -> None:
+        """Remove the folder this object made, with every reference placed in it."""
+        if self._made is not None:
+            shutil.rmtree(self._made, ignore_errors=True)
+            self._made = self.root = None
+            self._placed.clear()
 
     async def folder(self, problem_id: str) -> Path | None:
         """The folder holding the problem's reference under its documented name, or None for a
@@ -67,6 +78,8 @@ class References:
                 data = reference_executable(problem, Path(scratch) / "reference")
         except (ReproduceGradingError, SandboxError, OSError) as exc:
             raise ReferenceUnavailable(problem_id, str(exc)) from None
+        if self.root is None:
+            self.root = self._made = Path(tempfile.mkdtemp(prefix="gitswarm-references-"))
         return place(self.root / problem_id, str(problem.executable), data)
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import anyio
 
@@ -77,16 +75,12 @@ async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_
     """Run the swarm on `problem_set` until a stop condition; resumable at any instant."""
     git = GitThread()
     memory = await git(open_run, cfg, problem_set)
-    with run_lock(cfg.run), tempfile.TemporaryDirectory(prefix="gitswarm-references-") as references:
+    with run_lock(cfg.run):
         removed = await git(clear_stale_locks, cfg.run)
-        return await _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed,
-                            Path(references))
+        return await _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed)
 
 
-async def _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed,
-                 references: Path) -> RunResult:
-    """The run itself; `references` is this run's folder for reference executables, outside
-    the run repository, removed when the run ends."""
+async def _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed) -> RunResult:
     problems = [p for p in memory.problems() if not cfg.problem_ids or p in cfg.problem_ids]
     ledger = await git(Ledger.load, memory)
     index = MemoryIndex()
@@ -96,8 +90,9 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
     ledger.selection = {"verify": cfg.verify, "settle_nominations": cfg.settle_nominations}
     events = EventLog(cfg.run, listeners)
     sandbox = anyio.CapacityLimiter(2)
+    references = References(problem_set, sandbox)  # removed when the run ends (finally, below)
     shared = Shared(memory, git, index, view, model, events, sandbox, caps_check(cfg, ledger, view),
-                    ledger, References(problem_set, references, sandbox))
+                    ledger, references)
     control = control or Control()
     merger = Merger(shared, ledger, merger_model)
     streaks = Streaks.from_records(cfg.no_progress, ledger.episodes.values())
@@ -129,3 +124,4 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
         return result
     finally:
         events.close()
+        references.close()
