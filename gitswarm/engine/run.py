@@ -80,14 +80,22 @@ async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_
         return await _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed)
 
 
-async def _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed) -> RunResult:
-    problems = [p for p in memory.problems() if not cfg.problem_ids or p in cfg.problem_ids]
+async def load_state(cfg: SolveConfig, memory: Memory, git: GitThread,
+                     problems: list[str]) -> tuple[Ledger, MemoryIndex, RunView]:
+    """The ledger, the index brought up to main and the run's view, as a run starts or
+    resumes; the ledger records the selection rule the run uses, for `status`."""
     ledger = await git(Ledger.load, memory)
     index = MemoryIndex()
     await git(index.update, memory.repo, memory.main())
     view = RunView(cfg, problems)
     view.settled = selection.settled(index, problems, cfg.settle_nominations, cfg.verify)
     ledger.selection = {"verify": cfg.verify, "settle_nominations": cfg.settle_nominations}
+    return ledger, index, view
+
+
+async def _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed) -> RunResult:
+    problems = [p for p in memory.problems() if not cfg.problem_ids or p in cfg.problem_ids]
+    ledger, index, view = await load_state(cfg, memory, git, problems)
     events = EventLog(cfg.run, listeners)
     sandbox = anyio.CapacityLimiter(2)
     references = References(problem_set, sandbox)  # removed when the run ends (finally, below)

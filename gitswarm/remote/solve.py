@@ -14,15 +14,11 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from gitswarm.engine import selection
-from gitswarm.engine.context import RunView
 from gitswarm.engine.episode import Model, Shared
 from gitswarm.engine.events import EventLog, Listener
 from gitswarm.engine.gitio import GitThread
-from gitswarm.engine.index import MemoryIndex
-from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
-from gitswarm.engine.run import RunResult, caps_check, open_run
+from gitswarm.engine.run import RunResult, caps_check, load_state, open_run
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.swarm import Control
@@ -61,12 +57,7 @@ async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, mer
         await git(publish.write_stop, memory, None)  # a resumed run goes on
         publisher = await anyio.to_thread.run_sync(publish.Publisher, remote, OWN_REFS)
         await anyio.to_thread.run_sync(publisher.push, OWN_REFS)
-        ledger = await git(Ledger.load, memory)
-        index = MemoryIndex()
-        await git(index.update, memory.repo, memory.main())
-        view = RunView(cfg, problems)
-        view.settled = selection.settled(index, problems, cfg.settle_nominations, cfg.verify)
-        ledger.selection = {"verify": cfg.verify, "settle_nominations": cfg.settle_nominations}
+        ledger, index, view = await load_state(cfg, memory, git, problems)
         events = EventLog(cfg.run, listeners)
         shared = Shared(memory, git, index, view, merger_model, events, anyio.CapacityLimiter(2),
                         caps_check(cfg, ledger, view), ledger)
