@@ -16,10 +16,11 @@ from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.references import References
+from gitswarm.engine.rngstate import restore_rng
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.stops import CapReached, Stop, StopReason
-from gitswarm.engine.swarm import Control, Scheduler, restore_rng
+from gitswarm.engine.swarm import Control, Scheduler
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import ProblemSet

@@ -3,9 +3,7 @@ settled or set aside, a cap is reached or the user stops; then selects each prob
 
 from __future__ import annotations
 
-import base64
 import random
-import struct
 import time
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -18,6 +16,7 @@ from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import Shared, run_episode
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.merger import Merger
+from gitswarm.engine.rngstate import json_state
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.stops import CapReached, Stop, StopReason
 from gitswarm.problems.model import ProblemSet
@@ -248,7 +247,7 @@ class Scheduler:
     async def _start(self, tg, episode: str, worker: str, problem: str, restarted: bool = False) -> None:
         shared = self.shared
         record = EpisodeRecord(episode, worker, problem)
-        self.ledger.rng_state = _json_state(self.rng.getstate())
+        self.ledger.rng_state = json_state(self.rng.getstate())
         await self.ledger.write(shared.git, shared.memory, record)
         self.in_flight[episode] = record
         main = await shared.git(shared.memory.main)
@@ -306,22 +305,3 @@ class Scheduler:
         self.shared.events.emit(kind, episode=record.episode, worker=record.worker,
                                 problem=record.problem, commit=record.commit, note=record.note,
                                 tokens=record.tokens_in + record.tokens_out, charged=view.charged)
-
-
-def _json_state(state: tuple) -> list:
-    """The Mersenne Twister's 625 words as one base64 string: the ledger writes this on every
-    flush, and as a JSON list of numbers it was the flush's slowest part."""
-    words = struct.pack(f"<{len(state[1])}I", *state[1])
-    return [state[0], base64.b64encode(words).decode(), state[2]]
-
-
-def restore_rng(seed: int, state: list | None) -> random.Random:
-    """The scheduler's random state as the last run left it (resume keeps determinism)."""
-    rng = random.Random(seed)
-    if state:
-        words = state[1]
-        if isinstance(words, str):
-            raw = base64.b64decode(words)
-            words = struct.unpack(f"<{len(raw) // 4}I", raw)
-        rng.setstate((state[0], tuple(words), state[2]))
-    return rng

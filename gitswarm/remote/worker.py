@@ -23,11 +23,12 @@ from gitswarm.engine.events import EventLog, Listener
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.rngstate import restore_rng
 from gitswarm.engine.run import caps_check
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.stops import Stop
-from gitswarm.engine.swarm import Control, Scheduler, restore_rng
+from gitswarm.engine.swarm import Control, Scheduler
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
 from gitswarm.remote import publish
