@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.index import CANDIDATE_FOLDERS, VERDICTS, MemoryIndex
-from gitswarm.engine.selection import is_verified
+from gitswarm.engine.selection import is_verified, standings
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import Kind
 from gitswarm.resources import render
@@ -142,13 +142,8 @@ def verified(index: MemoryIndex, problem: str, candidates: list[tuple[str, str]]
     `verify` = 0, where selection asks for no review)."""
     if verify == 0:
         return []
-    found = []
-    for path, commit in candidates:
-        reviews = index.reviews_of(problem, commit)
-        if is_verified(sum(r.verdict == "pass" for r in reviews),
-                       sum(r.verdict == "critical" for r in reviews), verify):
-            found.append(path)
-    return found
+    good = {s.commit for s in standings(index, problem) if is_verified(s.passes, s.critical, verify)}
+    return [path for path, commit in candidates if commit in good]
 
 
 def _path_of(index: MemoryIndex, problem: str, commit: str) -> str:
