@@ -11,7 +11,8 @@ from typing import Annotated
 import typer
 
 from gitswarm.cli.common import user_errors
-from gitswarm.cli.solve import TuiOpt, _config, _load, _want_tui, run_swarm
+from gitswarm.cli.running import run_swarm
+from gitswarm.cli.solve import TuiOpt, _config, _load, _want_tui
 
 
 class Provider(StrEnum):

@@ -52,7 +52,7 @@ def worker_table(workers) -> list[str]:
 
 def table(state) -> list[str]:
     """The text form: the totals, the usage parts, then one line per problem."""
-    from gitswarm.cli.solve import usd
+    from gitswarm.cli.running import usd
     from gitswarm.report.render import usage_line
 
     t = state.totals

@@ -10,7 +10,8 @@ import anyio
 import typer
 
 from gitswarm.cli.common import STOP_EXIT, Effort, Exit, ToolProtocol, fail, user_errors
-from gitswarm.cli.solve import ModelOpt, _signals
+from gitswarm.cli.running import signals
+from gitswarm.cli.solve import ModelOpt
 
 
 def worker(
@@ -84,7 +85,7 @@ def _default_name() -> str:
 
 def _run(options, as_json: bool) -> dict:
     from gitswarm.cli.progress import printer
-    from gitswarm.cli.solve import _model_config
+    from gitswarm.cli.running import model_config
     from gitswarm.engine.swarm import Control
     from gitswarm.models import LiteLLMModel
     from gitswarm.remote.worker import join_settings, run_worker
@@ -93,10 +94,10 @@ def _run(options, as_json: bool) -> dict:
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(_signals, control, tg.cancel_scope)
+            tg.start_soon(signals, control, tg.cancel_scope)
             try:
                 cfg = await join_settings(options)
-                model = LiteLLMModel(_model_config(cfg, cfg.model))
+                model = LiteLLMModel(model_config(cfg, cfg.model))
                 outcome["stop"] = await run_worker(options, model, [printer(as_json)], control)
             except Exception as exc:  # handed to user_errors() outside the loop
                 outcome["error"] = exc

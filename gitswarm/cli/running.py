@@ -1,0 +1,159 @@
+"""Running a swarm from the CLI: a fresh event loop with Ctrl-C handling, or the engine inside
+the dashboard; the run's settings turned into model clients; the summary printed at the end.
+Shared by `solve`, `demo` and `worker`."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from dataclasses import dataclass
+
+import anyio
+import typer
+
+from gitswarm.cli.common import STOP_EXIT, Exit, user_errors
+
+
+@dataclass(frozen=True)
+class RemoteRun:
+    """`--run URL`: coordinate the run on a git remote, with `local_slots` episodes of our own."""
+
+    url: str
+    local_slots: int
+    claim_ttl_s: float
+
+
+def model_config(cfg, name: str, api_base: str | None = None, merger: bool = False):
+    """The ModelConfig of the workers' model (or, with `merger`, the merger's) from the run's
+    settings. The user's prices are the workers' model's: a different merger model is priced
+    by litellm."""
+    from gitswarm.models import ModelConfig
+
+    priced = name == cfg.model
+    return ModelConfig(model=name, api_base=api_base or cfg.api_base, api_key=cfg.api_key,
+                       max_output_tokens=cfg.max_output_tokens,
+                       reasoning_effort=cfg.merger_reasoning_effort if merger else cfg.reasoning_effort,
+                       tool_protocol=cfg.tool_protocol, idle_timeout_s=cfg.idle_timeout_s,
+                       reply_timeout_s=cfg.reply_timeout_s,
+                       price_in_per_mtok=cfg.price_in_per_mtok if priced else None,
+                       price_out_per_mtok=cfg.price_out_per_mtok if priced else None,
+                       price_cached_in_per_mtok=cfg.price_cached_in_per_mtok if priced else None,
+                       price_cache_write_per_mtok=cfg.price_cache_write_per_mtok if priced else None)
+
+
+def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui: bool = False,
+              personality: str = "openai", remote: RemoteRun | None = None) -> int:
+    """Run on a fresh event loop with Ctrl-C handling (or inside the dashboard with `tui`);
+    returns the exit code. With a `responder`, the models are served by the local fake
+    server playing `personality` (the offline demo)."""
+    from functools import partial
+
+    from gitswarm.engine.swarm import Control
+    from gitswarm.fakeserver import serve
+
+    control = Control()
+    fake = partial(serve, responder, faults, personality=personality) if responder is not None else None
+    outcome = _run_tui(cfg, problem_set, fake, control, remote) if tui else _run_plain(
+        cfg, problem_set, as_json, fake, control, remote)
+    if "error" in outcome:
+        with user_errors():
+            raise outcome["error"]
+    result = outcome.get("result")
+    if result is None:
+        typer.echo("gitswarm: stopped at once; run the same command to resume", err=True)
+        return 130
+    if not as_json:
+        _summary(cfg, result)
+    code = STOP_EXIT[result.reason.reason]
+    if code == Exit.FAILED:
+        typer.echo(f"gitswarm: the run stopped: {result.reason.detail}. What was committed is kept.", err=True)
+    return int(code)
+
+
+async def run_engine(cfg, problem_set, listeners, control, fake=None, remote: RemoteRun | None = None):
+    """The engine on the current loop; with `fake` (a fake server to start), against it; with
+    `remote`, as the coordinator of a run on a git remote."""
+    from gitswarm.engine.run import solve as engine_solve
+    from gitswarm.models import LiteLLMModel
+
+    async def swarm(api_base: str | None):
+        model = LiteLLMModel(model_config(cfg, cfg.model, api_base))
+        merger = LiteLLMModel(model_config(cfg, cfg.merger, api_base, merger=True))
+        if remote is None:
+            return await engine_solve(cfg, problem_set, model, merger, listeners, control)
+        from gitswarm.remote.solve import solve_remote
+        from gitswarm.remote.worker import model_settings
+
+        own = model_settings(cfg) | ({"api_base": api_base} if api_base else {})
+        return await solve_remote(cfg, problem_set, remote.url, model, merger, listeners, control,
+                                  local_slots=remote.local_slots, claim_ttl_s=remote.claim_ttl_s,
+                                  model_settings=own)
+
+    if fake is None:
+        return await swarm(None)
+    async with fake() as server:
+        return await swarm(server.url)
+
+
+def _run_plain(cfg, problem_set, as_json: bool, fake, control, remote=None) -> dict:
+    from gitswarm.cli.progress import printer
+
+    outcome: dict = {}
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(signals, control, tg.cancel_scope)
+            try:
+                outcome["result"] = await run_engine(cfg, problem_set, [printer(as_json)], control, fake, remote)
+            except Exception as exc:  # handed to user_errors() outside the loop, or re-raised there
+                outcome["error"] = exc
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    return outcome
+
+
+def _run_tui(cfg, problem_set, fake, control, remote=None) -> dict:
+    """The engine as an async worker inside the dashboard; the app stays open after the run
+    until the user quits, unless stdin is not a terminal (then it exits when the run ends)."""
+    from gitswarm.tui.app import Dashboard
+
+    def engine(listener):
+        return run_engine(cfg, problem_set, [listener], control, fake, remote)
+
+    app = Dashboard(cfg.run, engine=engine, control=control, exit_when_done=not sys.stdin.isatty(),
+                    max_usd=cfg.max_usd)
+    app.run()
+    outcome: dict = {}
+    if app.error is not None:
+        outcome["error"] = app.error
+    elif app.result is not None:
+        outcome["result"] = app.result
+    return outcome
+
+
+async def signals(control, scope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+        async for _ in received:
+            if control.stop.is_set():
+                scope.cancel()
+                return
+            control.stop.set()
+            typer.echo("gitswarm: finishing the episodes in flight (Ctrl-C again to stop now)", err=True)
+
+
+def usd(cost: float, known: bool) -> str:
+    """Money spent, honest about calls litellm has no price for."""
+    if known:
+        return f"USD {cost:.4f}"
+    return "cost unknown (no price for this model)" if cost == 0 else f"USD {cost:.4f} + unpriced calls"
+
+
+def _summary(cfg, result) -> None:
+    cost = usd(result.cost, result.cost_known)
+    typer.echo(f"\n{result.reason.detail}. {result.charged} charged episodes of {cfg.budget} "
+               f"({result.episodes} in all, cap {cfg.max_episodes}), {result.tokens} tokens, {cost}.")
+    for problem, picked in result.selected.items():
+        shown = f"{picked.path} ({picked.nominations} nominations)" if picked else "no candidate"
+        typer.echo(f"  {problem:28} {shown}")
+    typer.echo(f"\nRead the reasoning: git -C {cfg.run} log --graph --oneline main")
