@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import anyio
 import anyio.to_thread
+import pygit2
 
 from gitswarm.engine import selection
 from gitswarm.engine.ledger import EpisodeRecord
@@ -191,7 +192,8 @@ class ClaimSource:
                     self.held.pop(episode, None)
                 continue
             except RemoteError as exc:
-                if getattr(exc, "stale", None) and not any(layout.CLAIMS in s for s in exc.stale):
+                stale = getattr(exc, "stale", None)
+                if stale and not any(layout.CLAIMS in s for s in stale) and not self._landed(stale):
                     raise  # our own refs moved: another process pushes under our name
                 self._emit("push_failed", episodes=[r.episode for r in batch], detail=str(exc))
                 time.sleep(min(0.2 * 2 ** attempt, 5))
@@ -204,6 +206,28 @@ class ClaimSource:
             self.held.pop(r.episode, None)
         if batch:
             self._emit("push_abandoned", episodes=[r.episode for r in batch])
+
+    def _landed(self, refs: tuple[str, ...]) -> bool:
+        """Whether the remote's values of our own `refs`, which a lease found moved, are
+        commits we pushed ourselves (a push that landed while its answer was lost, as when
+        the server restarts): each equal to our local ref or one of its ancestors. The mirror
+        then holds them, so the next try leases on them."""
+        try:
+            self.remote.fetch([f"+{ref}:{ref}" for ref in refs])
+        except RemoteError:
+            return True  # cannot tell yet: the next try's lease asks again (the tries are bounded)
+        repo = self.memory.repo
+        for there in refs:
+            now, named = self.remote.local(there), layout.local_ref(there)
+            mine = repo.references.get(named[1]) if named and named[0] == self.claims.worker else None
+            if now is None or mine is None:
+                return False
+            try:
+                if now != str(mine.target) and not repo.descendant_of(mine.target, pygit2.Oid(hex=now)):
+                    return False
+            except (KeyError, ValueError, pygit2.GitError):  # not a commit of ours
+                return False
+        return True
 
     def _emit(self, kind: str, **data) -> None:
         self.shared.events.emit(kind, worker=self.claims.worker, **data)
