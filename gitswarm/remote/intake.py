@@ -5,7 +5,8 @@ run only once the episode's claim is closed by that worker (so a late result of 
 holding is never taken), and only if the commit passes the checks the local memory makes
 before it writes a contribution (`memory.write.validate`: names, path rules, sizes, that the
 problem exists, that cited commits exist), plus what a pushed commit could forge: one parent
-on main, changes only inside its problem folder (no deletions), and trailers that agree
+on main, changes only inside its problem folder (deletions too, each named by the `Deleted` trailer, as a code worker's shell
+makes them), and trailers that agree
 with the claim and with the change (run, episode, op, worker, problem, kind, files, and the
 kind-specific `Candidate`, `Reviews`, `Verdict`). A commit that passes is adopted as it is
 (same id, so its transcript note and the worker's history stay valid): its branch and op ref
@@ -77,7 +78,7 @@ def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
     parent = commit.parents[0]
     if str(parent.id) != main and not repo.descendant_of(pygit2.Oid(hex=main), parent.id):
         raise refuse("its parent is not a commit of main")
-    files = _changes(repo, parent.tree, commit.tree, claim.problem, refuse)
+    files, deleted = _changes(repo, parent.tree, commit.tree, claim.problem, refuse)
     expect = {"Run": run_id, "Episode": claim.episode, "Problem": claim.problem}
     for key, value in expect.items():
         if trailers.get(key) != value:
@@ -86,10 +87,13 @@ def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
         raise refuse(f"its Worker trailer {trailers.get('Worker')!r} is not one of {claim.worker}'s")
     if sorted(split_ids(trailers.get("Files", ""))) != sorted(files):
         raise refuse("its Files trailer does not list the files it changes")
+    if sorted(split_ids(trailers.get("Deleted", ""))) != sorted(deleted):
+        raise refuse("its Deleted trailer does not list the files it deletes")
     _kind_trailers(trailers, refuse)
     contribution = Contribution(problem=claim.problem, episode=claim.episode, worker=trailers["Worker"],
                                 kind=trailers.get("Kind", ""), title="", files=files, parent=str(parent.id),
-                                op=op, informed_by=tuple(split_ids(trailers.get("Informed-By", ""))))
+                                op=op, informed_by=tuple(split_ids(trailers.get("Informed-By", ""))),
+                                deleted=tuple(deleted))
     try:
         write.validate(repo, contribution, limits or WriteLimits())
     except (PathRejected, ValueError) as exc:
@@ -97,21 +101,26 @@ def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
     return op
 
 
-def _changes(repo, before: pygit2.Tree, after: pygit2.Tree, problem: str, refuse) -> dict[str, bytes]:
-    """The files the commit adds or changes, relative to its problem folder; `refuse` for a
-    change anywhere else, a deletion, or anything but a plain file."""
+def _changes(repo, before: pygit2.Tree, after: pygit2.Tree, problem: str,
+             refuse) -> tuple[dict[str, bytes], list[str]]:
+    """The files the commit adds or changes and those it deletes, relative to its problem
+    folder; `refuse` for a change anywhere else or anything but a plain file. (Renames are
+    not detected: a moved file is a deletion and an addition, each checked.)"""
     prefix = f"problems/{problem}/"
-    files = {}
+    files, deleted = {}, []
     for delta in repo.diff(before, after).deltas:
         path = delta.new_file.path
         if not path.startswith(prefix) or not delta.old_file.path.startswith(prefix):
             raise refuse(f"it writes {path}, outside its problem folder {prefix}")
+        if delta.status_char() == "D":
+            deleted.append(path.removeprefix(prefix))
+            continue
         if delta.status_char() not in ("A", "M"):
-            raise refuse(f"it deletes or renames {delta.old_file.path}")
+            raise refuse(f"it changes {path} in a way a contribution cannot ({delta.status_char()})")
         if delta.new_file.mode != pygit2.enums.FileMode.BLOB:
             raise refuse(f"{path} is not a plain file")
         files[path.removeprefix(prefix)] = repo[delta.new_file.id].data
-    return files
+    return files, deleted
 
 
 def _kind_trailers(trailers: dict[str, str], refuse) -> None:

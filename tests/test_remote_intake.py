@@ -1,0 +1,78 @@
+"""The coordinator's intake on commits written the way a worker writes them: a code
+contribution that deletes files (as a shell command does) is taken in like a local one, and
+a commit whose deletions its trailers do not own up to is refused."""
+
+from __future__ import annotations
+
+import pygit2
+import pytest
+from conftest import fsck_clean
+
+from gitswarm.memory.model import Contribution
+from gitswarm.memory.repo import Memory
+from gitswarm.memory.trailers import parse
+from gitswarm.remote import intake
+from gitswarm.remote.claims import Claim
+
+
+def contribution(memory: Memory, episode: str, files: dict, **kw) -> Contribution:
+    defaults = dict(problem="sum", episode=episode, worker="a-w01", kind="code", title=f"work of {episode}",
+                    files=files, parent=memory.main(), op=f"{episode}-final")
+    return Contribution(**(defaults | kw))
+
+
+def closed(episode: str) -> Claim:
+    return Claim(episode, "a", "sum", 1, 0.0, 0.0, done=True, id="0" * 40)
+
+
+def pushed(memory: Memory, episode: str) -> intake.Pushed:
+    return intake.Pushed(closed(episode), str(memory.repo.references[f"refs/heads/swarm/{episode}"].target))
+
+
+def forged(memory: Memory, tree: pygit2.Oid, message: str) -> intake.Pushed:
+    """A commit on main with `tree` and `message`, pushed as episode e3's branch."""
+    sig = pygit2.Signature("a-w01", "a-w01@gitswarm.local", 1_700_000_000, 0)
+    main = pygit2.Oid(hex=memory.main())
+    commit = memory.repo.create_commit("refs/heads/swarm/e3", sig, sig, message, tree, [main])
+    return intake.Pushed(closed("e3"), str(commit))
+
+
+def test_a_pushed_deletion_named_by_its_trailer_is_taken_in(memory: Memory):
+    memory.contribute(contribution(memory, "e1", {"code/x/a.py": "a\n", "code/x/b.py": "b\n"}))
+    memory.compose(["e1"])
+    memory.contribute(contribution(memory, "e2", {"code/x/a.py": "A\n"}, deleted=("code/x/b.py",)))
+    item = pushed(memory, "e2")
+    assert intake.check(memory.repo, memory.run_id, memory.main(), item) == "e2-final"
+    memory.compose(["e2"])
+    assert memory.read_file("problems/sum/code/x/b.py") is None
+    assert memory.read_file("problems/sum/code/x/a.py") == b"A\n"
+    assert fsck_clean(memory.path)
+
+
+def test_a_deletion_its_trailers_do_not_name_is_refused(memory: Memory):
+    memory.contribute(contribution(memory, "e1", {"code/x/a.py": "a\n", "code/x/b.py": "b\n"}))
+    memory.compose(["e1"])
+    memory.contribute(contribution(memory, "e2", {"code/x/a.py": "A\n"}, deleted=("code/x/b.py",)))
+    honest = memory.repo[pushed(memory, "e2").commit]
+    message = honest.message.replace("e2", "e3")
+    silent = "".join(ln for ln in message.splitlines(keepends=True) if not ln.startswith("Gitswarm-Deleted:"))
+    with pytest.raises(intake.Refused, match="Deleted trailer does not list"):
+        intake.check(memory.repo, memory.run_id, memory.main(), forged(memory, honest.tree_id, silent))
+    assert parse(message)["Deleted"] == "code/x/b.py"
+
+
+def test_a_deletion_outside_the_writable_folders_is_refused(memory: Memory):
+    memory.contribute(contribution(memory, "e1", {"code/x/a.py": "a\n"}))
+    memory.compose(["e1"])
+    template = memory.repo[memory.main()]
+    tree = memory.repo.TreeBuilder(template.tree)
+    problems = memory.repo[tree.get("problems").id]
+    sum_tree = memory.repo.TreeBuilder(memory.repo[problems["sum"].id])
+    sum_tree.remove("statement.md")
+    inner = memory.repo.TreeBuilder(problems)
+    inner.insert("sum", sum_tree.write(), pygit2.enums.FileMode.TREE)
+    tree.insert("problems", inner.write(), pygit2.enums.FileMode.TREE)
+    message = memory.repo[memory.op_commit("e1-final")].message.replace("e1", "e3")
+    message = message.replace("Gitswarm-Files: code/x/a.py", "Gitswarm-Files: \nGitswarm-Deleted: statement.md")
+    with pytest.raises(intake.Refused, match=r"write only SUMMARY\.md"):
+        intake.check(memory.repo, memory.run_id, memory.main(), forged(memory, tree.write(), message))
