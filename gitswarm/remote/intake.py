@@ -5,12 +5,12 @@ run only once the episode's claim is closed by that worker (so a late result of 
 holding is never taken), and only if the commit passes the checks the local memory makes
 before it writes a contribution (`memory.write.validate`: names, path rules, sizes, that the
 problem exists, that cited commits exist), plus what a pushed commit could forge: one parent
-on main, changes only inside its problem folder (deletions too, each named by the `Deleted` trailer, as a code worker's shell
-makes them), and trailers that agree
-with the claim and with the change (run, episode, op, worker, problem, kind, files, and the
-kind-specific `Candidate`, `Reviews`, `Verdict`). A commit that passes is adopted as it is
-(same id, so its transcript note and the worker's history stay valid): its branch and op ref
-are set in one ref transaction, and the merger composes it as any local branch.
+on main, changes only inside its problem folder (deletions too, as a code worker's shell
+makes them, each named by the `Deleted` trailer), and trailers that agree with the claim and
+with the change (run, episode, op, worker, problem, kind, files, and the kind-specific
+`Candidate`, `Reviews`, `Verdict`). A commit that passes is adopted as it is (same id, so
+its transcript note and the worker's history stay valid): its branch and op ref are set in
+one ref transaction, and the merger composes it as any local branch.
 """
 
 from __future__ import annotations
