@@ -115,7 +115,12 @@ MODEL_LATENCY_S = "0.1"
 def model_server() -> Iterator[str]:
     """The demo's scripted model behind the fake server, as a process of its own (for tests
     that run the real CLI in several processes); yields its api_base."""
-    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("brain_server.py")), MODEL_LATENCY_S],
+    yield from brain_server(MODEL_LATENCY_S)
+
+
+def brain_server(latency_s: str) -> Iterator[str]:
+    """`model_server` with another latency per call."""
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("brain_server.py")), latency_s],
                               stdout=subprocess.PIPE, text=True)
     try:
         yield server.stdout.readline().strip()

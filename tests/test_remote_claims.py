@@ -116,17 +116,18 @@ def test_a_renewal_keeps_the_holding_and_fails_once_taken_over(remote_url, tmp_p
     w1, w2 = worker(remote_url, tmp_path, "w1", clock), worker(remote_url, tmp_path, "w2", clock)
     claim = w1.claim("e00001", "sum")
     clock.now += TTL - 1
-    renewed = w1.renew(claim)
+    [renewed] = w1.renew([claim], {"e00001": (1200, 0.25)})
     assert (renewed.op, renewed.claimed, renewed.expires) == (claim.op, claim.claimed, clock.now + TTL)
+    assert (renewed.tokens, renewed.usd) == (1200, 0.25) and w2.read("e00001") == renewed
     clock.now += TTL - 1
     with pytest.raises(ClaimHeld):
         w2.claim("e00001", "sum")  # the renewal holds where the first claim would have expired
     clock.now += 1
     taken = w2.claim("e00001", "sum")
     with pytest.raises(ClaimLost) as lost:
-        w1.renew(renewed)
+        w1.renew([renewed])
     assert lost.value.lost == (renewed,)
-    assert w2.read("e00001") == taken
+    assert w2.read("e00001") == taken and (taken.tokens, taken.usd) == (0, 0.0)  # a holding reports its own
 
 
 def results_of(claims: Claims, episode: str) -> list[Update]:
@@ -223,10 +224,10 @@ def test_claims_go_on_after_the_daemon_restarts(git_daemon, tmp_path, clock) -> 
     with pytest.raises(Unreachable):
         w1.claim("e00002", "sum")
     with pytest.raises(Unreachable):
-        w1.renew(first)
+        w1.renew([first])
     git_daemon.start()
     second = w1.claim("e00002", "sum")
-    w1.finish([w1.renew(first), second], results_of(w1, "e00001"))
+    w1.finish([*w1.renew([first]), second], results_of(w1, "e00001"))
     assert {e: c.done for e, c in w1.all().items()} == {"e00001": True, "e00002": True}
     assert fsck_served(git_daemon.base / "run.git")
 

@@ -8,15 +8,23 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from conftest import fsck_clean, git
+import pytest
+from conftest import brain_server, fsck_clean, git
 
 from gitswarm.demo import audit
+from gitswarm.engine.ledger import Ledger
+from gitswarm.memory.repo import Memory
 from gitswarm.remote.daemon import bare
 from gitswarm.resources import resolve_set
 
 BUDGET = 24
+CAP = 60_000
+"""A token cap well below what the demo set's run spends with the budget above."""
+IN_FLIGHT = 6
+"""Calls that may be in flight when the cap is reached: three workers of two slots."""
 
 
 def server_repo(path: Path) -> Path:
@@ -83,3 +91,39 @@ def test_a_coordinator_and_three_workers_over_file_url(tmp_path: Path, model_ser
     assert status.returncode == 0, status.stderr
     for name in ("a", "b", "c"):
         assert f"\n{name} " in status.stdout or status.stdout.startswith(f"{name} ")
+
+
+@pytest.fixture
+def slow_model_server() -> Iterator[str]:
+    """The scripted model at 0.5 s a call: closer to a real provider's seconds per call than
+    the usual 0.1 s, so the spending a report takes to reach the other workers (a push, the
+    coordinator's step and publish, their fetch: about a second) is a few calls, as with a
+    real provider it is a fraction of one."""
+    yield from brain_server("0.5")
+
+
+@pytest.mark.slow
+def test_the_token_cap_holds_across_worker_processes(tmp_path: Path, slow_model_server: str):
+    """Three workers, none of which spends the cap alone: the run stops at the cap of all
+    their calls together, reported while their episodes run, not at three times it. It may
+    pass it by the calls in flight when it is reached (as a local run may) and by those made
+    while the last reports travel."""
+    model_server = slow_model_server
+    remote = server_repo(tmp_path / "run.git")
+    url, cap = f"file://{remote}", CAP
+    coord = coordinator(url, tmp_path / "mirror", model_server, "--max-total-tokens", str(cap))
+    workers = [worker(url, tmp_path / name, name, model_server) for name in ("a", "b", "c")]
+    code, out, err = finish(coord)
+    assert code == 0, err
+    assert f"token cap of {cap} reached" in out + err
+    for w in workers:
+        assert finish(w)[0] == 0
+    check_run(tmp_path / "mirror", remote)
+    totals = Ledger.summary(Memory(tmp_path / "mirror"))
+    per_call = totals.tokens / max(totals.calls, 1)
+    print(f"spent {totals.tokens} tokens in {totals.calls} calls ({per_call:.0f} per call), cap {cap}")
+    assert cap <= totals.tokens <= cap + 3 * IN_FLIGHT * per_call
+    books = {p: Ledger.load(Memory(tmp_path / p)).episodes.values() for p in ("a", "b", "c")}
+    assert max(sum(r.tokens_in + r.tokens_out for r in book) for book in books.values()) < cap
+    cut = [r for book in books.values() for r in book if r.status == "stopped" and "token cap" in r.note]
+    assert cut  # a worker stopped its own episode at the cap, which only the others' spending reached

@@ -63,6 +63,8 @@ class EpisodeRecord:
     """Of `calls`, the attempts that gave no usable reply (errors, timeouts, retries)."""
     unpriced_calls: int = 0
     """Of `calls`, those litellm had no price for."""
+    process: str = ""
+    """In a run on a remote, the worker process that ran it (its slots are `<process>-w01`, ...)."""
 
     @property
     def path(self) -> str:
@@ -151,11 +153,15 @@ class Ledger:
     selection: dict = field(default_factory=dict)
     """The selection rule the run uses (`verify`, `settle_nominations`), kept in the scheduler
     record so that `gitswarm status` judges verification as the run does."""
+    spending: dict | None = None
+    """In a run on a remote, the coordinator's count of what every worker process has spent,
+    finished episodes and open claims (`remote.spending`), published for the workers' caps."""
     _counted: dict[str, tuple] = field(default_factory=dict, repr=False)
     """Each episode's figures as the totals hold them (records are mutated in place, so the
     record itself cannot tell what it added before)."""
     _dirty: dict[str, EpisodeRecord] = field(default_factory=dict, repr=False)
     _state: dict = field(default_factory=dict, repr=False)
+    _state_changed: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
@@ -206,11 +212,21 @@ class Ledger:
         the one thread that changes records."""
         self.episodes[record.episode] = record
         self._count(record)
-        state = {"next_number": self.next_number, "rng_state": self.rng_state, "totals": asdict(self.totals),
-                 "set_aside": list(self.set_aside), "selection": dict(self.selection)}
+        state = self._snapshot()
         with self._lock:
             self._dirty[record.episode] = record
             self._state = state
+
+    def restate(self) -> None:
+        """Take a change of the scheduler state alone (no record changed) into the next flush."""
+        state = self._snapshot()
+        with self._lock:
+            self._state, self._state_changed = state, True
+
+    def _snapshot(self) -> dict:
+        state = {"next_number": self.next_number, "rng_state": self.rng_state, "totals": asdict(self.totals),
+                 "set_aside": list(self.set_aside), "selection": dict(self.selection)}
+        return state if self.spending is None else {**state, "spending": self.spending}
 
     def flush(self, memory: Memory) -> None:
         """Write every changed record and the scheduler state in one commit; in the git thread.
@@ -219,17 +235,19 @@ class Ledger:
         the first flush writes them all, so the ones after it find nothing left to do."""
         with self._lock:
             batch, self._dirty, state = self._dirty, {}, self._state
-        if not batch:
+            restated, self._state_changed = self._state_changed, False
+        if not batch and not restated:
             return
         try:
             records: dict[str, object] = {r.path: asdict(r) for r in batch.values()}
             records["scheduler.json"] = state
             shown = ", ".join(f"{r.episode} {r.status}" for r in list(batch.values())[:4])
             more = f" and {len(batch) - 4} more" if len(batch) > 4 else ""
-            memory.put_records(BOOK, records, f"ledger: {shown}{more}")
+            memory.put_records(BOOK, records, f"ledger: {shown}{more}" if batch else "ledger: scheduler state")
         except BaseException:
             with self._lock:  # not written: the next flush takes them again
                 self._dirty = {**batch, **self._dirty}
+                self._state_changed = self._state_changed or restated
             raise
 
     async def write(self, git: Callable[..., Awaitable[None]], memory: Memory, record: EpisodeRecord) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -58,12 +59,16 @@ def _select(memory: Memory, index: MemoryIndex, problem: str, verify: int) -> se
     return selection.select(memory, index, problem, verify, GradeStore(memory).scores(problem))
 
 
-def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView):
+def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView,
+               elsewhere: Callable[[], tuple[int, float]] | None = None):
     """The check made before every model call: CapReached once the ledger's totals, which
-    hold every call charged so far (failed ones too), reach the token or USD cap."""
+    hold every call charged so far (failed ones too), reach the token or USD cap. In a run
+    on a remote, `elsewhere` gives the tokens and USD the rest of the run spent meanwhile."""
     def check() -> None:
-        view.tokens = ledger.tokens
-        view.cost, view.cost_known = ledger.cost
+        more_tokens, more_usd = elsewhere() if elsewhere is not None else (0, 0.0)
+        view.tokens = ledger.tokens + more_tokens
+        cost, view.cost_known = ledger.cost
+        view.cost = cost + more_usd
         if cfg.max_total_tokens is not None and view.tokens >= cfg.max_total_tokens:
             raise CapReached(Stop(StopReason.TOKEN_CAP, f"token cap of {cfg.max_total_tokens} reached"))
         if cfg.max_usd is not None and view.cost >= cfg.max_usd:

@@ -40,6 +40,8 @@ from gitswarm.remote.errors import MissingRef, PushRejected, RemoteError, StaleL
 from gitswarm.remote.transport import Remote, Update
 
 FILE = "claim.json"
+Spent = dict[str, tuple[int, float]]
+"""What episodes have spent, by episode: (tokens, USD)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,9 @@ class Claim:
     expires: float
     done: bool = False
     """Closed by its holder with the results: never expires, cannot be taken over."""
+    tokens: int = 0
+    """What this holding had spent at its last renewal or close (`remote.spending`)."""
+    usd: float = 0.0
     nonce: str = ""
     """Makes every claim commit distinct, so two claimers never push the same commit."""
     id: str = ""
@@ -160,7 +165,7 @@ class Claims:
         if not holder.expired(now):
             raise ClaimHeld(holder)
         ours = replace(holder, worker=self.worker, generation=holder.generation + 1, claimed=now,
-                       expires=now + self.ttl_s)
+                       expires=now + self.ttl_s, tokens=0, usd=0.0)
         try:
             return self._push([self._write(ours, holder, "take over")])[0]
         except StaleLease:
@@ -202,18 +207,22 @@ class Claims:
     def _highest_claimed(self) -> int:
         return max(map(_number, self.remote.refs(f"{layout.CLAIMS}*")), default=0)
 
-    def renew(self, claim: Claim) -> Claim:
-        """Extend our holding by `ttl_s` from now; `ClaimLost` if it was taken over."""
-        expires = self.clock() + self.ttl_s
-        return self._held([claim], lambda c: replace(c, expires=expires), "renew")[0]
+    def renew(self, claims: Sequence[Claim], spent: Spent | None = None) -> list[Claim]:
+        """Extend our holdings `claims` by `ttl_s` from now, in one push, each reporting what
+        it has spent (`spent`: episode → (tokens, usd)); `ClaimLost` if any was taken over."""
+        expires, spent = self.clock() + self.ttl_s, spent or {}
+        return self._held(claims, lambda c: _spent(replace(c, expires=expires), spent), "renew")
 
-    def finish(self, claims: Sequence[Claim], updates: Sequence[Update] = ()) -> list[Claim]:
-        """Close our holdings `claims` and push `updates` (our results) in one atomic push.
+    def finish(self, claims: Sequence[Claim], updates: Sequence[Update] = (),
+               spent: Spent | None = None) -> list[Claim]:
+        """Close our holdings `claims` and push `updates` (our results) in one atomic push,
+        each claim with what its episode spent in the end (`spent`, as for `renew`).
 
         Several episodes' results batch into one push. If any holding was taken over, nothing
         is pushed and `ClaimLost` names every lost one, so the caller may push the rest again.
         After a transport error, call it again with the same updates."""
-        return self._held(claims, lambda c: replace(c, done=True), "done", updates)
+        spent = spent or {}
+        return self._held(claims, lambda c: _spent(replace(c, done=True), spent), "done", updates)
 
     # -- parts ------------------------------------------------------------------------------
 
@@ -267,6 +276,11 @@ class Claims:
         commit = str(repo.create_commit(None, author, committer, message, builder.write(), parents))
         ref = layout.claim_ref(claim.episode)
         return replace(claim, id=commit), Update(ref, commit, before.id if before is not None else None)
+
+
+def _spent(claim: Claim, spent: Spent) -> Claim:
+    tokens, usd = spent.get(claim.episode, (claim.tokens, claim.usd))
+    return replace(claim, tokens=int(tokens), usd=float(usd))
 
 
 def _load(repo: pygit2.Repository, commit: str | None) -> Claim | None:

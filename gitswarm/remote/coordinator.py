@@ -27,6 +27,7 @@ from gitswarm.memory.repo import META_REF, NOTES_REF
 from gitswarm.remote import intake, layout, publish
 from gitswarm.remote.claims import Claim, Claims
 from gitswarm.remote.errors import Outage, Unreachable
+from gitswarm.remote.spending import Spending
 from gitswarm.remote.transport import Remote
 
 POLL_S = 0.2
@@ -50,6 +51,8 @@ class Coordinator:
     started: float = field(default_factory=time.monotonic)
     open_claims: int = 0
     outage: Outage = field(default_factory=Outage)
+    spending: Spending = field(default_factory=Spending)
+    """What every worker process has spent; `solve` starts it from the ledger's records."""
 
     @property
     def config(self):
@@ -63,9 +66,15 @@ class Coordinator:
             return  # unreachable: the next step fetches again
         now = time.time()
         self.open_claims = sum(1 for c in found.values() if not c.done and not c.expired(now))
+        changed = self.spending.seen(found.values())
         for claim in sorted((c for c in found.values() if c.done), key=lambda c: c.episode):
             if claim.episode not in self.ledger.episodes:
                 await self._take(claim)
+                changed = True
+        if changed:  # published with the ledger, for the workers' cap checks
+            self.ledger.spending = self.spending.record(self.ledger)
+            self.ledger.restate()
+            self._show()
         await shared.git(self.ledger.flush, shared.memory)
         await self.publish()
 
@@ -118,6 +127,7 @@ class Coordinator:
                 shared.events.emit("refused", episode=claim.episode, worker=claim.worker, reason=exc.reason)
         elif record.status in ("contribute", "nominate"):
             record.status, record.note = "failed", "refused by the coordinator: no commit was pushed"
+        self.spending.took(record)
         self.ledger.changed(record)
         if self.streaks.add(record):
             shared.events.emit("set_aside", problem=record.problem, episodes=self.config.no_progress,
@@ -133,15 +143,17 @@ class Coordinator:
 
     def _show(self) -> None:
         view = self.shared.view
-        view.charged, view.tokens, view.episodes = self.ledger.charged, self.ledger.tokens, self.ledger.totals.episodes
-        view.cost, view.cost_known = self.ledger.cost
+        view.charged, view.episodes = self.ledger.charged, self.ledger.totals.episodes
+        (view.tokens, view.cost), view.cost_known = self.spending.total(self.ledger), self.ledger.cost[1]
 
     def stop(self, user: bool) -> Stop | None:
-        """Why the run ends now, or None; the order is the local scheduler's (`swarm._stop`)."""
+        """Why the run ends now, or None; the order is the local scheduler's (`swarm._stop`).
+        The caps are judged on everything spent, open claims' reports included."""
         cfg, ledger, view = self.config, self.ledger, self.shared.view
-        if cfg.max_total_tokens is not None and ledger.tokens >= cfg.max_total_tokens:
+        tokens, usd = self.spending.total(ledger)
+        if cfg.max_total_tokens is not None and tokens >= cfg.max_total_tokens:
             return Stop(StopReason.TOKEN_CAP, f"token cap of {cfg.max_total_tokens} reached")
-        if cfg.max_usd is not None and ledger.cost[0] >= cfg.max_usd:
+        if cfg.max_usd is not None and usd >= cfg.max_usd:
             return Stop(StopReason.USD_CAP, f"USD cap of {cfg.max_usd:.2f} reached")
         if user:
             return Stop(StopReason.USER, "stopped by the user")
@@ -198,11 +210,12 @@ def _record(memory, claim: Claim) -> EpisodeRecord:
     book = layout.worker_ref(claim.worker, books.ref_name("ledger")).removeprefix("refs/gitswarm/")
     found = books.get(memory.repo, book, f"episodes/{claim.episode[:4]}/{claim.episode}.json")
     if not isinstance(found, dict) or found.get("episode") != claim.episode:
-        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed",
+        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed", process=claim.worker,
                              note="refused by the coordinator: no ledger record was pushed")
     record = EpisodeRecord.from_dict(found)
+    record.process = claim.worker
     if not intake.owns(claim.worker, record.worker) or record.problem != claim.problem:
-        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed",
+        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed", process=claim.worker,
                              note="refused by the coordinator: its ledger record does not match its claim")
     if record.status == "running":
         record.status, record.note = "stopped", "closed without a final record"

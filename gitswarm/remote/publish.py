@@ -10,15 +10,21 @@ The stop is `refs/gitswarm/stop`, a commit whose `stop.json` holds the `Stop`'s 
 detail; workers fetch it and stop claiming. `Publisher` pushes the coordinator's own refs
 (main, meta, ledger, notes, op refs, grades, the stop), each leased on the value the remote
 had when it last looked.
+
+The coordinator's ledger (`refs/gitswarm/ledger`) is published too: workers read the run's
+totals, its spending (`remote.spending`) and the problems set aside (`RunStreaks`) from it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 import pygit2
 
+from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.stops import Stop, StopReason
 from gitswarm.memory import trees
 from gitswarm.memory.errors import NotARun
@@ -142,3 +148,19 @@ class Publisher:
         for u in updates:
             self.known[u.ref] = u.new
         return [u.ref for u in updates]
+
+
+@dataclass
+class RunStreaks(Streaks):
+    """A worker's no-progress rule: the problems the coordinator set aside, as its ledger's
+    scheduler record has them. The run's streaks span every worker's episodes, in the order
+    the coordinator took them in, so a worker keeps none of its own."""
+
+    published: set[str] = field(default_factory=set)
+
+    def add(self, record: EpisodeRecord) -> bool:
+        return False
+
+    @property
+    def set_aside(self) -> set[str]:
+        return self.published

@@ -26,6 +26,7 @@ from gitswarm.problems.model import ProblemSet
 from gitswarm.remote import publish
 from gitswarm.remote.claims import Claims
 from gitswarm.remote.coordinator import OWN_REFS, Coordinator
+from gitswarm.remote.spending import Spending
 from gitswarm.remote.transport import Remote
 from gitswarm.remote.worker import WorkerOptions, run_worker
 
@@ -59,12 +60,13 @@ async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, mer
         await anyio.to_thread.run_sync(publisher.push, OWN_REFS)
         ledger, index, view = await load_state(cfg, memory, git, problems)
         events = EventLog(cfg.run, listeners)
+        spending = Spending.of(ledger.episodes.values())
         shared = Shared(memory, git, index, view, merger_model, events, anyio.CapacityLimiter(2),
-                        caps_check(cfg, ledger, view), ledger)
+                        caps_check(cfg, ledger, view, spending.in_flight), ledger)
         merger = Merger(shared, ledger, merger_model)
         streaks = Streaks.from_records(cfg.no_progress, ledger.episodes.values())
         coordinator = Coordinator(shared, ledger, merger, remote, streaks,
-                                  Claims(remote, LOCAL_NAME, ttl_s=claim_ttl_s), publisher)
+                                  Claims(remote, LOCAL_NAME, ttl_s=claim_ttl_s), publisher, spending=spending)
         events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget, workers=local_slots,
                     charged=ledger.charged, problems=problems, episodes=ledger.totals.episodes,
                     max_episodes=cfg.max_episodes, set_aside=sorted(streaks.set_aside & set(problems)),

@@ -29,6 +29,8 @@ from gitswarm.memory.trailers import parse
 from gitswarm.remote import layout, publish
 from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, Claims
 from gitswarm.remote.errors import MissingRef, Outage, RemoteError, Unreachable
+from gitswarm.remote.publish import RunStreaks
+from gitswarm.remote.spending import CHECK_S, REPORT_S, Published, spent
 from gitswarm.remote.transport import Remote, Update
 
 RUN_LEDGER = "refs/gitswarm/run-ledger"
@@ -78,6 +80,11 @@ class ClaimSource:
     _remote_lock: anyio.Lock = field(default_factory=anyio.Lock)
     """Claim moves are serialised: a renewal and a close of one claim must not race."""
     outage: Outage = field(default_factory=Outage)
+    spending: Published | None = None
+    """The coordinator's count of the run's spending, updated with each fetch of its ledger."""
+    streaks: RunStreaks | None = None
+    """The scheduler's no-progress rule: the problems the coordinator set aside."""
+    _reported: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     async def _call(self, fn, *args):
         async with self._remote_lock:
@@ -121,8 +128,13 @@ class ClaimSource:
             self.remote.fetch(wanted)
         except MissingRef:
             return False  # moved meanwhile: the next refresh fetches it
-        totals = (books.get(self.memory.repo, "run-ledger", "scheduler.json") or {}).get("totals") or {}
+        state = books.get(self.memory.repo, "run-ledger", "scheduler.json") or {}
+        totals = state.get("totals") or {}
         self._uncharged = int(totals.get("episodes", 0)) - int(totals.get("charged", 0))
+        if self.spending is not None:
+            self.spending.record = state.get("spending") or {}
+        if self.streaks is not None:
+            self.streaks.published = {str(p) for p in state.get("set_aside") or ()}
         return True
 
     async def claim(self, problem: str, worker: str) -> tuple[str, str] | None:
@@ -156,20 +168,58 @@ class ClaimSource:
         return []
 
     async def renew(self) -> None:
-        """Keep the held claims alive while their episodes run (every third of the ttl)."""
+        """Keep the held claims alive while their episodes run (renewed when a third of their
+        time to live is gone), and while a token or USD cap is set report what they spent:
+        at least every `REPORT_S`, and as soon as this process's unreported spending reaches
+        its share of what the cap leaves (`Published.unreported_due`), so reports come
+        faster as the cap nears. The claims due go in one push."""
+        cfg = self.shared.view.config
+        capped = cfg.max_total_tokens is not None or cfg.max_usd is not None
+        every = CHECK_S if capped else self.ttl_s / 3
+        reported = time.monotonic()
         while True:
-            await anyio.sleep(self.ttl_s / 3)
-            for episode in list(self.held):
-                claim = self.held.get(episode)
-                if claim is None or time.time() < claim.expires - 2 * self.ttl_s / 3:
-                    continue
-                try:
-                    self.held[episode] = await self._call(self.claims.renew, claim)
-                except ClaimLost:
-                    self.shared.events.emit("claim_lost", episode=episode, worker=claim.worker)
-                    self.held.pop(episode, None)
-                except RemoteError as exc:
-                    self.shared.events.emit("push_failed", episode=episode, detail=str(exc))
+            await anyio.sleep(every)
+            soon = time.time() + 2 * self.ttl_s / 3
+            due = [e for e, c in self.held.items() if c.expires <= soon]
+            if capped and self.spending is not None:
+                unreported = {e: self._spent(e) for e, c in self.held.items() if self._spent(e) != (c.tokens, c.usd)}
+                if unreported and (time.monotonic() - reported >= REPORT_S or self.spending.unreported_due(
+                        cfg, self._unreported(unreported), self.shared.ledger)):
+                    due = sorted({*due, *unreported})
+            if due:
+                reported = time.monotonic()
+                await self._call(self._renew, due)
+
+    def _unreported(self, spent_now: dict[str, tuple[int, float]]) -> tuple[int, float]:
+        """What the held claims spent since their last report."""
+        tokens = sum(t - self.held[e].tokens for e, (t, _) in spent_now.items() if e in self.held)
+        usd = sum(u - self.held[e].usd for e, (_, u) in spent_now.items() if e in self.held)
+        return tokens, usd
+
+    def _renew(self, episodes: list[str]) -> None:
+        """Renew the held claims of `episodes`, with what they spent, in one push; a lost one
+        is dropped (its episode runs on, its results will not be taken) and the rest renewed."""
+        due = [self.held[e] for e in episodes if e in self.held]  # not closed meanwhile
+        while due:
+            try:
+                renewed = self.claims.renew(due, {c.episode: self._spent(c.episode) for c in due})
+            except ClaimLost as exc:
+                self._emit("claim_lost", episodes=sorted(c.episode for c in exc.lost), detail=str(exc))
+                for claim in exc.lost:
+                    self.held.pop(claim.episode, None)
+                due = [c for c in due if c not in exc.lost]
+                continue
+            except RemoteError as exc:
+                self._emit("push_failed", episodes=sorted(c.episode for c in due), detail=str(exc))
+                return
+            for claim in renewed:
+                self.held[claim.episode] = claim
+            return
+
+    def _spent(self, episode: str) -> tuple[int, float]:
+        """What the episode's calls have spent so far, from the worker's ledger."""
+        record = self.shared.ledger.episodes.get(episode)
+        return spent(record) if record is not None else (0, 0.0)
 
     async def finished(self, record: EpisodeRecord) -> None:
         """Close the episode's claim with its results; several ending together: one push."""
@@ -183,7 +233,8 @@ class ClaimSource:
             if not batch:
                 return
             try:
-                self.claims.finish([self.held[r.episode] for r in batch], self._updates(batch))
+                self.claims.finish([self.held[r.episode] for r in batch], self._updates(batch),
+                                   {r.episode: spent(r) for r in batch})
             except ClaimLost as exc:
                 lost = {c.episode for c in exc.lost}
                 self._emit("claim_lost", episodes=sorted(lost), detail=str(exc))

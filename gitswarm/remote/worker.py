@@ -26,7 +26,6 @@ from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.rngstate import restore_rng
 from gitswarm.engine.run import caps_check
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
-from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.stops import Stop
 from gitswarm.engine.swarm import Control, Scheduler
 from gitswarm.memory.errors import NotARun
@@ -34,7 +33,9 @@ from gitswarm.memory.repo import Memory
 from gitswarm.remote import publish
 from gitswarm.remote.claims import Claims
 from gitswarm.remote.errors import MissingRef
+from gitswarm.remote.publish import RunStreaks
 from gitswarm.remote.source import ClaimSource, join, slots
+from gitswarm.remote.spending import Published
 from gitswarm.remote.transport import Remote
 
 MODEL_FIELDS = ("model", "api_base", "api_key", "max_output_tokens", "reasoning_effort", "tool_protocol",
@@ -111,13 +112,15 @@ async def _work(options, cfg, settings, remote, memory, git, model, listeners, c
     index = MemoryIndex()
     view = RunView(cfg, problems)
     events = EventLog(options.folder, listeners)
+    spending, streaks = Published(options.name), RunStreaks(cfg.no_progress)
     shared = Shared(memory, git, index, view, model, events, anyio.CapacityLimiter(2),
-                    caps_check(cfg, ledger, view), ledger)
+                    caps_check(cfg, ledger, view, spending.elsewhere), ledger)
     claims = Claims(remote, options.name, ttl_s=float(settings["claim_ttl_s"]))
-    source = ClaimSource(remote, claims, memory, shared, settings, claims.ttl_s, patience_s=options.patience_s)
+    source = ClaimSource(remote, claims, memory, shared, settings, claims.ttl_s, patience_s=options.patience_s,
+                         spending=spending, streaks=streaks)
     scheduler = Scheduler(shared, ledger, None, publish.problem_set_of(settings), problems, control,
-                          restore_rng(cfg.seed, None), Streaks.from_records(cfg.no_progress, []),
-                          free_workers=slots(options.name, options.slots), source=source)
+                          restore_rng(cfg.seed, None), streaks, free_workers=slots(options.name, options.slots),
+                          source=source)
     events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget, workers=cfg.workers,
                 charged=0, problems=problems, episodes=0, max_episodes=cfg.max_episodes, set_aside=[],
                 stale_locks_removed=[], worker=options.name, remote=remote.shown)

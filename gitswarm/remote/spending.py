@@ -1,0 +1,122 @@
+"""What a run on a remote has spent, across every worker process: how the token and USD caps
+hold across machines.
+
+A worker's calls are charged to its own ledger as they happen, and the coordinator learns of
+them in two ways: a finished episode's record, taken into the run's ledger, and the figures
+each open claim carries (`Claim.tokens`, `Claim.usd`: the holding's spending at its last
+renewal or at its close; workers renew more often while a cap is set). The coordinator's
+`Spending` is their sum, by worker process, and it judges the caps on it. It publishes the
+figures in its ledger's scheduler record (`spending`), and a worker's cap check adds its own
+live figures to the rest of the run's (`Published.elsewhere`): every call is checked against
+everything the run has reported, so a cap can be passed only by what other processes spent
+since their last report, and by the calls in flight when it is reached.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.remote.claims import Claim
+
+REPORT_S = 5.0
+"""While a token or USD cap is set, the longest a worker leaves its open claims' spending
+unreported (a claim's renewal reports it too)."""
+CHECK_S = 0.25
+"""While a cap is set, how often a worker asks whether a report is due."""
+
+
+def spent(record: EpisodeRecord) -> tuple[int, float]:
+    return record.tokens_in + record.tokens_out, record.cost_usd
+
+
+@dataclass
+class Spending:
+    """The coordinator's count: the run's ledger (every finished episode taken in, and the
+    merger's calls) plus the open claims as their holders last reported them; with each
+    worker process's part."""
+
+    finished: dict[str, list] = field(default_factory=lambda: defaultdict(lambda: [0, 0.0]))
+    """Each process's finished episodes in the run's ledger: [tokens, usd]."""
+    open: dict[str, list] = field(default_factory=dict)
+    """Each process's open claims as last reported: [tokens, usd]."""
+
+    @classmethod
+    def of(cls, records: Iterable[EpisodeRecord]) -> Spending:
+        """The count of a resumed run, from its ledger's records."""
+        spending = cls()
+        for record in records:
+            spending.took(record)
+        return spending
+
+    def took(self, record: EpisodeRecord) -> None:
+        """A finished episode is in the run's ledger now (its `process` ran it)."""
+        tokens, usd = spent(record)
+        part = self.finished[record.process]
+        part[0] += tokens
+        part[1] += usd
+
+    def seen(self, claims: Iterable[Claim]) -> bool:
+        """The open claims as fetched now; True if their figures changed."""
+        now: dict[str, list] = defaultdict(lambda: [0, 0.0])
+        for claim in claims:
+            if not claim.done:
+                now[claim.worker][0] += claim.tokens
+                now[claim.worker][1] += claim.usd
+        changed, self.open = dict(now) != self.open, dict(now)
+        return changed
+
+    def in_flight(self) -> tuple[int, float]:
+        """The open claims' reports: what the run spent that its ledger does not hold yet."""
+        return sum(p[0] for p in self.open.values()), sum(p[1] for p in self.open.values())
+
+    def total(self, ledger: Ledger) -> tuple[int, float]:
+        """What the run has spent: its ledger's totals and the open claims' reports."""
+        tokens, usd = self.in_flight()
+        return ledger.tokens + tokens, ledger.cost[0] + usd
+
+    def record(self, ledger: Ledger) -> dict:
+        """The published form: the totals and each process's part of them."""
+        processes: dict[str, list] = defaultdict(lambda: [0, 0.0])
+        for part in (self.finished, self.open):
+            for name, (tokens, usd) in part.items():
+                processes[name][0] += tokens
+                processes[name][1] += usd
+        tokens, usd = self.total(ledger)
+        return {"tokens": tokens, "usd": usd,
+                "processes": {name: {"tokens": t, "usd": u} for name, (t, u) in sorted(processes.items()) if name}}
+
+
+@dataclass
+class Published:
+    """A worker's view of the coordinator's count, fetched with the run's ledger."""
+
+    name: str
+    """The worker process."""
+    record: dict = field(default_factory=dict)
+
+    def elsewhere(self) -> tuple[int, float]:
+        """What the rest of the run has spent: the published totals less this process's part
+        (its own ledger counts that part, and more recent calls too)."""
+        ours = (self.record.get("processes") or {}).get(self.name) or {}
+        tokens = int(self.record.get("tokens", 0)) - int(ours.get("tokens", 0))
+        usd = float(self.record.get("usd", 0.0)) - float(ours.get("usd", 0.0))
+        return max(tokens, 0), max(usd, 0.0)
+
+    def unreported_due(self, cfg, unreported: tuple[int, float], ledger: Ledger) -> bool:
+        """Whether this process's spending not yet reported has reached its share of what
+        the cap leaves (what is left, split among the processes the coordinator counts):
+        others then learn of it before their own spending could take the run past the cap."""
+        processes = max(len(self.record.get("processes") or {}), 1)
+        tokens, usd = self.elsewhere()
+        if cfg.max_total_tokens is not None:
+            left = cfg.max_total_tokens - tokens - ledger.tokens
+            if unreported[0] >= max(left, 0) / processes:
+                return True
+        if cfg.max_usd is not None:
+            left = cfg.max_usd - usd - ledger.cost[0]
+            if unreported[1] >= max(left, 0.0) / processes:
+                return True
+        return False

@@ -1,0 +1,107 @@
+"""The token and USD caps across machines, on a real remote: open claims carry what their
+holders have spent, the coordinator adds them to its ledger, and a worker's cap check adds
+the rest of the run's spending (as the coordinator published it) to its own. The problems
+the coordinator set aside reach the workers the same way."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.context import RunView
+from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.engine.run import caps_check
+from gitswarm.engine.stops import CapReached, StopReason
+from gitswarm.memory.repo import Memory
+from gitswarm.problems.loader import load_set
+from gitswarm.remote import publish
+from gitswarm.remote.claims import Claims
+from gitswarm.remote.coordinator import OWN_REFS
+from gitswarm.remote.daemon import bare
+from gitswarm.remote.publish import RunStreaks
+from gitswarm.remote.source import ClaimSource, join
+from gitswarm.remote.spending import Published, Spending
+from gitswarm.remote.transport import Remote
+from gitswarm.usage import Usage
+
+
+def claims(url: str, tmp_path: Path, name: str) -> Claims:
+    return Claims(Remote(url, tmp_path / f"{name}.git"), name, ttl_s=600)
+
+
+def finished(episode: str, process: str, tokens: int, usd: float) -> EpisodeRecord:
+    return EpisodeRecord(episode, f"{process}-w01", "sum", status="abstain", tokens_in=tokens, cost_usd=usd,
+                         process=process)
+
+
+def test_the_count_adds_the_open_claims_reports_to_the_ledger(tmp_path: Path):
+    url = f"file://{bare(tmp_path / 'run.git')}"
+    a, b, seen_by = claims(url, tmp_path, "a"), claims(url, tmp_path, "b"), claims(url, tmp_path, "coordinator")
+    [held_a] = a.claim_next(["sum"], 10)
+    [held_b] = b.claim_next(["sum"], 10)
+    [held_a] = a.renew([held_a], {held_a.episode: (1000, 0.5)})
+    b.renew([held_b], {held_b.episode: (300, 0.1)})
+    ledger = Ledger()
+    ledger.changed(finished("e00009", "b", 250, 0.05))
+    spending = Spending.of(ledger.episodes.values())
+
+    assert spending.seen(seen_by.all().values())
+    assert spending.total(ledger) == (1550, pytest.approx(0.65))
+    published = spending.record(ledger)
+    assert Published("a", published).elsewhere() == (550, pytest.approx(0.15))  # b's open claim and record
+    assert Published("b", published).elsewhere() == (1000, pytest.approx(0.5))
+    assert Published("c", published).elsewhere() == (1550, pytest.approx(0.65))  # a process not yet counted
+
+    a.finish([held_a], spent={held_a.episode: (1200, 0.6)})  # closed with its final figures
+    found = seen_by.all()
+    assert (found[held_a.episode].done, found[held_a.episode].tokens) == (True, 1200)
+    assert spending.seen(found.values())  # a's claim is no longer open ...
+    record = finished(held_a.episode, "a", 1200, 0.6)
+    spending.took(record)  # ... and its record is in the ledger: counted once
+    ledger.changed(record)
+    assert spending.total(ledger) == (1750, pytest.approx(0.75))
+    assert not spending.seen(seen_by.all().values())
+
+
+def test_a_workers_cap_check_counts_the_rest_of_the_run(tmp_path: Path, problem_dir: Path):
+    cfg = SolveConfig(problems=problem_dir, run=tmp_path / "w", model="openai/m", max_total_tokens=1000)
+    mine, view = Ledger(), RunView(cfg, ["sum"])
+    record = EpisodeRecord("e00001", "a-w01", "sum", tokens_in=399)
+    mine.changed(record)
+    published = Published("a", {"tokens": 700, "usd": 0.0, "processes": {"a": {"tokens": 100, "usd": 0.0}}})
+    check = caps_check(cfg, mine, view, published.elsewhere)
+    check()  # 399 of its own and 600 elsewhere: below the cap
+    assert view.tokens == 999
+    mine.charge(record, Usage(tokens_in=1))
+    with pytest.raises(CapReached) as reached:
+        check()
+    assert reached.value.stop.reason is StopReason.TOKEN_CAP
+    assert caps_check(cfg, mine, view)() is None  # alone it is far from the cap
+
+
+def test_a_worker_reads_the_runs_spending_and_set_aside_problems(tmp_path: Path, memory: Memory, problem_dir: Path):
+    """What the coordinator's ledger publishes reaches a worker's cap check and scheduler: the
+    run's spending by process, and the problems the no-progress rule set aside (the run's
+    streaks span every worker's episodes; a worker keeps none of its own)."""
+    url = bare(tmp_path / "remote.git").as_uri()
+    cfg = SolveConfig(problems=problem_dir, run=memory.path, model="openai/m")
+    publish.write_settings(memory, publish.settings_of(cfg, load_set(problem_dir), ["sum"], 600))
+    ledger = Ledger(set_aside=["sum"])
+    ledger.spending = {"tokens": 900, "usd": 0.0, "processes": {"a": {"tokens": 100, "usd": 0.0}}}
+    ledger.changed(finished("e00001", "b", 800, 0.0))
+    ledger.flush(memory)
+    publisher = publish.Publisher(Remote(url, memory.path), OWN_REFS)
+    publisher.push(OWN_REFS)
+
+    folder = tmp_path / "a"
+    remote = Remote(url, folder)
+    settings = join(remote, "a")
+    spending, streaks = Published("a"), RunStreaks(cfg.no_progress)
+    source = ClaimSource(remote, Claims(remote, "a", ttl_s=600), Memory(folder), None, settings, 600,
+                         spending=spending, streaks=streaks)
+    assert source._fetch()
+    assert spending.elsewhere() == (800, 0.0)
+    assert streaks.set_aside == {"sum"}
+    assert not streaks.add(finished("e00002", "a", 0, 0.0)) and streaks.set_aside == {"sum"}
