@@ -4,6 +4,7 @@ server process, over a `file://` bare repository and a real `git daemon` on loop
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from conftest import brain_server, fsck_clean, git
 
@@ -19,6 +21,8 @@ from gitswarm.engine.ledger import Ledger
 from gitswarm.memory.repo import Memory
 from gitswarm.remote.daemon import bare
 from gitswarm.resources import resolve_set
+from gitswarm.tui.app import Dashboard
+from gitswarm.tui.tables import ProcessesTable
 
 BUDGET = 24
 CAP = 60_000
@@ -87,10 +91,36 @@ def test_a_coordinator_and_three_workers_over_file_url(tmp_path: Path, model_ser
     for w in workers:
         assert finish(w)[0] == 0
     check_run(tmp_path / "mirror", remote)
-    status = subprocess.run(cli("status", str(tmp_path / "mirror")), capture_output=True, text=True, env=env())
+    mirror = tmp_path / "mirror"
+    status = subprocess.run(cli("status", str(mirror)), capture_output=True, text=True, env=env())
     assert status.returncode == 0, status.stderr
+    assert "WORKER               STATE    HELD EPISODES" in status.stdout
     for name in ("a", "b", "c"):
-        assert f"\n{name} " in status.stdout or status.stdout.startswith(f"{name} ")
+        assert f"\n{name} " in status.stdout
+    shown = json.loads(subprocess.run(cli("status", str(mirror), "--json"), capture_output=True, text=True,
+                                      env=env(), check=True).stdout)
+    processes = {w["name"]: w for w in shown["workers"]}
+    assert set(processes) == {"a", "b", "c"}
+    assert all(w["state"] == "idle" and w["held"] == 0 and w["last_push"] > 0 for w in processes.values())
+    assert sum(w["episodes"] for w in processes.values()) == shown["totals"]["episodes"]
+    assert sum(w["tokens"] for w in processes.values()) <= shown["totals"]["tokens_in"] + shown["totals"]["tokens_out"]
+    report = subprocess.run(cli("report", str(mirror), "-f", "md"), capture_output=True, text=True,
+                            env=env(), check=True).stdout
+    assert "## Worker processes" in report and all(f"| {name} | idle |" in report for name in "abc")
+    anyio.run(dashboard_shows_processes, mirror)
+
+
+async def dashboard_shows_processes(mirror: Path) -> None:
+    """The dashboard on the coordinator's mirror lists the worker processes as status does."""
+    app = Dashboard(mirror)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.query_one(ProcessesTable)
+        deadline = time.monotonic() + 20
+        while table.row_count < 3:
+            assert time.monotonic() < deadline, "the dashboard did not show the worker processes"
+            await pilot.pause(0.1)
+        assert table.display and {str(k.value) for k in table.rows} == {"a", "b", "c"}
+        await pilot.press("q")
 
 
 @pytest.fixture

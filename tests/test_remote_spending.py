@@ -47,9 +47,10 @@ def test_the_count_adds_the_open_claims_reports_to_the_ledger(tmp_path: Path):
     ledger.changed(finished("e00009", "b", 250, 0.05))
     spending = Spending.of(ledger.episodes.values())
 
-    assert spending.seen(seen_by.all().values())
+    assert spending.seen(seen_by.all().values(), 0.0)
     assert spending.total(ledger) == (1550, pytest.approx(0.65))
     published = spending.record(ledger)
+    assert published["processes"]["a"] == {"tokens": 1000, "usd": 0.5, "held": 1, "expired": 0}
     assert Published("a", published).elsewhere() == (550, pytest.approx(0.15))  # b's open claim and record
     assert Published("b", published).elsewhere() == (1000, pytest.approx(0.5))
     assert Published("c", published).elsewhere() == (1550, pytest.approx(0.65))  # a process not yet counted
@@ -57,12 +58,12 @@ def test_the_count_adds_the_open_claims_reports_to_the_ledger(tmp_path: Path):
     a.finish([held_a], spent={held_a.episode: (1200, 0.6)})  # closed with its final figures
     found = seen_by.all()
     assert (found[held_a.episode].done, found[held_a.episode].tokens) == (True, 1200)
-    assert spending.seen(found.values())  # a's claim is no longer open ...
+    assert spending.seen(found.values(), 0.0)  # a's claim is no longer open ...
     record = finished(held_a.episode, "a", 1200, 0.6)
     spending.took(record)  # ... and its record is in the ledger: counted once
     ledger.changed(record)
     assert spending.total(ledger) == (1750, pytest.approx(0.75))
-    assert not spending.seen(seen_by.all().values())
+    assert not spending.seen(seen_by.all().values(), 0.0)
 
 
 def test_a_workers_cap_check_counts_the_rest_of_the_run(tmp_path: Path, problem_dir: Path):

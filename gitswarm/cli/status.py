@@ -22,32 +22,25 @@ def status(
     """
     from gitswarm.memory.repo import Memory
     from gitswarm.readmodel.read import read_run
-    from gitswarm.readmodel.workers import read_workers
 
     with user_errors():
-        memory = Memory(run)
-        state = read_run(memory)
-        workers = read_workers(memory.repo)
+        state = read_run(Memory(run))
     if as_json:
-        shown = state.as_dict() | ({"workers": [w.as_dict() for w in workers]} if workers else {})
-        typer.echo(json.dumps(shown, indent=2))
+        typer.echo(json.dumps(state.as_dict(), indent=2))
         return
-    for line in table(state) + worker_table(workers):
+    for line in table(state) + worker_table(state.workers):
         typer.echo(line)
 
 
 def worker_table(workers) -> list[str]:
-    """A run on a git remote: one line per worker process (episodes by outcome, last push)."""
-    import time
+    """A run on a git remote: one line per worker process (its state and claims held, its
+    episodes by outcome, its last push, its tokens)."""
+    from gitswarm.readmodel.workers import HEADERS
 
     if not workers:
         return []
-    lines = [f"\n{'WORKER':24} {'EPISODES':>8}  {'LAST PUSH':20}  OUTCOMES"]
-    for w in workers:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(w.last_push))
-        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(w.outcomes.items()))
-        lines.append(f"{w.name:24} {w.episodes:8}  {when:20}  {outcomes}")
-    return lines
+    line = "{:20} {:8} {:>4} {:>8}  {:19} {:>9}  {}"
+    return [f"\n{line.format(*(h.upper() for h in HEADERS))}"] + [line.format(*w.cells()) for w in workers]
 
 
 def table(state) -> list[str]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gitswarm.readmodel.workers import WorkerState
     from gitswarm.referee.grades import Grade
 
 STATES = ("open", "in progress", "candidate", "nominated", "set aside", "settled", "selected")
@@ -265,9 +266,12 @@ class RunState:
 
     totals: RunTotals
     problems: tuple[ProblemState, ...]
+    workers: tuple[WorkerState, ...] = ()
+    """In a run on a git remote, every worker process (`readmodel.workers`); else none."""
 
     def problem(self, pid: str) -> ProblemState:
         return next(p for p in self.problems if p.id == pid)
 
     def as_dict(self) -> dict:
-        return {"totals": self.totals.as_dict(), "problems": [p.as_dict() for p in self.problems]}
+        shown = {"totals": self.totals.as_dict(), "problems": [p.as_dict() for p in self.problems]}
+        return shown | ({"workers": [w.as_dict() for w in self.workers]} if self.workers else {})

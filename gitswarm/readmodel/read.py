@@ -28,6 +28,7 @@ from gitswarm.readmodel.model import (
 )
 from gitswarm.readmodel.reviews import ProblemReviews, read_reviews
 from gitswarm.readmodel.tree import blob, front, subtree
+from gitswarm.readmodel.workers import read_workers
 from gitswarm.referee.grades import Grade, GradeStore
 
 SETTLE_NOMINATIONS = 3
@@ -46,7 +47,7 @@ def read_run(memory: Memory) -> RunState:
     rule = rule_of(state)
     store = GradeStore(memory)
     problems = tuple(read_problem(memory, pid, root, store, pid in aside, rule) for pid in memory.problems())
-    return RunState(run_totals(memory, Ledger.summary(memory)), problems)
+    return RunState(run_totals(memory, Ledger.summary(memory)), problems, read_workers(memory.repo, state))
 
 
 def main_tree(memory: Memory) -> pygit2.Tree:

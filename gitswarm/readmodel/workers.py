@@ -1,45 +1,81 @@
 """The worker processes of a run on a git remote, as the coordinator's mirror holds them.
 
 Each process pushes under `refs/gitswarm/workers/<name>/`; its ledger book there holds one
-record per episode it ran, and the book's last commit is its last push of results. Read
-from refs and one tree per worker, never the history.
+record per episode it ran, and the book's last commit is its last push of results. What it
+holds now (claims held, claims expired, tokens spent) is the coordinator's count, published
+in the run ledger's scheduler record (`spending`). Read from refs, one tree per worker and
+that record, never the history.
 """
 
 from __future__ import annotations
 
+import json
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
 import pygit2
 
+HEADERS = ("worker", "state", "held", "episodes", "last push", "tokens", "outcomes")
 WORKERS = "refs/gitswarm/workers/"
 BOOK = "/gitswarm/ledger"
 
 
 @dataclass(frozen=True)
 class WorkerState:
-    """One worker process: its episodes by outcome and the time of its last push."""
+    """One worker process: its episodes by outcome, its last push, what it holds now."""
 
     name: str
     episodes: int
+    """Episodes it pushed a record of."""
     last_push: int
-    """Seconds since the epoch of its ledger book's newest commit."""
+    """Seconds since the epoch of its ledger book's newest commit (0: nothing pushed yet)."""
     outcomes: dict[str, int] = field(default_factory=dict)
+    held: int = 0
+    """Claims it holds and keeps renewing: episodes it is running."""
+    expired: int = 0
+    """Claims it held and stopped renewing (it may be gone; others take them over)."""
+    tokens: int = 0
+    """Tokens its episodes spent, as the coordinator counted them."""
+
+    @property
+    def state(self) -> str:
+        """`running`, `silent` (its claims expired: stopped, killed or cut off), or `idle`."""
+        return "running" if self.held else "silent" if self.expired else "idle"
+
+    def cells(self) -> tuple[str, ...]:
+        """Its line in `status`, the report and the dashboard, under `HEADERS`."""
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.last_push)) if self.last_push else "-"
+        outcomes = ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())) or "-"
+        return (self.name, self.state, str(self.held), str(self.episodes), when, f"{self.tokens:,}", outcomes)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> WorkerState:
+        """Its `as_dict` form read back (the report renders from its JSON form)."""
+        return cls(**{k: v for k, v in data.items() if k != "state"})
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "episodes": self.episodes, "last_push": self.last_push,
-                "outcomes": dict(self.outcomes)}
+        return {"name": self.name, "state": self.state, "episodes": self.episodes, "last_push": self.last_push,
+                "outcomes": dict(self.outcomes), "held": self.held, "expired": self.expired, "tokens": self.tokens}
 
 
-def read_workers(repo: pygit2.Repository) -> list[WorkerState]:
-    """Every worker process that pushed a ledger book, by name."""
+def read_workers(repo: pygit2.Repository, scheduler: dict) -> tuple[WorkerState, ...]:
+    """Every worker process that pushed a ledger book or that the coordinator counted, by
+    name; `scheduler` is the run ledger's scheduler record."""
+    spending = scheduler.get("spending") if isinstance(scheduler.get("spending"), dict) else {}
+    counted = spending.get("processes") if isinstance(spending.get("processes"), dict) else {}
+    books = {ref.removeprefix(WORKERS).removesuffix(BOOK): ref
+             for ref in repo.references if ref.startswith(WORKERS) and ref.endswith(BOOK)}
     found = []
-    for ref in sorted(r for r in repo.references if r.startswith(WORKERS) and r.endswith(BOOK)):
-        name = ref.removeprefix(WORKERS).removesuffix(BOOK)
-        tip = repo[repo.references[ref].target].peel(pygit2.Commit)
-        outcomes = Counter(_status(repo, blob) for blob in _records(repo, tip.tree))
-        found.append(WorkerState(name, sum(outcomes.values()), tip.commit_time, dict(outcomes)))
-    return found
+    for name in sorted({*books, *counted}):
+        live = counted.get(name) if isinstance(counted.get(name), dict) else {}
+        outcomes, pushed = Counter(), 0
+        if name in books:
+            tip = repo[repo.references[books[name]].target].peel(pygit2.Commit)
+            outcomes, pushed = Counter(_status(repo, blob) for blob in _records(repo, tip.tree)), tip.commit_time
+        found.append(WorkerState(name, sum(outcomes.values()), pushed, dict(outcomes), int(live.get("held", 0)),
+                                 int(live.get("expired", 0)), int(live.get("tokens", 0))))
+    return tuple(found)
 
 
 def _records(repo: pygit2.Repository, tree: pygit2.Tree):
@@ -53,6 +89,4 @@ def _records(repo: pygit2.Repository, tree: pygit2.Tree):
 
 
 def _status(repo: pygit2.Repository, blob) -> str:
-    import json
-
     return str(json.loads(repo[blob].data).get("status", "?"))

@@ -66,7 +66,7 @@ class Coordinator:
             return  # unreachable: the next step fetches again
         now = time.time()
         self.open_claims = sum(1 for c in found.values() if not c.done and not c.expired(now))
-        changed = self.spending.seen(found.values())
+        changed = self.spending.seen(found.values(), now)
         for claim in sorted((c for c in found.values() if c.done), key=lambda c: c.episode):
             if claim.episode not in self.ledger.episodes:
                 await self._take(claim)

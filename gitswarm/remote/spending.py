@@ -41,7 +41,8 @@ class Spending:
     finished: dict[str, list] = field(default_factory=lambda: defaultdict(lambda: [0, 0.0]))
     """Each process's finished episodes in the run's ledger: [tokens, usd]."""
     open: dict[str, list] = field(default_factory=dict)
-    """Each process's open claims as last reported: [tokens, usd]."""
+    """Each process's open claims as last reported: [tokens, usd, held, expired] (held: not
+    expired; expired: its holder stopped renewing, and may be gone)."""
 
     @classmethod
     def of(cls, records: Iterable[EpisodeRecord]) -> Spending:
@@ -58,14 +59,16 @@ class Spending:
         part[0] += tokens
         part[1] += usd
 
-    def seen(self, claims: Iterable[Claim]) -> bool:
+    def seen(self, claims: Iterable[Claim], now: float) -> bool:
         """The open claims as fetched now; True if their figures changed."""
-        now: dict[str, list] = defaultdict(lambda: [0, 0.0])
+        found: dict[str, list] = defaultdict(lambda: [0, 0.0, 0, 0])
         for claim in claims:
             if not claim.done:
-                now[claim.worker][0] += claim.tokens
-                now[claim.worker][1] += claim.usd
-        changed, self.open = dict(now) != self.open, dict(now)
+                part = found[claim.worker]
+                part[0] += claim.tokens
+                part[1] += claim.usd
+                part[2 + claim.expired(now)] += 1
+        changed, self.open = dict(found) != self.open, dict(found)
         return changed
 
     def in_flight(self) -> tuple[int, float]:
@@ -78,15 +81,15 @@ class Spending:
         return ledger.tokens + tokens, ledger.cost[0] + usd
 
     def record(self, ledger: Ledger) -> dict:
-        """The published form: the totals and each process's part of them."""
-        processes: dict[str, list] = defaultdict(lambda: [0, 0.0])
-        for part in (self.finished, self.open):
-            for name, (tokens, usd) in part.items():
-                processes[name][0] += tokens
-                processes[name][1] += usd
+        """The published form: the totals, and each process's part of them with its claims
+        held and expired (what `status` shows of each worker process)."""
+        processes: dict[str, dict] = {}
+        for name in sorted({*self.finished, *self.open} - {""}):
+            done, live = self.finished.get(name, [0, 0.0]), self.open.get(name, [0, 0.0, 0, 0])
+            processes[name] = {"tokens": done[0] + live[0], "usd": done[1] + live[1], "held": live[2],
+                               "expired": live[3]}
         tokens, usd = self.total(ledger)
-        return {"tokens": tokens, "usd": usd,
-                "processes": {name: {"tokens": t, "usd": u} for name, (t, u) in sorted(processes.items()) if name}}
+        return {"tokens": tokens, "usd": usd, "processes": processes}
 
 
 @dataclass

@@ -72,6 +72,8 @@ class RunReport:
     usage: dict[str, int] = field(default_factory=dict)
     """The parts of every call's usage, the merger's and failed calls' too (the read model's
     totals, `Totals.parts()`)."""
+    workers: list[dict] = field(default_factory=list)
+    """In a run on a git remote, each worker process as the read model has it."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -100,7 +102,7 @@ def collect(run: Path) -> tuple[RunReport, Graph]:
         contributions=total,
         built_on_share=_share(sum(p.built_on for p in problems), total),
         ancestry_share=_share(sum(p.in_ancestry for p in problems), total),
-        problems=problems, usage=state.totals.parts()), graph
+        problems=problems, usage=state.totals.parts(), workers=[w.as_dict() for w in state.workers]), graph
 
 
 def _share(part: int, whole: int) -> float | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 import json
 
+from gitswarm.readmodel.workers import HEADERS as WORKER_HEADERS
+from gitswarm.readmodel.workers import WorkerState
 from gitswarm.report.collect import ProblemReport, RunReport
 from gitswarm.report.graph import Graph
 
@@ -62,9 +64,17 @@ def to_markdown(report: RunReport) -> str:
              "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     lines += ["| " + " | ".join(row) + " |" for row in _rows(report)]
     lines += ["", DEFINITIONS, ""]
+    if report.workers:
+        lines += ["## Worker processes", "", "| " + " | ".join(WORKER_HEADERS) + " |",
+                  "|" + "---|" * len(WORKER_HEADERS)]
+        lines += ["| " + " | ".join(row) + " |" for row in _worker_rows(report)] + [""]
     for p in report.problems:
         lines += _trail_markdown(p)
     return "\n".join(lines)
+
+
+def _worker_rows(report: RunReport) -> list[tuple[str, ...]]:
+    return [WorkerState.from_dict(w).cells() for w in report.workers]
 
 
 TRAIL_HEADERS = ["episode", "worker", "verdict", "counted", "review"]
@@ -98,6 +108,10 @@ def to_html(report: RunReport, graph: Graph) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in HEADERS)
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in _rows(report))
     drawings = "".join(_drawing(p, graph, svg) for p in report.problems)
+    if report.workers:
+        top = "".join(f"<th>{esc(h)}</th>" for h in WORKER_HEADERS)
+        cells = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in _worker_rows(report))
+        drawings = f"<h2>Worker processes</h2><table><tr>{top}</tr>{cells}</table>{drawings}"
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>gitswarm report {esc(report.run)}</title>"
             f"<style>{CSS}</style></head><body><h1>gitswarm report: {esc(report.run)}</h1>"
             f"<p>{esc(_summary(report))}</p><table><tr>{head}</tr>{body}</table>"

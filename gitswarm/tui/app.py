@@ -26,7 +26,7 @@ from gitswarm.tui.header import RunHeader
 from gitswarm.tui.messages import EventsArrived, GraphRead, HistoryRead, ItemRead, RunFinished, SnapshotRead
 from gitswarm.tui.screens import DetailScreen, GraphScreen, HelpScreen
 from gitswarm.tui.state import DashState, merge_snapshot
-from gitswarm.tui.tables import ProblemsTable, WorkersTable
+from gitswarm.tui.tables import ProblemsTable, ProcessesTable, WorkersTable
 from gitswarm.tui.tail import LogTail
 
 Engine = Callable[[Listener], Awaitable[object]]
@@ -42,6 +42,7 @@ class Dashboard(App):
     CSS = """
     ProblemsTable { height: 1fr; min-height: 4; }
     WorkersTable { height: 1fr; min-height: 4; border-top: solid $primary; }
+    ProcessesTable { height: auto; max-height: 10; border-top: solid $primary; display: none; }
     Feed { height: 1fr; min-height: 4; }
     """
     BINDINGS: ClassVar = [
@@ -72,6 +73,7 @@ class Dashboard(App):
         yield RunHeader()
         yield ProblemsTable(id="problems")
         yield WorkersTable(id="workers")
+        yield ProcessesTable(id="processes")
         yield Feed(id="feed")
         yield Footer()
 
@@ -195,6 +197,8 @@ class Dashboard(App):
             self.query_one(ProblemsTable).show(list(state.problems.values()))
         if "workers" in dirty:
             self.query_one(WorkersTable).show(list(state.workers.values()))
+        if "processes" in dirty:
+            self.query_one(ProcessesTable).show(state.processes)
         if "feed" in dirty:
             self.query_one(Feed).show(state.feed, state.feed_total)
 

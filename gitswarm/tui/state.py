@@ -95,6 +95,9 @@ class DashState:
     header: Header = field(default_factory=Header)
     problems: dict[str, ProblemRow] = field(default_factory=dict)
     workers: dict[str, WorkerRow] = field(default_factory=dict)
+    processes: tuple = ()
+    """In a run on a git remote, the worker processes (`readmodel.workers.WorkerState`), from
+    the last read of the read model."""
     feed: deque[FeedItem] = field(default_factory=lambda: deque(maxlen=FEED_SIZE))
     episode_worker: dict[str, str] = field(default_factory=dict)
     dirty: set[str] = field(default_factory=set)
@@ -139,6 +142,9 @@ def merge_snapshot(s: DashState, snap: RunState) -> set[str]:
         row.selected = p.selected_path or row.selected
         if STATES.index(p.state) > STATES.index(row.state if row.state in STATES else "open"):
             row.state = p.state
+    if snap.workers != s.processes:
+        s.processes = snap.workers
+        s.dirty.add("processes")
     s.header.cost = snap.totals.cost_usd
     s.header.tokens = max(s.header.tokens, snap.totals.tokens)
     s.header.charged = max(s.header.charged, snap.totals.charged)

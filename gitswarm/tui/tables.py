@@ -1,4 +1,4 @@
-"""The problems and workers tables: rows keyed by id, updated in place."""
+"""The problems, workers and worker-process tables: rows keyed by id, updated in place."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import time
 
 from textual.widgets import DataTable
 
+from gitswarm.readmodel.workers import HEADERS as PROCESS_COLUMNS
+from gitswarm.readmodel.workers import WorkerState
 from gitswarm.tui.state import ProblemRow, WorkerRow
 
 PROBLEM_COLUMNS = ("problem", "kind", "state", "contrib", "lemmas", "attempts", "noms", "verified", "grade")
@@ -65,3 +67,15 @@ class WorkersTable(KeyedTable):
         for w in sorted(rows, key=lambda r: r.id):
             since = "-" if w.state == "idle" else f"{now - w.since:.0f}s"
             self.put(w.id, (w.id, w.episode, w.problem, w.state, w.step, w.tokens, since))
+
+
+class ProcessesTable(KeyedTable):
+    """In a run on a git remote, the worker processes as the read model has them (the cells
+    `status` and the report show); hidden in a local run."""
+
+    COLUMNS = PROCESS_COLUMNS
+
+    def show(self, rows: tuple[WorkerState, ...]) -> None:
+        self.display = bool(rows)
+        for w in rows:
+            self.put(w.name, w.cells())
