@@ -208,10 +208,32 @@ async def test_a_revision_answers_the_critical_review_and_the_advice_is_its_seco
     assert (f"most useful next: review attempts/revised.md ({revised[:12]}): it has 1 of the 2 pass reviews "
             "selection needs, and you have not reviewed it\n") in header
     assert "verified now: none\n" in header
-    revised_with(tmp_path / "two", ["w04", "w05"])
+    revised = revised_with(tmp_path / "two", ["w04", "w05"])
     header, _ = await header_and_overview(tmp_path / "two")
-    assert "most useful next" not in header  # verified; the flawed one's critical is answered
-    assert "verified now: attempts/revised.md\n" in header
+    assert "verified now: attempts/revised.md\n" in header  # and the flawed one's critical is answered
+    assert (f"most useful next: nominate attempts/revised.md ({revised[:12]}): it is verified and has 0 of the 3 "
+            "nominations that settle this problem, none of them yours\n") in header
+
+
+@pytest.mark.anyio
+async def test_a_verified_candidate_is_nominated_before_other_candidates_are_reviewed(tmp_path: Path):
+    """Reviews of other candidates can wait: a nomination of the verified one settles the
+    problem soonest. Once this worker has nominated, the advice goes back to reviewing."""
+    def run_with(run: Path, nominated_by: str) -> tuple[str, str]:
+        memory = prebuilt(run)
+        good = add(memory, "x0001", "w02", "attempt", {"attempts/good.md": "# Good\n"})
+        review(memory, "x0002", "w03", good, "pass")
+        review(memory, "x0003", "w04", good, "pass")
+        add(memory, "x0004", nominated_by, "nomination", {"nominations/x0004.md": "good\n"}, (good,), Candidate=good)
+        other = add(memory, "x0005", "w05", "attempt", {"attempts/other.md": "# Another\n"})
+        return good, other
+
+    good, _ = run_with(tmp_path / "one", "w03")
+    header, _ = await header_and_overview(tmp_path / "one")
+    assert f"most useful next: nominate attempts/good.md ({good[:12]}): it is verified and has 1 of the 3" in header
+    _, other = run_with(tmp_path / "two", "w01")  # w01 runs the episode: it has nominated
+    header, _ = await header_and_overview(tmp_path / "two")
+    assert f"most useful next: review attempts/other.md ({other[:12]}): no other worker has reviewed it" in header
 
 
 @pytest.mark.anyio

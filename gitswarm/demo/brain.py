@@ -19,6 +19,7 @@ ROW = re.compile(r"^\| ((?:notes|lemmas|attempts|reviews|code)/\S+) \| ([0-9a-f]
 TEXT_CALLS = "# How to call tools"
 """The heading of the text protocol's instructions in the system prompt."""
 REVIEW = re.compile(r"^most useful next: review (\S+) \(", re.MULTILINE)
+NOMINATE = re.compile(r"^most useful next: nominate (\S+) \(", re.MULTILINE)
 """The state header's advice to review a candidate."""
 REVISE = re.compile(r"^most useful next: revise (\S+): its critical review \S+ \(commit ([0-9a-f]+)\)", re.MULTILINE)
 """The state header's advice to revise a candidate, naming its critical review's commit."""
@@ -71,11 +72,17 @@ def _text(message: dict) -> str:
     return str(content)
 
 
+def _nomination_plan(candidate: str, note_path: str) -> list[dict]:
+    return [_call("read_file", path=candidate if not candidate.startswith("code/") else note_path),
+            _call("nominate", candidate=candidate,
+                  rationale="Verified by other workers' reviews, and checked again: correct and complete.")]
+
+
 def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_exit: str | None) -> list[dict]:
     """The tool calls of this episode, one per step, chosen from what the memory holds and
     what the header advises: a note, then an attempt (the script's flawed first try where it
-    has one), then the advised review or revision, then a nomination of a verified
-    candidate; with nothing left to do for this worker, it abstains. `last_exit` is the exit
+    has one), then the advised nomination, review or revision, then a nomination of a
+    verified candidate; with nothing left to do for this worker, it abstains. `last_exit` is the exit
     code of the last shell command so far: a review of a program passes only when its check
     ran clean."""
     text = script().get(problem) or script()["default"]
@@ -90,6 +97,8 @@ def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_
         path = f"{FIRST_TRY}{episode}.md" if first else f"attempts/attempt-{episode}.md"
         return _attempt_plan(kind, episode, text, text["flawed"] if first else text.get("attempt", ""), path,
                              [note], f"Built on {note_path}.", note_path)
+    if advised := NOMINATE.search(prompt):
+        return _nomination_plan(advised.group(1), note_path)
     if review := REVIEW.search(prompt):
         return _review_plan(kind, episode, text, review.group(1), last_exit)
     if revise := REVISE.search(prompt):
@@ -102,9 +111,7 @@ def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_
         made = [_candidate(p) for p, _ in items.get("attempts", []) + items.get("code", [])]
         shown = [p for p in made if not p.startswith(FIRST_TRY)][-1:] or made[-1:]
     if shown:
-        return [_call("read_file", path=shown[0] if not shown[0].startswith("code/") else note_path),
-                _call("nominate", candidate=shown[0],
-                      rationale="Verified by other workers' reviews, and checked again: correct and complete.")]
+        return _nomination_plan(shown[0], note_path)
     return [_call("abstain", reason="nothing to review, revise or nominate yet: waiting for other workers")]
 
 

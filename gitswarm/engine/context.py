@@ -93,7 +93,8 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
                   more_reviewed=max(0, len(candidates) - HEADER_REVIEWED),
                   next_action=next_action(index, ep.problem_id, ep.worker, candidates, _busy(view, ep),
                                           cfg.verify),
-                  verify=cfg.verify, verified=verified(index, ep.problem_id, candidates, cfg.verify))
+                  verify=cfg.verify, verified=verified(index, ep.problem_id, candidates, cfg.verify),
+                  settle_nominations=cfg.settle_nominations)
 
 
 def _busy(view: RunView, ep: EpisodeInfo) -> str:
@@ -112,12 +113,19 @@ def review_state(index: MemoryIndex, problem: str, commit: str) -> dict:
 
 def next_action(index: MemoryIndex, problem: str, worker: str, candidates: list[tuple[str, str]],
                 busy: str = "", verify: int = 0) -> dict | None:
-    """The most useful next step on the candidates (newest first): review one no other
+    """The most useful next step on the candidates (newest first): nominate a verified one
+    when `worker` has nominated none on this problem (the most nominated: that settles the
+    problem soonest, and reviewing other candidates can wait); else review one no other
     worker has reviewed (not `worker`'s own, nor one named in `busy`, the other episodes'
     announcements); else revise one with a critical review that no attempt answers yet (none
     cites the candidate or any of its critical reviews, and no episode in flight names it);
     else review one still short of the `verify` passes that selection needs, that `worker`
     has not reviewed; None when none is waiting."""
+    votes = index.problems[problem]
+    good = verified(index, problem, candidates, verify)
+    if good and worker not in votes.nominators:
+        path, commit = max((c for c in candidates if c[0] in good), key=lambda c: votes.nominations[c[1]])
+        return {"action": "nominate", "path": path, "commit": commit, "nominations": votes.nominations[commit]}
     mine = {path for path, commit in candidates if index.authors.get(commit) == worker or path in busy}
     for path, commit in candidates:
         if path not in mine and not index.reviews_of(problem, commit):

@@ -44,6 +44,8 @@ class ProblemIndex:
     """Contributions by kind."""
     nominations: Counter = field(default_factory=Counter)
     """Candidate commit -> nominations."""
+    nominators: set[str] = field(default_factory=set)
+    """Workers that nominated a candidate of this problem."""
     reviews: dict[str, dict[str, Review]] = field(default_factory=dict)
     """Candidate commit -> reviewer worker -> that worker's latest review of it (its author's
     own reviews included: `MemoryIndex.reviews_of` leaves them out)."""
@@ -91,6 +93,7 @@ class MemoryIndex:
             self.cited[cited] += 1
         if kind == "nomination" and trailers.get("Candidate"):
             index.nominations[trailers["Candidate"]] += 1
+            index.nominators.add(trailers.get("Worker", ""))
         if kind in ("attempt", "code"):
             self.answered.update(split_ids(trailers.get("Informed-By", "")))
         if kind == "review" and trailers.get("Reviews") and trailers.get("Verdict") in VERDICTS:
