@@ -14,8 +14,9 @@ def json_state(state: tuple) -> list:
     return [state[0], base64.b64encode(words).decode(), state[2]]
 
 
-def restore_rng(seed: int, state: list | None) -> random.Random:
-    """The scheduler's random state as the last run left it (resume keeps determinism)."""
+def restore_rng(seed: int | str, state: list | None) -> random.Random:
+    """The scheduler's random state as the last run left it (resume keeps determinism); a
+    string seed (a remote worker's: the run's seed and its name) is hashed as `random` does."""
     rng = random.Random(seed)
     if state:
         words = state[1]
