@@ -119,8 +119,8 @@ async def _work(options, cfg, settings, remote, memory, git, model, listeners, c
     source = ClaimSource(remote, claims, memory, shared, settings, claims.ttl_s, patience_s=options.patience_s,
                          spending=spending, streaks=streaks)
     scheduler = Scheduler(shared, ledger, None, publish.problem_set_of(settings), problems, control,
-                          restore_rng(f"{cfg.seed}/{options.name}", None), streaks, free_workers=slots(options.name, options.slots),
-                          source=source)
+                          restore_rng(f"{cfg.seed}/{options.name}", None), streaks,
+                          free_workers=slots(options.name, options.slots), source=source)
     events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget, workers=cfg.workers,
                 charged=0, problems=problems, episodes=0, max_episodes=cfg.max_episodes, set_aside=[],
                 stale_locks_removed=[], worker=options.name, remote=remote.shown)
