@@ -50,7 +50,9 @@ def test_the_count_adds_the_open_claims_reports_to_the_ledger(tmp_path: Path):
     assert spending.seen(seen_by.all().values(), 0.0)
     assert spending.total(ledger) == (1550, pytest.approx(0.65))
     published = spending.record(ledger)
-    assert published["processes"]["a"] == {"tokens": 1000, "usd": 0.5, "held": 1, "expired": 0}
+    assert published["processes"]["a"] == {"tokens": 1000, "usd": 0.5, "held": 1, "expired": 0,
+                                           "problems": {"sum": 1}}
+    assert Published("a", published).busy() == ["sum"]  # b's episode: a works on it knowing
     assert Published("a", published).elsewhere() == (550, pytest.approx(0.15))  # b's open claim and record
     assert Published("b", published).elsewhere() == (1000, pytest.approx(0.5))
     assert Published("c", published).elsewhere() == (1550, pytest.approx(0.65))  # a process not yet counted
@@ -82,15 +84,17 @@ def test_a_workers_cap_check_counts_the_rest_of_the_run(tmp_path: Path, problem_
     assert caps_check(cfg, mine, view)() is None  # alone it is far from the cap
 
 
-def test_a_worker_reads_the_runs_spending_and_set_aside_problems(tmp_path: Path, memory: Memory, problem_dir: Path):
+def test_a_worker_reads_the_spending_busy_and_set_aside_problems(tmp_path: Path, memory: Memory, problem_dir: Path):
     """What the coordinator's ledger publishes reaches a worker's cap check and scheduler: the
-    run's spending by process, and the problems the no-progress rule set aside (the run's
+    run's spending by process, the problems other processes work on now, and the problems the
+    no-progress rule set aside (the run's
     streaks span every worker's episodes; a worker keeps none of its own)."""
     url = bare(tmp_path / "remote.git").as_uri()
     cfg = SolveConfig(problems=problem_dir, run=memory.path, model="openai/m")
     publish.write_settings(memory, publish.settings_of(cfg, load_set(problem_dir), ["sum"], 600))
     ledger = Ledger(set_aside=["sum"])
-    ledger.spending = {"tokens": 900, "usd": 0.0, "processes": {"a": {"tokens": 100, "usd": 0.0}}}
+    ledger.spending = {"tokens": 900, "usd": 0.0, "processes": {"a": {"tokens": 100, "usd": 0.0},
+                                                                "b": {"problems": {"sum": 2}}}}
     ledger.changed(finished("e00001", "b", 800, 0.0))
     ledger.flush(memory)
     publisher = publish.Publisher(Remote(url, memory.path), OWN_REFS)
@@ -104,5 +108,6 @@ def test_a_worker_reads_the_runs_spending_and_set_aside_problems(tmp_path: Path,
                          spending=spending, streaks=streaks)
     assert source._fetch()
     assert spending.elsewhere() == (800, 0.0)
+    assert source.elsewhere() == ["sum", "sum"]  # the scheduler counts them as busy
     assert streaks.set_aside == {"sum"}
     assert not streaks.add(finished("e00002", "a", 0, 0.0)) and streaks.set_aside == {"sum"}

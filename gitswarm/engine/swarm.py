@@ -51,6 +51,9 @@ class EpisodeSource(Protocol):
     async def finished(self, record: EpisodeRecord) -> None:
         """Hand over a finished episode's results (its record is already saved locally)."""
 
+    def elsewhere(self) -> list[str]:
+        """The problems the run's other processes have episodes on now, one per episode."""
+
 
 @dataclass
 class Scheduler:
@@ -210,11 +213,11 @@ class Scheduler:
 
     def _pick(self) -> tuple[str, str] | None:
         """A problem and a free worker: unsolved problems first, then the least worked
-        (contributions and episodes in flight), each given to a worker whose review of its
+        (contributions and episodes in flight, other processes' too), each given to a worker whose review of its
         candidates would count. When no such pair exists and nothing is in flight (so nothing
         will change by waiting), the first problem goes to the first free worker."""
         index = self.shared.index
-        busy = [r.problem for r in self.in_flight.values()]
+        busy = [r.problem for r in self.in_flight.values()] + (self.source.elsewhere() if self.source else [])
         open_ = sorted(self._open(), key=lambda p: (bool(index.problems[p].nominations),
                                                     sum(index.problems[p].kinds.values()) + 2 * busy.count(p),
                                                     self.rng.random()))

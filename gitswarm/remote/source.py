@@ -216,6 +216,10 @@ class ClaimSource:
                 self.held[claim.episode] = claim
             return
 
+    def elsewhere(self) -> list[str]:
+        """The problems other processes are working on, as the coordinator last counted them."""
+        return self.spending.busy() if self.spending is not None else []
+
     def _spent(self, episode: str) -> tuple[int, float]:
         """What the episode's calls have spent so far, from the worker's ledger."""
         record = self.shared.ledger.episodes.get(episode)

@@ -14,7 +14,7 @@ since their last report, and by the calls in flight when it is reached.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -43,6 +43,8 @@ class Spending:
     open: dict[str, list] = field(default_factory=dict)
     """Each process's open claims as last reported: [tokens, usd, held, expired] (held: not
     expired; expired: its holder stopped renewing, and may be gone)."""
+    problems: dict[str, Counter] = field(default_factory=dict)
+    """Each process's held claims by problem: what it is working on now."""
 
     @classmethod
     def of(cls, records: Iterable[EpisodeRecord]) -> Spending:
@@ -62,13 +64,17 @@ class Spending:
     def seen(self, claims: Iterable[Claim], now: float) -> bool:
         """The open claims as fetched now; True if their figures changed."""
         found: dict[str, list] = defaultdict(lambda: [0, 0.0, 0, 0])
+        problems: dict[str, Counter] = defaultdict(Counter)
         for claim in claims:
             if not claim.done:
                 part = found[claim.worker]
                 part[0] += claim.tokens
                 part[1] += claim.usd
                 part[2 + claim.expired(now)] += 1
-        changed, self.open = dict(found) != self.open, dict(found)
+                if not claim.expired(now):
+                    problems[claim.worker][claim.problem] += 1
+        changed = dict(found) != self.open or dict(problems) != self.problems
+        self.open, self.problems = dict(found), dict(problems)
         return changed
 
     def in_flight(self) -> tuple[int, float]:
@@ -87,7 +93,7 @@ class Spending:
         for name in sorted({*self.finished, *self.open} - {""}):
             done, live = self.finished.get(name, [0, 0.0]), self.open.get(name, [0, 0.0, 0, 0])
             processes[name] = {"tokens": done[0] + live[0], "usd": done[1] + live[1], "held": live[2],
-                               "expired": live[3]}
+                               "expired": live[3], "problems": dict(self.problems.get(name, {}))}
         tokens, usd = self.total(ledger)
         return {"tokens": tokens, "usd": usd, "processes": processes}
 
@@ -107,6 +113,12 @@ class Published:
         tokens = int(self.record.get("tokens", 0)) - int(ours.get("tokens", 0))
         usd = float(self.record.get("usd", 0.0)) - float(ours.get("usd", 0.0))
         return max(tokens, 0), max(usd, 0.0)
+
+    def busy(self) -> list[str]:
+        """The problems the other processes held claims on, one entry per claim."""
+        processes = self.record.get("processes") or {}
+        return [str(problem) for name, part in processes.items() if name != self.name and isinstance(part, dict)
+                for problem, n in (part.get("problems") or {}).items() for _ in range(int(n))]
 
     def unreported_due(self, cfg, unreported: tuple[int, float], ledger: Ledger) -> bool:
         """Whether this process's spending not yet reported has reached its share of what
