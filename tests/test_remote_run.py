@@ -92,6 +92,15 @@ def test_a_coordinator_and_three_workers_over_file_url(tmp_path: Path, model_ser
         assert finish(w)[0] == 0
     check_run(tmp_path / "mirror", remote)
     mirror = tmp_path / "mirror"
+    clone = tmp_path / "clone"  # anyone with the URL reads the whole reasoning history with plain git
+    subprocess.run(["git", "clone", "-q", url, str(clone)], check=True)
+    git(clone, "fetch", "-q", "origin", "refs/notes/*:refs/notes/*")
+    adopted = git(mirror, "for-each-ref", "--format=%(objectname)", "refs/gitswarm/ops/").split()
+    logged = git(clone, "log", "--format=%H", "main").split()
+    assert adopted and set(adopted) <= set(logged)
+    assert (clone / "problems" / "demo-odd-sum" / "statement.md").exists()
+    noted = git(clone, "notes", "--ref=transcripts", "list").split()
+    assert set(adopted) & set(noted[1::2])  # transcripts come with the notes ref
     status = subprocess.run(cli("status", str(mirror)), capture_output=True, text=True, env=env())
     assert status.returncode == 0, status.stderr
     assert "WORKER               STATE    HELD EPISODES" in status.stdout
