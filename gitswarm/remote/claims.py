@@ -40,9 +40,6 @@ from gitswarm.remote.errors import MissingRef, PushRejected, RemoteError, StaleL
 from gitswarm.remote.transport import Remote, Update
 
 FILE = "claim.json"
-FETCH_EACH = 200
-"""Up to this many claim commits the mirror lacks, `Claims.all` fetches them by name; above,
-every claim by pattern."""
 Spent = dict[str, tuple[int, float]]
 """What episodes have spent, by episode: (tokens, USD)."""
 
@@ -130,26 +127,19 @@ class Claims:
         return _load(self.remote.repo(), self.remote.local(ref))
 
     def all(self) -> dict[str, Claim]:
-        """Every claim on the remote, by episode: one ls-remote, then a fetch of only the
-        claim commits the mirror lacks (a long run has many claims, nearly all closed for
-        good, and fetching them all each time cost most of a look)."""
-        there = self.remote.refs(f"{layout.CLAIMS}*")
+        """Every claim on the remote, by episode (one fetch). Each claim commit is read once
+        and remembered: a long run has many claims, nearly all closed for good, and reading
+        them all at every look cost more than the fetch (`scripts/bench_looks.py`)."""
+        self.remote.fetch([layout.claims_refspec()], prune=True)
         repo = self.remote.repo()
-        missing = [name for name, commit in there.items() if commit not in self._loaded and commit not in repo]
-        try:
-            if len(missing) > FETCH_EACH:
-                self.remote.fetch([layout.claims_refspec()], prune=True)
-            elif missing:
-                self.remote.fetch([f"+{name}:{name}" for name in missing])
-        except MissingRef:  # deleted meanwhile: fetch them all, and leave out what is gone
-            self.remote.fetch([layout.claims_refspec()], prune=True)
-        repo = self.remote.repo()
-        there = {name: commit for name, commit in there.items() if commit in self._loaded or commit in repo}
         found, loaded = {}, {}
-        for name, commit in there.items():
-            claim = self._loaded.get(commit) or _load(repo, commit)
-            found[layout.episode_of(name)], loaded[commit] = claim, claim
-        self._loaded = loaded  # a claim commit never changes: read each once
+        for name in repo.references:
+            episode = layout.episode_of(name)
+            if episode is not None:
+                commit = str(repo.references[name].target)
+                claim = self._loaded.get(commit) or _load(repo, commit)
+                found[episode], loaded[commit] = claim, claim
+        self._loaded = loaded
         return found
 
     # -- moves ------------------------------------------------------------------------------

@@ -1,14 +1,13 @@
-"""Benchmark a look at every claim of a remote run, which the coordinator makes at each step.
+"""Benchmark the coordinator's look at every claim of a remote run, which it makes at each step.
 
 A long run has one claim ref per episode, nearly all closed for good. Measured in the same
-run, over `file://` and a `git daemon` on loopback, on a remote holding `--claims` claims:
-- the baseline, the earlier look: fetch every claim by pattern (with prune), then read every
-  claim commit's `claim.json`;
-- `Claims.all` as it is: one ls-remote, a fetch of only the claim commits the mirror lacks,
-  each claim commit read once and remembered;
-- the same after `--moved` claims moved (renewals and closes between two looks).
+run, over `file://` and a `git daemon` on loopback, on a remote holding `--claims` claims,
+with nothing moved and after `--moved` claims moved (renewals and closes between two looks):
+- the baseline, the earlier look: every claim fetched by pattern, every claim commit's
+  `claim.json` read;
+- `Claims.all` as it is: the same fetch, each claim commit read once and remembered.
 
-Usage: python scripts/bench_claims.py [--claims N] [--moved M] [--repeat R]
+Usage: python scripts/bench_looks.py [--claims N] [--moved M] [--repeat R]
 """
 
 from __future__ import annotations
@@ -33,34 +32,28 @@ def earlier_look(claims: Claims) -> dict:
             for name in repo.references if layout.episode_of(name) is not None}
 
 
-def timed(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
-def measure(url: str, root: Path, count: int, moved: int, repeat: int) -> tuple[float, float, float]:
+def measure(url: str, root: Path, count: int, moved: int, repeat: int) -> list[tuple[float, float]]:
+    """(earlier, now) seconds with nothing moved, then after `moved` claims moved."""
     worker = Claims(Remote(url, root / "worker.git"), "w", ttl_s=3600)
     held = []
     for _ in range(0, count, 100):
         held += worker.claim_next(["p"] * 100, 10**9)
     looker = Claims(Remote(url, root / "coordinator.git"), "c", ttl_s=3600)
     assert len(earlier_look(looker)) == len(looker.all()) == len(held)
-    before = timed(lambda: earlier_look(looker), repeat)
-    now = timed(looker.all, repeat)
-
-    def after_moves() -> None:
+    still = [(timed(lambda: earlier_look(looker)), timed(looker.all)) for _ in range(repeat)]
+    after = []
+    for _ in range(repeat):  # each look in its own round after the same moves
         held[:moved] = worker.renew(held[:moved])
-        start = time.perf_counter()
-        looker.all()
-        after_moves.seconds.append(time.perf_counter() - start)
-    after_moves.seconds = []
-    for _ in range(repeat):
-        after_moves()
-    return before, now, statistics.median(after_moves.seconds)
+        earlier = timed(lambda: earlier_look(looker))
+        held[:moved] = worker.renew(held[:moved])
+        after.append((earlier, timed(looker.all)))
+    return [tuple(statistics.median(x) for x in zip(*rows, strict=True)) for rows in (still, after)]
 
 
 def main() -> None:
@@ -71,9 +64,6 @@ def main() -> None:
     args = cli.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        print(f"a look at every claim, {args.claims:,} claims on the remote (median of {args.repeat})")
-        moved = f"after {args.moved} moved"
-        print(f"{'remote':10} {'earlier look':>13} {'Claims.all':>11} {'x faster':>9} {moved:>15}")
         bare(root / "file" / "run.git")
         rows = [("file://", measure((root / "file" / "run.git").as_uri(), root / "file", args.claims, args.moved,
                                     args.repeat))]
@@ -87,9 +77,11 @@ def main() -> None:
                                                args.repeat)))
             finally:
                 daemon.stop()
-        for kind, (before, now, after) in rows:
-            print(f"{kind:10} {before * 1000:10.0f} ms {now * 1000:8.0f} ms {before / now:8.2f}x "
-                  f"{after * 1000:12.0f} ms")
+    print(f"a look at every claim, {args.claims:,} claims on the remote (median of {args.repeat})")
+    print(f"{'remote':10} {'look':22} {'earlier':>9} {'now':>9} {'x faster':>9}")
+    for kind, (still, after) in rows:
+        for look, (old, new) in (("nothing moved", still), (f"after {args.moved} moved", after)):
+            print(f"{kind:10} {look:22} {old * 1000:6.0f} ms {new * 1000:6.0f} ms {old / new:8.2f}x")
 
 
 if __name__ == "__main__":
