@@ -85,6 +85,17 @@ def claim_history(remote: Path, episode: str) -> list[dict]:
     return [json.loads(git(remote, "show", f"{c}:claim.json")) for c in commits]
 
 
+def check_claims(remote: Path, mirror: Path) -> None:
+    """Every claim of the run closed exactly once, and taken into the run's ledger under the
+    holder that closed it."""
+    for ref in git(remote, "for-each-ref", "--format=%(refname)", layout.CLAIMS).split():
+        episode = ref.rsplit("/", 1)[1]
+        history = claim_history(remote, episode)
+        assert [c["done"] for c in history].count(True) == 1 and history[-1]["done"], history
+        record = ledger_record(mirror, episode)
+        assert record is not None and record["worker"].startswith(f"{history[-1]['worker']}-w"), record
+
+
 def test_a_worker_killed_mid_episode_over_git_daemon(tmp_path: Path, model_server: str, git_daemon):
     """The victim's claims expire (ttl 4 s) and other workers take its episodes over; nothing
     it held is lost, and nothing is merged twice."""
@@ -114,12 +125,7 @@ def test_a_worker_killed_mid_episode_over_git_daemon(tmp_path: Path, model_serve
         assert last["done"] and last["worker"] in ("a", "b") and last["generation"] >= 2, history
         record = ledger_record(mirror, episode)
         assert record is not None and record["worker"].startswith(f"{last['worker']}-w"), record
-    for ref in git(remote, "for-each-ref", "--format=%(refname)", layout.CLAIMS).split():
-        episode = ref.rsplit("/", 1)[1]  # the two live workers raced for these: one holder each
-        history = claim_history(remote, episode)
-        assert [c["done"] for c in history].count(True) == 1 and history[-1]["done"], history
-        record = ledger_record(mirror, episode)
-        assert record is not None and record["worker"].startswith(f"{history[-1]['worker']}-w"), record
+    check_claims(remote, mirror)  # the two live workers raced for these: one holder each
 
 
 def _hostile(url: str, folder: Path, name: str, problem: str, forge: str) -> str:

@@ -1,0 +1,86 @@
+"""The coordinator of a run on a git remote killed and started again, through the real CLI
+(`gitswarm solve SET --run URL --workers 0` and `gitswarm worker` processes, the demo's
+scripted model behind one fake server process): the workers go on without it, and the
+restarted one resumes from its mirror as a local run resumes from its folder. The run must
+then finish with nothing lost or duplicated (`check_run`, `check_claims`)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from conftest import git
+from test_remote_faults import check_claims, processes
+from test_remote_run import check_run, coordinator, finish, server_repo, worker
+
+from gitswarm.engine.events import read_events
+from gitswarm.remote import layout
+
+pytestmark = pytest.mark.slow
+RUN_S = 120
+TAKEN_IN = ("committed", "nominated", "abstain", "failed")
+"""The coordinator's events for an episode it took into the run's ledger."""
+
+
+def wait_until(what: str, ready: Callable[[], object], timeout_s: float = 60) -> object:
+    """`ready()` once it is true, polled; fails saying `what` did not happen in time."""
+    deadline = time.monotonic() + timeout_s
+    while not (found := ready()):
+        assert time.monotonic() < deadline, f"{what} within {timeout_s:.0f} s"
+        time.sleep(0.1)
+    return found
+
+
+def taken_in(mirror: Path) -> list[str]:
+    """The episodes the coordinator's event log says it took in, in order (both its lives)."""
+    return [e.data["episode"] for e in read_events(mirror) if e.kind in TAKEN_IN and "process" in e.data]
+
+
+def closed_claims(remote: Path) -> set[str]:
+    """The episodes whose claims are closed on the remote, read with plain git."""
+    out = git(remote, "for-each-ref", "--format=%(refname) %(contents:subject)", layout.CLAIMS)
+    return {line.split()[0].rsplit("/", 1)[1] for line in out.splitlines() if line.split()[1:2] == ["done:"]}
+
+
+def ledger_records(mirror: Path) -> set[str]:
+    """The episodes the coordinator's ledger holds, as its mirror has it now."""
+    if not (mirror / "HEAD").exists() or not git(mirror, "for-each-ref", "refs/gitswarm/ledger"):
+        return set()
+    names = git(mirror, "ls-tree", "-r", "--name-only", "refs/gitswarm/ledger", "episodes/").split()
+    return {Path(n).stem for n in names} - {"merger"}
+
+
+def test_the_coordinator_killed_mid_run_and_started_again(tmp_path: Path, model_server: str):
+    """SIGKILL the coordinator just as it takes an episode in (at times before its ledger
+    has it): the workers keep claiming and pushing; the same command started again resumes
+    from its ledger, takes in what it had not recorded and what was pushed meanwhile, and
+    ends the run: every closed claim in the ledger once, under its closer, each op once,
+    every adopted commit on main."""
+    remote = server_repo(tmp_path / "run.git")
+    url = remote.as_uri()
+    mirror = tmp_path / "mirror"
+    with processes(coordinator(url, mirror, model_server)) as running:
+        running += [worker(url, tmp_path / name, name, model_server) for name in ("a", "b")]
+        wait_until("two episodes in the coordinator's ledger", lambda: len(ledger_records(mirror)) >= 2)
+        seen = len(taken_in(mirror))
+        wait_until("another episode taken in", lambda: len(taken_in(mirror)) > seen)
+        running[0].send_signal(signal.SIGKILL)
+        running[0].wait(timeout=10)
+        kept, said = ledger_records(mirror), set(taken_in(mirror))
+        wait_until("a worker's results pushed while the coordinator is down",
+                   lambda: closed_claims(remote) - said)
+        running[0] = coordinator(url, mirror, model_server)
+        code, _, err = finish(running[0], RUN_S)
+        assert code == 0, err
+        for w in running[1:]:
+            code, _, err = finish(w, 60)
+            assert code == 0, err
+    check_run(mirror, remote)
+    check_claims(remote, mirror)
+    starts = [e.data for e in read_events(mirror) if e.kind == "run_started"]
+    assert len(starts) == 2 and starts[1]["episodes"] == len(kept), (starts, kept)  # resumed
+    assert said | kept <= ledger_records(mirror)
+
