@@ -11,6 +11,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -66,6 +67,15 @@ def wait_for(lines: queue.Queue, kind: str, timeout_s: float = 60) -> dict:
         if line.startswith("{") and json.loads(line).get("kind") == kind:
             return json.loads(line)["data"]
     raise AssertionError(f"no {kind} event within {timeout_s:.0f} s")
+
+
+def wait_until(what: str, ready: Callable[[], object], timeout_s: float = 60) -> object:
+    """`ready()` once it is true, polled; fails saying `what` did not happen in time."""
+    deadline = time.monotonic() + timeout_s
+    while not (found := ready()):
+        assert time.monotonic() < deadline, f"{what} within {timeout_s:.0f} s"
+        time.sleep(0.1)
+    return found
 
 
 def events(mirror: Path, kind: str) -> list[dict]:

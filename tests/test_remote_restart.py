@@ -7,13 +7,11 @@ then finish with nothing lost or duplicated (`check_run`, `check_claims`)."""
 from __future__ import annotations
 
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import git
-from test_remote_faults import check_claims, processes
+from test_remote_faults import check_claims, processes, wait_until
 from test_remote_run import check_run, coordinator, finish, server_repo, worker
 
 from gitswarm.engine.events import read_events
@@ -23,15 +21,6 @@ pytestmark = pytest.mark.slow
 RUN_S = 120
 TAKEN_IN = ("committed", "nominated", "abstain", "failed")
 """The coordinator's events for an episode it took into the run's ledger."""
-
-
-def wait_until(what: str, ready: Callable[[], object], timeout_s: float = 60) -> object:
-    """`ready()` once it is true, polled; fails saying `what` did not happen in time."""
-    deadline = time.monotonic() + timeout_s
-    while not (found := ready()):
-        assert time.monotonic() < deadline, f"{what} within {timeout_s:.0f} s"
-        time.sleep(0.1)
-    return found
 
 
 def taken_in(mirror: Path) -> list[str]:
@@ -83,4 +72,5 @@ def test_the_coordinator_killed_mid_run_and_started_again(tmp_path: Path, model_
     starts = [e.data for e in read_events(mirror) if e.kind == "run_started"]
     assert len(starts) == 2 and starts[1]["episodes"] == len(kept), (starts, kept)  # resumed
     assert said | kept <= ledger_records(mirror)
+
 

@@ -32,6 +32,9 @@ class StopReason(StrEnum):
     """Episode after episode ended on a failed model call: the provider keeps failing."""
     MODEL_FATAL = "model_fatal"
     """A model error no retry can fix: authentication, an unknown model, no quota, ..."""
+    REMOTE_MOVED = "remote_moved"
+    """A run on a git remote: someone else moved one of the coordinator's refs there (its main,
+    say), and the coordinator will not overwrite it."""
 
 
 @dataclass(frozen=True)

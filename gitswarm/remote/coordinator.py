@@ -26,7 +26,7 @@ from gitswarm.memory import books
 from gitswarm.memory.repo import META_REF, NOTES_REF
 from gitswarm.remote import intake, layout, publish
 from gitswarm.remote.claims import Claim, Claims
-from gitswarm.remote.errors import Outage, Unreachable
+from gitswarm.remote.errors import Outage, RefMoved, Unreachable
 from gitswarm.remote.spending import Spending
 from gitswarm.remote.transport import Remote
 
@@ -53,6 +53,8 @@ class Coordinator:
     outage: Outage = field(default_factory=Outage)
     spending: Spending = field(default_factory=Spending)
     """What every worker process has spent; `solve` starts it from the ledger's records."""
+    moved: RefMoved | None = None
+    """The first of its refs on the remote found moved by someone else: the run stops on it."""
 
     @property
     def config(self):
@@ -86,10 +88,18 @@ class Coordinator:
         return found
 
     async def publish(self) -> bool:
-        """Push the run's refs; False while the remote is unreachable (the next call pushes)."""
+        """Push the run's refs; False while the remote is unreachable (the next call pushes).
+        A ref someone else moved is left as it is (said once, and the run stops on it); the
+        others are pushed, so the workers still see the stop (bounded: one more try per ref)."""
         memory = self.shared.memory
         ops = [f"refs/gitswarm/ops/{name}" for name in await self.shared.git(_op_names, memory)]
-        return await self._remote(self.publisher.push, [*OWN_REFS, *ops]) is not None
+        while True:
+            try:
+                return await self._remote(self.publisher.push, [*OWN_REFS, *ops]) is not None
+            except RefMoved as exc:
+                self.moved = self.moved or exc
+                self.shared.events.emit("publish_refused", ref=exc.ref, found=exc.found, local=exc.local,
+                                        detail=str(exc))
 
     async def _published(self) -> None:
         """Publish until it lands (bounded: `Outage` raises once the remote is gone too long)."""
@@ -150,6 +160,8 @@ class Coordinator:
         """Why the run ends now, or None; the order is the local scheduler's (`swarm._stop`).
         The caps are judged on everything spent, open claims' reports included."""
         cfg, ledger, view = self.config, self.ledger, self.shared.view
+        if self.moved is not None:
+            return Stop(StopReason.REMOTE_MOVED, str(self.moved))
         tokens, usd = self.spending.total(ledger)
         if cfg.max_total_tokens is not None and tokens >= cfg.max_total_tokens:
             return Stop(StopReason.TOKEN_CAP, f"token cap of {cfg.max_total_tokens} reached")

@@ -107,6 +107,34 @@ class RefExists(StaleLease):
         return f"{self.ref} already exists on the remote {url}"
 
 
+
+class NameInUse(RemoteError):
+    """A worker's own refs on the remote moved to commits it did not push: another process
+    runs under its name. Nothing was pushed; its claims are left to expire and run again."""
+
+    advice = "give each worker process its own --name; this one's claims expire and other workers run them"
+
+    def __init__(self, url: str, detail: str, worker: str, refs: tuple[str, ...]) -> None:
+        self.worker = worker
+        self.refs = refs
+        super().__init__(url, detail, f"another process pushes as worker {worker!r} to {url}: "
+                         f"{', '.join(refs)} moved to commits this one did not push")
+
+
+class RefMoved(RemoteError):
+    """One of the coordinator's refs on the remote holds a commit outside the run's history
+    (`found`; ours is `local`): someone else moved it, or the remote holds another run. The
+    coordinator does not overwrite it."""
+
+    advice = ("the coordinator will not overwrite it: find out who moved it (`git fetch` the ref and read its "
+              "log), then put it back, or give the --mirror this run was started with, or use another remote")
+
+    def __init__(self, url: str, ref: str, found: str, local: str | None) -> None:
+        self.ref, self.found, self.local = ref, found, local
+        ours = f"this run's is {local[:12]}" if local else "this run has no such ref"
+        super().__init__(url, "", f"{ref} on the remote {url} is at {found[:12]}, which is not in this "
+                         f"run's history ({ours})")
+
 OUTAGE_S = 300.0
 """How long in a row a coordinator or a worker goes on while its remote is unreachable."""
 

@@ -9,7 +9,7 @@ hidden and nothing secret goes there: no API key, no model, no problem's hidden 
 The stop is `refs/gitswarm/stop`, a commit whose `stop.json` holds the `Stop`'s reason and
 detail; workers fetch it and stop claiming. `Publisher` pushes the coordinator's own refs
 (main, meta, ledger, notes, op refs, grades, the stop), each leased on the value the remote
-had when it last looked.
+had when it last looked, and never over a value outside the local ref's history.
 
 The coordinator's ledger (`refs/gitswarm/ledger`) is published too: workers read the run's
 totals, its spending (`remote.spending`) and the problems set aside (`RunStreaks`) from it.
@@ -31,7 +31,7 @@ from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import META_REF, Memory
 from gitswarm.memory.write import committer
 from gitswarm.problems.model import Kind, Problem, ProblemSet
-from gitswarm.remote.errors import PushRejected, RemoteError
+from gitswarm.remote.errors import PushRejected, RefMoved, RemoteError, StaleLease
 from gitswarm.remote.transport import Remote, Update
 
 SETTINGS = "settings.json"
@@ -87,34 +87,44 @@ def problem_set_of(settings: dict) -> ProblemSet:
 
 
 def write_stop(memory: Memory, stop: Stop | None) -> None:
-    """Set (or with None, clear) the run's stop on the local repository."""
+    """Set (or with None, clear) the run's stop on the local repository. Each change is a
+    child of the last, so the stop only moves forward, as the coordinator's other refs do
+    (`Publisher` pushes nothing over a value outside their history)."""
     repo = memory.repo
-    if stop is None:
-        if repo.references.get(STOP_REF) is not None:
-            repo.references.delete(STOP_REF)
+    last = repo.references.get(STOP_REF)
+    if stop is None and (last is None or read_stop(repo) is None):
         return
-    data = json.dumps({"reason": stop.reason.value, "detail": stop.detail}).encode()
-    tree = trees.update(repo, None, trees.blobs(repo, {"stop.json": data}))
+    files = {} if stop is None else {"stop.json": json.dumps({"reason": stop.reason.value,
+                                                              "detail": stop.detail}).encode()}
+    subject = "gitswarm: the run goes on" if stop is None else f"gitswarm: run stopped: {stop.detail}"
+    tree = trees.update(repo, None, trees.blobs(repo, files))
     sig = committer()
-    commit = repo.create_commit(None, sig, sig, f"gitswarm: run stopped: {stop.detail}\n", tree, [])
+    commit = repo.create_commit(None, sig, sig, f"{subject}\n", tree, [last.target] if last is not None else [])
     repo.references.create(STOP_REF, commit, force=True)
 
 
 def read_stop(repo: pygit2.Repository, ref: str = STOP_REF) -> Stop | None:
-    """The stop at `ref`, or None while the run goes on."""
+    """The stop at `ref`, or None while the run goes on (no stop, or a stop cleared)."""
     found = repo.references.get(ref)
-    if found is None:
+    entry = trees.lookup(repo[found.target].peel(pygit2.Commit).tree, "stop.json") if found is not None else None
+    if entry is None:
         return None
-    data = json.loads(repo[repo[found.target].peel(pygit2.Commit).tree["stop.json"].id].data)
+    data = json.loads(repo[entry[0]].data)
     return Stop(StopReason(data["reason"]), data["detail"])
 
 
 class Publisher:
-    """Pushes the coordinator's refs to the remote, each leased on the remote's last value."""
+    """Pushes the coordinator's refs to the remote, each leased on the remote's last value.
+
+    It never pushes over a value outside the local ref's history (`_ours`): such a value was
+    put there by someone else, or the remote holds another run. That ref is `refused` from
+    then on and `RefMoved` says so; the others go on being pushed."""
 
     def __init__(self, remote: Remote, refs: Iterable[str]) -> None:
         self.remote = remote
         self.own = tuple(refs)
+        self.refused: dict[str, str] = {}
+        """Ref -> the remote's value this publisher will not overwrite."""
         self._unsure = False
         self._read()
 
@@ -126,28 +136,59 @@ class Publisher:
         self.known |= {r: v for r, v in ops.items() if r.startswith("refs/gitswarm/ops/")}
 
     def push(self, refs: Iterable[str]) -> list[str]:
-        """Bring the remote's `refs` to the local values, in one atomic push; the refs moved."""
+        """Bring the remote's `refs` to the local values, in one atomic push; the refs moved.
+        A lease found stale is read again and, when the remote's value is ours (a push of
+        ours whose answer was lost, or a killed coordinator's last one), pushed once more."""
         if self._unsure:  # the last push may have landed with its answer lost
             self._read()
             self._unsure = False
+        refs = [ref for ref in refs if ref not in self.refused]
+        for again in (True, False):
+            updates = self._updates(refs)
+            try:
+                self.remote.push(updates, follow=False)  # the local refs are the source, and move on
+            except StaleLease as exc:
+                if not again:
+                    raise
+                self.known |= dict.fromkeys(exc.stale) | self.remote.refs(*exc.stale)
+                continue
+            except PushRejected:
+                raise
+            except RemoteError:
+                self._unsure = True
+                raise
+            for u in updates:
+                self.known[u.ref] = u.new
+            return [u.ref for u in updates]
+        return []
+
+    def _updates(self, refs: list[str]) -> list[Update]:
         repo = self.remote.repo()
         updates = []
         for ref in refs:
             local = repo.references.get(ref)
             value = str(local.target) if local is not None else None
             old = self.known.get(ref)
-            if value != old and (value is not None or old is not None):
-                updates.append(Update(ref, value, old))
-        try:
-            self.remote.push(updates, follow=False)  # the local refs are the source, and move on
-        except PushRejected:
-            raise
-        except RemoteError:
-            self._unsure = True
-            raise
-        for u in updates:
-            self.known[u.ref] = u.new
-        return [u.ref for u in updates]
+            if value == old:
+                continue
+            if not _ours(repo, value, old):
+                self.refused[ref] = old
+                raise RefMoved(self.remote.shown, ref, old, value)
+            updates.append(Update(ref, value, old))
+        return updates
+
+
+def _ours(repo: pygit2.Repository, value: str | None, there: str | None) -> bool:
+    """Whether the remote's value `there` of a ref is in the history of our `value` (so
+    pushing ours over it loses nothing): absent, equal, or one of its ancestors."""
+    if there is None:
+        return True
+    if value is None:
+        return False
+    try:
+        return value == there or repo.descendant_of(pygit2.Oid(hex=value), pygit2.Oid(hex=there))
+    except (KeyError, ValueError, pygit2.GitError):  # not in this repository: not ours
+        return False
 
 
 @dataclass

@@ -28,7 +28,7 @@ from gitswarm.memory.repo import META_REF, NOTES_REF, Memory
 from gitswarm.memory.trailers import parse
 from gitswarm.remote import layout, publish
 from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, Claims
-from gitswarm.remote.errors import MissingRef, Outage, RemoteError, Unreachable
+from gitswarm.remote.errors import MissingRef, NameInUse, Outage, RemoteError, Unreachable
 from gitswarm.remote.publish import RunStreaks
 from gitswarm.remote.spending import CHECK_S, REPORT_S, Published, spent
 from gitswarm.remote.transport import Remote, Update
@@ -249,7 +249,7 @@ class ClaimSource:
             except RemoteError as exc:
                 stale = getattr(exc, "stale", None)
                 if stale and not any(layout.CLAIMS in s for s in stale) and not self._landed(stale):
-                    raise  # our own refs moved: another process pushes under our name
+                    raise self._name_in_use(exc, batch) from None
                 self._emit("push_failed", episodes=[r.episode for r in batch], detail=str(exc))
                 time.sleep(min(0.2 * 2 ** attempt, 5))
                 continue
@@ -283,6 +283,12 @@ class ClaimSource:
             except (KeyError, ValueError, pygit2.GitError):  # not a commit of ours
                 return False
         return True
+
+    def _name_in_use(self, exc: RemoteError, batch: list[EpisodeRecord]) -> NameInUse:
+        """Our own refs moved to commits we did not push: another process runs under our name."""
+        error = NameInUse(self.remote.shown, exc.detail, self.claims.worker, tuple(exc.stale))
+        self._emit("push_refused", episodes=[r.episode for r in batch], refs=list(error.refs), detail=str(error))
+        return error
 
     def _emit(self, kind: str, **data) -> None:
         self.shared.events.emit(kind, worker=self.claims.worker, **data)
