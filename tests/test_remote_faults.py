@@ -20,6 +20,7 @@ import pytest
 from conftest import git
 from test_remote_run import check_run, coordinator, finish, server_repo, worker
 
+from gitswarm.demo import audit
 from gitswarm.memory import books
 from gitswarm.memory.repo import META_REF
 from gitswarm.remote import layout
@@ -138,57 +139,95 @@ def test_a_worker_killed_mid_episode_over_git_daemon(tmp_path: Path, model_serve
     check_claims(remote, mirror)  # the two live workers raced for these: one holder each
 
 
-def _hostile(url: str, folder: Path, name: str, problem: str, forge: str) -> str:
+FORGERIES = {
+    "outside": "it writes README.md, outside its problem folder",
+    "worker": "its Worker trailer 'a-w01' is not one of mallory's",
+    "run": "its Run trailer 'another-run' should be",
+    "episode": "its Episode trailer 'e00001' should be",
+    "problem": "its Problem trailer 'demo-",
+    "op": "its Op trailer 'e00001-final' is not this episode's",
+    "replay": "-final' is not this episode's",
+    "cites": "which is not a commit of main",
+    "candidate": "its Candidate trailer",
+    "kind": "only a nomination writes under nominations/",
+}
+"""Each way `_hostile` forges a pushed episode, and what the coordinator's refusal says."""
+
+
+def _hostile(url: str, folder: Path, name: str, problem: str, forge: str) -> tuple[str, str]:
     """A worker that claims an episode by hand and closes it with a commit an honest worker
-    would not push (`forge`: "outside" writes README.md at the top; "trailers" writes inside
-    its folder but signs as another worker's slot); returns the episode."""
+    would not push (`forge`, one of `FORGERIES`: a file outside its folder; a trailer naming
+    another worker's slot, another run, another claim's episode or op, another problem; a
+    replay of an adopted commit; a cite of a commit not on main (its own claim commit); a
+    nomination of a commit that is no candidate; a note writing a nomination); returns the
+    episode and the commit pushed."""
     remote = Remote(url, folder)
-    remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}"])
+    remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}",
+                  "+refs/gitswarm/ops/*:refs/gitswarm/ops/*"])
     run_id = json.loads(git(folder, "show", f"{META_REF}:run.json"))["run_id"]
     claims = Claims(remote, name, ttl_s=30)
     claim = claims.claim_next([problem], 1000)[0]
     repo = remote.repo()
     main = repo[remote.local(layout.MAIN)].peel(pygit2.Commit)
-    path = "README.md" if forge == "outside" else f"problems/{problem}/notes/hello.md"
+    root = git(folder, "rev-list", "--max-parents=0", layout.MAIN).split()[0]
+    path, kind, text = "notes/hello.md", "note", "owned\n"
+    trailers = {"Run": run_id, "Episode": claim.episode, "Op": f"{claim.episode}-final", "Worker": f"{name}-w01",
+                "Problem": problem}
+    match forge:
+        case "worker":
+            trailers["Worker"] = "a-w01"
+        case "run" | "episode" | "problem" | "op":
+            key, value = {"run": ("Run", "another-run"), "episode": ("Episode", "e00001"),
+                          "problem": ("Problem", "demo-shout" if problem != "demo-shout" else "demo-odd-sum"),
+                          "op": ("Op", "e00001-final")}[forge]
+            trailers[key] = value
+        case "cites":
+            trailers["Informed-By"] = claim.id  # in the coordinator's mirror, but not on main
+        case "candidate":
+            path, kind, text = f"nominations/{claim.episode}.md", "nomination", f"---\ncandidate: {root}\n---\n"
+            trailers["Candidate"] = root  # on main, but the run's first commit: no attempt
+        case "kind":
+            path, text = f"nominations/{claim.episode}.md", f"---\ncandidate: {root}\n---\n"
+    full = "README.md" if forge == "outside" else f"problems/{problem}/{path}"
     index = pygit2.Index()
     index.read_tree(main.tree)
-    index.add(pygit2.IndexEntry(path, repo.create_blob(b"owned\n"), pygit2.enums.FileMode.BLOB))
-    slot = "a-w01" if forge == "trailers" else f"{name}-w01"
-    files = path.removeprefix(f"problems/{problem}/")
-    message = (f"note({problem}): hello\n\nGitswarm-Run: {run_id}\nGitswarm-Episode: {claim.episode}\n"
-               f"Gitswarm-Op: {claim.episode}-final\nGitswarm-Worker: {slot}\nGitswarm-Problem: {problem}\n"
-               f"Gitswarm-Kind: note\nGitswarm-Files: {files}\n")
+    index.add(pygit2.IndexEntry(full, repo.create_blob(text.encode()), pygit2.enums.FileMode.BLOB))
+    lines = "".join(f"Gitswarm-{k}: {v}\n" for k, v in {**trailers, "Kind": kind, "Files": path}.items())
     sig = pygit2.Signature(name, f"{name}@example.invalid")
-    commit = str(repo.create_commit(None, sig, sig, message, index.write_tree(repo), [main.id]))
+    commit = str(repo.create_commit(None, sig, sig, f"{kind}({problem}): hello\n\n{lines}", index.write_tree(repo),
+                                    [main.id]))
+    if forge == "replay":  # an honest worker's adopted commit, pushed as this episode's
+        commit = next(str(repo.references[r].target) for r in sorted(repo.references)
+                      if r.startswith("refs/gitswarm/ops/e") and r.endswith("-final"))
     branch = layout.worker_ref(name, f"refs/heads/swarm/{claim.episode}")
     claims.finish([claim], [Update(branch, commit, None)])
-    return claim.episode
+    return claim.episode, commit
 
 
 def test_hostile_pushes_are_refused_and_the_run_goes_on(tmp_path: Path, model_server: str):
-    """A branch writing outside its problem folder and one with a forged Worker trailer: neither
-    is merged, the coordinator's event log says why, and the honest workers finish the run."""
+    """Each of `FORGERIES`, pushed by a hostile worker as one of its episodes: none is merged,
+    the coordinator's event log says why, its ledger has the episode failed, and the honest
+    workers finish the run."""
     remote = server_repo(tmp_path / "run.git")
     url = remote.as_uri()
     mirror = tmp_path / "mirror"
     with processes(coordinator(url, mirror, model_server)) as running:
         running += [worker(url, tmp_path / name, name, model_server) for name in ("a", "b")]
-        deadline = time.monotonic() + 60
-        while "refs/heads/main" not in git(remote, "for-each-ref") and time.monotonic() < deadline:
-            time.sleep(0.2)
-        outside = _hostile(url, tmp_path / "mallory", "mallory", "demo-odd-sum", "outside")
-        forged = _hostile(url, tmp_path / "trudy", "trudy", "demo-divisors-36", "trailers")
+        wait_until("an episode adopted", lambda: "-final" in git(remote, "for-each-ref", "refs/gitswarm/ops/"))
+        problems = sorted(json.loads(git(remote, "show", f"{META_REF}:settings.json"))["problems"])
+        forged = {forge: _hostile(url, tmp_path / "mallory", "mallory", problems[i % len(problems)], forge)
+                  for i, forge in enumerate(FORGERIES)}
         code, _, err = finish(running[0], RUN_S)
         assert code == 0, err
         for w in running[1:]:
             assert finish(w, 60)[0] == 0
     check_run(mirror, remote)
     refused = {e["episode"]: e["reason"] for e in events(mirror, "refused")}
-    assert "outside its problem folder" in refused[outside]
-    assert "Worker trailer 'a-w01' is not one of trudy's" in refused[forged]
-    for episode in (outside, forged):
-        assert git(mirror, "log", "main", "--format=%H", "--grep", f"Gitswarm-Episode: {episode}$") == ""
-        assert git(mirror, "for-each-ref", f"refs/gitswarm/ops/{episode}-final") == ""
+    for forge, (episode, commit) in forged.items():
+        assert FORGERIES[forge] in refused.get(episode, ""), (forge, refused.get(episode))
+        if forge != "replay":  # a replayed commit is on main already, as its own episode's
+            assert not audit.is_ancestor(mirror, commit), forge
+        assert git(mirror, "for-each-ref", f"refs/gitswarm/ops/{episode}-*") == ""
         record = ledger_record(mirror, episode)
         assert record["status"] == "failed" and "refused by the coordinator" in record["note"], record
     assert git(remote, "show", "main:README.md") != "owned\n"

@@ -11,6 +11,10 @@ with the change (run, episode, op, worker, problem, kind, files, and the kind-sp
 `Candidate`, `Reviews`, `Verdict`). A commit that passes is adopted as it is (same id, so
 its transcript note and the worker's history stay valid): its branch and op ref are set in
 one ref transaction, and the merger composes it as any local branch.
+
+What the trailers name is checked by `named.check_named`: cited commits, a nomination's
+candidate and a review's are commits of main (the candidates of its own problem), and the
+files agree with the kind.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from gitswarm.memory.paths import WriteLimits
 from gitswarm.memory.trailers import parse, split_ids
 from gitswarm.remote import layout
 from gitswarm.remote.claims import Claim
+from gitswarm.remote.named import check_named
 
 KINDS = (*KIND_FOLDERS, "nomination", "summary")
 
@@ -90,6 +95,7 @@ def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
     if sorted(split_ids(trailers.get("Deleted", ""))) != sorted(deleted):
         raise refuse("its Deleted trailer does not list the files it deletes")
     _kind_trailers(trailers, refuse)
+    check_named(repo, main, claim.problem, claim.episode, trailers, files, refuse)
     contribution = Contribution(problem=claim.problem, episode=claim.episode, worker=trailers["Worker"],
                                 kind=trailers.get("Kind", ""), title="", files=files, parent=str(parent.id),
                                 op=op, informed_by=tuple(split_ids(trailers.get("Informed-By", ""))),

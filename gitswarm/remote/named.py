@@ -1,0 +1,75 @@
+"""What a pushed contribution's trailers name, checked against main and against its files.
+
+A local episode can only name what it read, and it reads main: every commit it cites
+(`Informed-By`), the candidate it nominates (`Candidate`) and the one it reviews (`Reviews`)
+come from the index, which follows main, and the last two are an attempt or a program of its
+own problem (`MemoryIndex.resolve`). Its tools also shape the files: a nomination is the one
+file `nominations/<episode>.md`, whose front matter names the candidate (`tool_nominate`), no
+other contribution writes there (`tool_write_file`), and every review file is headed by front
+matter naming what it reviews, the verdict and the episode (`Toolbox._stamped`). The run's
+read model and selection trust those trailers and that front matter once a commit is on
+main, so a pushed commit must show the same, or a worker could cite commits no one can read,
+nominate another problem's attempt, or vote under another episode's name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pygit2
+
+from gitswarm.engine.index import CANDIDATE_FOLDERS
+from gitswarm.memory.trailers import parse, split_ids
+from gitswarm.readmodel.tree import front
+
+COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
+
+
+def check_named(repo: pygit2.Repository, main: str, problem: str, episode: str, trailers: dict[str, str],
+                files: dict[str, bytes], refuse: Callable[[str], Exception]) -> None:
+    """Raise `refuse(reason)` unless what the trailers name is on main and agrees with `files`
+    (paths relative to the problem folder)."""
+    for cited in split_ids(trailers.get("Informed-By", "")):
+        if not _on_main(repo, main, cited):
+            raise refuse(f"it cites {cited[:40]!r}, which is not a commit of main")
+    kind = trailers.get("Kind", "")
+    for key in ("Candidate", "Reviews"):
+        if trailers.get(key) and not _candidate(repo, main, problem, trailers[key]):
+            raise refuse(f"its {key} trailer {trailers[key][:40]!r} is not an attempt or program of "
+                         f"{problem} on main")
+    own = f"nominations/{episode}.md"
+    if kind == "nomination":
+        if set(files) != {own} or str(front(files[own]).get("candidate")) != trailers.get("Candidate"):
+            raise refuse(f"a nomination is the one file {own}, naming its Candidate")
+    elif any(path.startswith("nominations/") for path in files):
+        raise refuse("only a nomination writes under nominations/")
+    if kind == "review":
+        stamp = {"reviews": trailers.get("Reviews"), "verdict": trailers.get("Verdict"), "episode": episode}
+        reviews = [path for path in files if path.startswith("reviews/")]
+        if not reviews:
+            raise refuse("a review writes its review under reviews/")
+        for path in reviews:
+            head = front(files[path])
+            if any(str(head.get(k)) != v for k, v in stamp.items()):
+                raise refuse(f"{path} does not name the review's Reviews, Verdict and episode")
+
+
+def _on_main(repo: pygit2.Repository, main: str, commit: str) -> bool:
+    if not COMMIT_ID.match(commit):
+        return False
+    try:
+        return commit == main or repo.descendant_of(pygit2.Oid(hex=main), pygit2.Oid(hex=commit))
+    except (KeyError, ValueError, pygit2.GitError):  # not in this repository at all
+        return False
+
+
+def _candidate(repo: pygit2.Repository, main: str, problem: str, commit: str) -> bool:
+    """An attempt or a program of `problem`: a commit of main that wrote one (its trailers are
+    trusted, since it passed these checks, or was written by the run itself)."""
+    if not _on_main(repo, main, commit):
+        return False
+    trailers = parse(repo[commit].peel(pygit2.Commit).message)
+    return trailers.get("Problem") == problem and any(
+        path.startswith(CANDIDATE_FOLDERS) for path in split_ids(trailers.get("Files", "")))
+
