@@ -1,6 +1,7 @@
 """The coordinator's intake on commits written the way a worker writes them: a code
 contribution that deletes files (as a shell command does) is taken in like a local one, and
-a commit whose deletions its trailers do not own up to is refused."""
+a commit whose deletions its trailers do not own up to, or that deletes anything but code,
+is refused."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pygit2
 import pytest
 from conftest import fsck_clean
 
+from gitswarm.memory import trees
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.trailers import parse
@@ -61,18 +63,18 @@ def test_a_deletion_its_trailers_do_not_name_is_refused(memory: Memory):
     assert parse(message)["Deleted"] == "code/x/b.py"
 
 
-def test_a_deletion_outside_the_writable_folders_is_refused(memory: Memory):
-    memory.contribute(contribution(memory, "e1", {"code/x/a.py": "a\n"}))
+@pytest.mark.parametrize("victim", ["statement.md", "reviews/r.md", "nominations/e0.md"])
+def test_a_deletion_outside_code_is_refused(memory: Memory, victim: str):
+    """A code worker's shell deletes only code; a pushed commit deleting a statement, another
+    worker's review or a nomination (which would undo a verification or a vote) is refused."""
+    memory.contribute(contribution(memory, "e1", {"code/x/a.py": "a\n", "reviews/r.md": "pass\n"}))
     memory.compose(["e1"])
-    template = memory.repo[memory.main()]
-    tree = memory.repo.TreeBuilder(template.tree)
-    problems = memory.repo[tree.get("problems").id]
-    sum_tree = memory.repo.TreeBuilder(memory.repo[problems["sum"].id])
-    sum_tree.remove("statement.md")
-    inner = memory.repo.TreeBuilder(problems)
-    inner.insert("sum", sum_tree.write(), pygit2.enums.FileMode.TREE)
-    tree.insert("problems", inner.write(), pygit2.enums.FileMode.TREE)
+    if victim.startswith("nominations/"):
+        memory.commit_to_main({f"problems/sum/{victim}": b"vote\n"}, "a vote", "vote-op")
+    tip = memory.repo[memory.main()]
+    tree = trees.update(memory.repo, tip.tree, {f"problems/sum/{victim}": None})
     message = memory.repo[memory.op_commit("e1-final")].message.replace("e1", "e3")
-    message = message.replace("Gitswarm-Files: code/x/a.py", "Gitswarm-Files: \nGitswarm-Deleted: statement.md")
-    with pytest.raises(intake.Refused, match=r"write only SUMMARY\.md"):
-        intake.check(memory.repo, memory.run_id, memory.main(), forged(memory, tree.write(), message))
+    message = message.replace("Gitswarm-Files: code/x/a.py, reviews/r.md",
+                              f"Gitswarm-Files: \nGitswarm-Deleted: {victim}")
+    with pytest.raises(intake.Refused, match=f"deletes problems/sum/{victim}; a contribution may delete only"):
+        intake.check(memory.repo, memory.run_id, memory.main(), forged(memory, tree, message))

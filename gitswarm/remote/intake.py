@@ -6,7 +6,7 @@ holding is never taken), and only if the commit passes the checks the local memo
 before it writes a contribution (`memory.write.validate`: names, path rules, sizes, that the
 problem exists, that cited commits exist), plus what a pushed commit could forge: one parent
 on main, changes only inside its problem folder (deletions too, as a code worker's shell
-makes them, each named by the `Deleted` trailer), and trailers that agree with the claim and
+makes them: under `code/` only, each named by the `Deleted` trailer), and trailers that agree with the claim and
 with the change (run, episode, op, worker, problem, kind, files, and the kind-specific
 `Candidate`, `Reviews`, `Verdict`). A commit that passes is adopted as it is (same id, so
 its transcript note and the worker's history stay valid): its branch and op ref are set in
@@ -119,6 +119,8 @@ def _changes(repo, before: pygit2.Tree, after: pygit2.Tree, problem: str,
         if not path.startswith(prefix) or not delta.old_file.path.startswith(prefix):
             raise refuse(f"it writes {path}, outside its problem folder {prefix}")
         if delta.status_char() == "D":
+            if not path.startswith(f"{prefix}code/"):  # a shell deletes only code (reviews, votes: never)
+                raise refuse(f"it deletes {path}; a contribution may delete only files under code/")
             deleted.append(path.removeprefix(prefix))
             continue
         if delta.status_char() not in ("A", "M"):
