@@ -138,15 +138,21 @@ class ClaimSource:
         return True
 
     async def claim(self, problem: str, worker: str) -> tuple[str, str] | None:
-        """A new episode for `problem`, numbered at most the cap: the episode cap, and the
-        budget plus the finished uncharged episodes the coordinator has counted, so at most
-        the budget can ever be charged however many workers claim at once."""
+        """An expired claim (a dead worker's) taken over when the coordinator counted one, so
+        its episode runs again on its own problem; else a new episode for `problem`, numbered
+        at most the cap: the episode cap, and the budget plus the finished uncharged episodes
+        the coordinator has counted, so at most the budget can ever be charged however many
+        workers claim at once. At the cap, an expired claim is looked for in any case."""
         if self.stop is not None:
             return None
         cfg = self.shared.view.config
         cap = min(cfg.max_episodes, cfg.budget + self._uncharged)
-        got = await self._reach(self.claims.claim_next, [problem], cap)
-        if got == []:  # at the cap: an expired claim (a dead worker's) runs again, on its own problem
+        got = None
+        if self.spending is not None and self.spending.expired():
+            got = await self._reach(self._take_expired, problem)
+        if not got:
+            got = await self._reach(self.claims.claim_next, [problem], cap)
+        if got == []:
             got = await self._reach(self._take_expired, problem)
         if not got:
             return None

@@ -120,6 +120,11 @@ class Published:
         return [str(problem) for name, part in processes.items() if name != self.name and isinstance(part, dict)
                 for problem, n in (part.get("problems") or {}).items() for _ in range(int(n))]
 
+    def expired(self) -> int:
+        """Claims the coordinator counted as expired, every process's (they wait for a taker)."""
+        processes = self.record.get("processes") or {}
+        return sum(int(part.get("expired", 0)) for part in processes.values() if isinstance(part, dict))
+
     def unreported_due(self, cfg, unreported: tuple[int, float], ledger: Ledger) -> bool:
         """Whether this process's spending not yet reported has reached its share of what
         the cap leaves (what is left, split among the processes the coordinator counts):
