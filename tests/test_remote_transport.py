@@ -147,7 +147,9 @@ def test_a_stopped_daemon_is_unreachable_and_the_next_call_after_restart_succeed
 
 @pytest.mark.parametrize("said", ["fatal: expected flush after ref listing",
                                   "error: RPC failed; curl 56 unexpected disconnect while reading sideband packet",
-                                  "fatal: the remote end hung up unexpectedly"])
+                                  "fatal: the remote end hung up unexpectedly",
+                                  "error: error in sideband demultiplexer\nerror: failed to push some refs to "
+                                  "'git://127.0.0.1:9/run.git'"])
 def test_a_connection_cut_mid_answer_is_unreachable(said: str) -> None:
     """What git says when the server dies in the middle of a call: retry later, like a refusal."""
     assert isinstance(classify("git://127.0.0.1:9/run.git", said + "\n"), Unreachable)

@@ -34,7 +34,7 @@ _KINDS: tuple[tuple[type[RemoteError], tuple[str, ...]], ...] = (
                    "network is unreachable", "no route to host", "couldn't connect", "failed to connect",
                    "connection reset", "connection closed", "hung up", "early eof", "unable to access",
                    "could not read from remote repository", "broken pipe", "expected flush",
-                   "unexpected disconnect")),
+                   "unexpected disconnect", "sideband demultiplexer", "the remote end hung up")),
 )
 
 

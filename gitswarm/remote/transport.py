@@ -124,7 +124,7 @@ class Remote:
         done = self._git(*args, check=False)
         lines = _porcelain(done.stdout)
         if done.returncode != 0 or any(line.flag == "!" for line in lines.values()):
-            if not lines:
+            if not any(line.flag == "!" for line in lines.values()):  # no ref refused: the transport failed
                 raise gitcli.classify(self.url, done.stderr)
             raise self._rejection(updates, lines, gitcli.said(done.stderr))
         if follow:
