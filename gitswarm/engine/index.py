@@ -64,15 +64,44 @@ class MemoryIndex:
     answered: set[str] = field(default_factory=set)
     """Commits an attempt or a program cites: a critical review cited so has been answered."""
     seen_tip: str | None = None
+    taken: set[str] = field(default_factory=set, repr=False)
+    """Every commit taken in: those reachable from `seen_tip`."""
 
     def update(self, repo: pygit2.Repository, tip: str) -> None:
         """Take in the commits of main between the last seen tip and `tip` (git thread)."""
-        walker = repo.walk(pygit2.Oid(hex=tip), SortMode.TOPOLOGICAL | SortMode.REVERSE)
-        if self.seen_tip is not None:
-            walker.hide(pygit2.Oid(hex=self.seen_tip))
-        for commit in walker:
-            self._add(str(commit.id), parse(commit.message))
+        if self.seen_tip is None:
+            new = repo.walk(pygit2.Oid(hex=tip), SortMode.TOPOLOGICAL | SortMode.REVERSE)
+        else:
+            new = self._after_taken(repo, tip)
+        for commit in new:
+            key = str(commit.id)
+            self.taken.add(key)
+            self._add(key, parse(commit.message))
         self.seen_tip = tip
+
+    def _after_taken(self, repo: pygit2.Repository, tip: str) -> list[pygit2.Commit]:
+        """The commits reachable from `tip` that are not taken in yet, parents first, in the
+        order of libgit2's reverse topological walk (depth first, parents in their order,
+        each after its parents). A walk hiding the last tip would go through the whole
+        history each time (13 ms at 2,000 commits); this one stops at the taken commits."""
+        found: list[pygit2.Commit] = []
+        if tip in self.taken:
+            return found
+        start = repo[pygit2.Oid(hex=tip)]
+        stack, pushed = [(start, 0)], {tip}
+        while stack:
+            commit, i = stack[-1]
+            parents = commit.parent_ids
+            if i == len(parents):
+                stack.pop()
+                found.append(commit)
+                continue
+            stack[-1] = (commit, i + 1)
+            parent = str(parents[i])
+            if parent not in self.taken and parent not in pushed:
+                pushed.add(parent)
+                stack.append((repo[parents[i]], 0))
+        return found
 
     def _add(self, commit: str, trailers: dict[str, str]) -> None:
         problem, kind = trailers.get("Problem"), trailers.get("Kind")
