@@ -69,17 +69,45 @@ class Merger:
         requested = None if self._everything else sorted(self._waiting)
         self._everything = False
         self._waiting -= set(requested or self._waiting)
-        result = await shared.git(shared.memory.compose, requested)
-        await self._after(result)
-        for conflict in result.conflicts:
+        result, at = await self._compose(requested)
+        conflicts = list(result.conflicts)
+        while conflicts:
+            if shared.index.seen_tip != at:  # main moved: some conflicts may hold an old `ours`
+                conflicts, at = await self._refresh(conflicts)
+                continue
+            conflict = conflicts.pop(0)
             text = await self._resolve(conflict)
             fix = Resolution(conflict.episode, conflict.path, conflict.ours_blob, text)
-            again = await shared.git(shared.memory.compose, [conflict.episode], [fix])
-            await self._after(again)
+            again, _ = await self._compose([conflict.episode], [fix])
             if again.merged:
                 shared.events.emit("conflict_resolved", episode=conflict.episode, path=conflict.path)
             else:
                 self._waiting.add(conflict.episode)  # main moved under the fix: try again
+
+    async def _compose(self, episodes: list[str] | None,
+                       fixes: list[Resolution] = ()) -> tuple[Composed, str | None]:
+        """Compose `episodes` (None: every pending branch) with `fixes`; the result, and the
+        tip its conflicts were found against (main after its merge, else as it was)."""
+        shared = self.shared
+        before = shared.index.seen_tip
+        result = await shared.git(shared.memory.compose, episodes, fixes)
+        await self._after(result)
+        return result, result.commit or before
+
+    async def _refresh(self, conflicts: list[Conflict]) -> tuple[list[Conflict], str | None]:
+        """The conflicts as of main's tip, and that tip: those whose `ours` main still holds
+        as they are, the others composed again (they merge, or conflict anew), since a fix of
+        an `ours` main no longer holds would be refused, its model call thrown away. (When
+        that compose moves main, the caller checks again.)"""
+        shared = self.shared
+        at = shared.index.seen_tip
+        now = await shared.git(shared.memory.blob_ids, [c.path for c in conflicts], at)
+        stale = sorted({c.episode for c in conflicts if now[c.path] != c.ours_blob})
+        kept = [c for c in conflicts if c.episode not in stale]
+        if stale:
+            again, _ = await self._compose(stale)
+            kept += again.conflicts
+        return kept, at
 
     async def _after(self, result: Composed) -> None:
         if result.commit is None:

@@ -156,6 +156,12 @@ class Memory:
         with self._lock:
             return read.file(self.repo, path, at or self.main())
 
+    def blob_ids(self, paths: list[str], at: str) -> dict[str, str | None]:
+        """The blob id of each path on commit `at` (None where there is none)."""
+        with self._lock:
+            tree = self.repo.revparse_single(at).peel(pygit2.Tree)
+            return {path: None if (e := trees.lookup(tree, path)) is None else str(e[0]) for path in paths}
+
     def transcript(self, commit: str) -> str | None:
         with self._lock:
             try:

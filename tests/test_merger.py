@@ -1,0 +1,68 @@
+"""The merger on a real repository, its model the scripted brain behind the fake server
+through real litellm: conflicts resolved against main as it is when the model is asked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from conftest import fsck_clean
+
+from gitswarm.demo.brain import respond
+from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.context import RunView
+from gitswarm.engine.episode import Shared
+from gitswarm.engine.events import EventLog, read_events
+from gitswarm.engine.gitio import GitThread
+from gitswarm.engine.index import MemoryIndex
+from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.merger import Merger
+from gitswarm.fakeserver import serve
+from gitswarm.memory.model import Contribution
+from gitswarm.memory.repo import Memory
+from gitswarm.models import LiteLLMModel, ModelConfig
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def summary_rewrite(memory: Memory, episode: str, start: str) -> Contribution:
+    """A branch from `start` that rewrites the problem's SUMMARY.md (so every two conflict)."""
+    return Contribution(problem="sum", episode=episode, worker=f"w{episode}", kind="note",
+                        title=f"work of {episode}", parent=start, op=f"{episode}-final",
+                        files={f"notes/{episode}.md": f"# {episode}\n", "SUMMARY.md": f"# Summary\n\n- {episode}\n"})
+
+
+@pytest.mark.anyio
+async def test_conflicts_on_one_file_are_each_resolved_once_against_the_current_main(
+        tmp_path: Path, memory: Memory, problem_dir: Path):
+    start = memory.main()
+    episodes = ["e1", "e2", "e3", "e4"]
+    for episode in episodes:
+        memory.contribute(summary_rewrite(memory, episode, start))
+    index = MemoryIndex()
+    index.update(memory.repo, start)
+    cfg = SolveConfig(problems=problem_dir, run=memory.path, model="openai/gitswarm-scripted",
+                      summary_every=100)
+    events = EventLog(memory.path)
+    async with serve(respond) as server:
+        model = LiteLLMModel(ModelConfig(model=cfg.model, api_base=server.url, api_key="k", reply_timeout_s=5))
+        shared = Shared(memory, GitThread(), index, RunView(cfg, ["sum"]), model, events,
+                        anyio.CapacityLimiter(1), lambda: None, Ledger())
+        merger = Merger(shared, shared.ledger, model)
+        with anyio.fail_after(60):
+            await merger.compose_all()  # one pass
+    events.close()
+    assert memory.pending() == {}
+    summary = memory.read_file("problems/sum/SUMMARY.md").decode()
+    assert all(f"- {e}" in summary for e in episodes)
+    # e1 merged as it was; each other branch conflicted once and its one fix was taken:
+    # no model call was made on a version of main that had moved on.
+    resolved = [e.data["episode"] for e in read_events(memory.path) if e.kind == "conflict_resolved"]
+    assert sorted(resolved) == ["e2", "e3", "e4"]
+    assert len(server.requests) == 3
+    assert merger.ledger.episodes["merger"].calls == 3
+    assert fsck_clean(memory.path)
