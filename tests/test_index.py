@@ -21,7 +21,8 @@ def first_parents(repo: pygit2.Repository) -> list[str]:
 
 
 def state(index: MemoryIndex) -> dict:
-    problems = {p: (list(i.items.items()), i.kinds, i.nominations, {c: list(r.items()) for c, r in i.reviews.items()})
+    problems = {p: (list(i.items.items()), i.kinds, i.nominations, i.nominators,
+                    {c: list(r.items()) for c, r in i.reviews.items()})
                 for p, i in index.problems.items()}
     return {"problems": problems, "cited": index.cited, "files_of": index.files_of, "authors": index.authors,
             "answered": index.answered, "taken": index.taken}
