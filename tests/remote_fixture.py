@@ -1,8 +1,9 @@
 """Helpers of the remote tests: commits written into a mirror, the repository behind a
-fixture's URL, and fsck of a served repository."""
+fixture's URL, fsck of a served repository, and the pushes git's own trace saw."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from urllib.parse import urlparse
@@ -39,3 +40,15 @@ def fsck_served(repo: Path) -> bool:
     return done.returncode == 0 and not problems
 
 
+
+
+def pushed_refs(trace: Path) -> list[list[str]]:
+    """The remote refs of each `git push` a process ran, in order, from git's own trace
+    (`GIT_TRACE2_EVENT=<trace>`: every git process logs its command line)."""
+    pushes = []
+    for line in trace.read_text().splitlines():
+        event = json.loads(line)
+        argv = event.get("argv", [])
+        if event["event"] == "start" and "/" not in event["sid"] and "push" in argv:
+            pushes.append([spec.rsplit(":", 1)[1] for spec in argv if spec.count(":") == 1 and ":refs/" in spec])
+    return pushes

@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import brain_server, fsck_clean, git
+from remote_fixture import pushed_refs
 
 from gitswarm.demo import audit
 from gitswarm.engine.ledger import Ledger
@@ -55,13 +56,16 @@ def coordinator(url: str, mirror: Path, api: str, *extra: str) -> subprocess.Pop
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
 
 
-def worker(url: str, folder: Path, name: str, api: str, watch: bool = False) -> subprocess.Popen:
+def worker(url: str, folder: Path, name: str, api: str, watch: bool = False, slots: int = 2,
+           trace: Path | None = None) -> subprocess.Popen:
     """A worker process; with `watch`, its JSON events can be read from its stdout (read them:
-    a full pipe would block it)."""
-    return subprocess.Popen(cli("worker", url, "--name", name, "-C", "2", "--model", "openai/gitswarm-scripted",
-                                "--api-base", api, "--dir", str(folder), "--patience", "60", "--json"),
+    a full pipe would block it); with `trace`, git's own trace of its commands goes there."""
+    traced = {"GIT_TRACE2_EVENT": str(trace)} if trace else {}
+    return subprocess.Popen(cli("worker", url, "--name", name, "-C", str(slots), "--model",
+                                "openai/gitswarm-scripted", "--api-base", api, "--dir", str(folder),
+                                "--patience", "60", "--json"),
                             stdout=subprocess.PIPE if watch else subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, env=env())
+                            text=True, env={**env(), **traced})
 
 
 def finish(process: subprocess.Popen, timeout: float = 180) -> tuple[int, str, str]:
@@ -178,3 +182,21 @@ def test_the_token_cap_holds_across_worker_processes(tmp_path: Path, slow_model_
     assert max(sum(r.tokens_in + r.tokens_out for r in book) for book in books.values()) < cap
     cut = [r for book in books.values() for r in book if r.status == "stopped" and "token cap" in r.note]
     assert cut  # a worker stopped its own episode at the cap, which only the others' spending reached
+
+
+def test_a_worker_claims_its_free_slots_in_one_push(tmp_path: Path, model_server: str):
+    """Each episode is a claim, but a worker claims every slot it has free in one push: its
+    first push creates one claim per slot, and in all it pushes less than twice per episode
+    (a claim push and a result push each)."""
+    remote = server_repo(tmp_path / "run.git")
+    url = f"file://{remote}"
+    coord = coordinator(url, tmp_path / "mirror", model_server)
+    one = worker(url, tmp_path / "solo", "solo", model_server, slots=6, trace=tmp_path / "trace")
+    code, _, err = finish(coord)
+    assert code == 0, err
+    assert finish(one)[0] == 0
+    check_run(tmp_path / "mirror", remote)
+    pushes = pushed_refs(tmp_path / "trace")
+    assert pushes[0] == [f"refs/gitswarm/claims/e{n:05d}" for n in range(1, 7)]
+    episodes = len(git(remote, "for-each-ref", "refs/gitswarm/claims/").splitlines())
+    assert episodes >= BUDGET and len(pushes) < 2 * episodes

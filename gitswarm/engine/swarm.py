@@ -44,9 +44,10 @@ class EpisodeSource(Protocol):
     async def refresh(self) -> Stop | None:
         """Catch up with the run (its main, its state); the stop its owner published, if any."""
 
-    async def claim(self, problem: str, worker: str) -> tuple[str, str] | None:
-        """(episode id, its problem) now held, or None when none may start now. The problem
-        is `problem` for a new episode; an expired claim taken over keeps its own."""
+    async def claim(self, picks: list[tuple[str, str]]) -> list[tuple[str, str] | None]:
+        """For each (problem, worker) of `picks`, the (episode id, its problem) now held, or
+        None when it may not start now; all in one go, so that one push can claim them. The
+        problem is the pick's for a new episode; an expired claim taken over keeps its own."""
 
     async def finished(self, record: EpisodeRecord) -> None:
         """Hand over a finished episode's results (its record is already saved locally)."""
@@ -82,6 +83,8 @@ class Scheduler:
     merger has not composed them): their authors and nominations are known before main is."""
     source: EpisodeSource | None = None
     """Episode ids from a remote run's claims instead of the ledger's numbering."""
+    claiming: list[str] = field(default_factory=list)
+    """The problems of picks whose ids the source is claiming: busy, as if in flight."""
     _changed: anyio.Event = field(default_factory=anyio.Event)
 
     @property
@@ -96,14 +99,12 @@ class Scheduler:
             if self.source is None:
                 await self._resume(tg)
             while (stop := await self._next_stop(started)) is None:
-                picked = self._pick() if self._may_start() else None
-                held = await self._new_id(picked[0], picked[1]) if picked else None
-                if held is None:
+                held = await self._new_ids(self._picks())
+                if not held:
                     await self._wait()
                     continue
-                (episode, problem), worker = held, picked[1]
-                self.free_workers.remove(worker)
-                await self._start(tg, episode, worker, problem)
+                for (episode, problem), worker in held:
+                    await self._start(tg, episode, worker, problem)
             return stop
 
     async def _next_stop(self, started: float) -> Stop | None:
@@ -118,10 +119,33 @@ class Scheduler:
             return own
         return published
 
-    async def _new_id(self, problem: str, worker: str) -> tuple[str, str] | None:
-        if self.source is None:
-            return self.ledger.new_id(), problem
-        return await self.source.claim(problem, worker)
+    def _picks(self) -> list[tuple[str, str]]:
+        """The (problem, worker) pairs to start now, their workers taken from the free ones:
+        one, or with a source every pair that may start, each pick seeing those before it, so
+        that the source claims them together."""
+        picks: list[tuple[str, str]] = []
+        while self._may_start() and (picked := self._pick()) is not None:
+            picks.append(picked)
+            self.free_workers.remove(picked[1])
+            self.claiming.append(picked[0])
+            if self.source is None:
+                break
+        return picks
+
+    async def _new_ids(self, picks: list[tuple[str, str]]) -> list[tuple[tuple[str, str], str]]:
+        """((episode, problem), worker) for the picks that got an id; the others' workers are
+        free again, first in line."""
+        if not picks:
+            return []
+        try:
+            if self.source is None:
+                ids: list[tuple[str, str] | None] = [(self.ledger.new_id(), problem) for problem, _ in picks]
+            else:
+                ids = await self.source.claim(picks)
+        finally:
+            self.claiming.clear()
+        self.free_workers[:0] = [worker for held, (_, worker) in zip(ids, picks, strict=True) if held is None]
+        return [(held, worker) for held, (_, worker) in zip(ids, picks, strict=True) if held is not None]
 
     def _stop(self, started: float) -> Stop | None:
         """Why the run must stop now, or None. Checked in this order: a stop that cannot wait
@@ -165,7 +189,7 @@ class Scheduler:
         """A worker is free, and neither the budget nor the episode cap may be passed by one
         more episode (the episodes in flight are already in the ledger's count)."""
         cfg = self.config
-        reserved = self.ledger.charged + len(self.in_flight)
+        reserved = self.ledger.charged + len(self.in_flight) + len(self.claiming)
         return (not self.control.paused and bool(self.free_workers) and reserved < cfg.budget
                 and self.ledger.totals.episodes < cfg.max_episodes)
 
@@ -179,7 +203,7 @@ class Scheduler:
         verified leader with enough nominations, made or in the making, to settle it: more
         episodes would only vote)."""
         index, settled, aside = self.shared.index, self.shared.view.settled, self.streaks.set_aside
-        busy = [r.problem for r in self.in_flight.values()]
+        busy = [r.problem for r in self.in_flight.values()] + self.claiming
         busy += [p for p, _, status in self._unmerged().values() if status == "nominate"]
         cfg = self.config
 
@@ -217,7 +241,8 @@ class Scheduler:
         candidates would count. When no such pair exists and nothing is in flight (so nothing
         will change by waiting), the first problem goes to the first free worker."""
         index = self.shared.index
-        busy = [r.problem for r in self.in_flight.values()] + (self.source.elsewhere() if self.source else [])
+        busy = [r.problem for r in self.in_flight.values()] + self.claiming
+        busy += self.source.elsewhere() if self.source else []
         open_ = sorted(self._open(), key=lambda p: (bool(index.problems[p].nominations),
                                                     sum(index.problems[p].kinds.values()) + 2 * busy.count(p),
                                                     self.rng.random()))
@@ -225,7 +250,7 @@ class Scheduler:
             worker = self._worker_for(problem)
             if worker is not None:
                 return problem, worker
-        return (open_[0], self.free_workers[0]) if open_ and not self.in_flight else None
+        return (open_[0], self.free_workers[0]) if open_ and not self.in_flight and not self.claiming else None
 
     async def _resume(self, tg) -> None:
         """Finish the records of episodes a crash cut off, and restart the unfinished ones."""

@@ -137,28 +137,29 @@ class ClaimSource:
             self.streaks.published = {str(p) for p in state.get("set_aside") or ()}
         return True
 
-    async def claim(self, problem: str, worker: str) -> tuple[str, str] | None:
-        """An expired claim (a dead worker's) taken over when the coordinator counted one, so
-        its episode runs again on its own problem; else a new episode for `problem`, numbered
-        at most the cap: the episode cap, and the budget plus the finished uncharged episodes
-        the coordinator has counted, so at most the budget can ever be charged however many
-        workers claim at once. At the cap, an expired claim is looked for in any case."""
+    async def claim(self, picks: list[tuple[str, str]]) -> list[tuple[str, str] | None]:
+        """An expired claim (a dead worker's) taken over for the first pick when the coordinator
+        counted one, so its episode runs again on its own problem; new episodes for the other
+        picks' problems in one push, numbered at most the cap: the episode cap, and the budget
+        plus the finished uncharged episodes the coordinator has counted, so at most the budget
+        can ever be charged however many workers claim at once. At the cap, an expired claim is
+        looked for in any case."""
         if self.stop is not None:
-            return None
+            return [None] * len(picks)
         cfg = self.shared.view.config
         cap = min(cfg.max_episodes, cfg.budget + self._uncharged)
-        got = None
+        got: list[Claim] = []
         if self.spending is not None and self.spending.expired():
-            got = await self._reach(self._take_expired, problem)
-        if not got:
-            got = await self._reach(self.claims.claim_next, [problem], cap)
-        if got == []:
-            got = await self._reach(self._take_expired, problem)
-        if not got:
-            return None
-        self.held[got[0].episode] = got[0]
-        self.idle_since = time.monotonic()
-        return got[0].episode, got[0].problem
+            got = await self._reach(self._take_expired, picks[0][0]) or []
+        rest = [problem for problem, _ in picks[len(got):]]
+        new = await self._reach(self.claims.claim_next, rest, cap) if rest else []
+        if new == [] and not got:  # at the cap: an expired claim is looked for in any case
+            got = await self._reach(self._take_expired, picks[0][0]) or []
+        got += new or []
+        self.held |= {claim.episode: claim for claim in got}
+        if got:
+            self.idle_since = time.monotonic()
+        return [(c.episode, c.problem) for c in got] + [None] * (len(picks) - len(got))
 
     def _take_expired(self, problem: str) -> list[Claim]:
         """An expired claim taken over: one on `problem` first, else on any problem (the
