@@ -103,8 +103,7 @@ class Scheduler:
                 if not held:
                     await self._wait()
                     continue
-                for (episode, problem), worker in held:
-                    await self._start(tg, episode, worker, problem)
+                await self._start(tg, [(episode, worker, problem) for (episode, problem), worker in held])
             return stop
 
     async def _next_stop(self, started: float) -> Stop | None:
@@ -265,25 +264,31 @@ class Scheduler:
                 await self.ledger.write(self.shared.git, memory, record)
             elif record.worker in self.free_workers and record.problem not in self.shared.view.settled:
                 self.free_workers.remove(record.worker)
-                await self._start(tg, record.episode, record.worker, record.problem, restarted=True)
+                await self._start(tg, [(record.episode, record.worker, record.problem)], restarted=True)
             else:
                 record.status, record.note = "stopped", "cut off by a crash, not restarted"
                 record.ended = time.time()
                 await self.ledger.write(self.shared.git, memory, record)
         self.merger.kick()
 
-    async def _start(self, tg, episode: str, worker: str, problem: str, restarted: bool = False) -> None:
+    async def _start(self, tg, starts: list[tuple[str, str, str]], restarted: bool = False) -> None:
+        """Start each (episode, worker, problem) of `starts` from main's tip, once their
+        `running` records are saved (one ledger write for them all)."""
         shared = self.shared
-        record = EpisodeRecord(episode, worker, problem)
         self.ledger.rng_state = json_state(self.rng.getstate())
-        await self.ledger.write(shared.git, shared.memory, record)
-        self.in_flight[episode] = record
+        records = [EpisodeRecord(episode, worker, problem) for episode, worker, problem in starts]
+        for record in records:
+            self.ledger.changed(record)
+        await shared.git(self.ledger.flush, shared.memory)
         main = await shared.git(shared.memory.main)
-        found = self.problem_set.get(problem)
-        info = EpisodeInfo(episode, worker, problem, found.kind.value, found.title, main, found.executable)
-        shared.events.emit("episode_started", episode=episode, worker=worker, problem=problem,
-                           restarted=restarted)
-        tg.start_soon(self._episode, info, record)
+        for record in records:
+            self.in_flight[record.episode] = record
+            found = self.problem_set.get(record.problem)
+            info = EpisodeInfo(record.episode, record.worker, record.problem, found.kind.value, found.title, main,
+                               found.executable)
+            shared.events.emit("episode_started", episode=record.episode, worker=record.worker,
+                               problem=record.problem, restarted=restarted)
+            tg.start_soon(self._episode, info, record)
 
     async def _episode(self, info: EpisodeInfo, record: EpisodeRecord) -> None:
         from gitswarm.models import ModelError
