@@ -90,10 +90,11 @@ class ClaimSource:
         async with self._remote_lock:
             return await anyio.to_thread.run_sync(fn, *args)
 
-    async def _reach(self, fn, *args):
-        """`_call`, or None while the remote is unreachable (for at most `Outage.limit_s`)."""
+    async def _reach(self, fn, *args, claims: bool = True):
+        """`_call` (without the claims lock for a call that moves no claim: a fetch), or None
+        while the remote is unreachable (for at most `Outage.limit_s`)."""
         try:
-            result = await self._call(fn, *args)
+            result = await (self._call(fn, *args) if claims else anyio.to_thread.run_sync(fn, *args))
         except Unreachable as exc:
             if self.outage.failed(exc):
                 self._emit("remote_unreachable", detail=str(exc))
@@ -106,7 +107,7 @@ class ClaimSource:
             return self.stop
         self._fetched = time.monotonic()
         shared = self.shared
-        if await self._reach(self._fetch) is None:
+        if await self._reach(self._fetch, claims=False) is None:
             return self.stop  # the next refresh fetches again
         main = await shared.git(self.memory.main)
         await shared.git(shared.index.update, self.memory.repo, main)
@@ -233,9 +234,12 @@ class ClaimSource:
         return spent(record) if record is not None else (0, 0.0)
 
     async def finished(self, record: EpisodeRecord) -> None:
-        """Close the episode's claim with its results; several ending together: one push."""
+        """Close the episode's claim with its results; several ending together: one push, by
+        the first to get the remote, and the others find theirs gone (no second call)."""
         self._done.append(record)
-        await self._call(self._push_done)
+        async with self._remote_lock:
+            if self._done:
+                await anyio.to_thread.run_sync(self._push_done)
         self.idle_since = time.monotonic()
 
     def _push_done(self) -> None:
