@@ -121,12 +121,15 @@ class ClaimSource:
         return self.stop
 
     def _fetch(self) -> bool:
-        """One fetch of main, the coordinator's ledger and the stop (those the remote has)."""
+        """One fetch of main, the coordinator's ledger and the stop: those the remote has and
+        that moved since the last fetch (none moved: no fetch)."""
         have = self.remote.refs(layout.MAIN, "refs/gitswarm/ledger", publish.STOP_REF)
         specs = {layout.MAIN: layout.MAIN, "refs/gitswarm/ledger": RUN_LEDGER, publish.STOP_REF: publish.STOP_REF}
-        wanted = [f"+{ref}:{local}" for ref, local in specs.items() if ref in have]
+        wanted = [f"+{ref}:{local}" for ref, local in specs.items()
+                  if ref in have and have[ref] != self.remote.local(local)]
         try:
-            self.remote.fetch(wanted)
+            if wanted:
+                self.remote.fetch(wanted)
         except MissingRef:
             return False  # moved meanwhile: the next refresh fetches it
         state = books.get(self.memory.repo, "run-ledger", "scheduler.json") or {}
