@@ -81,10 +81,12 @@ class Coordinator:
         await self.publish()
 
     def _fetch(self) -> dict[str, Claim]:
-        """The claims, then the workers' refs: a claim closes in the same atomic push as its
-        results, so every closed claim read here has its results in the second fetch."""
+        """The claims, then the workers' refs when a claim closed that the ledger lacks: a
+        claim closes in the same atomic push as its results, so every closed claim read here
+        has its results in the second fetch (and without one there is nothing to take in)."""
         found = self.claims.all()
-        self.remote.fetch([layout.workers_refspec()], prune=True)
+        if any(c.done and c.episode not in self.ledger.episodes for c in found.values()):
+            self.remote.fetch([layout.workers_refspec()], prune=True)
         return found
 
     async def publish(self) -> bool:
