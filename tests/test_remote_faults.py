@@ -204,6 +204,57 @@ def _hostile(url: str, folder: Path, name: str, problem: str, forge: str) -> tup
     return claim.episode, commit
 
 
+def _landing(url: str, folder: Path, name: str, problem: str) -> str:
+    """A worker whose claim is seen closed before its results are: it closes the claim in one
+    push and pushes its commit and ledger record in a second, 2 s later (a remote that moves the
+    refs of one atomic push one by one shows a fetch in between the same); returns the episode."""
+    remote = Remote(url, folder)
+    remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}"])
+    run_id = json.loads(git(folder, "show", f"{META_REF}:run.json"))["run_id"]
+    claims = Claims(remote, name, ttl_s=30)
+    claim = claims.claim_next([problem], 1000)[0]
+    repo = remote.repo()
+    main = repo[remote.local(layout.MAIN)].peel(pygit2.Commit)
+    index = pygit2.Index()
+    index.read_tree(main.tree)
+    index.add(pygit2.IndexEntry(f"problems/{problem}/notes/late.md", repo.create_blob(b"late\n"),
+                                pygit2.enums.FileMode.BLOB))
+    message = (f"note({problem}): late\n\nGitswarm-Run: {run_id}\nGitswarm-Episode: {claim.episode}\n"
+               f"Gitswarm-Op: {claim.episode}-final\nGitswarm-Worker: {name}-w01\nGitswarm-Problem: {problem}\n"
+               f"Gitswarm-Kind: note\nGitswarm-Files: notes/late.md\n")
+    sig = pygit2.Signature(name, f"{name}@example.invalid")
+    commit = str(repo.create_commit(None, sig, sig, message, index.write_tree(repo), [main.id]))
+    book = layout.worker_ref(name, "refs/gitswarm/ledger").removeprefix("refs/gitswarm/")
+    record = {"episode": claim.episode, "worker": f"{name}-w01", "problem": problem, "status": "contribute",
+              "commit": commit}
+    ledger = books.put(repo, book, {f"episodes/{claim.episode[:4]}/{claim.episode}.json": record}, "ledger")
+    claims.finish([claim])
+    time.sleep(2)
+    remote.push([Update(layout.worker_ref(name, f"refs/heads/swarm/{claim.episode}"), commit, None),
+                 Update(books.ref_name(book), ledger, None)])
+    return claim.episode
+
+
+def test_results_seen_after_their_closed_claim_are_taken_in(tmp_path: Path, model_server: str):
+    """A closed claim whose results are not in sight yet is taken in once they are, not refused."""
+    remote = server_repo(tmp_path / "run.git")
+    url = remote.as_uri()
+    mirror = tmp_path / "mirror"
+    with processes(coordinator(url, mirror, model_server)) as running:
+        running += [worker(url, tmp_path / name, name, model_server) for name in ("a", "b", "c")]
+        deadline = time.monotonic() + 60
+        while "refs/heads/main" not in git(remote, "for-each-ref") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        late = _landing(url, tmp_path / "lena", "lena", "demo-odd-sum")
+        code, _, err = finish(running[0], RUN_S)
+        assert code == 0, err
+        for w in running[1:]:
+            assert finish(w, 60)[0] == 0
+    check_run(mirror, remote)
+    assert ledger_record(mirror, late)["status"] == "contribute"
+    assert git(mirror, "log", "main", "--format=%H", "--grep", f"Gitswarm-Episode: {late}$").strip()
+
+
 def test_hostile_pushes_are_refused_and_the_run_goes_on(tmp_path: Path, model_server: str):
     """Each of `FORGERIES`, pushed by a hostile worker as one of its episodes: none is merged,
     the coordinator's event log says why, its ledger has the episode failed, and the honest

@@ -34,6 +34,10 @@ POLL_S = 0.2
 """Time between two looks at what the workers pushed."""
 OWN_REFS = (layout.MAIN, META_REF, "refs/gitswarm/ledger", NOTES_REF, "refs/gitswarm/grades", publish.STOP_REF)
 CAUGHT = {"contribute": "committed", "nominate": "nominated", "stopped": "abstain"}
+LANDING_S = 10.0
+"""How long a closed claim's results may stay out of sight before it counts as closed without
+them: a remote moves the refs of one atomic push one by one (in name order, claims first),
+so a fetch in between sees the claim closed and its results not yet."""
 
 
 @dataclass
@@ -55,6 +59,8 @@ class Coordinator:
     """What every worker process has spent; `solve` starts it from the ledger's records."""
     moved: RefMoved | None = None
     """The first of its refs on the remote found moved by someone else: the run stops on it."""
+    landing: dict[str, float] = field(default_factory=dict)
+    """Closed claims whose results were not in sight yet: when first seen so."""
 
     @property
     def config(self):
@@ -77,6 +83,7 @@ class Coordinator:
             self.ledger.spending = self.spending.record(self.ledger)
             self.ledger.restate()
             self._show()
+        self.open_claims += len(self.landing)
         await shared.git(self.ledger.flush, shared.memory)
         await self.publish()
 
@@ -124,6 +131,10 @@ class Coordinator:
         shared, memory = self.shared, self.shared.memory
         record = await shared.git(_record, memory, claim)
         item = await shared.git(intake.pushed, memory.repo, claim)
+        unseen = record.note == NO_RECORD or (item.commit is None and record.status in ("contribute", "nominate"))
+        if unseen and time.monotonic() - self.landing.setdefault(claim.episode, time.monotonic()) < LANDING_S:
+            return  # its push may still be landing: the next step fetches again
+        self.landing.pop(claim.episode, None)
         if item.commit is not None:
             try:
                 main = await shared.git(memory.main)
@@ -219,13 +230,16 @@ class Coordinator:
         return chosen
 
 
+NO_RECORD = "refused by the coordinator: no ledger record was pushed"
+
+
 def _record(memory, claim: Claim) -> EpisodeRecord:
     """The closer's ledger record of the episode, as it pushed it; a missing one is failed."""
     book = layout.worker_ref(claim.worker, books.ref_name("ledger")).removeprefix("refs/gitswarm/")
     found = books.get(memory.repo, book, f"episodes/{claim.episode[:4]}/{claim.episode}.json")
     if not isinstance(found, dict) or found.get("episode") != claim.episode:
         return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed", process=claim.worker,
-                             note="refused by the coordinator: no ledger record was pushed")
+                             note=NO_RECORD)
     record = EpisodeRecord.from_dict(found)
     record.process = claim.worker
     if not intake.owns(claim.worker, record.worker) or record.problem != claim.problem:
