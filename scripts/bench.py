@@ -8,7 +8,17 @@
   as one problem's memory grows from 10 to 10,000 contributions;
 - footprint: peak RSS of the engine process at C = 256.
 
+`--remote` measures a run on a git remote instead (scripts/bench_remote_run.py: the real CLI, a
+coordinator with `--workers 0` and `gitswarm worker` processes over a `file://` bare remote):
+- calls per second at C = 256 (`--remote-c`) with one worker process, against the local engine
+  at the same C in the same run; two processes of C/2 each (the same total C) and two of C
+  each (twice the C), against the one;
+- git's cost per episode at that C and at a low C (`--remote-low`, 8): pushes, fetches and
+  ls-remotes of the workers and of the coordinator (from git's own trace), and the seconds
+  they took against a plain `git push` of one ref (bench_remote.plain_push).
+
 Usage: python scripts/bench.py [--quick] [--sizes 16,64,256] [--latency 1] [--commits 100000]
+       python scripts/bench.py --remote [--quick] [--remote-c 256] [--remote-low 8]
 """
 
 from __future__ import annotations
@@ -138,6 +148,54 @@ def orchestration_rows(results: list[dict], latency: float) -> list[Row]:
     return rows
 
 
+def remote_rows(c: int, low: int, latency: float, per_worker: int) -> list[Row]:
+    """The remote section (module docstring); each run on a fresh remote, all in this run."""
+    from bench_remote import plain_push
+    from bench_remote_run import run
+
+    local = orchestration(c, latency, per_worker, False)["calls_per_s"]
+    one, split, double, few = (run(slots, latency, per_worker) for slots in ([c], [c // 2] * 2, [c] * 2, [low]))
+    with tempfile.TemporaryDirectory() as tmp:
+        remote = Path(tmp) / "plain.git"
+        subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
+        floor = plain_push(remote.as_uri(), Path(tmp) / "mirror.git", 8)
+
+    def cores(f: dict) -> str:
+        return ", ".join(f"{role} {used:.2f}" for role, used in sorted(f["cpu"].items()))
+
+    def calls(f: dict, what: str) -> str:
+        total = sum(f["slots"])
+        return (f"remote C={total}, {what}: {f['calls_per_s']:.1f} calls/s of ideal {total / latency:.0f} "
+                f"(start-up {f['start_up_s']:.0f} s, {f['episodes']} episodes; cores in the window: {cores(f)})")
+
+    rows: list[Row] = [
+        (calls(one, f"one worker process of C={c}") + f"; the local engine at C={c}: {local:.1f} calls/s",
+         f"{one['calls_per_s'] / local:.2f}x local", "-", None)]
+    for f, what in ((split, f"two worker processes of C={c // 2} (the same total C)"),
+                    (double, f"two worker processes of C={c} (twice the C)")):
+        ratio = f["calls_per_s"] / one["calls_per_s"]
+        rows.append((calls(f, what), f"{ratio:.2f}x one", ">= 1.8x", ratio >= 1.8))
+    return [*rows, git_row(one, floor, target=True), git_row(few, floor, target=False)]
+
+
+def git_row(f: dict, floor: float, target: bool) -> Row:
+    """Pushes and fetches per episode of one remote run, and their seconds in plain pushes;
+    the target (below one push per episode) is batching's, so it holds at a high C only."""
+    episodes = max(f["episodes"], 1)
+
+    def per(who: str) -> str:
+        counts = f["git"][who]["counts"]
+        return "/".join(f"{counts.get(k, 0) / episodes:.2f}" for k in ("push", "fetch", "ls-remote"))
+
+    seconds = sum(f["git"]["workers"]["seconds"].values()) / episodes
+    pushes = f["git"]["workers"]["counts"].get("push", 0) / episodes
+    slots = "+".join(map(str, f["slots"]))
+    return (f"remote git per episode at C={slots}: push/fetch/ls-remote per episode, workers {per('workers')}, "
+            f"coordinator {per('coordinator')}; workers' git {seconds * 1000:.0f} ms per episode = "
+            f"{seconds / floor:.2f} plain pushes of one ref ({floor * 1000:.0f} ms)",
+            f"{pushes:.3f} pushes/ep", "< 1" if target else "-", pushes < 1 if target else None)
+
+
 def print_table(rows: list[Row]) -> None:
     width = max(len(r[0]) for r in rows)
     print(f"{'figure':{width}}  {'measured':>28}  {'target':>9}  result")
@@ -166,11 +224,20 @@ def main() -> None:
     cli.add_argument("--context", default="10,100,1000,10000", help="memory sizes of the context figure")
     cli.add_argument("--profile", action="store_true", help="profile the largest C by package")
     cli.add_argument("--quick", action="store_true", help="small everything: C=8,32, 5,000 commits")
+    cli.add_argument("--remote", action="store_true", help="the remote-run section instead (see above)")
+    cli.add_argument("--remote-c", type=int, default=256, help="C of the remote section's runs")
+    cli.add_argument("--remote-low", type=int, default=8, help="the low C of the remote git figure")
     args = cli.parse_args()
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if args.remote:
+        c, per_worker = (32, 2) if args.quick else (args.remote_c, args.per_worker)
+        started = time.monotonic()
+        print_table(remote_rows(c, 4 if args.quick else args.remote_low, args.latency, per_worker))
+        print(f"\nwhole bench: {time.monotonic() - started:.0f} s on {os.cpu_count()} cores")
+        return
     if args.quick:
         args.sizes, args.per_worker, args.commits, args.context = "8,32", 3, 5000, "10,1000"
     sizes = [int(s) for s in args.sizes.split(",")]
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     started = time.monotonic()
     results = [orchestration(c, args.latency, args.per_worker, args.profile and c == max(sizes)) for c in sizes]
     rows = orchestration_rows(results, args.latency)
