@@ -186,8 +186,12 @@ class Scheduler:
 
     def _may_start(self) -> bool:
         """A worker is free, and neither the budget nor the episode cap may be passed by one
-        more episode (the episodes in flight are already in the ledger's count)."""
+        more episode (the episodes in flight are already in the ledger's count). With a
+        source, the run's claims hold both across every process, and this process's own
+        ledger (which counts as charged what the run's owner may refuse) does not decide."""
         cfg = self.config
+        if self.source is not None:
+            return not self.control.paused and bool(self.free_workers)
         reserved = self.ledger.charged + len(self.in_flight) + len(self.claiming)
         return (not self.control.paused and bool(self.free_workers) and reserved < cfg.budget
                 and self.ledger.totals.episodes < cfg.max_episodes)
