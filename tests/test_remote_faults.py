@@ -45,6 +45,13 @@ def processes(*started: subprocess.Popen):
                 p.wait(timeout=10)
 
 
+def all_end_cleanly(running: list[subprocess.Popen], run_s: float = RUN_S) -> None:
+    """The coordinator (first), then every worker, each ended with exit 0."""
+    for i, process in enumerate(running):
+        code, _, err = finish(process, run_s if i == 0 else 60)
+        assert code == 0, err
+
+
 def lines_of(process: subprocess.Popen) -> queue.Queue:
     """The process's stdout lines, read by a thread (a full pipe would block the process)."""
     found: queue.Queue = queue.Queue()
@@ -299,9 +306,5 @@ def test_the_git_daemon_restarted_mid_run(tmp_path: Path, model_server: str, git
         git_daemon.stop()
         time.sleep(3)
         git_daemon.start()
-        code, _, err = finish(running[0], RUN_S)
-        assert code == 0, err
-        for w in running[1:]:
-            code, _, err = finish(w, 60)
-            assert code == 0, err
+        all_end_cleanly(running)
     check_run(mirror, remote)

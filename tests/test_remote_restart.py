@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from test_remote_faults import check_claims, processes, wait_until
-from test_remote_run import check_run, coordinator, finish, server_repo, worker
+from test_remote_faults import all_end_cleanly, check_claims, processes, wait_until
+from test_remote_run import check_run, coordinator, server_repo, worker
 
 from gitswarm.engine.events import read_events
 from gitswarm.remote import layout
@@ -62,11 +62,7 @@ def test_the_coordinator_killed_mid_run_and_started_again(tmp_path: Path, model_
         wait_until("a worker's results pushed while the coordinator is down",
                    lambda: closed_claims(remote) - said)
         running[0] = coordinator(url, mirror, model_server)
-        code, _, err = finish(running[0], RUN_S)
-        assert code == 0, err
-        for w in running[1:]:
-            code, _, err = finish(w, 60)
-            assert code == 0, err
+        all_end_cleanly(running, RUN_S)
     check_run(mirror, remote)
     check_claims(remote, mirror)
     starts = [e.data for e in read_events(mirror) if e.kind == "run_started"]
