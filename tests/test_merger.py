@@ -66,3 +66,38 @@ async def test_conflicts_on_one_file_are_each_resolved_once_against_the_current_
     assert len(server.requests) == 3
     assert merger.ledger.episodes["merger"].calls == 3
     assert fsck_clean(memory.path)
+
+
+@pytest.mark.anyio
+async def test_a_branch_conflicting_on_two_files_merges_with_both_fixes(
+        tmp_path: Path, memory: Memory, problem_dir: Path):
+    """Each conflict of a branch is asked once, and the branch composes with all its fixes
+    together: composed with one fix at a time, it conflicted on the other file every time and
+    was asked again on every pass, never merging."""
+    start = memory.main()
+    for episode in ("e1", "e2"):
+        memory.contribute(Contribution(
+            problem="sum", episode=episode, worker=f"w{episode}", kind="note", title=f"work of {episode}",
+            parent=start, op=f"{episode}-final",
+            files={"SUMMARY.md": f"# Summary\n\n- {episode}\n", "notes/ideas.md": f"# Ideas\n\n- idea of {episode}\n"}))
+    index = MemoryIndex()
+    index.update(memory.repo, start)
+    cfg = SolveConfig(problems=problem_dir, run=memory.path, model="openai/gitswarm-scripted",
+                      summary_every=100)
+    events = EventLog(memory.path)
+    async with serve(respond) as server:
+        model = LiteLLMModel(ModelConfig(model=cfg.model, api_base=server.url, api_key="k", reply_timeout_s=5))
+        shared = Shared(memory, GitThread(), index, RunView(cfg, ["sum"]), model, events,
+                        anyio.CapacityLimiter(1), lambda: None, Ledger())
+        merger = Merger(shared, shared.ledger, model)
+        with anyio.fail_after(60):
+            await merger.compose_all()  # one pass
+    events.close()
+    assert memory.pending() == {}
+    for path, line in (("SUMMARY.md", "- e"), ("notes/ideas.md", "- idea of e")):
+        text = memory.read_file(f"problems/sum/{path}").decode()
+        assert f"{line}1" in text and f"{line}2" in text, text
+    resolved = sorted(e.data["path"] for e in read_events(memory.path) if e.kind == "conflict_resolved")
+    assert resolved == ["problems/sum/SUMMARY.md", "problems/sum/notes/ideas.md"]
+    assert len(server.requests) == 2
+    assert fsck_clean(memory.path)

@@ -75,14 +75,15 @@ class Merger:
             if shared.index.seen_tip != at:  # main moved: some conflicts may hold an old `ours`
                 conflicts, at = await self._refresh(conflicts)
                 continue
-            conflict = conflicts.pop(0)
-            text = await self._resolve(conflict)
-            fix = Resolution(conflict.episode, conflict.path, conflict.ours_blob, text)
-            again, _ = await self._compose([conflict.episode], [fix])
+            episode = conflicts[0].episode  # all of its conflicts at once: each fix alone would
+            mine = [c for c in conflicts if c.episode == episode]  # leave the others conflicting
+            conflicts = [c for c in conflicts if c.episode != episode]
+            again, _ = await self._compose([episode], await self._fixes(mine))
             if again.merged:
-                shared.events.emit("conflict_resolved", episode=conflict.episode, path=conflict.path)
+                for conflict in mine:
+                    shared.events.emit("conflict_resolved", episode=episode, path=conflict.path)
             else:
-                self._waiting.add(conflict.episode)  # main moved under the fix: try again
+                self._waiting.add(episode)  # main moved under the fixes: try again
 
     async def _compose(self, episodes: list[str] | None,
                        fixes: list[Resolution] = ()) -> tuple[Composed, str | None]:
@@ -127,6 +128,18 @@ class Merger:
             if count >= shared.view.config.summary_every:
                 self.merges_since_summary[problem] = 0
                 await self._summarise(problem)
+
+    async def _fixes(self, conflicts: list[Conflict]) -> list[Resolution]:
+        """One branch's conflicts, each resolved by the merger model, the calls side by side."""
+        texts: dict[str, str] = {}
+
+        async def resolve(conflict: Conflict) -> None:
+            texts[conflict.path] = await self._resolve(conflict)
+
+        async with anyio.create_task_group() as group:
+            for conflict in conflicts:
+                group.start_soon(resolve, conflict)
+        return [Resolution(c.episode, c.path, c.ours_blob, texts[c.path]) for c in conflicts]
 
     async def _resolve(self, conflict: Conflict) -> str:
         prompt = render("merger_conflict.md.j2", path=conflict.path, base=conflict.base or "",
