@@ -308,3 +308,28 @@ def test_the_git_daemon_restarted_mid_run(tmp_path: Path, model_server: str, git
         git_daemon.start()
         all_end_cleanly(running)
     check_run(mirror, remote)
+
+
+def test_a_run_whose_workers_all_died_stops_after_its_patience_and_resumes(tmp_path: Path, model_server: str):
+    """The only worker SIGKILLed: once its claims expire (4 s) nobody holds or closes one, and
+    the coordinator stops after its patience (3 s) as `no_workers`, exit 1, saying how to go on,
+    and publishes the stop. The same command with a new worker then finishes the run."""
+    remote = server_repo(tmp_path / "run.git")
+    url = f"file://{remote}"
+    mirror = tmp_path / "mirror"
+    with processes(coordinator(url, mirror, model_server, "--patience", "3")) as running:
+        victim = worker(url, tmp_path / "v", "victim", model_server, watch=True)
+        running.append(victim)
+        wait_for(lines_of(victim), "episode_started")
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(timeout=10)
+        code, _, err = finish(running[0], 60)
+    assert code == 1, err
+    assert "no worker held or closed a claim for 3 s" in err and f"gitswarm worker {url}" in err, err
+    assert json.loads(git(remote, "show", "refs/gitswarm/stop:stop.json"))["reason"] == "no_workers"
+    assert events(mirror, "run_stopped")[-1]["reason"] == "no_workers"
+    with processes(coordinator(url, mirror, model_server, "--patience", "30")) as running:
+        running.append(worker(url, tmp_path / "a", "a", model_server))
+        all_end_cleanly(running)
+    check_run(mirror, remote)
+    check_claims(remote, mirror)

@@ -44,6 +44,7 @@ STOP_EXIT: dict[StopReason, Exit] = {
     StopReason.PROVIDER_FAILING: Exit.FAILED,
     StopReason.MODEL_FATAL: Exit.FAILED,
     StopReason.REMOTE_MOVED: Exit.FAILED,
+    StopReason.NO_WORKERS: Exit.FAILED,
     StopReason.USER: Exit.INTERRUPTED,
 }
 """The exit code of `solve` for each way a run can end: the one table (README.md, "Exit codes")."""

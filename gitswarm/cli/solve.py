@@ -34,6 +34,9 @@ def solve(
     claim_ttl: Annotated[float, typer.Option(
         min=1, help="With --run URL: seconds a worker's claim on an episode holds without renewal; a dead "
                     "worker's episode runs again after it (default 600).")] = 600.0,
+    patience: Annotated[float, typer.Option(
+        min=1, help="With --run URL: seconds the coordinator waits with no worker holding or closing a claim "
+                    "before it stops the run (no_workers, exit 1; the same command resumes).")] = 600.0,
     merger_model: Annotated[str | None, typer.Option(help="Model for the merger (default --model).")] = None,
     api_base: Annotated[str | None, typer.Option(
         help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); default: the provider's own.")] = None,
@@ -130,7 +133,7 @@ def solve(
                        "the merger's when it is the same), or use --max-total-tokens.")
     remote = None
     if url is not None:
-        remote = RemoteRun(url, cfg.workers if workers is None else workers, claim_ttl)
+        remote = RemoteRun(url, cfg.workers if workers is None else workers, claim_ttl, patience)
     raise typer.Exit(run_swarm(cfg, problem_set, as_json, tui=_want_tui(tui, as_json), remote=remote))
 
 

@@ -32,6 +32,9 @@ class StopReason(StrEnum):
     """Episode after episode ended on a failed model call: the provider keeps failing."""
     MODEL_FATAL = "model_fatal"
     """A model error no retry can fix: authentication, an unknown model, no quota, ..."""
+    NO_WORKERS = "no_workers"
+    """A run on a git remote: no worker process held or closed a claim for the coordinator's
+    patience (`solve --patience`), so the run could not go on."""
     REMOTE_MOVED = "remote_moved"
     """A run on a git remote: someone else moved one of the coordinator's refs there (its main,
     say), and the coordinator will not overwrite it."""

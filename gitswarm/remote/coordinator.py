@@ -61,6 +61,10 @@ class Coordinator:
     """The first of its refs on the remote found moved by someone else: the run stops on it."""
     landing: dict[str, float] = field(default_factory=dict)
     """Closed claims whose results were not in sight yet: when first seen so."""
+    patience_s: float = 600.0
+    """How long the run waits with no claim open and none closing before it stops (`no_workers`)."""
+    active: float = field(default_factory=time.monotonic)
+    """When a claim was last seen open or an episode taken in (or the coordinator started)."""
 
     @property
     def config(self):
@@ -71,6 +75,7 @@ class Coordinator:
         shared = self.shared
         found = await self._remote(self._fetch)
         if found is None:
+            self.active = time.monotonic()  # no sight of the claims is no sign of idle workers (`Outage` bounds it)
             return  # unreachable: the next step fetches again
         now = time.time()
         self.open_claims = sum(1 for c in found.values() if not c.done and not c.expired(now))
@@ -84,6 +89,8 @@ class Coordinator:
             self.ledger.restate()
             self._show()
         self.open_claims += len(self.landing)
+        if self.open_claims or changed:
+            self.active = time.monotonic()
         await shared.git(self.ledger.flush, shared.memory)
         await self.publish()
 
@@ -198,6 +205,9 @@ class Coordinator:
         if aside and len(aside) == len([p for p in problems if p not in view.settled]):
             return Stop(StopReason.NO_PROGRESS, f"no progress: every open problem is set aside after "
                         f"{cfg.no_progress} episodes in a row that abstained or failed ({', '.join(aside[:6])})")
+        if time.monotonic() - self.active > self.patience_s:
+            return Stop(StopReason.NO_WORKERS, f"no worker held or closed a claim for {self.patience_s:.0f} s: "
+                        f"start workers with `gitswarm worker {self.remote.shown}`, then run the same command again")
         return None
 
     async def run(self, user_stop: anyio.Event) -> Stop:

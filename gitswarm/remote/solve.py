@@ -43,7 +43,7 @@ def local_worker_folder(run: Path) -> Path:
 
 async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, merger_model: Model,
                        listeners: list[Listener] | None = None, control: Control | None = None, *,
-                       local_slots: int = 0, claim_ttl_s: float = CLAIM_TTL_S,
+                       local_slots: int = 0, claim_ttl_s: float = CLAIM_TTL_S, patience_s: float = 600.0,
                        model_settings: dict | None = None) -> RunResult:
     """Coordinate the run on `url` until it stops; `cfg.run` is the local mirror."""
     git = GitThread()
@@ -66,7 +66,8 @@ async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, mer
         merger = Merger(shared, ledger, merger_model)
         streaks = Streaks.from_records(cfg.no_progress, ledger.episodes.values())
         coordinator = Coordinator(shared, ledger, merger, remote, streaks,
-                                  Claims(remote, LOCAL_NAME, ttl_s=claim_ttl_s), publisher, spending=spending)
+                                  Claims(remote, LOCAL_NAME, ttl_s=claim_ttl_s), publisher, spending=spending,
+                                  patience_s=patience_s)
         events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget, workers=local_slots,
                     charged=ledger.charged, problems=problems, episodes=ledger.totals.episodes,
                     max_episodes=cfg.max_episodes, set_aside=sorted(streaks.set_aside & set(problems)),
