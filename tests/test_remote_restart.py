@@ -7,6 +7,7 @@ then finish with nothing lost or duplicated (`check_run`, `check_claims`)."""
 from __future__ import annotations
 
 import signal
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -68,5 +69,7 @@ def test_the_coordinator_killed_mid_run_and_started_again(tmp_path: Path, model_
     starts = [e.data for e in read_events(mirror) if e.kind == "run_started"]
     assert len(starts) == 2 and starts[1]["episodes"] == len(kept), (starts, kept)  # resumed
     assert said | kept <= ledger_records(mirror)
+    assert said <= kept  # an episode is said only once the ledger that records it is written...
+    assert [e for e, n in Counter(taken_in(mirror)).items() if n > 1] == []  # ...so never twice
 
 

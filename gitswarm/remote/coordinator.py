@@ -63,6 +63,9 @@ class Coordinator:
     """Closed claims whose results were not in sight yet: when first seen so."""
     patience_s: float = 600.0
     """How long the run waits with no claim open and none closing before it stops (`no_workers`)."""
+    told: list[tuple[str, dict]] = field(default_factory=list)
+    """Events of the episodes taken in, said once the ledger that records them is flushed (a
+    coordinator killed in between takes them in again on restart, and would say them twice)."""
     active: float = field(default_factory=time.monotonic)
     """When a claim was last seen open or an episode taken in (or the coordinator started)."""
 
@@ -92,6 +95,9 @@ class Coordinator:
         if self.open_claims or changed:
             self.active = time.monotonic()
         await shared.git(self.ledger.flush, shared.memory)
+        for kind, data in self.told:
+            shared.events.emit(kind, **data)
+        self.told.clear()
         await self.publish()
 
     def _fetch(self) -> dict[str, Claim]:
@@ -154,20 +160,20 @@ class Coordinator:
             except intake.Refused as exc:
                 record.status, record.commit = "failed", None
                 record.note = f"refused by the coordinator: {exc.reason}"
-                shared.events.emit("refused", episode=claim.episode, worker=claim.worker, reason=exc.reason)
+                self.told.append(("refused", {"episode": claim.episode, "worker": claim.worker, "reason": exc.reason}))
         elif record.status in ("contribute", "nominate"):
             record.status, record.note = "failed", "refused by the coordinator: no commit was pushed"
         self.spending.took(record)
         self.ledger.changed(record)
         if self.streaks.add(record):
-            shared.events.emit("set_aside", problem=record.problem, episodes=self.config.no_progress,
-                               detail=self.streaks.describe(record.problem))
+            self.told.append(("set_aside", {"problem": record.problem, "episodes": self.config.no_progress,
+                                            "detail": self.streaks.describe(record.problem)}))
         self.ledger.set_aside = sorted(self.streaks.set_aside)
         self._show()
-        shared.events.emit(CAUGHT.get(record.status, record.status), episode=record.episode,
-                           worker=record.worker, problem=record.problem, commit=record.commit,
-                           note=record.note, tokens=record.tokens_in + record.tokens_out,
-                           charged=self.ledger.charged, process=claim.worker)
+        self.told.append((CAUGHT.get(record.status, record.status), {
+            "episode": record.episode, "worker": record.worker, "problem": record.problem, "commit": record.commit,
+            "note": record.note, "tokens": record.tokens_in + record.tokens_out, "charged": self.ledger.charged,
+            "process": claim.worker}))
         if record.commit:
             self.merger.kick(record.episode)
 
