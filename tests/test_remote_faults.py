@@ -143,6 +143,8 @@ def test_a_worker_killed_mid_episode_over_git_daemon(tmp_path: Path, model_serve
         assert last["done"] and last["worker"] in ("a", "b") and last["generation"] >= 2, history
         record = ledger_record(mirror, episode)
         assert record is not None and record["worker"].startswith(f"{last['worker']}-w"), record
+    # the coordinator saw each of the victim's holdings taken over (its reported spending kept in the count)
+    assert set(held) <= {e["episode"] for e in events(mirror, "taken_over") if e["worker"] == "victim"}
     check_claims(remote, mirror)  # the two live workers raced for these: one holder each
 
 

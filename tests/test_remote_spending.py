@@ -5,6 +5,7 @@ the coordinator set aside reach the workers the same way."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,37 @@ def test_a_worker_reads_the_spending_busy_and_set_aside_problems(tmp_path: Path,
     assert source.elsewhere() == ["sum", "sum"]  # the scheduler counts them as busy
     assert streaks.set_aside == {"sum"}
     assert not streaks.add(finished("e00002", "a", 0, 0.0)) and streaks.set_aside == {"sum"}
+
+
+def test_a_holding_taken_over_keeps_its_spending_in_the_count(tmp_path: Path):
+    """A dead worker's claim never closes: once another takes it over, what the dead holding
+    had reported stays counted (no record will hold it), and a restarted coordinator keeps it."""
+    url = f"file://{bare(tmp_path / 'run.git')}"
+    dead, live = Claims(Remote(url, tmp_path / "dead.git"), "dead", ttl_s=0.01), claims(url, tmp_path, "live")
+    seen_by = claims(url, tmp_path, "coordinator")
+    [held] = dead.claim_next(["sum"], 10)
+    dead.renew([held], {held.episode: (4000, 2.0)})
+    ledger = Ledger()
+    spending = Spending.of(ledger.episodes.values())
+    spending.seen(seen_by.all().values(), 0.0)
+    assert spending.total(ledger) == (4000, 2.0)
+
+    time.sleep(0.05)  # the dead worker's claim expires: it stopped renewing
+    ours = live.take_over(seen_by.all()[held.episode])
+    assert spending.seen(seen_by.all().values(), 0.0)
+    assert [(h.episode, h.worker, h.tokens) for h in spending.taken_over] == [(held.episode, "dead", 4000)]
+    assert spending.total(ledger) == (4000, 2.0)  # the new holding reports 0 so far: the old 4,000 stay
+    live.finish([ours], spent={ours.episode: (500, 0.25)})
+    spending.seen(seen_by.all().values(), 0.0)
+    record = finished(ours.episode, "live", 500, 0.25)
+    spending.took(record)
+    ledger.changed(record)
+    assert spending.total(ledger) == (4500, 2.25)
+    assert not spending.taken_over and not spending.seen(seen_by.all().values(), 0.0)  # counted once
+
+    published = spending.record(ledger)
+    assert published["tokens"] == 4500 and "dead" not in published["processes"]
+    assert Published("dead", published).elsewhere() == (4500, 2.25)  # restarted under its name: still counted
+    again = Spending.of(ledger.episodes.values(), published)  # a restarted coordinator
+    again.seen(seen_by.all().values(), 0.0)
+    assert again.total(ledger) == (4500, 2.25)

@@ -173,7 +173,7 @@ class Ledger:
         records = memory.records(BOOK)
         state = records.pop("scheduler.json", {}) or {}
         episodes = {r["episode"]: EpisodeRecord.from_dict(r) for r in records.values()}
-        return cls(episodes, state.get("next_number", 1), state.get("rng_state"))
+        return cls(episodes, state.get("next_number", 1), state.get("rng_state"), spending=state.get("spending"))
 
     @classmethod
     def summary(cls, memory: Memory) -> Totals:

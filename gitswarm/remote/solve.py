@@ -60,7 +60,7 @@ async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, mer
         await anyio.to_thread.run_sync(publisher.push, OWN_REFS)
         ledger, index, view = await load_state(cfg, memory, git, problems)
         events = EventLog(cfg.run, listeners)
-        spending = Spending.of(ledger.episodes.values())
+        spending = Spending.of(ledger.episodes.values(), ledger.spending)
         shared = Shared(memory, git, index, view, merger_model, events, anyio.CapacityLimiter(2),
                         caps_check(cfg, ledger, view, spending.in_flight), ledger)
         merger = Merger(shared, ledger, merger_model)

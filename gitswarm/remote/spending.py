@@ -10,6 +10,11 @@ figures in its ledger's scheduler record (`spending`), and a worker's cap check 
 live figures to the rest of the run's (`Published.elsewhere`): every call is checked against
 everything the run has reported, so a cap can be passed only by what other processes spent
 since their last report, and by the calls in flight when it is reached.
+
+A holding whose worker died never closes: its episode is taken over and run again, and what
+the dead holder had reported would leave the count with its claim. The coordinator keeps it
+(`abandoned`, published and restored on resume), so a worker that keeps dying cannot spend
+past the caps unseen.
 """
 
 from __future__ import annotations
@@ -45,13 +50,22 @@ class Spending:
     expired; expired: its holder stopped renewing, and may be gone)."""
     problems: dict[str, Counter] = field(default_factory=dict)
     """Each process's held claims by problem: what it is working on now."""
+    abandoned: dict[str, list] = field(default_factory=lambda: defaultdict(lambda: [0, 0.0]))
+    """Each process's holdings that expired and were taken over, as last reported: [tokens, usd]
+    spent that no ledger record will ever hold."""
+    holdings: dict[str, Claim] = field(default_factory=dict)
+    """The open claims as last seen, by episode: a takeover shows as a later generation."""
+    taken_over: list[Claim] = field(default_factory=list)
+    """The holdings the last `seen` found taken over (their spending now `abandoned`)."""
 
     @classmethod
-    def of(cls, records: Iterable[EpisodeRecord]) -> Spending:
-        """The count of a resumed run, from its ledger's records."""
+    def of(cls, records: Iterable[EpisodeRecord], published: dict | None = None) -> Spending:
+        """The count of a resumed run, from its ledger's records and the count it published."""
         spending = cls()
         for record in records:
             spending.took(record)
+        for name, (tokens, usd) in ((published or {}).get("abandoned") or {}).items():
+            spending.abandoned[name] = [int(tokens), float(usd)]
         return spending
 
     def took(self, record: EpisodeRecord) -> None:
@@ -65,6 +79,14 @@ class Spending:
         """The open claims as fetched now; True if their figures changed."""
         found: dict[str, list] = defaultdict(lambda: [0, 0.0, 0, 0])
         problems: dict[str, Counter] = defaultdict(Counter)
+        claims = list(claims)
+        self.taken_over = [before for c in claims if (before := self.holdings.get(c.episode)) is not None
+                           and c.generation > before.generation]
+        for before in self.taken_over:
+            part = self.abandoned[before.worker]
+            part[0] += before.tokens
+            part[1] += before.usd
+        self.holdings = {c.episode: c for c in claims if not c.done}
         for claim in claims:
             if not claim.done:
                 part = found[claim.worker]
@@ -73,13 +95,15 @@ class Spending:
                 part[2 + claim.expired(now)] += 1
                 if not claim.expired(now):
                     problems[claim.worker][claim.problem] += 1
-        changed = dict(found) != self.open or dict(problems) != self.problems
+        changed = dict(found) != self.open or dict(problems) != self.problems or bool(self.taken_over)
         self.open, self.problems = dict(found), dict(problems)
         return changed
 
     def in_flight(self) -> tuple[int, float]:
-        """The open claims' reports: what the run spent that its ledger does not hold yet."""
-        return sum(p[0] for p in self.open.values()), sum(p[1] for p in self.open.values())
+        """What the run spent that its ledger does not hold: the open claims' reports, and
+        the abandoned holdings'."""
+        parts = [*self.open.values(), *self.abandoned.values()]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
 
     def total(self, ledger: Ledger) -> tuple[int, float]:
         """What the run has spent: its ledger's totals and the open claims' reports."""
@@ -87,15 +111,18 @@ class Spending:
         return ledger.tokens + tokens, ledger.cost[0] + usd
 
     def record(self, ledger: Ledger) -> dict:
-        """The published form: the totals, and each process's part of them with its claims
-        held and expired (what `status` shows of each worker process)."""
+        """The published form: the totals, each process's part of them with its claims held
+        and expired (what `status` shows of each worker process), and what abandoned holdings
+        spent (in the totals, never in a process's part: a worker restarted under its name
+        counts it as spent elsewhere, which may count it twice but never lets it pass unseen)."""
         processes: dict[str, dict] = {}
         for name in sorted({*self.finished, *self.open} - {""}):
             done, live = self.finished.get(name, [0, 0.0]), self.open.get(name, [0, 0.0, 0, 0])
             processes[name] = {"tokens": done[0] + live[0], "usd": done[1] + live[1], "held": live[2],
                                "expired": live[3], "problems": dict(self.problems.get(name, {}))}
         tokens, usd = self.total(ledger)
-        return {"tokens": tokens, "usd": usd, "processes": processes}
+        return {"tokens": tokens, "usd": usd, "processes": processes,
+                "abandoned": {name: list(part) for name, part in sorted(self.abandoned.items())}}
 
 
 @dataclass
