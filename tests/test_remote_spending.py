@@ -132,6 +132,7 @@ def test_a_holding_taken_over_keeps_its_spending_in_the_count(tmp_path: Path):
     assert spending.seen(seen_by.all().values(), 0.0)
     assert [(h.episode, h.worker, h.tokens) for h in spending.taken_over] == [(held.episode, "dead", 4000)]
     assert spending.total(ledger) == (4000, 2.0)  # the new holding reports 0 so far: the old 4,000 stay
+    assert spending.abandoned_holdings() == 1  # one episode cut off, for the episode cap
     live.finish([ours], spent={ours.episode: (500, 0.25)})
     spending.seen(seen_by.all().values(), 0.0)
     record = finished(ours.episode, "live", 500, 0.25)
@@ -145,4 +146,4 @@ def test_a_holding_taken_over_keeps_its_spending_in_the_count(tmp_path: Path):
     assert Published("dead", published).elsewhere() == (4500, 2.25)  # restarted under its name: still counted
     again = Spending.of(ledger.episodes.values(), published)  # a restarted coordinator
     again.seen(seen_by.all().values(), 0.0)
-    assert again.total(ledger) == (4500, 2.25)
+    assert again.total(ledger) == (4500, 2.25) and again.abandoned_holdings() == 1

@@ -207,9 +207,11 @@ class Coordinator:
             return Stop(StopReason.TIME_LIMIT, f"time limit of {cfg.time_limit_s:.0f} s reached")
         if self.open_claims:
             return None
-        if ledger.totals.episodes >= cfg.max_episodes:
+        lost = self.spending.abandoned_holdings()
+        if ledger.totals.episodes + lost >= cfg.max_episodes:
             return Stop(StopReason.EPISODE_CAP, f"episode cap of {cfg.max_episodes} reached "
-                        f"({ledger.charged} of them charged, budget {cfg.budget})")
+                        f"({ledger.charged} of them charged, budget {cfg.budget}"
+                        + (f"; {lost} cut off by a worker's death" if lost else "") + ")")
         aside = [p for p in problems if p in self.streaks.set_aside and p not in view.settled]
         if aside and len(aside) == len([p for p in problems if p not in view.settled]):
             return Stop(StopReason.NO_PROGRESS, f"no progress: every open problem is set aside after "

@@ -50,9 +50,10 @@ class Spending:
     expired; expired: its holder stopped renewing, and may be gone)."""
     problems: dict[str, Counter] = field(default_factory=dict)
     """Each process's held claims by problem: what it is working on now."""
-    abandoned: dict[str, list] = field(default_factory=lambda: defaultdict(lambda: [0, 0.0]))
-    """Each process's holdings that expired and were taken over, as last reported: [tokens, usd]
-    spent that no ledger record will ever hold."""
+    abandoned: dict[str, list] = field(default_factory=lambda: defaultdict(lambda: [0, 0.0, 0]))
+    """Each process's holdings that expired and were taken over: [tokens, usd] as last reported,
+    spent that no ledger record will ever hold, and how many (each counts against the episode
+    cap, as a local episode cut off by a crash does)."""
     holdings: dict[str, Claim] = field(default_factory=dict)
     """The open claims as last seen, by episode: a takeover shows as a later generation."""
     taken_over: list[Claim] = field(default_factory=list)
@@ -64,8 +65,8 @@ class Spending:
         spending = cls()
         for record in records:
             spending.took(record)
-        for name, (tokens, usd) in ((published or {}).get("abandoned") or {}).items():
-            spending.abandoned[name] = [int(tokens), float(usd)]
+        for name, (tokens, usd, holdings) in ((published or {}).get("abandoned") or {}).items():
+            spending.abandoned[name] = [int(tokens), float(usd), int(holdings)]
         return spending
 
     def took(self, record: EpisodeRecord) -> None:
@@ -86,6 +87,7 @@ class Spending:
             part = self.abandoned[before.worker]
             part[0] += before.tokens
             part[1] += before.usd
+            part[2] += 1
         self.holdings = {c.episode: c for c in claims if not c.done}
         for claim in claims:
             if not claim.done:
@@ -104,6 +106,9 @@ class Spending:
         the abandoned holdings'."""
         parts = [*self.open.values(), *self.abandoned.values()]
         return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+    def abandoned_holdings(self) -> int:
+        return sum(p[2] for p in self.abandoned.values())
 
     def total(self, ledger: Ledger) -> tuple[int, float]:
         """What the run has spent: its ledger's totals and the open claims' reports."""
