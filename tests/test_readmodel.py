@@ -234,3 +234,11 @@ def test_the_demo_judge_knows_only_the_scripts_texts():
     assert judge(fenced(odd["attempt"])).endswith("<points>7</points>")
     assert judge(fenced(odd["flawed"])).endswith("<points>0</points>")
     assert "<points>" not in judge(fenced("A proof the script never wrote."))
+
+
+def test_the_counts_are_the_memorys_item_folders():
+    from dataclasses import fields
+
+    from gitswarm.readmodel.model import FOLDERS, Counts
+
+    assert tuple(f.name for f in fields(Counts)) == FOLDERS

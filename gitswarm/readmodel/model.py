@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
+from gitswarm.memory.model import KIND_FOLDERS
+
 if TYPE_CHECKING:
     from gitswarm.readmodel.workers import WorkerState
     from gitswarm.referee.grades import Grade
@@ -25,7 +27,8 @@ row forward in this order):
   and the run writes its SOLUTION.md when it stops;
 - selected: SOLUTION.md is on main.
 """
-FOLDERS = ("notes", "lemmas", "attempts", "reviews", "code")
+FOLDERS = tuple(KIND_FOLDERS.values())
+"""The item folders of `problems/<id>/`, as the memory writes them (the fields of `Counts`)."""
 
 
 @dataclass(frozen=True)
