@@ -133,6 +133,15 @@ def test_a_coordinator_and_three_workers_over_file_url(tmp_path: Path, model_ser
                             env=env(), check=True).stdout
     assert "## Worker processes" in report and all(f"| {name} | idle |" in report for name in "abc")
     anyio.run(dashboard_shows_processes, mirror)
+    # from anywhere, by the URL alone: the same state, read from a temporary copy of the remote
+    remotely = json.loads(subprocess.run(cli("status", url, "--json"), capture_output=True, text=True,
+                                         env=env(), check=True).stdout)
+    assert remotely == shown
+    copied = json.loads(subprocess.run(cli("report", url, "-f", "json"), capture_output=True, text=True,
+                                       env=env(), check=True).stdout)
+    assert copied["path"] == url and copied["episodes"] == shown["totals"]["episodes"]
+    own = subprocess.run(cli("status", str(tmp_path / "a")), capture_output=True, text=True, env=env())
+    assert own.returncode == 0 and "is a worker's folder" in own.stderr  # not the run's state: says so
 
 
 async def dashboard_shows_processes(mirror: Path) -> None:
@@ -200,3 +209,13 @@ def test_a_worker_claims_its_free_slots_in_one_push(tmp_path: Path, model_server
     assert pushes[0] == [f"refs/gitswarm/claims/e{n:05d}" for n in range(1, 7)]
     episodes = len(git(remote, "for-each-ref", "refs/gitswarm/claims/").splitlines())
     assert episodes >= BUDGET and len(pushes) < 2 * episodes
+
+
+def test_status_by_url_of_a_remote_with_no_run(tmp_path: Path):
+    """A bare repository with no run yet, and no repository at all: each said, with what to do."""
+    empty = f"file://{server_repo(tmp_path / 'empty.git')}"
+    done = subprocess.run(cli("status", empty), capture_output=True, text=True, env=env())
+    assert done.returncode == 2 and "holds no gitswarm run yet" in done.stderr and "--run " + empty in done.stderr
+    missing = subprocess.run(cli("status", f"file://{tmp_path}/none.git"), capture_output=True, text=True, env=env())
+    assert missing.returncode == 1 and "no git repository at" in missing.stderr, missing.stderr
+    assert "Traceback" not in done.stderr + missing.stderr

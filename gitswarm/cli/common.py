@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import IntEnum
+from pathlib import Path
 from typing import Any, Literal
 
 import typer
@@ -48,6 +49,21 @@ STOP_EXIT: dict[StopReason, Exit] = {
     StopReason.USER: Exit.INTERRUPTED,
 }
 """The exit code of `solve` for each way a run can end: the one table (README.md, "Exit codes")."""
+
+@contextmanager
+def run_folder(run: str) -> Iterator[Path]:
+    """The run folder a read-only command reads: `run` itself, or for a git remote URL a
+    temporary mirror of the run there (`remote.snapshot.copied`)."""
+    from gitswarm.remote import urls
+
+    if not urls.is_remote(run):
+        yield Path(run)
+        return
+    from gitswarm.remote.snapshot import copied
+
+    with copied(run) as folder:
+        yield folder
+
 
 Effort = Literal["low", "medium", "high"]
 """gitswarm.models.config.ReasoningEffort, spelt out so `--help` does not import the model client."""

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from gitswarm.cli.common import Exit, fail, user_errors
+from gitswarm.cli.common import Exit, fail, run_folder, user_errors
 
 
 class Format(StrEnum):
@@ -18,7 +18,8 @@ class Format(StrEnum):
 
 
 def report(
-    run: Annotated[Path, typer.Argument(help="The run folder, e.g. runs/imo.", show_default=False)],
+    run: Annotated[str, typer.Argument(help="The run folder, e.g. runs/imo, or the git remote URL of a run "
+                                       "there (read from a temporary copy).", show_default=False)],
     fmt: Annotated[Format, typer.Option("--format", "-f", help="md, json or html (html draws the "
                                         "contribution graphs; needs the `report` extra).")] = Format.md,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write to this file instead of "
@@ -26,11 +27,12 @@ def report(
 ) -> None:
     """Report a run: each problem's selected solution, nominations, grade, cost, tokens, time,
     episodes, and how the work compounded (the report defines its figures). Read-only."""
+    from gitswarm.remote.urls import is_remote, mask
     from gitswarm.report import render
     from gitswarm.report.collect import collect
 
-    with user_errors():
-        data, graph = collect(run)
+    with user_errors(), run_folder(run) as folder:
+        data, graph = collect(folder, mask(run) if is_remote(run) else None)
     if fmt is Format.json:
         text = render.to_json(data)
     elif fmt is Format.md:

@@ -101,13 +101,14 @@ def solve(
     """
     from gitswarm import models
     from gitswarm.engine.settings import AMBIGUOUS_MAX_TOKENS, config_file, file_settings
+    from gitswarm.remote import urls
 
     with user_errors():
         if max_tokens is not None:
             raise fail(f"--max-tokens {AMBIGUOUS_MAX_TOKENS}")
         problem_set = _load(problems)
         from_file = file_settings(config_file())
-        url = run if run is not None and is_remote(run) else None
+        url = run if run is not None and urls.is_remote(run) else None
         if workers == 0 and url is None:
             raise fail("--workers 0 only makes sense with --run URL (a coordinator with no workers of its own)")
         folder = mirror if url is not None else (Path(run) if run is not None else None)
@@ -135,13 +136,6 @@ def solve(
     if url is not None:
         remote = RemoteRun(url, cfg.workers if workers is None else workers, claim_ttl, patience)
     raise typer.Exit(run_swarm(cfg, problem_set, as_json, tui=_want_tui(tui, as_json), remote=remote))
-
-
-def is_remote(run: str) -> bool:
-    """A --run value that names a git remote rather than a folder here."""
-    from gitswarm.remote.urls import scheme
-
-    return "://" in run or scheme(run) == "ssh"
 
 
 def _want_tui(tui: bool | None, as_json: bool) -> bool:

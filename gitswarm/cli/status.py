@@ -3,28 +3,36 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gitswarm.cli.common import user_errors
+from gitswarm.cli.common import run_folder, user_errors
 
 
 def status(
-    run: Annotated[Path, typer.Argument(help="The run folder, e.g. runs/imo.", show_default=False)],
+    run: Annotated[str, typer.Argument(help="The run folder, e.g. runs/imo, or the git remote URL of a run "
+                                       "there (read from a temporary copy).", show_default=False)],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object, for scripts.")] = False,
 ) -> None:
     """Show each problem's state (open, in progress, candidate, nominated, set aside, settled,
     selected), whether the candidate it stands on is verified, its grade and the run's totals.
 
     Reads main's tree and the ledger, never the whole history, so it is fast on large runs.
+    For a run on a git remote, give the coordinator's folder or the remote's URL: a worker's
+    folder holds only what that worker ran.
     """
     from gitswarm.memory.repo import Memory
     from gitswarm.readmodel.read import read_run
+    from gitswarm.remote.layout import RUN_LEDGER
 
-    with user_errors():
-        state = read_run(Memory(run))
+    with user_errors(), run_folder(run) as folder:
+        memory = Memory(folder)
+        state, worker = read_run(memory), memory.repo.references.get(RUN_LEDGER) is not None
+    if worker:
+        typer.echo(f"gitswarm: {run} is a worker's folder: the episodes and totals below are this worker's "
+                   "own, and main is as it last fetched it. The run's status: `gitswarm status URL` with the "
+                   "run's remote, or on the coordinator's folder.", err=True)
     if as_json:
         typer.echo(json.dumps(state.as_dict(), indent=2))
         return

@@ -21,6 +21,9 @@ from gitswarm.memory.model import check_name
 CLAIMS = "refs/gitswarm/claims/"
 WORKERS = "refs/gitswarm/workers/"
 MAIN = "refs/heads/main"
+RUN_LEDGER = "refs/gitswarm/run-ledger"
+"""A worker's local name for the coordinator's ledger (its own book is refs/gitswarm/ledger);
+only a worker's folder has it."""
 
 
 def claim_ref(episode: str) -> str:

@@ -33,8 +33,7 @@ from gitswarm.remote.publish import RunStreaks
 from gitswarm.remote.spending import CHECK_S, REPORT_S, Published, spent
 from gitswarm.remote.transport import Remote, Update
 
-RUN_LEDGER = "refs/gitswarm/run-ledger"
-"""The worker's local name for the coordinator's ledger (its own book is refs/gitswarm/ledger)."""
+RUN_LEDGER = layout.RUN_LEDGER
 POLL_S = 0.2
 """Least time between two fetches of the run's state."""
 PUSH_TRIES = 5

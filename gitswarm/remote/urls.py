@@ -18,6 +18,12 @@ def mask(text: str) -> str:
     return _USERINFO.sub(lambda m: f"{m['scheme']}{m['user']}:***@", text)
 
 
+def is_remote(run: str) -> bool:
+    """A run argument that names a git remote rather than a folder here (a `scheme://` URL or
+    ssh's `user@host:path`; a plain path is a folder, even one git could reach as file://)."""
+    return "://" in run or scheme(run) == "ssh"
+
+
 def scheme(url: str) -> str:
     """The transport a URL names: one of `SCHEMES`, `ssh` for `user@host:path`, `file` for a path.
 

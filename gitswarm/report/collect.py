@@ -79,8 +79,9 @@ class RunReport:
         return asdict(self)
 
 
-def collect(run: Path) -> tuple[RunReport, Graph]:
-    """Read the run (main, unmerged branches, ledger, grades) without writing to it."""
+def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
+    """Read the run (main, unmerged branches, ledger, grades) without writing to it; `shown`
+    is where the report says it was read from (default the folder)."""
     from gitswarm.engine.ledger import Ledger
     from gitswarm.memory.repo import Memory
     from gitswarm.readmodel.read import read_run
@@ -95,7 +96,7 @@ def collect(run: Path) -> tuple[RunReport, Graph]:
     ended = [r.ended for r in records if r.ended]
     total = sum(p.contributions for p in problems)
     return RunReport(
-        run=memory.run_id, path=str(run), episodes=len(records),
+        run=memory.run_id, path=shown or str(run), episodes=len(records),
         charged=sum(p.charged for p in problems), tokens=sum(r.tokens_in + r.tokens_out for r in records),
         cost_usd=round(sum(r.cost_usd for r in records), 6) if known else None,
         wall_seconds=round(max(ended) - min(started), 3) if started and ended else 0.0,
