@@ -36,13 +36,9 @@ def summary_rewrite(memory: Memory, episode: str, start: str) -> Contribution:
                         files={f"notes/{episode}.md": f"# {episode}\n", "SUMMARY.md": f"# Summary\n\n- {episode}\n"})
 
 
-@pytest.mark.anyio
-async def test_conflicts_on_one_file_are_each_resolved_once_against_the_current_main(
-        tmp_path: Path, memory: Memory, problem_dir: Path):
-    start = memory.main()
-    episodes = ["e1", "e2", "e3", "e4"]
-    for episode in episodes:
-        memory.contribute(summary_rewrite(memory, episode, start))
+async def one_pass(memory: Memory, problem_dir: Path, start: str) -> tuple[Merger, object]:
+    """One `compose_all` over every pending branch, from `start`, the merger's model the scripted
+    brain behind the fake server; the merger, and the server (its requests)."""
     index = MemoryIndex()
     index.update(memory.repo, start)
     cfg = SolveConfig(problems=problem_dir, run=memory.path, model="openai/gitswarm-scripted",
@@ -54,8 +50,19 @@ async def test_conflicts_on_one_file_are_each_resolved_once_against_the_current_
                         anyio.CapacityLimiter(1), lambda: None, Ledger())
         merger = Merger(shared, shared.ledger, model)
         with anyio.fail_after(60):
-            await merger.compose_all()  # one pass
+            await merger.compose_all()
     events.close()
+    return merger, server
+
+
+@pytest.mark.anyio
+async def test_conflicts_on_one_file_are_each_resolved_once_against_the_current_main(
+        tmp_path: Path, memory: Memory, problem_dir: Path):
+    start = memory.main()
+    episodes = ["e1", "e2", "e3", "e4"]
+    for episode in episodes:
+        memory.contribute(summary_rewrite(memory, episode, start))
+    merger, server = await one_pass(memory, problem_dir, start)
     assert memory.pending() == {}
     summary = memory.read_file("problems/sum/SUMMARY.md").decode()
     assert all(f"- {e}" in summary for e in episodes)
@@ -80,24 +87,12 @@ async def test_a_branch_conflicting_on_two_files_merges_with_both_fixes(
             problem="sum", episode=episode, worker=f"w{episode}", kind="note", title=f"work of {episode}",
             parent=start, op=f"{episode}-final",
             files={"SUMMARY.md": f"# Summary\n\n- {episode}\n", "notes/ideas.md": f"# Ideas\n\n- idea of {episode}\n"}))
-    index = MemoryIndex()
-    index.update(memory.repo, start)
-    cfg = SolveConfig(problems=problem_dir, run=memory.path, model="openai/gitswarm-scripted",
-                      summary_every=100)
-    events = EventLog(memory.path)
-    async with serve(respond) as server:
-        model = LiteLLMModel(ModelConfig(model=cfg.model, api_base=server.url, api_key="k", reply_timeout_s=5))
-        shared = Shared(memory, GitThread(), index, RunView(cfg, ["sum"]), model, events,
-                        anyio.CapacityLimiter(1), lambda: None, Ledger())
-        merger = Merger(shared, shared.ledger, model)
-        with anyio.fail_after(60):
-            await merger.compose_all()  # one pass
-    events.close()
+    merger, server = await one_pass(memory, problem_dir, start)
     assert memory.pending() == {}
     for path, line in (("SUMMARY.md", "- e"), ("notes/ideas.md", "- idea of e")):
         text = memory.read_file(f"problems/sum/{path}").decode()
         assert f"{line}1" in text and f"{line}2" in text, text
     resolved = sorted(e.data["path"] for e in read_events(memory.path) if e.kind == "conflict_resolved")
     assert resolved == ["problems/sum/SUMMARY.md", "problems/sum/notes/ideas.md"]
-    assert len(server.requests) == 2
+    assert len(server.requests) == 2 and merger.ledger.episodes["merger"].calls == 2
     assert fsck_clean(memory.path)
