@@ -331,6 +331,9 @@ def test_a_run_whose_workers_all_died_stops_after_its_patience_and_resumes(tmp_p
     assert json.loads(git(remote, "show", "refs/gitswarm/stop:stop.json"))["reason"] == "no_workers"
     assert events(mirror, "run_stopped")[-1]["reason"] == "no_workers"
     with processes(coordinator(url, mirror, model_server, "--patience", "30")) as running:
+        # a worker that still read the old stop would end at once: start it once the run goes on
+        wait_until("the stop cleared", lambda: "stop.json" not in git(remote, "ls-tree", "--name-only",
+                                                                       "refs/gitswarm/stop"))
         running.append(worker(url, tmp_path / "a", "a", model_server))
         all_end_cleanly(running)
     check_run(mirror, remote)
