@@ -11,7 +11,10 @@ Measured per run:
 - git's work over the transport: every `git push`, `git fetch` and `git ls-remote` each
   process ran, counted from git's own trace (`GIT_TRACE2_EVENT`: every git command logs its
   name and its parent's, so receive-pack and upload-pack count as part of theirs), and the
-  seconds they took; per episode the coordinator took in.
+  seconds they took; per episode the coordinator took in;
+- the remote at the end: its refs (`git for-each-ref`), and the seconds of a plain one-ref
+  `git push` to it (`bench_remote.plain_push`), which grows with the refs the remote holds;
+  with `--prune-batch N` passed on to the coordinator (0: nothing pruned).
 
 `python scripts/bench_remote_run.py 256 128,128` runs one run with a worker of C=256, then
 one with two workers of C=128 each, and prints each run's figures as one JSON line.
@@ -35,6 +38,7 @@ from pathlib import Path
 
 from bench_history import write_set
 from bench_orchestration import serving
+from bench_remote import plain_push
 
 MODEL = "openai/gitswarm-scripted"
 TRANSPORT = ("push", "fetch", "ls-remote")
@@ -62,7 +66,7 @@ def scratch() -> Iterator[Path]:
             time.sleep(1)
 
 
-def run(slots: list[int], latency: float, per_worker: int, problems: int = 0) -> dict:
+def run(slots: list[int], latency: float, per_worker: int, problems: int = 0, prune: int | None = None) -> dict:
     """One run: a coordinator with `--workers 0` and one worker process per entry of `slots`
     (its C), budget = total C x `per_worker`; returns the figures (module docstring)."""
     total = sum(slots)
@@ -79,7 +83,8 @@ def run(slots: list[int], latency: float, per_worker: int, problems: int = 0) ->
             commands = {"coordinator": cli("solve", str(folder), "--run", remote.as_uri(), "--mirror",
                                            str(root / "mirror"), "--workers", "0", "--budget",
                                            str(total * per_worker), "--model", MODEL, "--api-base", merger_url,
-                                           "--seed", "1", "--no-tui", "--json")}
+                                           "--seed", "1", "--no-tui", "--json",
+                                           *(["--prune-batch", str(prune)] if prune is not None else []))}
             commands |= {f"w{i}": cli("worker", remote.as_uri(), "--model", MODEL, "--api-base", url, "-C", str(c),
                                       "--name", f"w{i}", "--dir", str(root / f"w{i}"), "--patience", "120",
                                       "--json") for i, c in enumerate(slots)}
@@ -91,13 +96,16 @@ def run(slots: list[int], latency: float, per_worker: int, problems: int = 0) ->
                   if e["kind"] == "episode_started"]
         taken = _events(root / "mirror" / "gitswarm-events.jsonl")
         stopped = next(e["data"] for e in reversed(taken) if e["kind"] == "run_stopped")
+        refs = len(subprocess.run(["git", "-C", str(remote), "for-each-ref"], capture_output=True, text=True,
+                                  check=True).stdout.splitlines())
+        push_s = plain_push(remote.as_uri(), root / "plain.git", 10)
         first, last = min(arrivals), max(starts)  # the steady window
         inside = sum(first <= t <= last for t in arrivals)
         return {"slots": slots, "latency": latency, "wall": wall, "start_up_s": first - started,
                 "calls": len(arrivals), "window": last - first, "window_calls": inside,
                 "calls_per_s": inside / max(last - first, 1e-9), "cpu": cpu.cores(first, last),
                 "episodes": sum(1 for e in taken if e["kind"] in ENDED), "charged": stopped["charged"],
-                "reason": stopped["reason"],
+                "reason": stopped["reason"], "prune": prune, "remote_refs": refs, "plain_push_ms": 1000 * push_s,
                 "git": {"coordinator": _git([root / "trace-coordinator"]),
                         "workers": _git([root / f"trace-w{i}" for i in range(len(slots))])}}
 
@@ -190,9 +198,13 @@ def main() -> None:
     parser.add_argument("splits", nargs="+", help="one run per argument: the workers' C, comma-separated")
     parser.add_argument("--latency", type=float, default=1.0, help="seconds per fake model call")
     parser.add_argument("--per-worker", type=int, default=4, help="episodes per slot (budget = total C x this)")
+    parser.add_argument("--prune-batch", type=int, nargs="*", default=[None],
+                        help="one run per value for each split, passed to the coordinator (0: no pruning)")
     args = parser.parse_args()
     for split in args.splits:
-        print(json.dumps(run([int(c) for c in split.split(",")], args.latency, args.per_worker)), flush=True)
+        for prune in args.prune_batch:
+            print(json.dumps(run([int(c) for c in split.split(",")], args.latency, args.per_worker, prune=prune)),
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -149,7 +149,7 @@ def test_finish_closes_the_claim_with_the_results_and_a_late_holder_pushes_nothi
         w1.finish([slow], results_of(w1, "e00001"))
     assert late.value.lost == (slow,)
     remote_refs = w1.remote.refs()
-    assert sorted(remote_refs) == [layout.claim_ref("e00001"),
+    assert sorted(remote_refs) == [layout.claim_ref("e00001"), f"{layout.HIGH_WATER}e00001",
                                    "refs/gitswarm/workers/w2/gitswarm/ops/e00001-final",
                                    "refs/gitswarm/workers/w2/heads/swarm/e00001"]
     clock.now += 10 * TTL

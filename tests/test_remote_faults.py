@@ -120,7 +120,7 @@ def test_a_worker_killed_mid_episode_over_git_daemon(tmp_path: Path, model_serve
     remote = server_repo(git_daemon.base / "run.git")
     url = git_daemon.url("run.git")
     mirror = tmp_path / "mirror"
-    with processes(coordinator(url, mirror, model_server)) as running:
+    with processes(coordinator(url, mirror, model_server, "--prune-batch", "0")) as running:  # claims kept
         victim = worker(url, tmp_path / "v", "victim", model_server, watch=True)
         running.append(victim)
         started = wait_for(lines_of(victim), "episode_started")

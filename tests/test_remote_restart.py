@@ -12,14 +12,16 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from test_remote_faults import all_end_cleanly, check_claims, processes, wait_until
-from test_remote_run import check_run, coordinator, server_repo, worker
+from test_remote_faults import all_end_cleanly, check_claims, events, processes, wait_until
+from test_remote_run import check_pruned, check_run, coordinator, server_repo, worker
 
 from gitswarm.engine.events import read_events
 from gitswarm.remote import layout
 
 pytestmark = pytest.mark.slow
 RUN_S = 120
+PRUNE = ("--prune-batch", "2")
+"""Claims and worker refs pruned two episodes at a time: the coordinator is killed after a prune."""
 TAKEN_IN = ("committed", "nominated", "abstain", "failed")
 """The coordinator's events for an episode it took into the run's ledger."""
 
@@ -48,13 +50,15 @@ def test_the_coordinator_killed_mid_run_and_started_again(tmp_path: Path, model_
     has it): the workers keep claiming and pushing; the same command started again resumes
     from its ledger, takes in what it had not recorded and what was pushed meanwhile, and
     ends the run: every closed claim in the ledger once, under its closer, each op once,
-    every adopted commit on main."""
+    every adopted commit on main. Pruning goes on the while: the first life prunes before it
+    is killed, and the second takes none of the pruned episodes in again."""
     remote = server_repo(tmp_path / "run.git")
     url = remote.as_uri()
     mirror = tmp_path / "mirror"
-    with processes(coordinator(url, mirror, model_server)) as running:
+    with processes(coordinator(url, mirror, model_server, *PRUNE)) as running:
         running += [worker(url, tmp_path / name, name, model_server) for name in ("a", "b")]
         wait_until("two episodes in the coordinator's ledger", lambda: len(ledger_records(mirror)) >= 2)
+        wait_until("a batch pruned", lambda: events(mirror, "pruned"))
         seen = len(taken_in(mirror))
         wait_until("another episode taken in", lambda: len(taken_in(mirror)) > seen)
         running[0].send_signal(signal.SIGKILL)
@@ -62,10 +66,13 @@ def test_the_coordinator_killed_mid_run_and_started_again(tmp_path: Path, model_
         kept, said = ledger_records(mirror), set(taken_in(mirror))
         wait_until("a worker's results pushed while the coordinator is down",
                    lambda: closed_claims(remote) - said)
-        running[0] = coordinator(url, mirror, model_server)
+        pruned = {e for batch in events(mirror, "pruned") for e in batch["episodes"]}
+        running[0] = coordinator(url, mirror, model_server, *PRUNE)
         all_end_cleanly(running, RUN_S)
     check_run(mirror, remote)
     check_claims(remote, mirror)
+    check_pruned(mirror, remote)
+    assert not pruned & set(taken_in(mirror)[len(said):])  # a pruned episode is never taken in again
     starts = [e.data for e in read_events(mirror) if e.kind == "run_started"]
     assert len(starts) == 2 and starts[1]["episodes"] == len(kept), (starts, kept)  # resumed
     assert said | kept <= ledger_records(mirror)

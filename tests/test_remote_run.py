@@ -82,6 +82,20 @@ def run_ops(mirror: Path) -> Counter:
     return Counter(text.split())
 
 
+def check_pruned(mirror: Path, remote: Path) -> None:
+    """The end of a run that prunes: no claim and no worker's per-episode ref left on the
+    remote, only each worker's ledger book and notes; every number up to the high-water mark
+    an episode of the run's ledger, so none was skipped or handed out twice."""
+    assert git(remote, "for-each-ref", layout.CLAIMS) == ""
+    kept = {ref.split("/", 4)[4] for ref in git(remote, "for-each-ref", "--format=%(refname)",
+                                                 layout.WORKERS).split()}
+    assert kept <= {"gitswarm/ledger", "notes/transcripts"}, kept
+    [mark] = git(remote, "for-each-ref", "--format=%(refname:lstrip=3)", layout.HIGH_WATER).split()
+    episodes = {e for e in Ledger.load(Memory(mirror)).episodes if e != "merger"}
+    assert episodes == {f"e{n:05d}" for n in range(1, int(mark[1:]) + 1)}
+    assert any(json.loads(line)["kind"] == "pruned" for line in (mirror / "gitswarm-events.jsonl").open())
+
+
 def check_run(mirror: Path, remote: Path) -> None:
     """The invariants of a finished remote run, read with plain git."""
     assert audit.charged(mirror) <= BUDGET
@@ -107,6 +121,7 @@ def test_a_coordinator_and_three_workers_over_file_url(tmp_path: Path, model_ser
     for w in workers:
         assert finish(w)[0] == 0
     check_run(tmp_path / "mirror", remote)
+    check_pruned(tmp_path / "mirror", remote)
     mirror = tmp_path / "mirror"
     clone = tmp_path / "clone"  # anyone with the URL reads the whole reasoning history with plain git
     subprocess.run(["git", "clone", "-q", url, str(clone)], check=True)
@@ -206,8 +221,8 @@ def test_a_worker_claims_its_free_slots_in_one_push(tmp_path: Path, model_server
     assert finish(one)[0] == 0
     check_run(tmp_path / "mirror", remote)
     pushes = pushed_refs(tmp_path / "trace")
-    assert pushes[0] == [f"refs/gitswarm/claims/e{n:05d}" for n in range(1, 7)]
-    episodes = len(git(remote, "for-each-ref", "refs/gitswarm/claims/").splitlines())
+    assert pushes[0] == [*(f"refs/gitswarm/claims/e{n:05d}" for n in range(1, 7)), f"{layout.HIGH_WATER}e00006"]
+    episodes = Ledger.load(Memory(tmp_path / "mirror")).totals.episodes
     assert episodes >= BUDGET and len(pushes) < 2 * episodes
 
 

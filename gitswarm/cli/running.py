@@ -22,6 +22,7 @@ class RemoteRun:
     local_slots: int
     claim_ttl_s: float
     patience_s: float = 600.0
+    prune_batch: int = 64
 
 
 def model_config(cfg, name: str, api_base: str | None = None, merger: bool = False):
@@ -88,7 +89,7 @@ async def run_engine(cfg, problem_set, listeners, control, fake=None, remote: Re
         own = model_settings(cfg) | ({"api_base": api_base} if api_base else {})
         return await solve_remote(cfg, problem_set, remote.url, model, merger, listeners, control,
                                   local_slots=remote.local_slots, claim_ttl_s=remote.claim_ttl_s,
-                                  patience_s=remote.patience_s,
+                                  patience_s=remote.patience_s, prune_batch=remote.prune_batch,
                                   model_settings=own)
 
     if fake is None:

@@ -37,6 +37,10 @@ def solve(
     patience: Annotated[float, typer.Option(
         min=1, help="With --run URL: seconds the coordinator waits with no worker holding or closing a claim "
                     "before it stops the run (no_workers, exit 1; the same command resumes).")] = 600.0,
+    prune_batch: Annotated[int, typer.Option(
+        min=0, help="With --run URL: delete from the remote the claim and worker refs of episodes that are "
+                    "merged or refused, this many episodes at a time, and the rest at the end (0: keep them; "
+                    "main, the ledger, the notes and the op refs keep the whole history either way).")] = 64,
     merger_model: Annotated[str | None, typer.Option(help="Model for the merger (default --model).")] = None,
     api_base: Annotated[str | None, typer.Option(
         help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); default: the provider's own.")] = None,
@@ -134,7 +138,7 @@ def solve(
                        "the merger's when it is the same), or use --max-total-tokens.")
     remote = None
     if url is not None:
-        remote = RemoteRun(url, cfg.workers if workers is None else workers, claim_ttl, patience)
+        remote = RemoteRun(url, cfg.workers if workers is None else workers, claim_ttl, patience, prune_batch)
     raise typer.Exit(run_swarm(cfg, problem_set, as_json, tui=_want_tui(tui, as_json), remote=remote))
 
 

@@ -19,6 +19,11 @@ update). Such claim commits are remembered (`_unconfirmed`): claiming, taking ov
 renewing or finishing again finds the remote at our own commit and goes on from it, instead
 of taking our own claim for someone else's. `claim_next` leaves a batch lost that way to
 expire.
+
+Numbers come from the run's high-water mark (`highwater.py`), moved by every push that
+creates a claim, not from the claims themselves: the coordinator deletes the claims of
+episodes it is done with (`prune.py`), and a number at or below the mark whose claim is gone
+is never claimed again (`ClaimPruned`), so no number is handed out twice.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from pygit2.enums import FileMode
 from gitswarm.memory.model import check_name
 from gitswarm.memory.trailers import Message
 from gitswarm.memory.write import COMMITTER
-from gitswarm.remote import layout
+from gitswarm.remote import highwater, layout
 from gitswarm.remote.errors import MissingRef, PushRejected, RemoteError, StaleLease
 from gitswarm.remote.transport import Remote, Update
 
@@ -99,6 +104,15 @@ class ClaimLost(Exception):
         super().__init__(f"claim taken over by another worker: {names}; its results are late")
 
 
+class ClaimPruned(Exception):
+    """The episode's number is at or below the run's high-water mark and it has no claim: it
+    ran and its claim was pruned (or the number was skipped). It is never claimed again."""
+
+    def __init__(self, episode: str) -> None:
+        self.episode = episode
+        super().__init__(f"{episode} was claimed before and its claim is gone (pruned): it is not claimed again")
+
+
 class Claims:
     """Claim, renew, take over and close episodes on `remote` as worker `worker`.
 
@@ -111,7 +125,7 @@ class Claims:
         self.worker = check_name("worker", worker)
         self.ttl_s = ttl_s
         self.clock = clock
-        self._highest: int | None = None  # the highest episode number seen claimed
+        self._mark: highwater.Mark | None = None  # the high-water mark as last seen
         self._unconfirmed: set[str] = set()  # claim commits pushed without an answer
         self._loaded: dict[str, Claim] = {}  # claim commit -> its claim, as `all` last read them
 
@@ -130,7 +144,7 @@ class Claims:
         """Every claim on the remote, by episode (one fetch). Each claim commit is read once
         and remembered: a long run has many claims, nearly all closed for good, and reading
         them all at every look cost more than the fetch (`scripts/bench_looks.py`)."""
-        self.remote.fetch([layout.claims_refspec()], prune=True)
+        self.remote.fetch([layout.claims_refspec(), layout.high_water_refspec()], prune=True)
         repo = self.remote.repo()
         found, loaded = {}, {}
         for name in repo.references:
@@ -142,17 +156,35 @@ class Claims:
         self._loaded = loaded
         return found
 
+    def known(self) -> dict[str, Claim]:
+        """The claims as the last `all` read them, by episode (no remote call)."""
+        return {claim.episode: claim for claim in self._loaded.values()}
+
     # -- moves ------------------------------------------------------------------------------
 
     def claim(self, episode: str, problem: str) -> Claim:
-        """Hold `episode`: create its claim, or take over an expired one. Raises `ClaimHeld`."""
+        """Hold `episode`: create its claim (raising the high-water mark to it), or take over an
+        expired one. Raises `ClaimHeld`, or `ClaimPruned` for a number whose claim was pruned."""
+        number, mark = highwater.number_of(episode), None
+        if number:
+            mark = highwater.read(self.remote)
+            if number <= mark.number:
+                holder = self.read(episode)
+                if holder is None:
+                    raise ClaimPruned(episode)
+                return holder if holder.id in self._unconfirmed else self.take_over(holder)
         now = self.clock()
         ours = Claim(episode, self.worker, check_name("problem", problem), 1, now, now + self.ttl_s)
+        move = self._write(ours, None, "claim")
         try:
-            return self._push([self._write(ours, None, "claim")])[0]
+            done = self._push([move], mark.raised(number, move[0].id) if mark is not None else ())[0]
         except StaleLease:
             holder = self.read(episode)
-        if holder is None:  # deleted meanwhile (only the coordinator deletes claims)
+        else:
+            if mark is not None:
+                self._mark = highwater.Mark(number, {highwater.ref_of(number): done.id})
+            return done
+        if holder is None:  # the mark moved meanwhile: read it again (the number may be taken now)
             return self.claim(episode, problem)
         if holder.id in self._unconfirmed:
             return holder  # our earlier push landed; only its answer was lost
@@ -161,7 +193,8 @@ class Claims:
     def take_over(self, holder: Claim) -> Claim:
         """A new holding of `holder`'s episode, if `holder` has expired; exactly one of several
         takers of the same claim wins, the others get `ClaimHeld` with the winner. A holding
-        read through another mirror is read again here first (its commit is the parent)."""
+        read through another mirror is read again here first (its commit is the parent). A
+        claim pruned meanwhile raises `ClaimPruned` (through `claim`: it is never made again)."""
         if holder.id not in self.remote.repo():
             current = self.read(holder.episode)
             if current is None:
@@ -183,35 +216,43 @@ class Claims:
         raise ClaimHeld(current)
 
     def claim_next(self, problems: Sequence[str], cap: int) -> list[Claim]:
-        """Claim one new episode for each of `problems`, numbered above every claim seen
-        (`e00001`, ... as `Ledger.new_id` names them) and at most `cap`, in one atomic push;
-        fewer near the cap, none once it is reached. Racing claimers get distinct episodes,
-        and all of them together at most `cap`: the run's episode cap holds across workers.
+        """Claim one new episode for each of `problems`, numbered above the run's high-water
+        mark (`e00001`, ... as `Ledger.new_id` names them) and at most `cap`, in one atomic
+        push that raises the mark; fewer near the cap, none once it is reached. Racing
+        claimers get distinct episodes, and all of them together at most `cap`: the run's
+        episode cap holds across workers, and no number is ever handed out twice.
 
-        The highest number is read from the remote once and then remembered; a lost race
-        reads it again and tries the numbers still free with new ones above."""
-        if self._highest is None:
-            self._highest = self._highest_claimed()
-        want: list[int] = []
+        The mark is remembered from our last push, or from an ls-remote that listed it
+        (`saw`); a lost race reads it again and claims above it."""
         while True:
-            top = max([self._highest, *want])
-            want += range(top + 1, min(cap, top + len(problems) - len(want)) + 1)
-            if not want:
+            mark = self._mark if self._mark is not None else highwater.read(self.remote)
+            numbers = range(mark.number + 1, min(cap, mark.number + len(problems)) + 1)
+            if not numbers:
+                self._mark = mark
                 return []
             now = self.clock()
-            ours = [Claim(_episode(n), self.worker, check_name("problem", p), 1, now, now + self.ttl_s)
-                    for n, p in zip(want, problems, strict=False)]
+            moves = [self._write(Claim(_episode(n), self.worker, check_name("problem", p), 1, now, now + self.ttl_s),
+                                 None, "claim") for n, p in zip(numbers, problems, strict=False)]
             try:
-                claims = self._push([self._write(c, None, "claim") for c in ours])
-            except StaleLease as exc:
-                want = [n for n in want if layout.claim_ref(_episode(n)) not in exc.stale]
-                self._highest = max(self._highest, self._highest_claimed())
+                claims = self._push(moves, mark.raised(numbers[-1], moves[-1][0].id))
+            except StaleLease as exc:  # the mark moved, or a claim above it exists (an older run's)
+                fresh = highwater.read(self.remote)
+                floor = max((highwater.number_of(r) for r in exc.stale if r.startswith(layout.CLAIMS)), default=0)
+                self._mark = highwater.Mark(max(fresh.number, floor), fresh.refs)
                 continue
-            self._highest = max([self._highest, *want])
+            except RemoteError:
+                self._mark = None  # it may have moved with our push: read it again
+                raise
+            self._mark = highwater.Mark(numbers[-1], {highwater.ref_of(numbers[-1]): claims[-1].id})
             return claims
 
-    def _highest_claimed(self) -> int:
-        return max(map(_number, self.remote.refs(f"{layout.CLAIMS}*")), default=0)
+    def saw(self, refs: dict[str, str]) -> None:
+        """Take the high-water mark from an ls-remote made for something else (a worker's
+        look at main and the stop), so a batch claimed after another process's is numbered
+        above it at once, without a failed push and a second look."""
+        found = highwater.of_refs(refs)
+        if found is not None and (self._mark is None or found.number >= self._mark.number):
+            self._mark = found
 
     def renew(self, claims: Sequence[Claim], spent: Spent | None = None) -> list[Claim]:
         """Extend our holdings `claims` by `ttl_s` from now, in one push, each reporting what
@@ -298,12 +339,6 @@ def _load(repo: pygit2.Repository, commit: str | None) -> Claim | None:
 
 def _episode(number: int) -> str:
     return f"e{number:05d}"
-
-
-def _number(ref: str) -> int:
-    """The number of a claim ref's episode (`e00042` → 42); 0 for another name."""
-    episode = layout.episode_of(ref) or ""
-    return int(episode[1:]) if episode[:1] == "e" and episode[1:].isdigit() else 0
 
 
 def _when(stamp: float) -> str:

@@ -27,6 +27,7 @@ from gitswarm.memory.repo import META_REF, NOTES_REF
 from gitswarm.remote import intake, layout, publish
 from gitswarm.remote.claims import Claim, Claims
 from gitswarm.remote.errors import Outage, RefMoved, Unreachable
+from gitswarm.remote.prune import Pruner
 from gitswarm.remote.spending import Spending
 from gitswarm.remote.transport import Remote
 
@@ -68,6 +69,8 @@ class Coordinator:
     coordinator killed in between takes them in again on restart, and would say them twice)."""
     active: float = field(default_factory=time.monotonic)
     """When a claim was last seen open or an episode taken in (or the coordinator started)."""
+    pruner: Pruner = field(default_factory=Pruner)
+    """Deletes the claim and worker refs of episodes the run is done with (`prune.py`)."""
 
     @property
     def config(self):
@@ -101,7 +104,8 @@ class Coordinator:
         for kind, data in self.told:
             shared.events.emit(kind, **data)
         self.told.clear()
-        await self.publish()
+        if await self.publish():
+            await self.pruner.step(self)
 
     def _fetch(self) -> dict[str, Claim]:
         """The claims, then the workers' refs when a claim closed that the ledger lacks: a

@@ -3,7 +3,11 @@
 - `refs/heads/main`, `refs/gitswarm/{meta,ledger,grades,ops/*}`, `refs/notes/transcripts`:
   the coordinator's only, moved by leased pushes (compare-and-swap on its last value);
 - `refs/gitswarm/claims/<episode>`: any worker's, made by an atomic create, then taken over,
-  renewed and closed by leased pushes (`claims.py`);
+  renewed and closed by leased pushes (`claims.py`); deleted by the coordinator once the
+  episode is in its published ledger and its results on main or refused (`prune.py`);
+- `refs/gitswarm/high-water/<episode>`: the highest episode number ever claimed, moved by
+  every push that creates a claim (the old name deleted by lease, the new one created), so
+  numbers are never handed out twice even after their claims are pruned;
 - `refs/gitswarm/workers/<name>/<ref>`: worker `<name>`'s only, by leased pushes.
 
 A worker runs its episodes in a local run repository laid out as today's, and its local ref
@@ -19,6 +23,7 @@ from __future__ import annotations
 from gitswarm.memory.model import check_name
 
 CLAIMS = "refs/gitswarm/claims/"
+HIGH_WATER = "refs/gitswarm/high-water/"
 WORKERS = "refs/gitswarm/workers/"
 MAIN = "refs/heads/main"
 RUN_LEDGER = "refs/gitswarm/run-ledger"
@@ -57,6 +62,10 @@ def local_ref(ref: str) -> tuple[str, str] | None:
 def claims_refspec() -> str:
     """Fetch every claim into the mirror under the same names (claims move by takeover)."""
     return f"+{CLAIMS}*:{CLAIMS}*"
+
+
+def high_water_refspec() -> str:
+    return f"+{HIGH_WATER}*:{HIGH_WATER}*"
 
 
 def workers_refspec(worker: str | None = None) -> str:

@@ -26,6 +26,7 @@ from gitswarm.problems.model import ProblemSet
 from gitswarm.remote import publish
 from gitswarm.remote.claims import Claims
 from gitswarm.remote.coordinator import OWN_REFS, Coordinator
+from gitswarm.remote.prune import PRUNE_BATCH, Pruner
 from gitswarm.remote.spending import Spending
 from gitswarm.remote.transport import Remote
 from gitswarm.remote.worker import WorkerOptions, run_worker
@@ -44,6 +45,7 @@ def local_worker_folder(run: Path) -> Path:
 async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, merger_model: Model,
                        listeners: list[Listener] | None = None, control: Control | None = None, *,
                        local_slots: int = 0, claim_ttl_s: float = CLAIM_TTL_S, patience_s: float = 600.0,
+                       prune_batch: int = PRUNE_BATCH,
                        model_settings: dict | None = None) -> RunResult:
     """Coordinate the run on `url` until it stops; `cfg.run` is the local mirror."""
     git = GitThread()
@@ -67,7 +69,7 @@ async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, mer
         streaks = Streaks.from_records(cfg.no_progress, ledger.episodes.values())
         coordinator = Coordinator(shared, ledger, merger, remote, streaks,
                                   Claims(remote, LOCAL_NAME, ttl_s=claim_ttl_s), publisher, spending=spending,
-                                  patience_s=patience_s)
+                                  patience_s=patience_s, pruner=Pruner(prune_batch))
         events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget, workers=local_slots,
                     charged=ledger.charged, problems=problems, episodes=ledger.totals.episodes,
                     max_episodes=cfg.max_episodes, set_aside=sorted(streaks.set_aside & set(problems)),
@@ -90,6 +92,7 @@ async def _run(cfg, coordinator: Coordinator, control: Control, url: str, model:
         stop = await coordinator.run(control.stop)
         stop_merger.set()
     chosen = await coordinator.select()
+    await coordinator.pruner.end(coordinator)  # the end state is published: what is left goes
     for problem, picked in chosen.items():
         shared.events.emit("selected", problem=problem, path=picked.path if picked else None,
                            nominations=picked.nominations if picked else 0,

@@ -27,7 +27,7 @@ from gitswarm.memory import books, write
 from gitswarm.memory.repo import META_REF, NOTES_REF, Memory
 from gitswarm.memory.trailers import parse
 from gitswarm.remote import layout, publish
-from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, Claims
+from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, ClaimPruned, Claims
 from gitswarm.remote.errors import MissingRef, NameInUse, Outage, RemoteError, Unreachable
 from gitswarm.remote.publish import RunStreaks
 from gitswarm.remote.spending import CHECK_S, REPORT_S, Published, spent
@@ -121,8 +121,10 @@ class ClaimSource:
 
     def _fetch(self) -> bool:
         """One fetch of main, the coordinator's ledger and the stop: those the remote has and
-        that moved since the last fetch (none moved: no fetch)."""
-        have = self.remote.refs(layout.MAIN, "refs/gitswarm/ledger", publish.STOP_REF)
+        that moved since the last fetch (none moved: no fetch). The same ls-remote shows the
+        high-water mark, which the next `claim_next` numbers above."""
+        have = self.remote.refs(layout.MAIN, "refs/gitswarm/ledger", publish.STOP_REF, f"{layout.HIGH_WATER}*")
+        self.claims.saw(have)  # the next batch is numbered above other processes' at once
         specs = {layout.MAIN: layout.MAIN, "refs/gitswarm/ledger": RUN_LEDGER, publish.STOP_REF: publish.STOP_REF}
         wanted = [f"+{ref}:{local}" for ref, local in specs.items()
                   if ref in have and have[ref] != self.remote.local(local)]
@@ -173,7 +175,7 @@ class ClaimSource:
         for claim in sorted(expired, key=lambda c: (c.problem != problem, c.episode)):
             try:
                 return [self.claims.take_over(claim)]
-            except ClaimHeld:
+            except (ClaimHeld, ClaimPruned):
                 continue
         return []
 

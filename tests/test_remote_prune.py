@@ -1,0 +1,107 @@
+"""Pruned claims on a real remote (file:// and a git daemon on loopback): the high-water mark
+keeps numbers from being handed out twice once claims are deleted, a late push of a pruned
+claim is refused, a takeover or a claim of a pruned number raises `ClaimPruned`, and a batch
+claimed after another process's is numbered above it from the worker's look at the remote,
+without a failed push. The deletes are the coordinator's: one leased atomic push
+(`prune.gather`'s updates); the whole coordinator is run by `test_remote_run.py` and
+`test_remote_restart.py`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import git
+from remote_fixture import fsck_served, pushed_refs, served
+from test_remote_claims import TTL, Clock, results_of, worker
+
+from gitswarm.memory.repo import Memory
+from gitswarm.remote import highwater, layout
+from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, ClaimPruned, Claims
+from gitswarm.remote.source import ClaimSource
+from gitswarm.remote.transport import Remote, Update
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+def prune(remote: Remote, episodes: list[str]) -> None:
+    """Delete the episodes' claims and every worker's refs of them, each leased, in one push."""
+    there = remote.refs()
+    mine = [ref for ref in there if ref.startswith(layout.WORKERS) and any(f"/{e}" in ref for e in episodes)]
+    claims = [layout.claim_ref(e) for e in episodes if layout.claim_ref(e) in there]
+    remote.push([Update(ref, None, there[ref]) for ref in claims + mine])
+
+
+def test_numbers_are_never_handed_out_again_once_their_claims_are_pruned(remote_url, tmp_path, clock) -> None:
+    w1, w2 = worker(remote_url, tmp_path, "w1", clock), worker(remote_url, tmp_path, "w2", clock)
+    first = w1.claim_next(["sum", "odd", "rev"], cap=100)
+    w1.finish(first, [u for c in first for u in results_of(w1, c.episode)])
+    marks = git(served(remote_url, tmp_path), "for-each-ref", "--format=%(refname) %(objectname)",
+                layout.HIGH_WATER).split()
+    assert marks == [highwater.ref_of(3), first[-1].id]  # the mark is the claim that raised it
+    prune(w2.remote, ["e00001", "e00002", "e00003"])
+    assert git(served(remote_url, tmp_path), "for-each-ref", layout.CLAIMS) == ""
+    assert [c.episode for c in w2.claim_next(["sum"], cap=100)] == ["e00004"]  # a fresh look
+    assert [c.episode for c in w1.claim_next(["sum"] * 2, cap=100)] == ["e00005", "e00006"]  # a stale one
+    w3 = worker(remote_url, tmp_path, "w3", clock)
+    with pytest.raises(ClaimPruned):
+        w3.claim("e00002", "sum")  # pruned: never made again
+    with pytest.raises(ClaimHeld):
+        w3.claim("e00004", "sum")
+    assert w2.claim_next(["sum"] * 4, cap=7) == [w2.read("e00007")]  # the cap counts pruned numbers too
+    assert git(served(remote_url, tmp_path), "for-each-ref", "--format=%(refname)", layout.HIGH_WATER).split() \
+        == [highwater.ref_of(7)]
+    assert fsck_served(served(remote_url, tmp_path))
+
+
+def test_a_late_push_of_a_pruned_claim_is_refused_and_nothing_retakes_it(remote_url, tmp_path, clock) -> None:
+    """The slow holder's claim expired, another worker ran the episode and the coordinator
+    pruned it: the slow one's results and renewals are refused (its lease names a claim commit
+    the remote no longer has), and neither a takeover nor a claim brings the number back."""
+    slow, fast = worker(remote_url, tmp_path, "slow", clock), worker(remote_url, tmp_path, "fast", clock)
+    [held] = slow.claim_next(["sum"], cap=100)
+    looked = Claims(Remote(remote_url, tmp_path / "look.git"), "look", ttl_s=TTL, clock=clock).read(held.episode)
+    clock.now += TTL + 1
+    rerun = fast.take_over(held)
+    fast.finish([rerun], results_of(fast, held.episode))
+    prune(fast.remote, [held.episode])
+    with pytest.raises(ClaimLost):
+        slow.finish([held], results_of(slow, held.episode))
+    with pytest.raises(ClaimLost):
+        slow.renew([held])
+    taker = worker(remote_url, tmp_path, "taker", clock)
+    with pytest.raises(ClaimPruned):
+        taker.take_over(looked)  # an expired claim read before the prune
+    with pytest.raises(ClaimPruned):
+        taker.claim(held.episode, "sum")
+    there = taker.remote.refs()
+    assert layout.claim_ref(held.episode) not in there
+    assert not any(ref.startswith(layout.worker_prefix("slow")) for ref in there)
+    assert isinstance(taker.claim_next(["sum"], cap=100)[0], Claim)
+    assert fsck_served(served(remote_url, tmp_path))
+
+
+def test_a_batch_claimed_after_another_process_is_numbered_above_it_in_one_push(
+        tmp_path: Path, memory: Memory, monkeypatch) -> None:
+    """A worker's look at main and the stop (`ClaimSource._fetch`, one ls-remote) shows the
+    high-water mark too, so after another process claimed, its next batch lands at once:
+    one push and no second ls-remote, where a remembered mark cost a failed push and a look."""
+    from gitswarm.remote.daemon import bare
+
+    url = bare(tmp_path / "remote.git").as_uri()
+    clock = Clock()
+    mine = Claims(Remote(url, memory.path), "a", ttl_s=TTL, clock=clock)
+    other = Claims(Remote(url, tmp_path / "b.git"), "b", ttl_s=TTL, clock=clock)
+    mine.claim_next(["sum"], cap=100)
+    other.claim_next(["sum"] * 2, cap=100)  # mine's remembered mark is stale now
+    source = ClaimSource(mine.remote, mine, memory, None, {}, TTL)
+    source._fetch()
+    trace = tmp_path / "trace"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    assert [c.episode for c in mine.claim_next(["sum"] * 2, cap=100)] == ["e00004", "e00005"]
+    monkeypatch.delenv("GIT_TRACE2_EVENT")
+    assert len(pushed_refs(trace)) == 1
+    assert '"ls-remote"' not in trace.read_text()
