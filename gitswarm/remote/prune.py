@@ -85,15 +85,14 @@ class Pruner:
         if not self.batch or self.refused is not None or coordinator.moved is not None:
             return False
         if self.waiting is None:
-            claims = coordinator.claims.known()
-            done = sum(1 for c in claims.values() if c.done and c.episode in coordinator.ledger.episodes)
-            if done < self.batch and not (final and done):
+            least, claims = 1 if final else self.batch, coordinator.claims.known()
+            if sum(1 for c in claims.values() if c.done and c.episode in coordinator.ledger.episodes) < least:
                 return False
+            shared, mark = coordinator.shared, highwater.local(coordinator.remote)
+            if await shared.git(gather, shared.memory.repo, coordinator.ledger, claims, mark, least) is None:
+                return False  # not merged yet: the next step looks again, without a fetch
             await anyio.to_thread.run_sync(self._refresh, coordinator)
-            shared = coordinator.shared
-            self.waiting = await shared.git(gather, shared.memory.repo, coordinator.ledger,
-                                            coordinator.claims.known(), highwater.local(coordinator.remote),
-                                            1 if final else self.batch)
+            self.waiting = await shared.git(gather, shared.memory.repo, coordinator.ledger, claims, mark, least)
         if self.waiting is not None and await coordinator.shared.git(self._published, coordinator):
             return await anyio.to_thread.run_sync(self._push, coordinator)
         return False
