@@ -8,7 +8,7 @@ they always do. `ClaimSource` is the scheduler's `EpisodeSource`: every episode 
 claim (`Claims.claim_next`, capped so the budget and the episode cap hold across every
 worker), held by renewals while it runs, and closed with `Claims.finish` in the same atomic
 push as the episode's results under `refs/gitswarm/workers/<name>/` (episodes that end
-together go in one push). The worker stops when the coordinator publishes the run's stop.
+together go in one push: `results.py`). The worker stops when the coordinator publishes the run's stop.
 """
 
 from __future__ import annotations
@@ -18,26 +18,23 @@ from dataclasses import dataclass, field
 
 import anyio
 import anyio.to_thread
-import pygit2
 
 from gitswarm.engine import selection
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.stops import Stop, StopReason
-from gitswarm.memory import books, write
+from gitswarm.memory import books
 from gitswarm.memory.repo import META_REF, NOTES_REF, Memory
-from gitswarm.memory.trailers import parse
 from gitswarm.remote import layout, publish
 from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, ClaimPruned, Claims
-from gitswarm.remote.errors import MissingRef, NameInUse, Outage, RemoteError, Unreachable
+from gitswarm.remote.errors import MissingRef, Outage, RemoteError, Unreachable
 from gitswarm.remote.publish import RunStreaks
+from gitswarm.remote.results import ResultPush
 from gitswarm.remote.spending import CHECK_S, REPORT_S, Published, spent
-from gitswarm.remote.transport import Remote, Update
+from gitswarm.remote.transport import Remote
 
 RUN_LEDGER = layout.RUN_LEDGER
 POLL_S = 0.2
 """Least time between two fetches of the run's state."""
-PUSH_TRIES = 5
-"""Pushes of one batch of results before its claims are left to expire (and run again)."""
 
 
 def slots(name: str, count: int) -> list[str]:
@@ -84,6 +81,11 @@ class ClaimSource:
     streaks: RunStreaks | None = None
     """The scheduler's no-progress rule: the problems the coordinator set aside."""
     _reported: dict[str, tuple[int, float]] = field(default_factory=dict)
+    results: ResultPush = field(init=False)
+    """Pushes finished episodes with the claims they close (`results.py`)."""
+
+    def __post_init__(self) -> None:
+        self.results = ResultPush(self.remote, self.claims, self.memory, self._emit)
 
     async def _call(self, fn, *args):
         async with self._remote_lock:
@@ -248,83 +250,7 @@ class ClaimSource:
 
     def _push_done(self) -> None:
         batch, self._done = [r for r in self._done if r.episode in self.held], []
-        for attempt in range(PUSH_TRIES):
-            if not batch:
-                return
-            try:
-                self.claims.finish([self.held[r.episode] for r in batch], self._updates(batch),
-                                   {r.episode: spent(r) for r in batch})
-            except ClaimLost as exc:
-                lost = {c.episode for c in exc.lost}
-                self._emit("claim_lost", episodes=sorted(lost), detail=str(exc))
-                batch = [r for r in batch if r.episode not in lost]
-                for episode in lost:
-                    self.held.pop(episode, None)
-                continue
-            except RemoteError as exc:
-                stale = getattr(exc, "stale", None)
-                if stale and not any(layout.CLAIMS in s for s in stale) and not self._landed(stale):
-                    raise self._name_in_use(exc, batch) from None
-                self._emit("push_failed", episodes=[r.episode for r in batch], detail=str(exc))
-                time.sleep(min(0.2 * 2 ** attempt, 5))
-                continue
-            for r in batch:
-                self.held.pop(r.episode, None)
-            self._emit("pushed", episodes=[r.episode for r in batch])
-            return
-        for r in batch:  # no longer renewed: the claims expire and the episodes run again
-            self.held.pop(r.episode, None)
-        if batch:
-            self._emit("push_abandoned", episodes=[r.episode for r in batch])
-
-    def _landed(self, refs: tuple[str, ...]) -> bool:
-        """Whether the remote's values of our own `refs`, which a lease found moved, are
-        commits we pushed ourselves (a push that landed while its answer was lost, as when
-        the server restarts): each equal to our local ref or one of its ancestors. The mirror
-        then holds them, so the next try leases on them."""
-        try:
-            self.remote.fetch([f"+{ref}:{ref}" for ref in refs])
-        except RemoteError:
-            return True  # cannot tell yet: the next try's lease asks again (the tries are bounded)
-        repo = self.memory.repo
-        for there in refs:
-            now, named = self.remote.local(there), layout.local_ref(there)
-            mine = repo.references.get(named[1]) if named and named[0] == self.claims.worker else None
-            if now is None or mine is None:
-                return False
-            try:
-                if now != str(mine.target) and not repo.descendant_of(mine.target, pygit2.Oid(hex=now)):
-                    return False
-            except (KeyError, ValueError, pygit2.GitError):  # not a commit of ours
-                return False
-        return True
-
-    def _name_in_use(self, exc: RemoteError, batch: list[EpisodeRecord]) -> NameInUse:
-        """Our own refs moved to commits we did not push: another process runs under our name."""
-        error = NameInUse(self.remote.shown, exc.detail, self.claims.worker, tuple(exc.stale))
-        self._emit("push_refused", episodes=[r.episode for r in batch], refs=list(error.refs), detail=str(error))
-        return error
+        self.results.push(batch, self.held)
 
     def _emit(self, kind: str, **data) -> None:
         self.shared.events.emit(kind, worker=self.claims.worker, **data)
-
-    def _updates(self, batch: list[EpisodeRecord]) -> list[Update]:
-        """The pushes of a batch's results: each commit's branch and op ref, then the worker's
-        ledger book and transcript notes, each leased on what the remote had from us."""
-        repo = self.memory.repo
-        local = []
-        for r in batch:
-            if r.commit:
-                op = parse(repo[r.commit].message).get("Op", f"{r.episode}-final")
-                local += [write.branch_ref(r.episode), write.op_ref(op)]
-        local += ["refs/gitswarm/ledger", NOTES_REF]
-        updates = []
-        for ref in local:
-            found = repo.references.get(ref)
-            if found is None:
-                continue
-            there = layout.worker_ref(self.claims.worker, ref)
-            old = self.remote.local(there)
-            if old != str(found.target):
-                updates.append(Update(there, str(found.target), old))
-        return updates

@@ -1,0 +1,126 @@
+"""A worker's results pushed back to the run's remote, with the claims they close.
+
+Episodes that end together go in one push (`Claims.finish`: the claims closed, each commit's
+branch and op ref, the worker's ledger book and transcript notes, all under
+`refs/gitswarm/workers/<name>/`, atomically). A push can fail three ways, each handled here:
+a claim lost to another holder (`ClaimLost`: that episode is dropped, the rest pushed
+again); a lease on one of our own refs found moved, which is either our own earlier push
+that landed with its answer lost (`landed`: leased on and pushed again) or another process
+under our name (`NameInUse`: the worker ends, its claims left to expire); a transport error,
+tried again `PUSH_TRIES` times before the batch's claims are left to expire and run again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pygit2
+
+from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.memory import write
+from gitswarm.memory.repo import NOTES_REF, Memory
+from gitswarm.memory.trailers import parse
+from gitswarm.remote import layout
+from gitswarm.remote.claims import Claim, ClaimLost, Claims
+from gitswarm.remote.errors import NameInUse, RemoteError
+from gitswarm.remote.spending import spent
+from gitswarm.remote.transport import Remote, Update
+
+PUSH_TRIES = 5
+"""Pushes of one batch of results before its claims are left to expire (and run again)."""
+
+
+@dataclass
+class ResultPush:
+    """Pushes a worker's finished episodes as `claims.worker`, from its run repository `memory`."""
+
+    remote: Remote
+    claims: Claims
+    memory: Memory
+    emit: Callable[..., None]
+    """The worker's event log (`ClaimSource._emit`)."""
+
+    def push(self, batch: list[EpisodeRecord], held: dict[str, Claim]) -> None:
+        """Close `batch`'s claims (in `held`, by episode) with their results in one push. Each
+        episode leaves `held` once pushed, lost (another holder closes it) or given up (after
+        `PUSH_TRIES`: its claim is no longer renewed, so it expires and runs again). Raises
+        `NameInUse` when our own refs hold commits we did not push."""
+        for attempt in range(PUSH_TRIES):
+            if not batch:
+                return
+            try:
+                self.claims.finish([held[r.episode] for r in batch], self.updates(batch),
+                                   {r.episode: spent(r) for r in batch})
+            except ClaimLost as exc:
+                lost = {c.episode for c in exc.lost}
+                self.emit("claim_lost", episodes=sorted(lost), detail=str(exc))
+                batch = [r for r in batch if r.episode not in lost]
+                for episode in lost:
+                    held.pop(episode, None)
+                continue
+            except RemoteError as exc:
+                stale = getattr(exc, "stale", None)
+                if stale and not any(layout.CLAIMS in s for s in stale) and not self.landed(stale):
+                    raise self._name_in_use(exc, batch) from None
+                self.emit("push_failed", episodes=[r.episode for r in batch], detail=str(exc))
+                time.sleep(min(0.2 * 2 ** attempt, 5))
+                continue
+            for r in batch:
+                held.pop(r.episode, None)
+            self.emit("pushed", episodes=[r.episode for r in batch])
+            return
+        for r in batch:  # no longer renewed: the claims expire and the episodes run again
+            held.pop(r.episode, None)
+        if batch:
+            self.emit("push_abandoned", episodes=[r.episode for r in batch])
+
+    def landed(self, refs: tuple[str, ...]) -> bool:
+        """Whether the remote's values of our own `refs`, which a lease found moved, are
+        commits we pushed ourselves (a push that landed while its answer was lost, as when
+        the server restarts): each equal to our local ref or one of its ancestors. The mirror
+        then holds them, so the next try leases on them."""
+        try:
+            self.remote.fetch([f"+{ref}:{ref}" for ref in refs])
+        except RemoteError:
+            return True  # cannot tell yet: the next try's lease asks again (the tries are bounded)
+        repo = self.memory.repo
+        for there in refs:
+            now, named = self.remote.local(there), layout.local_ref(there)
+            mine = repo.references.get(named[1]) if named and named[0] == self.claims.worker else None
+            if now is None or mine is None:
+                return False
+            try:
+                if now != str(mine.target) and not repo.descendant_of(mine.target, pygit2.Oid(hex=now)):
+                    return False
+            except (KeyError, ValueError, pygit2.GitError):  # not a commit of ours
+                return False
+        return True
+
+    def _name_in_use(self, exc: RemoteError, batch: list[EpisodeRecord]) -> NameInUse:
+        """Our own refs moved to commits we did not push: another process runs under our name."""
+        error = NameInUse(self.remote.shown, exc.detail, self.claims.worker, tuple(exc.stale))
+        self.emit("push_refused", episodes=[r.episode for r in batch], refs=list(error.refs), detail=str(error))
+        return error
+
+    def updates(self, batch: list[EpisodeRecord]) -> list[Update]:
+        """The pushes of a batch's results: each commit's branch and op ref, then the worker's
+        ledger book and transcript notes, each leased on what the remote had from us."""
+        repo = self.memory.repo
+        local = []
+        for r in batch:
+            if r.commit:
+                op = parse(repo[r.commit].message).get("Op", f"{r.episode}-final")
+                local += [write.branch_ref(r.episode), write.op_ref(op)]
+        local += ["refs/gitswarm/ledger", NOTES_REF]
+        updates = []
+        for ref in local:
+            found = repo.references.get(ref)
+            if found is None:
+                continue
+            there = layout.worker_ref(self.claims.worker, ref)
+            old = self.remote.local(there)
+            if old != str(found.target):
+                updates.append(Update(there, str(found.target), old))
+        return updates
