@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 
 from gitswarm.remote import layout
-from gitswarm.remote.claims import Claims, _load
+from gitswarm.remote.claimcommit import load
+from gitswarm.remote.claims import Claims
 from gitswarm.remote.daemon import GitDaemon, bare, daemon_path
 from gitswarm.remote.transport import Remote
 
@@ -28,7 +29,7 @@ def earlier_look(claims: Claims) -> dict:
     """Every claim fetched by pattern and every claim commit read: the look before."""
     claims.remote.fetch([layout.claims_refspec()], prune=True)
     repo = claims.remote.repo()
-    return {layout.episode_of(name): _load(repo, str(repo.references[name].target))
+    return {layout.episode_of(name): load(repo, str(repo.references[name].target))
             for name in repo.references if layout.episode_of(name) is not None}
 
 

@@ -32,7 +32,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import replace
 
 import pygit2
 from pygit2.enums import FileMode
@@ -41,76 +41,11 @@ from gitswarm.memory.model import check_name
 from gitswarm.memory.trailers import Message
 from gitswarm.memory.write import COMMITTER
 from gitswarm.remote import highwater, layout
+from gitswarm.remote.claimcommit import FILE, Claim, ClaimHeld, ClaimLost, ClaimPruned, Spent, load, when
 from gitswarm.remote.errors import MissingRef, PushRejected, RemoteError, StaleLease
 from gitswarm.remote.transport import Remote, Update
 
-FILE = "claim.json"
-Spent = dict[str, tuple[int, float]]
-"""What episodes have spent, by episode: (tokens, USD)."""
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One claim commit: who holds `episode` (for `problem`), since when, until when."""
-
-    episode: str
-    worker: str
-    problem: str
-    generation: int
-    """1 for the first holding, +1 for each takeover."""
-    claimed: float
-    """When this holding began (renewals keep it)."""
-    expires: float
-    done: bool = False
-    """Closed by its holder with the results: never expires, cannot be taken over."""
-    tokens: int = 0
-    """What this holding had spent at its last renewal or close (`remote.spending`)."""
-    usd: float = 0.0
-    nonce: str = ""
-    """Makes every claim commit distinct, so two claimers never push the same commit."""
-    id: str = ""
-    """The claim commit: the value a leased push on the claim ref expects."""
-
-    @property
-    def op(self) -> str:
-        """The holding's operation id, the same across its renewals and its close."""
-        return f"claim-{self.episode}-{self.generation}"
-
-    def expired(self, now: float) -> bool:
-        return not self.done and now >= self.expires
-
-    def record(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if k != "id"}
-
-
-_FIELDS = frozenset(f.name for f in fields(Claim)) - {"id"}
-
-
-class ClaimHeld(Exception):
-    """The episode is claimed by another holding that has not expired (or is done)."""
-
-    def __init__(self, holder: Claim) -> None:
-        self.holder = holder
-        until = "done" if holder.done else f"until {_when(holder.expires)}"
-        super().__init__(f"{holder.episode} is claimed by {holder.worker} ({holder.op}, {until})")
-
-
-class ClaimLost(Exception):
-    """Our holdings `lost` were taken over (or closed) by someone else; nothing was pushed."""
-
-    def __init__(self, lost: Sequence[Claim]) -> None:
-        self.lost = tuple(lost)
-        names = ", ".join(f"{c.op} of {c.worker}" for c in self.lost)
-        super().__init__(f"claim taken over by another worker: {names}; its results are late")
-
-
-class ClaimPruned(Exception):
-    """The episode's number is at or below the run's high-water mark and it has no claim: it
-    ran and its claim was pruned (or the number was skipped). It is never claimed again."""
-
-    def __init__(self, episode: str) -> None:
-        self.episode = episode
-        super().__init__(f"{episode} was claimed before and its claim is gone (pruned): it is not claimed again")
+__all__ = ["Claim", "ClaimHeld", "ClaimLost", "ClaimPruned", "Claims", "Spent"]
 
 
 class Claims:
@@ -138,7 +73,7 @@ class Claims:
             self.remote.fetch([f"+{ref}:{ref}"])
         except MissingRef:
             return None
-        return _load(self.remote.repo(), self.remote.local(ref))
+        return load(self.remote.repo(), self.remote.local(ref))
 
     def all(self) -> dict[str, Claim]:
         """Every claim on the remote, by episode (one fetch). Each claim commit is read once
@@ -151,7 +86,7 @@ class Claims:
             episode = layout.episode_of(name)
             if episode is not None:
                 commit = str(repo.references[name].target)
-                claim = self._loaded.get(commit) or _load(repo, commit)
+                claim = self._loaded.get(commit) or load(repo, commit)
                 found[episode], loaded[commit] = claim, claim
         self._loaded = loaded
         return found
@@ -315,7 +250,7 @@ class Claims:
         stamp = int(self.clock())
         author = pygit2.Signature(self.worker, f"{self.worker}@gitswarm.local", stamp, 0)
         committer = pygit2.Signature(*COMMITTER, stamp, 0)
-        until = "done" if claim.done else f"until {_when(claim.expires)}"
+        until = "done" if claim.done else f"until {when(claim.expires)}"
         message = Message(f"{verb}: {claim.episode} by {claim.worker} ({claim.op}, {until})", "", {
             "Episode": claim.episode, "Worker": claim.worker, "Problem": claim.problem,
             "Claim": claim.op}).render()
@@ -330,16 +265,5 @@ def _spent(claim: Claim, spent: Spent) -> Claim:
     return replace(claim, tokens=int(tokens), usd=float(usd))
 
 
-def _load(repo: pygit2.Repository, commit: str | None) -> Claim | None:
-    if commit is None:
-        return None
-    data = json.loads(repo[repo[commit].peel(pygit2.Commit).tree[FILE].id].data)
-    return Claim(**{k: v for k, v in data.items() if k in _FIELDS}, id=commit)
-
-
 def _episode(number: int) -> str:
     return f"e{number:05d}"
-
-
-def _when(stamp: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(stamp))
