@@ -8,6 +8,7 @@ without a failed push. The deletes are the coordinator's: one leased atomic push
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from test_remote_claims import TTL, Clock, results_of, worker
 from gitswarm.memory.repo import Memory
 from gitswarm.remote import highwater, layout
 from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, ClaimPruned, Claims
+from gitswarm.remote.prune import REFUSALS
 from gitswarm.remote.source import ClaimSource
 from gitswarm.remote.transport import Remote, Update
 
@@ -105,3 +107,30 @@ def test_a_batch_claimed_after_another_process_is_numbered_above_it_in_one_push(
     monkeypatch.delenv("GIT_TRACE2_EVENT")
     assert len(pushed_refs(trace)) == 1
     assert '"ls-remote"' not in trace.read_text()
+
+
+@pytest.mark.slow
+def test_a_remote_that_denies_deletes_keeps_its_refs_and_the_run_ends(tmp_path: Path, model_server: str) -> None:
+    """A server whose pre-receive hook declines deleting a claim (a policy; git's own
+    `receive.denyDeletes` covers only refs/heads/): every prune push is refused, pruning stops
+    after `REFUSALS` of them (said in the event log), and the run ends as any other."""
+    from test_remote_run import check_run, coordinator, finish, server_repo
+    from test_remote_run import worker as worker_process
+
+    remote = server_repo(tmp_path / "run.git")
+    hook = remote / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n  case \"$new $ref\" in\n"
+                    "    0000000000000000000000000000000000000000\\ refs/gitswarm/claims/*) exit 1;;\n"
+                    "  esac\ndone\nexit 0\n")
+    hook.chmod(0o755)
+    url, mirror = remote.as_uri(), tmp_path / "mirror"
+    coord = coordinator(url, mirror, model_server, "--prune-batch", "2")
+    workers = [worker_process(url, tmp_path / name, name, model_server) for name in ("a", "b")]
+    code, _, err = finish(coord)
+    assert code == 0, err
+    assert all(finish(w)[0] == 0 for w in workers)
+    check_run(mirror, remote)
+    said = [json.loads(line)["data"] for line in (mirror / "gitswarm-events.jsonl").open()
+            if json.loads(line)["kind"] == "prune_refused"]
+    assert [e["again"] for e in said] == [True] * (REFUSALS - 1) + [False], said
+    assert git(remote, "for-each-ref", layout.CLAIMS)  # kept

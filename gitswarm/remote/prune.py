@@ -43,6 +43,9 @@ from gitswarm.remote.transport import Update
 
 PRUNE_BATCH = 64
 """Episodes pruned together, in one push (at the run's end, whatever are left)."""
+REFUSALS = 3
+"""Refused prune pushes in a row after which pruning stops for the run: a remote that denies
+deletes (`receive.denyDeletes`) refuses every one, a lock held there refuses one."""
 MOST = 500
 """Episodes in one prune push at most (a resumed run's backlog goes in several): git's
 command line holds two arguments per ref."""
@@ -68,7 +71,8 @@ class Pruner:
     pruned: int = 0
     """Episodes pruned by this process."""
     refused: str | None = None
-    """Why the remote refused a prune push (then nothing more is pruned)."""
+    """Why the remote refused `REFUSALS` prune pushes in a row (then nothing more is pruned)."""
+    refusals: int = 0
 
     async def step(self, coordinator) -> None:
         """After a publish: push the waiting batch if its state is published; else gather one
@@ -117,13 +121,15 @@ class Pruner:
             self.waiting = None
             events.emit("prune_stale", refs=list(exc.stale)[:10], detail=str(exc))
             return False
-        except PushRejected as exc:  # the remote refuses deletes (receive.denyDeletes): keep them
-            self.refused, self.waiting = str(exc), None
-            events.emit("prune_refused", detail=str(exc))
+        except PushRejected as exc:  # a lock held there, or deletes denied: the latter every time
+            self.refusals, self.waiting = self.refusals + 1, None
+            events.emit("prune_refused", detail=str(exc), again=self.refusals < REFUSALS)
+            if self.refusals >= REFUSALS:
+                self.refused = str(exc)
             return False
         except RemoteError:
             return False
-        self.waiting = None
+        self.waiting, self.refusals = None, 0
         self.pruned += len(batch.episodes)
         events.emit("pruned", episodes=list(batch.episodes), refs=len(batch.updates), total=self.pruned)
         return True
