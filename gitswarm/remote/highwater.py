@@ -15,6 +15,8 @@ or below the mark is never created again (`Claims.claim` refuses it: `ClaimPrune
 Two names can exist at once only when two mark-less claimers started a run's first marks
 (each create is of a different name); the higher one counts, and the next claim deletes both.
 A remote without a mark (a run begun before it existed) starts from its highest claim ref.
+Moving the mark deletes a ref, so a server that declines every delete (a hook; git's own
+`receive.denyDeletes` covers only refs/heads/) cannot hand out numbers beyond the first push.
 """
 
 from __future__ import annotations
