@@ -18,6 +18,7 @@ from gitswarm.engine.stops import CapReached, StopReason
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.remote import publish
+from gitswarm.remote.claimcommit import HOLDINGS, ClaimGivenUp
 from gitswarm.remote.claims import Claims
 from gitswarm.remote.coordinator import OWN_REFS
 from gitswarm.remote.daemon import bare
@@ -147,3 +148,32 @@ def test_a_holding_taken_over_keeps_its_spending_in_the_count(tmp_path: Path):
     again = Spending.of(ledger.episodes.values(), published)  # a restarted coordinator
     again.seen(seen_by.all().values(), 0.0)
     assert again.total(ledger) == (4500, 2.25) and again.abandoned_holdings() == 1
+
+
+def test_an_episode_whose_holders_all_die_is_given_up(tmp_path: Path):
+    """Each holding of one episode expires in turn (its worker died): after `HOLDINGS` of them
+    nobody may take it over, and the coordinator counts every holding's spending once, the
+    given-up one too, and no longer counts it as open or waiting for a taker."""
+    url = f"file://{bare(tmp_path / 'run.git')}"
+    seen_by = claims(url, tmp_path, "coordinator")
+    spending, ledger = Spending(), Ledger()
+    [held] = Claims(Remote(url, tmp_path / "w1.git"), "w1", ttl_s=0.01).claim_next(["sum"], 10)
+    for n in range(1, HOLDINGS + 1):
+        dying = Claims(Remote(url, tmp_path / f"w{n}.git"), f"w{n}", ttl_s=0.01)
+        dying.renew([held], {held.episode: (100 * n, 0.0)})
+        spending.seen(seen_by.all().values(), 0.0)
+        time.sleep(0.05)  # the holder died: its claim expires
+        if n < HOLDINGS:
+            nxt = Claims(Remote(url, tmp_path / f"w{n + 1}.git"), f"w{n + 1}", ttl_s=0.01)
+            held = nxt.take_over(seen_by.all()[held.episode])
+    with pytest.raises(ClaimGivenUp):
+        claims(url, tmp_path, "late").take_over(seen_by.all()[held.episode])
+    assert spending.seen(seen_by.all().values(), time.time())
+    assert [c.generation for c in spending.newly_given_up] == [HOLDINGS]
+    assert spending.total(ledger) == (100 + 200 + 300, 0.0) and spending.abandoned_holdings() == HOLDINGS
+    published = spending.record(ledger)
+    assert Published("late", published).expired() == 0  # nothing waits for a taker
+    assert not spending.seen(seen_by.all().values(), time.time())  # counted once
+    again = Spending.of([], published)  # a restarted coordinator counts it once too
+    again.seen(seen_by.all().values(), time.time())
+    assert again.total(ledger) == (600, 0.0) and not again.newly_given_up

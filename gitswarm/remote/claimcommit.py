@@ -13,6 +13,10 @@ from dataclasses import asdict, dataclass, fields
 import pygit2
 
 FILE = "claim.json"
+HOLDINGS = 3
+"""Holdings of one episode at most: once the last expires too (a worker died running it, three
+times), the episode is given up rather than run again, so an episode that kills its worker
+cannot do so for ever, spending each time."""
 Spent = dict[str, tuple[int, float]]
 """What episodes have spent, by episode: (tokens, USD)."""
 
@@ -47,6 +51,10 @@ class Claim:
     def expired(self, now: float) -> bool:
         return not self.done and now >= self.expires
 
+    def given_up(self, now: float) -> bool:
+        """Expired at its last allowed holding: nobody takes it over (`HOLDINGS`)."""
+        return self.expired(now) and self.generation >= HOLDINGS
+
     def record(self) -> dict:
         return {k: v for k, v in asdict(self).items() if k != "id"}
 
@@ -61,6 +69,15 @@ class ClaimHeld(Exception):
         self.holder = holder
         until = "done" if holder.done else f"until {when(holder.expires)}"
         super().__init__(f"{holder.episode} is claimed by {holder.worker} ({holder.op}, {until})")
+
+
+class ClaimGivenUp(ClaimHeld):
+    """The episode's last allowed holding expired: it is given up, never taken over again."""
+
+    def __init__(self, holder: Claim) -> None:
+        Exception.__init__(self, f"{holder.episode} is given up: its {holder.generation} holdings all expired "
+                                 f"(the last by {holder.worker})")
+        self.holder = holder
 
 
 class ClaimLost(Exception):

@@ -41,11 +41,11 @@ from gitswarm.memory.model import check_name
 from gitswarm.memory.trailers import Message
 from gitswarm.memory.write import COMMITTER
 from gitswarm.remote import highwater, layout
-from gitswarm.remote.claimcommit import FILE, Claim, ClaimHeld, ClaimLost, ClaimPruned, Spent, load, when
+from gitswarm.remote.claimcommit import FILE, Claim, ClaimGivenUp, ClaimHeld, ClaimLost, ClaimPruned, Spent, load, when
 from gitswarm.remote.errors import MissingRef, PushRejected, RemoteError, StaleLease
 from gitswarm.remote.transport import Remote, Update
 
-__all__ = ["Claim", "ClaimHeld", "ClaimLost", "ClaimPruned", "Claims", "Spent"]
+__all__ = ["Claim", "ClaimGivenUp", "ClaimHeld", "ClaimLost", "ClaimPruned", "Claims", "Spent"]
 
 
 class Claims:
@@ -136,6 +136,8 @@ class Claims:
                 return self.claim(holder.episode, holder.problem)
             holder = current
         now = self.clock()
+        if holder.given_up(now):
+            raise ClaimGivenUp(holder)
         if not holder.expired(now):
             raise ClaimHeld(holder)
         ours = replace(holder, worker=self.worker, generation=holder.generation + 1, claimed=now,

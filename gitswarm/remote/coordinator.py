@@ -86,9 +86,10 @@ class Coordinator:
         now = time.time()
         self.open_claims = sum(1 for c in found.values() if not c.done and not c.expired(now))
         changed = self.spending.seen(found.values(), now)
-        for holding in self.spending.taken_over:
-            shared.events.emit("taken_over", episode=holding.episode, worker=holding.worker, problem=holding.problem,
-                               generation=holding.generation, tokens=holding.tokens, usd=holding.usd)
+        for kind, holdings in (("taken_over", self.spending.taken_over), ("given_up", self.spending.newly_given_up)):
+            for h in holdings:
+                shared.events.emit(kind, episode=h.episode, worker=h.worker, problem=h.problem,
+                                   generation=h.generation, tokens=h.tokens, usd=h.usd)
         for claim in sorted((c for c in found.values() if c.done), key=lambda c: c.episode):
             if claim.episode not in self.ledger.episodes:
                 await self._take(claim)

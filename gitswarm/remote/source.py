@@ -173,7 +173,7 @@ class ClaimSource:
         scheduler may keep picking another problem, and a claim left expired would hold its
         number for good)."""
         now = self.claims.clock()
-        expired = [c for c in self.claims.all().values() if c.expired(now)]
+        expired = [c for c in self.claims.all().values() if c.expired(now) and not c.given_up(now)]
         for claim in sorted(expired, key=lambda c: (c.problem != problem, c.episode)):
             try:
                 return [self.claims.take_over(claim)]

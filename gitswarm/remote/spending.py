@@ -58,6 +58,11 @@ class Spending:
     """The open claims as last seen, by episode: a takeover shows as a later generation."""
     taken_over: list[Claim] = field(default_factory=list)
     """The holdings the last `seen` found taken over (their spending now `abandoned`)."""
+    given_up: set[str] = field(default_factory=set)
+    """Episodes whose last allowed holding expired (`Claim.given_up`): counted in `abandoned`
+    once, and no longer among the open claims."""
+    newly_given_up: list[Claim] = field(default_factory=list)
+    """The holdings the last `seen` found given up."""
 
     @classmethod
     def of(cls, records: Iterable[EpisodeRecord], published: dict | None = None) -> Spending:
@@ -67,6 +72,7 @@ class Spending:
             spending.took(record)
         for name, (tokens, usd, holdings) in ((published or {}).get("abandoned") or {}).items():
             spending.abandoned[name] = [int(tokens), float(usd), int(holdings)]
+        spending.given_up = {str(e) for e in (published or {}).get("given_up") or ()}
         return spending
 
     def took(self, record: EpisodeRecord) -> None:
@@ -83,11 +89,14 @@ class Spending:
         claims = list(claims)
         self.taken_over = [before for c in claims if (before := self.holdings.get(c.episode)) is not None
                            and c.generation > before.generation]
-        for before in self.taken_over:
+        self.newly_given_up = [c for c in claims if c.given_up(now) and c.episode not in self.given_up]
+        for before in self.taken_over + self.newly_given_up:
             part = self.abandoned[before.worker]
             part[0] += before.tokens
             part[1] += before.usd
             part[2] += 1
+        self.given_up.update(c.episode for c in self.newly_given_up)
+        claims = [c for c in claims if c.episode not in self.given_up]
         self.holdings = {c.episode: c for c in claims if not c.done}
         for claim in claims:
             if not claim.done:
@@ -97,7 +106,8 @@ class Spending:
                 part[2 + claim.expired(now)] += 1
                 if not claim.expired(now):
                     problems[claim.worker][claim.problem] += 1
-        changed = dict(found) != self.open or dict(problems) != self.problems or bool(self.taken_over)
+        changed = (dict(found) != self.open or dict(problems) != self.problems or bool(self.taken_over)
+                   or bool(self.newly_given_up))
         self.open, self.problems = dict(found), dict(problems)
         return changed
 
@@ -127,7 +137,8 @@ class Spending:
                                "expired": live[3], "problems": dict(self.problems.get(name, {}))}
         tokens, usd = self.total(ledger)
         return {"tokens": tokens, "usd": usd, "processes": processes,
-                "abandoned": {name: list(part) for name, part in sorted(self.abandoned.items())}}
+                "abandoned": {name: list(part) for name, part in sorted(self.abandoned.items())},
+                "given_up": sorted(self.given_up)}
 
 
 @dataclass
