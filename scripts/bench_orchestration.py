@@ -127,6 +127,7 @@ def raw_baseline(run: Path, n: int = 200) -> float:
 async def engine(c: int, port: int, merger_port: int, per_worker: int, problems: int, profile: bool) -> dict:
     """Run one swarm of C workers against the server at `port` (the merger's model at
     `merger_port`); return the figures."""
+    from gitswarm.cli.running import model_config
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.run import solve
     from gitswarm.models import LiteLLMModel, ModelConfig
@@ -144,10 +145,10 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=f"http://127.0.0.1:{port}/v1",
                              api_key="k", reply_timeout_s=120)
         model = LiteLLMModel(config)
-        merger = LiteLLMModel(ModelConfig(model=config.model, api_base=f"http://127.0.0.1:{merger_port}/v1",
-                                          api_key="k", reply_timeout_s=120))
         cfg = SolveConfig(problems=folder, run=Path(tmp) / "run", model=config.model, workers=c,
                           budget=c * per_worker, settle_nominations=10**6, seed=1)
+        # The merger's client as the CLI builds it (not streamed, cli.running.model_config).
+        merger = LiteLLMModel(model_config(cfg, cfg.merger, f"http://127.0.0.1:{merger_port}/v1", merger=True))
 
         def listener(event) -> None:
             if event.kind == "episode_started":

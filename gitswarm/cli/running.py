@@ -25,18 +25,32 @@ class RemoteRun:
     prune_batch: int = 64
 
 
+MERGER_REPLY_TIMEOUT_S = 600.0
+"""The longest one merger reply may take (when the run's `reply_timeout_s` is not shorter, and
+the merger is not asked to reason). Its replies are not streamed, so no idle cut applies: this
+bounds a silent connection instead, with the one timeout retry 20 minutes of a merger that
+composes one conflict at a time. A merger reply is one file (a conflict's, or SUMMARY.md)."""
+
+
 def model_config(cfg, name: str, api_base: str | None = None, merger: bool = False):
     """The ModelConfig of the workers' model (or, with `merger`, the merger's) from the run's
     settings. The user's prices are the workers' model's: a different merger model is priced
-    by litellm."""
+    by litellm.
+
+    The merger's replies are not streamed: litellm handles a stream chunk by chunk (about
+    0.5 ms of CPU each, ARCHITECTURE.md "What litellm costs per call"), and the merger's
+    replies are whole files, long, in the one process and event loop the workers share. A
+    reasoning merger keeps the run's reply timeout, since it may think for long."""
     from gitswarm.models import ModelConfig
 
     priced = name == cfg.model
+    reasoning = cfg.merger_reasoning_effort if merger else cfg.reasoning_effort
+    bounded = merger and not reasoning
+    reply_timeout = min(cfg.reply_timeout_s, MERGER_REPLY_TIMEOUT_S) if bounded else cfg.reply_timeout_s
     return ModelConfig(model=name, api_base=api_base or cfg.api_base, api_key=cfg.api_key,
-                       max_output_tokens=cfg.max_output_tokens,
-                       reasoning_effort=cfg.merger_reasoning_effort if merger else cfg.reasoning_effort,
+                       max_output_tokens=cfg.max_output_tokens, reasoning_effort=reasoning,
                        tool_protocol=cfg.tool_protocol, idle_timeout_s=cfg.idle_timeout_s,
-                       reply_timeout_s=cfg.reply_timeout_s,
+                       stream=not merger, reply_timeout_s=reply_timeout,
                        price_in_per_mtok=cfg.price_in_per_mtok if priced else None,
                        price_out_per_mtok=cfg.price_out_per_mtok if priced else None,
                        price_cached_in_per_mtok=cfg.price_cached_in_per_mtok if priced else None,
