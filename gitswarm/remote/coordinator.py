@@ -71,6 +71,8 @@ class Coordinator:
     """When a claim was last seen open or an episode taken in (or the coordinator started)."""
     pruner: Pruner = field(default_factory=Pruner)
     """Deletes the claim and worker refs of episodes the run is done with (`prune.py`)."""
+    ops: OpRefs = field(default_factory=lambda: OpRefs())
+    """The mirror's op refs, and those the remote holds as pushed."""
 
     @property
     def config(self):
@@ -122,10 +124,13 @@ class Coordinator:
         A ref someone else moved is left as it is (said once, and the run stops on it); the
         others are pushed, so the workers still see the stop (bounded: one more try per ref)."""
         memory = self.shared.memory
-        ops = [f"refs/gitswarm/ops/{name}" for name in await self.shared.git(_op_names, memory)]
+        ops = await self.shared.git(self.ops.unpublished, memory, len(self.ledger.episodes))
         while True:
             try:
-                return await self._remote(self.publisher.push, [*OWN_REFS, *ops]) is not None
+                if await self._remote(self.publisher.push, [*OWN_REFS, *ops]) is None:
+                    return False
+                self.ops.published.update(ops)
+                return True
             except RefMoved as exc:
                 self.moved = self.moved or exc
                 self.shared.events.emit("publish_refused", ref=exc.ref, found=exc.found, local=exc.local,
@@ -159,7 +164,8 @@ class Coordinator:
         if item.commit is not None:
             try:
                 main = await shared.git(memory.main)
-                op = await shared.git(intake.check, memory.repo, memory.run_id, main, item, memory.limits)
+                op = await shared.git(intake.check, memory.repo, memory.run_id, main, item, memory.limits,
+                                      shared.index.taken)  # main's commits: no walk for them
                 await shared.git(intake.adopt, memory.repo, claim.episode, op, item.commit)
                 text = await shared.git(intake.transcript, memory.repo, claim.worker, item.commit)
                 if text is not None:
@@ -277,6 +283,28 @@ def _record(memory, claim: Claim) -> EpisodeRecord:
     return record
 
 
-def _op_names(memory) -> list[str]:
-    prefix = "refs/gitswarm/ops/"
-    return [r.removeprefix(prefix) for r in memory.repo.references if r.startswith(prefix)]
+@dataclass
+class OpRefs:
+    """The op refs `publish` pushes: those of the mirror the remote does not hold yet.
+
+    Listing the mirror's refs at every step (claims, every worker's branches, ops and books,
+    the adopted branches: thousands in a long run) and reading each op ref at every push cost
+    more the longer the run (3% of the coordinator's busy samples at C=256). An op ref appears
+    only when the coordinator takes an episode in (`intake.adopt`) or writes main (a summary, a
+    selection), so the list is read again only when main or the ledger's episodes changed; and
+    it is written once and never moves, so once a push put it on the remote it is not offered
+    again."""
+
+    published: set[str] = field(default_factory=set)
+    """Op refs a push of ours landed (or found already there, as pushed)."""
+    _listed: list[str] = field(default_factory=list)
+    _key: tuple[str, int] | None = None
+
+    def unpublished(self, memory, episodes: int) -> list[str]:
+        """The op refs to push; `episodes`: how many the ledger holds (in the git thread)."""
+        key = (memory.main(), episodes)
+        if key != self._key:
+            prefix = "refs/gitswarm/ops/"
+            self._listed = [r for r in memory.repo.references if r.startswith(prefix)]
+            self._key = key
+        return [r for r in self._listed if r not in self.published]

@@ -19,6 +19,7 @@ files agree with the kind.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import pygit2
@@ -31,7 +32,7 @@ from gitswarm.memory.paths import WriteLimits
 from gitswarm.memory.trailers import parse, split_ids
 from gitswarm.remote import layout
 from gitswarm.remote.claims import Claim
-from gitswarm.remote.named import check_named
+from gitswarm.remote.named import check_named, on_main
 
 KINDS = (*KIND_FOLDERS, "nomination", "summary")
 
@@ -66,8 +67,9 @@ def owns(worker: str, slot: str) -> bool:
 
 
 def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
-          limits: WriteLimits | None = None) -> str:
-    """The op id the pushed commit carries, once every check passed; `Refused` otherwise."""
+          limits: WriteLimits | None = None, known: Collection[str] = frozenset()) -> str:
+    """The op id the pushed commit carries, once every check passed; `Refused` otherwise.
+    `known`: commits known to be on main, which need no walk of its history (`named.on_main`)."""
     claim = item.claim
 
     def refuse(reason: str) -> Refused:
@@ -81,7 +83,7 @@ def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
     if len(commit.parents) != 1:
         raise refuse(f"{len(commit.parents)} parents; a contribution has one, a commit of main")
     parent = commit.parents[0]
-    if str(parent.id) != main and not repo.descendant_of(pygit2.Oid(hex=main), parent.id):
+    if not on_main(repo, main, str(parent.id), known):
         raise refuse("its parent is not a commit of main")
     files, deleted = _changes(repo, parent.tree, commit.tree, claim.problem, refuse)
     expect = {"Run": run_id, "Episode": claim.episode, "Problem": claim.problem}
@@ -95,7 +97,7 @@ def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
     if sorted(split_ids(trailers.get("Deleted", ""))) != sorted(deleted):
         raise refuse("its Deleted trailer does not list the files it deletes")
     _kind_trailers(trailers, refuse)
-    check_named(repo, main, claim.problem, claim.episode, trailers, files, refuse)
+    check_named(repo, main, claim.problem, claim.episode, trailers, files, refuse, known)
     contribution = Contribution(problem=claim.problem, episode=claim.episode, worker=trailers["Worker"],
                                 kind=trailers.get("Kind", ""), title="", files=files, parent=str(parent.id),
                                 op=op, informed_by=tuple(split_ids(trailers.get("Informed-By", ""))),

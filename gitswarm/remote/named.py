@@ -15,7 +15,7 @@ nominate another problem's attempt, or vote under another episode's name.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import pygit2
 
@@ -27,15 +27,16 @@ COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
 
 
 def check_named(repo: pygit2.Repository, main: str, problem: str, episode: str, trailers: dict[str, str],
-                files: dict[str, bytes], refuse: Callable[[str], Exception]) -> None:
+                files: dict[str, bytes], refuse: Callable[[str], Exception],
+                known: Collection[str] = frozenset()) -> None:
     """Raise `refuse(reason)` unless what the trailers name is on main and agrees with `files`
-    (paths relative to the problem folder)."""
+    (paths relative to the problem folder). `known`: commits known to be on main (see `on_main`)."""
     for cited in split_ids(trailers.get("Informed-By", "")):
-        if not _on_main(repo, main, cited):
+        if not on_main(repo, main, cited, known):
             raise refuse(f"it cites {cited[:40]!r}, which is not a commit of main")
     kind = trailers.get("Kind", "")
     for key in ("Candidate", "Reviews"):
-        if trailers.get(key) and not _candidate(repo, main, problem, trailers[key]):
+        if trailers.get(key) and not _candidate(repo, main, problem, trailers[key], known):
             raise refuse(f"its {key} trailer {trailers[key][:40]!r} is not an attempt or program of "
                          f"{problem} on main")
     own = f"nominations/{episode}.md"
@@ -55,19 +56,26 @@ def check_named(repo: pygit2.Repository, main: str, problem: str, episode: str, 
                 raise refuse(f"{path} does not name the review's Reviews, Verdict and episode")
 
 
-def _on_main(repo: pygit2.Repository, main: str, commit: str) -> bool:
+def on_main(repo: pygit2.Repository, main: str, commit: str, known: Collection[str] = frozenset()) -> bool:
+    """`commit` is main's tip or one of its ancestors. `known` (the coordinator's index of main,
+    `MemoryIndex.taken`: main only moves forward, so each is on main still) spares the walk
+    for the commits it holds: libgit2 walks main's history back to the commit, and a cite of
+    an early commit walked most of a long run's history (py-spy at C=256: a fifth of the
+    coordinator's busy samples, and `intake.check` a third)."""
     if not COMMIT_ID.match(commit):
         return False
+    if commit in known:
+        return True
     try:
         return commit == main or repo.descendant_of(pygit2.Oid(hex=main), pygit2.Oid(hex=commit))
     except (KeyError, ValueError, pygit2.GitError):  # not in this repository at all
         return False
 
 
-def _candidate(repo: pygit2.Repository, main: str, problem: str, commit: str) -> bool:
+def _candidate(repo: pygit2.Repository, main: str, problem: str, commit: str, known: Collection[str]) -> bool:
     """An attempt or a program of `problem`: a commit of main that wrote one (its trailers are
     trusted, since it passed these checks, or was written by the run itself)."""
-    if not _on_main(repo, main, commit):
+    if not on_main(repo, main, commit, known):
         return False
     trailers = parse(repo[commit].peel(pygit2.Commit).message)
     return trailers.get("Problem") == problem and any(
