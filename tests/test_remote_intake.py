@@ -78,3 +78,23 @@ def test_a_deletion_outside_code_is_refused(memory: Memory, victim: str):
                               f"Gitswarm-Files: \nGitswarm-Deleted: {victim}")
     with pytest.raises(intake.Refused, match=f"deletes problems/sum/{victim}; a contribution may delete only"):
         intake.check(memory.repo, memory.run_id, memory.main(), forged(memory, tree, message))
+
+
+def test_the_index_of_main_spares_the_walk_and_nothing_off_main_passes_for_it(memory: Memory):
+    """`known` (the coordinator passes its `MemoryIndex.taken`) answers for the commits it holds;
+    a commit it does not hold is still walked for, and one off main is refused as before."""
+    from gitswarm.engine.index import MemoryIndex
+    from gitswarm.remote.named import on_main
+
+    memory.contribute(contribution(memory, "e1", {"attempts/a.md": "a\n"}, kind="attempt"))
+    memory.compose(["e1"])
+    index = MemoryIndex()
+    index.update(memory.repo, memory.main())
+    first = str(memory.repo.revparse_single("main~1").id)  # the run's first commit, the walk's far end
+    assert first in index.taken and on_main(memory.repo, memory.main(), first, index.taken)
+    assert on_main(memory.repo, memory.main(), first)  # the walk agrees
+    memory.contribute(contribution(memory, "e2", {"attempts/b.md": "b\n"}, kind="attempt"))
+    off = str(memory.repo.references["refs/heads/swarm/e2"].target)  # pending, not on main
+    assert not on_main(memory.repo, memory.main(), off, index.taken)
+    item = pushed(memory, "e2")
+    assert intake.check(memory.repo, memory.run_id, memory.main(), item, known=index.taken) == "e2-final"
