@@ -71,7 +71,7 @@ class Coordinator:
     """When a claim was last seen open or an episode taken in (or the coordinator started)."""
     pruner: Pruner = field(default_factory=Pruner)
     """Deletes the claim and worker refs of episodes the run is done with (`prune.py`)."""
-    ops: OpRefs = field(default_factory=lambda: OpRefs())
+    ops: publish.OpRefs = field(default_factory=lambda: publish.OpRefs())
     """The mirror's op refs, and those the remote holds as pushed."""
 
     @property
@@ -281,30 +281,3 @@ def _record(memory, claim: Claim) -> EpisodeRecord:
         record.status, record.note = "stopped", "closed without a final record"
     record.commit = None
     return record
-
-
-@dataclass
-class OpRefs:
-    """The op refs `publish` pushes: those of the mirror the remote does not hold yet.
-
-    Listing the mirror's refs at every step (claims, every worker's branches, ops and books,
-    the adopted branches: thousands in a long run) and reading each op ref at every push cost
-    more the longer the run (3% of the coordinator's busy samples at C=256). An op ref appears
-    only when the coordinator takes an episode in (`intake.adopt`) or writes main (a summary, a
-    selection), so the list is read again only when main or the ledger's episodes changed; and
-    it is written once and never moves, so once a push put it on the remote it is not offered
-    again."""
-
-    published: set[str] = field(default_factory=set)
-    """Op refs a push of ours landed (or found already there, as pushed)."""
-    _listed: list[str] = field(default_factory=list)
-    _key: tuple[str, int] | None = None
-
-    def unpublished(self, memory, episodes: int) -> list[str]:
-        """The op refs to push; `episodes`: how many the ledger holds (in the git thread)."""
-        key = (memory.main(), episodes)
-        if key != self._key:
-            prefix = "refs/gitswarm/ops/"
-            self._listed = [r for r in memory.repo.references if r.startswith(prefix)]
-            self._key = key
-        return [r for r in self._listed if r not in self.published]
