@@ -248,3 +248,15 @@ def test_a_contribution_may_delete_files_of_its_problem(memory: Memory):
     with pytest.raises(PathRejected, match=r"write only SUMMARY\.md"):
         memory.contribute(contribution(memory, "e3", {}, deleted=("statement.md",)))
     assert fsck_clean(memory.path)
+
+
+def test_in_history_is_the_tip_or_an_ancestor_and_never_raises(memory: Memory):
+    from gitswarm.memory.read import in_history
+
+    start = memory.main()
+    side = memory.contribute(contribution(memory, "e1", {"notes/a.md": "# a\n"})).commit
+    repo = memory.repo
+    assert in_history(repo, side, start) and in_history(repo, side, side)
+    assert not in_history(repo, start, side)  # a descendant is not in the history of its ancestor
+    assert not in_history(repo, start, "0" * 40) and not in_history(repo, start, "not-a-commit")
+    assert not in_history(repo, None, start) and not in_history(repo, start, None)

@@ -11,6 +11,18 @@ from gitswarm.memory.model import KIND_FOLDERS, CommitInfo, Item
 from gitswarm.memory.trailers import parse
 
 
+def in_history(repo: pygit2.Repository, tip: str | pygit2.Oid | None, commit: str | pygit2.Oid | None) -> bool:
+    """`commit` is `tip` or one of its ancestors; False when either is None or not a commit
+    of this repository (libgit2 walks back from `tip` to tell)."""
+    if tip is None or commit is None:
+        return False
+    try:
+        tip_id, commit_id = (c if isinstance(c, pygit2.Oid) else pygit2.Oid(hex=c) for c in (tip, commit))
+        return tip_id == commit_id or repo.descendant_of(tip_id, commit_id)
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
+
+
 def items(repo: pygit2.Repository, problem: str, kind: str | None, at: str) -> list[Item]:
     """The items of a problem on commit `at`, read from its tree (no history walk)."""
     tree = repo.revparse_single(at).peel(pygit2.Tree)

@@ -67,17 +67,21 @@ class ClaimHeld(Exception):
 
     def __init__(self, holder: Claim) -> None:
         self.holder = holder
+        super().__init__(self._describe(holder))
+
+    @staticmethod
+    def _describe(holder: Claim) -> str:
         until = "done" if holder.done else f"until {when(holder.expires)}"
-        super().__init__(f"{holder.episode} is claimed by {holder.worker} ({holder.op}, {until})")
+        return f"{holder.episode} is claimed by {holder.worker} ({holder.op}, {until})"
 
 
 class ClaimGivenUp(ClaimHeld):
     """The episode's last allowed holding expired: it is given up, never taken over again."""
 
-    def __init__(self, holder: Claim) -> None:
-        Exception.__init__(self, f"{holder.episode} is given up: its {holder.generation} holdings all expired "
-                                 f"(the last by {holder.worker})")
-        self.holder = holder
+    @staticmethod
+    def _describe(holder: Claim) -> str:
+        return (f"{holder.episode} is given up: its {holder.generation} holdings all expired "
+                f"(the last by {holder.worker})")
 
 
 class ClaimLost(Exception):

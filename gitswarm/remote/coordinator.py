@@ -71,7 +71,7 @@ class Coordinator:
     """When a claim was last seen open or an episode taken in (or the coordinator started)."""
     pruner: Pruner = field(default_factory=Pruner)
     """Deletes the claim and worker refs of episodes the run is done with (`prune.py`)."""
-    ops: publish.OpRefs = field(default_factory=lambda: publish.OpRefs())
+    ops: publish.OpRefs = field(default_factory=publish.OpRefs)
     """The mirror's op refs, and those the remote holds as pushed."""
 
     @property

@@ -107,7 +107,6 @@ class RefExists(StaleLease):
         return f"{self.ref} already exists on the remote {url}"
 
 
-
 class NameInUse(RemoteError):
     """A worker's own refs on the remote moved to commits it did not push: another process
     runs under its name. Nothing was pushed; its claims are left to expire and run again."""
@@ -134,6 +133,7 @@ class RefMoved(RemoteError):
         ours = f"this run's is {local[:12]}" if local else "this run has no such ref"
         super().__init__(url, "", f"{ref} on the remote {url} is at {found[:12]}, which is not in this "
                          f"run's history ({ours})")
+
 
 OUTAGE_S = 300.0
 """How long in a row a coordinator or a worker goes on while its remote is unreachable."""

@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection
 import pygit2
 
 from gitswarm.engine.index import CANDIDATE_FOLDERS
+from gitswarm.memory.read import in_history
 from gitswarm.memory.trailers import parse, split_ids
 from gitswarm.readmodel.tree import front
 
@@ -64,12 +65,7 @@ def on_main(repo: pygit2.Repository, main: str, commit: str, known: Collection[s
     coordinator's busy samples, and `intake.check` a third)."""
     if not COMMIT_ID.match(commit):
         return False
-    if commit in known:
-        return True
-    try:
-        return commit == main or repo.descendant_of(pygit2.Oid(hex=main), pygit2.Oid(hex=commit))
-    except (KeyError, ValueError, pygit2.GitError):  # not in this repository at all
-        return False
+    return commit in known or in_history(repo, main, commit)
 
 
 def _candidate(repo: pygit2.Repository, main: str, problem: str, commit: str, known: Collection[str]) -> bool:

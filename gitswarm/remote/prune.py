@@ -37,6 +37,7 @@ import anyio.to_thread
 import pygit2
 
 from gitswarm.memory import books, write
+from gitswarm.memory.read import in_history
 from gitswarm.remote import highwater, layout
 from gitswarm.remote.errors import PushRejected, RemoteError, StaleLease, Unreachable
 from gitswarm.remote.transport import Update
@@ -109,7 +110,8 @@ class Pruner:
     def _published(self, coordinator) -> bool:
         repo, known = coordinator.shared.memory.repo, coordinator.publisher.known
         batch = self.waiting
-        return _within(repo, known.get(layout.MAIN), batch.main) and _within(repo, known.get(LEDGER), batch.ledger)
+        return (in_history(repo, known.get(layout.MAIN), batch.main)
+                and in_history(repo, known.get(LEDGER), batch.ledger))
 
     def _push(self, coordinator) -> bool:
         batch, events = self.waiting, coordinator.shared.events
@@ -181,13 +183,3 @@ def _episode_of_worker_ref(name: str) -> str | None:
     if local.startswith("refs/gitswarm/ops/"):
         return local.removeprefix("refs/gitswarm/ops/").split("-", 1)[0]
     return None
-
-
-def _within(repo: pygit2.Repository, tip: str | None, commit: str) -> bool:
-    """Whether `commit` is `tip` or one of its ancestors (`tip` as the remote has it)."""
-    if tip is None:
-        return False
-    try:
-        return tip == commit or repo.descendant_of(pygit2.Oid(hex=tip), pygit2.Oid(hex=commit))
-    except (KeyError, ValueError, pygit2.GitError):
-        return False

@@ -28,6 +28,7 @@ from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.stops import Stop, StopReason
 from gitswarm.memory import trees
 from gitswarm.memory.errors import NotARun
+from gitswarm.memory.read import in_history
 from gitswarm.memory.repo import META_REF, Memory
 from gitswarm.memory.write import committer
 from gitswarm.problems.model import Kind, Problem, ProblemSet
@@ -181,14 +182,7 @@ class Publisher:
 def _ours(repo: pygit2.Repository, value: str | None, there: str | None) -> bool:
     """Whether the remote's value `there` of a ref is in the history of our `value` (so
     pushing ours over it loses nothing): absent, equal, or one of its ancestors."""
-    if there is None:
-        return True
-    if value is None:
-        return False
-    try:
-        return value == there or repo.descendant_of(pygit2.Oid(hex=value), pygit2.Oid(hex=there))
-    except (KeyError, ValueError, pygit2.GitError):  # not in this repository: not ours
-        return False
+    return there is None or in_history(repo, value, there)
 
 
 @dataclass

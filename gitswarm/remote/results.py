@@ -16,10 +16,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import pygit2
-
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.memory import write
+from gitswarm.memory.read import in_history
 from gitswarm.memory.repo import NOTES_REF, Memory
 from gitswarm.memory.trailers import parse
 from gitswarm.remote import layout
@@ -91,10 +90,7 @@ class ResultPush:
             mine = repo.references.get(named[1]) if named and named[0] == self.claims.worker else None
             if now is None or mine is None:
                 return False
-            try:
-                if now != str(mine.target) and not repo.descendant_of(mine.target, pygit2.Oid(hex=now)):
-                    return False
-            except (KeyError, ValueError, pygit2.GitError):  # not a commit of ours
+            if not in_history(repo, mine.target, now):  # not a commit of ours
                 return False
         return True
 
