@@ -7,7 +7,8 @@ Measured per run:
   `episode_started` of any worker (after it the budget is spent and the swarm drains),
   counted from the fake server's log of arrivals, as bench.py's orchestration rows count them;
 - the cores each process used in that window (its own CPU and that of the git processes it
-  ran, from /proc), the fake servers' together;
+  ran, from /proc), the fake servers' together; and each one's CPU seconds over the whole run
+  (`cpu_s`: the coordinator's per episode is its cost of taking workers' episodes in);
 - git's work over the transport: every `git push`, `git fetch` and `git ls-remote` each
   process ran, counted from git's own trace (`GIT_TRACE2_EVENT`: every git command logs its
   name and its parent's, so receive-pack and upload-pack count as part of theirs), and the
@@ -104,6 +105,7 @@ def run(slots: list[int], latency: float, per_worker: int, problems: int = 0, pr
         return {"slots": slots, "latency": latency, "wall": wall, "start_up_s": first - started,
                 "calls": len(arrivals), "window": last - first, "window_calls": inside,
                 "calls_per_s": inside / max(last - first, 1e-9), "cpu": cpu.cores(first, last),
+                "cpu_s": cpu.totals(),
                 "episodes": sum(1 for e in taken if e["kind"] in ENDED), "charged": stopped["charged"],
                 "reason": stopped["reason"], "prune": prune, "remote_refs": refs, "plain_push_ms": 1000 * push_s,
                 "git": {"coordinator": _git([root / "trace-coordinator"]),
@@ -167,6 +169,15 @@ class Sampler:
             if int(pid) in self.roles or int(fields[1]) == os.getpid():  # ours, the fake servers among them
                 role = self.roles.get(int(pid), "fake servers")
                 found[role] += sum(int(f) for f in fields[11:15]) / self.TICK  # utime stime cutime cstime
+        return found
+
+    def totals(self) -> dict[str, float]:
+        """CPU seconds each role used over the run, as last sampled while it lived (a process
+        that exited is gone from /proc: up to half a second of it is not counted)."""
+        found: dict[str, float] = {}
+        for _, sample in self.samples:
+            for role, used in sample.items():
+                found[role] = max(found.get(role, 0.0), used)
         return found
 
     def cores(self, start: float, end: float) -> dict[str, float]:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pygit2
 from pygit2.enums import FileMode
 
-from gitswarm.memory import trees
+from gitswarm.memory import refnames, trees
 from gitswarm.memory.errors import Contention
 from gitswarm.memory.trailers import Message
 from gitswarm.memory.write import committer
@@ -107,39 +106,11 @@ class Composed:
 def pending(repo: pygit2.Repository) -> dict[str, pygit2.Oid]:
     """Unmerged episode branches: episode id -> tip."""
     found = {}
-    for episode in _branch_names(repo):
-        ref = repo.references.get(BRANCH_PREFIX + episode)
+    for name in refnames.under(repo, BRANCH_PREFIX):  # not every ref: one per op ever written
+        ref = repo.references.get(name)
         if ref is not None:
-            found[episode] = ref.target
+            found[name.removeprefix(BRANCH_PREFIX)] = ref.target
     return found
-
-
-def _branch_names(repo: pygit2.Repository) -> set[str]:
-    """Names under refs/heads/swarm/, read from the ref files themselves.
-
-    A run holds one ref per operation ever written (100,000 on a long run); libgit2 lists refs
-    only by iterating all of them (0.18 s there). The loose ones are one folder, and the
-    packed ones are one sorted block of packed-refs. Any other ref storage: libgit2's list."""
-    folder = Path(repo.path)
-    packed = folder / "packed-refs"
-    data = packed.read_bytes() if packed.exists() else b""
-    header = data.split(b"\n", 1)[0]
-    if data and not (header.startswith(b"# pack-refs with:") and b" sorted" in header):
-        short = BRANCH_PREFIX.removeprefix("refs/heads/")
-        return {n.removeprefix(short) for n in repo.listall_branches() if n.startswith(short)}
-    names = set()
-    prefix = b" " + BRANCH_PREFIX.encode()
-    at = data.find(prefix)
-    while at != -1:
-        end = data.find(b"\n", at)
-        end = len(data) if end == -1 else end
-        names.add(data[at + len(prefix):end].decode())
-        nxt = end + 1 + 41  # the next line's " refs/...", after a 40-hex id (a "^" line never matches)
-        at = nxt - 1 if data.startswith(prefix, nxt - 1) else -1
-    loose = folder / BRANCH_PREFIX
-    if loose.is_dir():
-        names.update(p.name for p in loose.iterdir() if not p.name.endswith(".lock"))
-    return names
 
 
 def compose(repo: pygit2.Repository, run_id: str, episodes: list[str] | None = None,

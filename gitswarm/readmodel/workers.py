@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import pygit2
 
+from gitswarm.memory import refnames
+
 HEADERS = ("worker", "state", "held", "episodes", "last push", "tokens", "outcomes")
 WORKERS = "refs/gitswarm/workers/"
 BOOK = "/gitswarm/ledger"
@@ -65,7 +67,7 @@ def read_workers(repo: pygit2.Repository, scheduler: dict) -> tuple[WorkerState,
     spending = scheduler.get("spending") if isinstance(scheduler.get("spending"), dict) else {}
     counted = spending.get("processes") if isinstance(spending.get("processes"), dict) else {}
     books = {ref.removeprefix(WORKERS).removesuffix(BOOK): ref
-             for ref in repo.references if ref.startswith(WORKERS) and ref.endswith(BOOK)}
+             for ref in refnames.under(repo, WORKERS) if ref.endswith(BOOK)}
     found = []
     for name in sorted({*books, *counted}):
         live = counted.get(name) if isinstance(counted.get(name), dict) else {}

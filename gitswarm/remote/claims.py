@@ -37,6 +37,7 @@ from dataclasses import replace
 import pygit2
 from pygit2.enums import FileMode
 
+from gitswarm.memory import refnames
 from gitswarm.memory.model import check_name
 from gitswarm.memory.trailers import Message
 from gitswarm.memory.write import COMMITTER
@@ -82,12 +83,12 @@ class Claims:
         self.remote.fetch([layout.claims_refspec(), layout.high_water_refspec()], prune=True)
         repo = self.remote.repo()
         found, loaded = {}, {}
-        for name in repo.references:
-            episode = layout.episode_of(name)
-            if episode is not None:
-                commit = str(repo.references[name].target)
+        for name in refnames.under(repo, layout.CLAIMS):  # not every ref: the mirror's grow per episode
+            ref = repo.references.get(name)
+            if ref is not None:
+                commit = str(ref.target)
                 claim = self._loaded.get(commit) or load(repo, commit)
-                found[episode], loaded[commit] = claim, claim
+                found[layout.episode_of(name)], loaded[commit] = claim, claim
         self._loaded = loaded
         return found
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import anyio.to_thread
 import pygit2
 
-from gitswarm.memory import books, write
+from gitswarm.memory import books, refnames, write
 from gitswarm.memory.read import in_history
 from gitswarm.remote import highwater, layout
 from gitswarm.remote.errors import PushRejected, RemoteError, StaleLease, Unreachable
@@ -141,14 +141,13 @@ def gather(repo: pygit2.Repository, ledger, claims: dict, mark: int, least: int)
     """The episodes ready to prune (the module docstring's rules) and their deletes, or None
     when fewer than `least` are ready. Refs are read before main, so a branch found gone was
     merged into a main at or before the one remembered."""
-    names = list(repo.references)
-    branches = {n for n in names if n.startswith("refs/heads/swarm/")}
-    present = {n for n in names if n.startswith(layout.CLAIMS)}  # the mirror follows our deletes
+    branches = refnames.under(repo, "refs/heads/swarm/")
+    present = refnames.under(repo, layout.CLAIMS)  # the mirror follows our deletes
     refs: dict[str, list[Update]] = {}
     for claim in claims.values():
         if claim.done and layout.claim_ref(claim.episode) in present:
             refs.setdefault(claim.episode, []).append(Update(layout.claim_ref(claim.episode), None, claim.id))
-    for name in names:
+    for name in sorted(refnames.under(repo, layout.WORKERS)):
         episode = _episode_of_worker_ref(name)
         if episode is not None:
             refs.setdefault(episode, []).append(Update(name, None, str(repo.references[name].target)))

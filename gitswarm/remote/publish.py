@@ -26,7 +26,7 @@ import pygit2
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.stops import Stop, StopReason
-from gitswarm.memory import trees
+from gitswarm.memory import refnames, trees
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.read import in_history
 from gitswarm.memory.repo import META_REF, Memory
@@ -223,6 +223,6 @@ class OpRefs:
         key = (memory.main(), episodes)
         if key != self._key:
             prefix = "refs/gitswarm/ops/"
-            self._listed = [r for r in memory.repo.references if r.startswith(prefix)]
+            self._listed = sorted(refnames.under(memory.repo, prefix))
             self._key = key
         return [r for r in self._listed if r not in self.published]
