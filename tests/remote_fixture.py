@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from collections import Counter
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -52,3 +53,14 @@ def pushed_refs(trace: Path) -> list[list[str]]:
         if event["event"] == "start" and "/" not in event["sid"] and "push" in argv:
             pushes.append([spec.rsplit(":", 1)[1] for spec in argv if spec.count(":") == 1 and ":refs/" in spec])
     return pushes
+
+
+def git_commands(trace: Path) -> Counter:
+    """How many times a process ran each git command (`push`, `fetch`, ...), from git's own
+    trace; the git processes those start (upload-pack, ...) are not counted."""
+    found: Counter = Counter()
+    for line in trace.read_text().splitlines():
+        event = json.loads(line)
+        if event["event"] == "cmd_name" and "/" not in event["sid"]:
+            found[event["name"]] += 1
+    return found

@@ -16,13 +16,14 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import brain_server, fsck_clean, git
-from remote_fixture import pushed_refs
+from remote_fixture import git_commands, pushed_refs
 
 from gitswarm.demo import audit
 from gitswarm.engine.ledger import Ledger
 from gitswarm.memory.repo import Memory
 from gitswarm.remote import layout
 from gitswarm.remote.daemon import bare
+from gitswarm.remote.pace import POLL_S, Pace
 from gitswarm.resources import resolve_set
 from gitswarm.tui.app import Dashboard
 from gitswarm.tui.tables import ProcessesTable
@@ -49,11 +50,13 @@ def env() -> dict[str, str]:
     return {**os.environ, "OPENAI_API_KEY": "not-secret"}
 
 
-def coordinator(url: str, mirror: Path, api: str, *extra: str) -> subprocess.Popen:
+def coordinator(url: str, mirror: Path, api: str, *extra: str, trace: Path | None = None) -> subprocess.Popen:
+    """A coordinator process; with `trace`, git's own trace of its commands goes there."""
+    traced = {"GIT_TRACE2_EVENT": str(trace)} if trace else {}
     return subprocess.Popen(cli("solve", str(resolve_set("demo")), "--run", url, "--mirror", str(mirror),
                                 "--workers", "0", "--budget", str(BUDGET), "--model", "openai/gitswarm-scripted",
                                 "--api-base", api, "--claim-ttl", "4", "--no-tui", *extra),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**env(), **traced})
 
 
 def worker(url: str, folder: Path, name: str, api: str, watch: bool = False, slots: int = 2,
@@ -234,3 +237,20 @@ def test_status_by_url_of_a_remote_with_no_run(tmp_path: Path):
     missing = subprocess.run(cli("status", f"file://{tmp_path}/none.git"), capture_output=True, text=True, env=env())
     assert missing.returncode == 1 and "no git repository at" in missing.stderr, missing.stderr
     assert "Traceback" not in done.stderr + missing.stderr
+
+
+def test_an_idle_coordinator_looks_less_often_and_stops_after_its_patience(tmp_path: Path, model_server: str):
+    """No worker ever joins: each look (a fetch of the claims) finds what the last one found,
+    so the waits double from `POLL_S` to `IDLE_S`; after its patience (8 s) it stops as
+    `no_workers`. Looking every `POLL_S` it would have fetched about 40 times."""
+    url, mirror, trace = f"file://{server_repo(tmp_path / 'run.git')}", tmp_path / "mirror", tmp_path / "trace"
+    code, _, err = finish(coordinator(url, mirror, model_server, "--patience", "8", trace=trace), 90)
+    assert code == 1 and "no worker held or closed a claim for 8 s" in err, err
+    assert git_commands(trace)["fetch"] <= 8 / POLL_S / 3
+
+
+def test_the_pace_doubles_while_nothing_moves_and_is_quick_again_once_something_does():
+    pace = Pace(least_s=0.2, most_s=1.0)
+    assert [pace.saw("a") for _ in range(5)] == [0.2, 0.4, 0.8, 1.0, 1.0]
+    assert pace.saw("b") == 0.2 and pace.saw("b") == 0.4
+    assert pace.saw(None) == 0.2 and pace.saw(None) == 0.4  # an unreachable remote: looked at less often too

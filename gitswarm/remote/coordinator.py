@@ -1,12 +1,13 @@
 """`coordinate`: a run on a git remote, composed by this process from what workers push.
 
 The coordinator's run repository is its mirror of the remote. It publishes the run (main,
-meta with the settings workers read), then loops every `POLL_S`: fetch the claims and the
+meta with the settings workers read), then loops at its `pace`: fetch the claims and the
 workers' refs, take in each episode whose claim its holder closed (`intake`: checked at the
 boundary, then adopted, or refused and said why), record it in the run's ledger, let the
 merger compose main as in a local run, and push main, ledger, notes and op refs by lease.
 When a stop condition holds it publishes the stop, waits for the claims in flight to close,
-composes what is left, selects each problem's solution and publishes the end state.
+composes what is left, selects each problem's solution and publishes the end state. It looks
+every `POLL_S` while claims move, less often while nothing does (`pace.py`).
 """
 
 from __future__ import annotations
@@ -27,12 +28,11 @@ from gitswarm.memory.repo import META_REF, NOTES_REF
 from gitswarm.remote import intake, layout, publish
 from gitswarm.remote.claims import Claim, Claims
 from gitswarm.remote.errors import Outage, RefMoved, Unreachable
+from gitswarm.remote.pace import POLL_S, Pace
 from gitswarm.remote.prune import Pruner
 from gitswarm.remote.spending import Spending
 from gitswarm.remote.transport import Remote
 
-POLL_S = 0.2
-"""Time between two looks at what the workers pushed."""
 OWN_REFS = (layout.MAIN, META_REF, "refs/gitswarm/ledger", NOTES_REF, "refs/gitswarm/grades", publish.STOP_REF)
 CAUGHT = {"contribute": "committed", "nominate": "nominated", "stopped": "abstain"}
 LANDING_S = 10.0
@@ -73,6 +73,8 @@ class Coordinator:
     """Deletes the claim and worker refs of episodes the run is done with (`prune.py`)."""
     ops: publish.OpRefs = field(default_factory=publish.OpRefs)
     """The mirror's op refs, and those the remote holds as pushed."""
+    pace: Pace = field(default_factory=Pace)
+    """How long `run` waits before the next step: longer while steps find nothing new."""
 
     @property
     def config(self):
@@ -84,6 +86,7 @@ class Coordinator:
         found = await self._remote(self._fetch)
         if found is None:
             self.active = time.monotonic()  # no sight of the claims is no sign of idle workers (`Outage` bounds it)
+            self.pace.saw(None)
             return  # unreachable: the next step fetches again
         now = time.time()
         self.open_claims = sum(1 for c in found.values() if not c.done and not c.expired(now))
@@ -109,6 +112,8 @@ class Coordinator:
         self.told.clear()
         if await self.publish():
             await self.pruner.step(self)
+        main = await shared.git(shared.memory.main)
+        self.pace.saw((frozenset(c.id for c in found.values()), main, len(self.ledger.episodes), len(self.landing)))
 
     def _fetch(self) -> dict[str, Claim]:
         """The claims, then the workers' refs when a claim closed that the ledger lacks: a
@@ -237,7 +242,7 @@ class Coordinator:
         (bounded by the episode time limit and a claim's time to live)."""
         while (stop := self.stop(user_stop.is_set())) is None:
             await self.step()
-            with anyio.move_on_after(POLL_S):
+            with anyio.move_on_after(self.pace.wait_s):
                 await user_stop.wait()
         memory = self.shared.memory
         await self.shared.git(publish.write_stop, memory, stop)
