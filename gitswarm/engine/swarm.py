@@ -10,7 +10,7 @@ from typing import Protocol
 
 import anyio
 
-from gitswarm.engine import selection
+from gitswarm.engine import picking
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import Shared, run_episode
@@ -202,35 +202,12 @@ class Scheduler:
         self._changed = anyio.Event()
 
     def _open(self) -> list[str]:
-        """Problems an episode may start on: not settled, not set aside, and not covered (a
-        verified leader with enough nominations, made or in the making, to settle it: more
-        episodes would only vote)."""
-        index, settled, aside = self.shared.index, self.shared.view.settled, self.streaks.set_aside
+        """`picking.open_problems`, counting as nominations in the making the episodes in
+        flight or being claimed and the nominations not yet merged."""
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
         busy += [p for p, _, status in self._unmerged().values() if status == "nominate"]
-        cfg = self.config
-
-        def covered(p: str) -> bool:
-            top = selection.leader(index, p, cfg.verify)
-            return (top is not None and top.verified
-                    and top.nominations + busy.count(p) >= cfg.settle_nominations)
-
-        return [p for p in self.problems if p not in settled and p not in aside and not covered(p)]
-
-    def _worker_for(self, problem: str) -> str | None:
-        """The first free worker whose review of `problem`'s candidates still short of
-        verification would count: not their author (an author's review of its own attempt
-        does not count), not a worker that reviewed them already, nor the author of work
-        not yet merged there. With no such candidate, the first free worker; None when no
-        free worker would count."""
-        index, verify = self.shared.index, self.config.verify
-        short = [s.commit for s in selection.standings(index, problem) if not s.critical and s.passes < verify]
-        recent = {worker for where, worker, _ in self._unmerged().values() if where == problem}
-        if not short:
-            return next((w for w in self.free_workers if w not in recent), None)
-        done = {c: {index.authors.get(c), *index.problems[problem].reviews.get(c, {})} for c in short}
-        return next((w for w in self.free_workers if w not in recent and any(w not in d for d in done.values())),
-                    None)
+        return picking.open_problems(self.shared.index, self.problems, self.shared.view.settled,
+                                     self.streaks.set_aside, busy, self.config)
 
     def _unmerged(self) -> dict[str, tuple[str, str, str]]:
         """`unmerged`, less what the index now holds."""
@@ -239,21 +216,12 @@ class Scheduler:
         return self.unmerged
 
     def _pick(self) -> tuple[str, str] | None:
-        """A problem and a free worker: unsolved problems first, then the least worked
-        (contributions and episodes in flight, other processes' too), each given to a worker whose review of its
-        candidates would count. When no such pair exists and nothing is in flight (so nothing
-        will change by waiting), the first problem goes to the first free worker."""
-        index = self.shared.index
+        """`picking.pick` over `_open`, counting as busy the episodes in flight, being
+        claimed, and other processes' too."""
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
         busy += self.source.elsewhere() if self.source else []
-        open_ = sorted(self._open(), key=lambda p: (bool(index.problems[p].nominations),
-                                                    sum(index.problems[p].kinds.values()) + 2 * busy.count(p),
-                                                    self.rng.random()))
-        for problem in open_:
-            worker = self._worker_for(problem)
-            if worker is not None:
-                return problem, worker
-        return (open_[0], self.free_workers[0]) if open_ and not self.in_flight and not self.claiming else None
+        return picking.pick(self.shared.index, self._open(), busy, self.free_workers, self._unmerged(),
+                            self.config.verify, self.rng, waiting=bool(self.in_flight or self.claiming))
 
     async def _resume(self, tg) -> None:
         """Finish the records of episodes a crash cut off, and restart the unfinished ones."""
