@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gitswarm.engine.ledger import CHARGED, EpisodeRecord
+from gitswarm.engine.stops import Stop, StopReason
 
 UNCHARGED = ("abstain", "failed")
 """Outcomes that make no progress. A `stopped` episode (cut short by a cap or a crash) says
@@ -60,6 +61,16 @@ class Streaks:
         said = ", ".join(f"{n} {'abstained' if s == 'abstain' else s}" for s, n in sorted(counts.items()))
         last = " ".join((run[-1][1] if run else "").split())
         return f"{said} (last: {_clip(last, 120)!r})" if last else said
+
+    def no_progress(self, aside: list[str]) -> Stop:
+        """The stop when every open problem (`aside`) is set aside: which ones, and how their
+        last episodes ended."""
+        shown = "; ".join(f"{p}: {self.describe(p)}" for p in aside[:6])
+        more = f"; and {len(aside) - 6} more" if len(aside) > 6 else ""
+        return Stop(StopReason.NO_PROGRESS,
+                    f"no progress: every open problem is set aside after {self.limit} "
+                    f"episodes in a row that abstained or failed ({shown}{more}); a larger "
+                    "--no-progress or another --model gives them another chance")
 
 
 def _clip(text: str, limit: int) -> str:

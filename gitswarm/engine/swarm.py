@@ -173,16 +173,7 @@ class Scheduler:
         if self._open():
             return None
         aside = [p for p in self.problems if p in self.streaks.set_aside and p not in self.shared.view.settled]
-        return self._no_progress(aside) if aside else Stop(StopReason.SETTLED, "every problem is settled")
-
-    def _no_progress(self, aside: list[str]) -> Stop:
-        """Every open problem is set aside: which ones, and how their last episodes ended."""
-        shown = "; ".join(f"{p}: {self.streaks.describe(p)}" for p in aside[:6])
-        more = f"; and {len(aside) - 6} more" if len(aside) > 6 else ""
-        return Stop(StopReason.NO_PROGRESS,
-                    f"no progress: every open problem is set aside after {self.config.no_progress} "
-                    f"episodes in a row that abstained or failed ({shown}{more}); a larger "
-                    "--no-progress or another --model gives them another chance")
+        return self.streaks.no_progress(aside) if aside else Stop(StopReason.SETTLED, "every problem is settled")
 
     def _may_start(self) -> bool:
         """A worker is free, and neither the budget nor the episode cap may be passed by one
