@@ -20,7 +20,8 @@ Containment, strongest first, as the platform allows (probed once per process):
   after normal exit; CPU, address-space and file-size limits; a minimal environment with
   no inherited secrets; bounded output capture (head and tail of each stream).
 
-Set-up happens in `launch.py`, a separate process, never in a `preexec_fn`.
+Set-up happens in `launch.py`, a separate process, never in a `preexec_fn`; `scratch.py`
+makes, fills and removes the scratch folder.
 """
 
 from __future__ import annotations
@@ -28,18 +29,16 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from gitswarm.sandbox.processes import EXEC, Capture, UidPool, kill_everything, own_tasks, read_until
+from gitswarm.sandbox.scratch import chown_tree, scratch_folder, write_files
 
 _PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 _MEMORY_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
@@ -135,11 +134,11 @@ def run(
     if not argv:
         raise ValueError("argv is empty")
     policy = _policy()
-    with _scratch(workdir) as scratch, _UIDS.lease(policy.drop_uid) as uid:
-        _write_files(scratch, files or {})
+    with scratch_folder(workdir) as scratch, _UIDS.lease(policy.drop_uid) as uid:
+        write_files(scratch, files or {})
         owner = scratch.stat()
         if uid is not None:
-            _chown_tree(scratch, uid, uid)
+            chown_tree(scratch, uid, uid)
         try:
             cfg = _config(argv, scratch, policy, uid, limits, hide, expose)
             started = time.monotonic()
@@ -147,7 +146,7 @@ def run(
             return _result(outcome, time.monotonic() - started, policy, uid)
         finally:
             if uid is not None and workdir is not None:
-                _chown_tree(scratch, owner.st_uid, owner.st_gid)
+                chown_tree(scratch, owner.st_uid, owner.st_gid)
 
 
 def _result(outcome: _Outcome, duration: float, policy: _Policy, uid: int | None) -> SandboxResult:
@@ -233,49 +232,6 @@ def _spawn_and_wait(cfg: dict, environ: dict, stdin: bytes | None, limits: Limit
 _UIDS = UidPool()
 
 
-@contextmanager
-def _scratch(workdir: Path | None) -> Iterator[Path]:
-    if workdir is not None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        yield workdir
-        return
-    path = Path(tempfile.mkdtemp(prefix="gitswarm-sandbox-"))
-    try:
-        yield path
-    finally:
-        if sys.version_info >= (3, 12):
-            shutil.rmtree(path, onexc=_force_remove)
-        else:
-            shutil.rmtree(path, onerror=_force_remove)
-
-
-def _force_remove(func, path, _exc) -> None:
-    """rmtree helper: the program may have left folders without write permission."""
-    with suppress(OSError):
-        os.chmod(Path(path).parent, 0o700)
-        os.chmod(path, 0o700)
-        func(path)
-
-
-def _write_files(root: Path, files: dict[str, bytes]) -> None:
-    for name, content in files.items():
-        rel = PurePosixPath(name)
-        if rel.is_absolute() or ".." in rel.parts or not rel.parts:
-            raise ValueError(f"file name must be a relative path inside the sandbox: {name!r}")
-        path = root.joinpath(*rel.parts)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content)
-
-
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    """Give `root` and everything below it to uid:gid, never following symlinks."""
-    os.lchown(root, uid, gid)
-    for folder, dirs, names in os.walk(root):
-        for name in dirs + names:
-            with suppress(FileNotFoundError):
-                os.lchown(os.path.join(folder, name), uid, gid)
-
-
 @functools.cache
 def _policy() -> _Policy:
     """The strongest containment that works here, found by trying it once per process."""
@@ -293,9 +249,9 @@ def _policy() -> _Policy:
 def _works(policy: _Policy) -> bool:
     probe = [sys.executable, "-I", "-S", "-c", "pass"]
     limits = Limits(wall_seconds=20.0)
-    with _scratch(None) as scratch, _UIDS.lease(policy.drop_uid) as uid:
+    with scratch_folder(None) as scratch, _UIDS.lease(policy.drop_uid) as uid:
         if uid is not None:
-            _chown_tree(scratch, uid, uid)
+            chown_tree(scratch, uid, uid)
         cfg = _config(probe, scratch, policy, uid, limits, ())
         outcome = _spawn_and_wait(cfg, _environment(scratch, {}), None, limits)
         return outcome.code == 0 and not outcome.setup_error
