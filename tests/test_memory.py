@@ -182,6 +182,17 @@ def test_transcripts_are_git_notes(memory: Memory):
     assert git(memory.path, "rev-list", "--count", "refs/notes/transcripts").strip() == "1"
 
 
+def test_several_transcripts_are_noted_in_one_commit(memory: Memory):
+    first = memory.contribute(contribution(memory, "e1", {"notes/a.md": "x"})).commit
+    second = memory.contribute(contribution(memory, "e2", {"notes/b.md": "y"})).commit
+    memory.add_transcript(first, "one")
+    memory.add_transcripts({first: "one", second: "two\x00"})  # the first unchanged: only the second is new
+    memory.add_transcripts({first: "one", second: "two\x00"})
+    assert memory.transcript(first) == "one" and memory.transcript(second) == "two\\0"
+    assert git(memory.path, "rev-list", "--count", "refs/notes/transcripts").strip() == "2"
+    assert git(memory.path, "notes", "--ref=transcripts", "show", second).strip() == "two\\0"
+
+
 def test_a_flat_note_of_an_older_run_is_replaced_not_doubled(memory: Memory):
     import pygit2
 

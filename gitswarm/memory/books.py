@@ -48,8 +48,9 @@ def commit_changes(repo: pygit2.Repository, name: str, tip: pygit2.Commit | None
     return commit
 
 
-def put_note(repo: pygit2.Repository, ref: str, target: str, text: str) -> None:
-    """Attach `text` to commit `target` as a git note, stored with git's two-level fanout.
+def put_notes(repo: pygit2.Repository, ref: str, notes: dict[str, str]) -> None:
+    """Attach each text of `notes` to its commit (target id -> text) as a git note, in one
+    commit of the notes ref, stored with git's two-level fanout.
 
     libgit2's create_note keeps every note in one flat tree and rewrites it whole for each
     note: 1.6 ms at 100 notes, 16 ms at 3,000, one note per episode. Under `ab/cdef...` a
@@ -57,8 +58,9 @@ def put_note(repo: pygit2.Repository, ref: str, target: str, text: str) -> None:
     flat entry an older run may hold for the same commit is removed."""
     tip_ref = repo.references.get(ref)
     tip = repo[tip_ref.target] if tip_ref is not None else None
-    blob = repo.create_blob(text.encode())
-    changes: trees.Changes = {f"{target[:2]}/{target[2:]}": (blob, FileMode.BLOB), target: None}
+    changes: trees.Changes = {}
+    for target, text in notes.items():
+        changes |= {f"{target[:2]}/{target[2:]}": (repo.create_blob(text.encode()), FileMode.BLOB), target: None}
     commit_changes(repo, ref, tip, changes, "Notes added by gitswarm")
 
 

@@ -124,11 +124,15 @@ class Memory:
 
     def add_transcript(self, commit: str, text: str) -> None:
         """Attach an episode's model transcript to its commit as a git note (idempotent)."""
-        text = text.replace("\x00", "\\0")  # git notes are C strings
+        self.add_transcripts({commit: text})
+
+    def add_transcripts(self, transcripts: dict[str, str]) -> None:
+        """`add_transcript` for several commits (commit -> text), in one commit of the notes."""
+        texts = {commit: text.replace("\x00", "\\0") for commit, text in transcripts.items()}  # notes are C strings
         with self._lock:
-            if self.transcript(commit) == text:
-                return
-            retry(lambda: books.put_note(self.repo, NOTES_REF, commit, text))
+            new = {commit: text for commit, text in texts.items() if self.transcript(commit) != text}
+            if new:
+                retry(lambda: books.put_notes(self.repo, NOTES_REF, new))
 
     # -- reads ----------------------------------------------------------------------------
 

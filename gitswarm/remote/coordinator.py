@@ -19,11 +19,10 @@ import anyio
 import anyio.to_thread
 
 from gitswarm.engine import selection
-from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.stops import Stop, StopReason
-from gitswarm.memory import books
 from gitswarm.memory.repo import META_REF, NOTES_REF
 from gitswarm.remote import intake, layout, publish
 from gitswarm.remote.claims import Claim, Claims
@@ -73,6 +72,8 @@ class Coordinator:
     """Deletes the claim and worker refs of episodes the run is done with (`prune.py`)."""
     ops: publish.OpRefs = field(default_factory=publish.OpRefs)
     """The mirror's op refs, and those the remote holds as pushed."""
+    transcripts: dict[str, str] = field(default_factory=dict)
+    """The transcripts of the commits adopted this step, noted together (one notes commit)."""
     pace: Pace = field(default_factory=Pace)
     """How long `run` waits before the next step: longer while steps find nothing new."""
 
@@ -99,6 +100,9 @@ class Coordinator:
             if claim.episode not in self.ledger.episodes:
                 await self._take(claim)
                 changed = True
+        if self.transcripts:  # before the ledger that records their episodes: a crash in between takes them again
+            await shared.git(shared.memory.add_transcripts, dict(self.transcripts))
+            self.transcripts.clear()
         if changed:  # published with the ledger, for the workers' cap checks
             self.ledger.spending = self.spending.record(self.ledger)
             self.ledger.restate()
@@ -160,27 +164,23 @@ class Coordinator:
     async def _take(self, claim: Claim) -> None:
         """One closed episode into the ledger, its commit adopted if it passes the checks."""
         shared, memory = self.shared, self.shared.memory
-        record = await shared.git(_record, memory, claim)
-        item = await shared.git(intake.pushed, memory.repo, claim)
-        unseen = record.note == NO_RECORD or (item.commit is None and record.status in ("contribute", "nominate"))
+        record, item = await shared.git(intake.closed, memory, claim)
+        made = record.status in ("contribute", "nominate")
+        unseen = record.note == intake.NO_RECORD or (item.commit is None and made)
         if unseen and time.monotonic() - self.landing.setdefault(claim.episode, time.monotonic()) < LANDING_S:
             return  # its push may still be landing: the next step fetches again
         self.landing.pop(claim.episode, None)
         if item.commit is not None:
             try:
-                main = await shared.git(memory.main)
-                op = await shared.git(intake.check, memory.repo, memory.run_id, main, item, memory.limits,
-                                      shared.index.taken)  # main's commits: no walk for them
-                await shared.git(intake.adopt, memory.repo, claim.episode, op, item.commit)
-                text = await shared.git(intake.transcript, memory.repo, claim.worker, item.commit)
+                text = await shared.git(intake.take, memory, item, shared.index.taken)
                 if text is not None:
-                    await shared.git(memory.add_transcript, item.commit, text)
+                    self.transcripts[item.commit] = text
                 record.commit = item.commit
             except intake.Refused as exc:
                 record.status, record.commit = "failed", None
                 record.note = f"refused by the coordinator: {exc.reason}"
                 self.told.append(("refused", {"episode": claim.episode, "worker": claim.worker, "reason": exc.reason}))
-        elif record.status in ("contribute", "nominate"):
+        elif made:
             record.status, record.note = "failed", "refused by the coordinator: no commit was pushed"
         self.spending.took(record)
         self.ledger.changed(record)
@@ -265,24 +265,3 @@ class Coordinator:
         await shared.git(self.ledger.flush, shared.memory)
         await self._published()
         return chosen
-
-
-NO_RECORD = "refused by the coordinator: no ledger record was pushed"
-
-
-def _record(memory, claim: Claim) -> EpisodeRecord:
-    """The closer's ledger record of the episode, as it pushed it; a missing one is failed."""
-    book = layout.worker_ref(claim.worker, books.ref_name("ledger")).removeprefix("refs/gitswarm/")
-    found = books.get(memory.repo, book, f"episodes/{claim.episode[:4]}/{claim.episode}.json")
-    if not isinstance(found, dict) or found.get("episode") != claim.episode:
-        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed", process=claim.worker,
-                             note=NO_RECORD)
-    record = EpisodeRecord.from_dict(found)
-    record.process = claim.worker
-    if not intake.owns(claim.worker, record.worker) or record.problem != claim.problem:
-        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed", process=claim.worker,
-                             note="refused by the coordinator: its ledger record does not match its claim")
-    if record.status == "running":
-        record.status, record.note = "stopped", "closed without a final record"
-    record.commit = None
-    return record

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import pygit2
 
 from gitswarm.engine.index import VERDICTS
-from gitswarm.memory import write
+from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.memory import books, write
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.model import KIND_FOLDERS, Contribution
 from gitswarm.memory.paths import WriteLimits
@@ -168,3 +169,39 @@ def transcript(repo: pygit2.Repository, worker: str, commit: str) -> str | None:
         return repo.lookup_note(commit, layout.worker_ref(worker, "refs/notes/transcripts")).message
     except KeyError:
         return None
+
+
+NO_RECORD = "refused by the coordinator: no ledger record was pushed"
+"""The note of a closed claim whose closer's record is not in sight (yet: `Coordinator.landing`)."""
+
+
+def closed(memory, claim: Claim) -> tuple[EpisodeRecord, Pushed]:
+    """The closer's record of the episode and what it pushed, from the coordinator's mirror."""
+    return record(memory, claim), pushed(memory.repo, claim)
+
+
+def take(memory, item: Pushed, taken: Collection[str]) -> str | None:
+    """Check a pushed commit at the boundary and adopt it (raises `intake.Refused`); its
+    transcript as the worker pushed it. `taken`: main's commits, no walk of history for them."""
+    claim = item.claim
+    op = check(memory.repo, memory.run_id, memory.main(), item, memory.limits, taken)
+    adopt(memory.repo, claim.episode, op, item.commit)
+    return transcript(memory.repo, claim.worker, item.commit)
+
+
+def record(memory, claim: Claim) -> EpisodeRecord:
+    """The closer's ledger record of the episode, as it pushed it; a missing one is failed."""
+    book = layout.worker_ref(claim.worker, books.ref_name("ledger")).removeprefix("refs/gitswarm/")
+    data = books.get(memory.repo, book, f"episodes/{claim.episode[:4]}/{claim.episode}.json")
+    if not isinstance(data, dict) or data.get("episode") != claim.episode:
+        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed", process=claim.worker,
+                             note=NO_RECORD)
+    found = EpisodeRecord.from_dict(data)
+    found.process = claim.worker
+    if not owns(claim.worker, found.worker) or found.problem != claim.problem:
+        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed", process=claim.worker,
+                             note="refused by the coordinator: its ledger record does not match its claim")
+    if found.status == "running":
+        found.status, found.note = "stopped", "closed without a final record"
+    found.commit = None
+    return found
