@@ -16,6 +16,7 @@ from conftest import git
 from remote_fixture import fsck_served, pushed_refs, served
 from test_remote_claims import TTL, Clock, results_of, worker
 
+from gitswarm.engine.ledger import Ledger
 from gitswarm.memory.repo import Memory
 from gitswarm.remote import highwater, layout
 from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, ClaimPruned, Claims
@@ -134,3 +135,35 @@ def test_a_remote_that_denies_deletes_keeps_its_refs_and_the_run_ends(tmp_path: 
             if json.loads(line)["kind"] == "prune_refused"]
     assert [e["again"] for e in said] == [True] * (REFUSALS - 1) + [False], said
     assert git(remote, "for-each-ref", layout.CLAIMS)  # kept
+
+
+@pytest.mark.slow
+def test_a_prune_whose_answer_was_lost_is_done_when_pushed_again(tmp_path: Path, model_server: str) -> None:
+    """The server applies the coordinator's first prune push and dies before answering (its
+    reference-transaction hook kills it once the deletes are committed): the push is
+    `Unreachable`, the batch is pushed again and finds every ref gone, its leases failed
+    (`StaleLease`). That batch is pruned, not stale: every episode is counted pruned once,
+    and the run ends pruned as any other."""
+    from test_remote_run import check_pruned, check_run, coordinator, finish, server_repo
+    from test_remote_run import worker as worker_process
+
+    remote = server_repo(tmp_path / "run.git")
+    hook = remote / "hooks" / "reference-transaction"
+    hook.write_text("#!/bin/sh\nlines=$(cat)\n[ \"$1\" = committed ] || exit 0\n"
+                    "case \"$lines\" in\n  *\"0000000000000000000000000000000000000000 refs/gitswarm/claims/\"*)\n"
+                    "    [ -e answer-lost ] && exit 0\n    touch answer-lost\n    kill -9 $PPID;;\nesac\nexit 0\n")
+    hook.chmod(0o755)
+    url, mirror = remote.as_uri(), tmp_path / "mirror"
+    coord = coordinator(url, mirror, model_server, "--prune-batch", "2")
+    workers = [worker_process(url, tmp_path / name, name, model_server) for name in ("a", "b")]
+    code, _, err = finish(coord)
+    assert code == 0, err
+    assert all(finish(w)[0] == 0 for w in workers)
+    assert (remote / "answer-lost").exists()
+    check_run(mirror, remote)
+    check_pruned(mirror, remote)
+    events = [json.loads(line) for line in (mirror / "gitswarm-events.jsonl").open()]
+    assert not [e for e in events if e["kind"] in ("prune_stale", "prune_refused")]
+    pruned = [episode for e in events if e["kind"] == "pruned" for episode in e["data"]["episodes"]]
+    episodes = {e for e in Ledger.load(Memory(mirror)).episodes if e != "merger"}
+    assert sorted(pruned) == sorted(episodes)

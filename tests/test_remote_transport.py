@@ -278,3 +278,31 @@ def test_a_race_the_server_decides_is_a_lost_lease_too(remote_url, tmp_path) -> 
     assert sorted(type(r).__name__ for r in leased) == ["NoneType", "StaleLease"]
     assert lost.stale == ("refs/x/c",) and lost.expected == winner
     assert a.refs("refs/x/c")["refs/x/c"] == moved[leased.index(None)]
+
+
+def test_a_leased_delete_of_a_ref_already_gone_is_a_lost_lease(remote_url, tmp_path) -> None:
+    """A delete leased on a value the ref no longer has, because the ref is gone, failed its
+    lease: `StaleLease`, whether git's client-side check refuses it ("stale info": the ref was
+    gone before the push) or the server's own transaction does ("remote rejected": two deleters
+    raced past the client-side check, held by a slow hook); never a plain `PushRejected`."""
+    a, b = Remote(remote_url, tmp_path / "a.git"), Remote(remote_url, tmp_path / "b.git")
+    value = commit(a, "one")
+    a.push([Update("refs/x/gone", value)])
+    b.fetch(["+refs/x/*:refs/x/*"])
+    a.push([Update("refs/x/gone", None, old=value)])
+    with pytest.raises(StaleLease) as before:
+        b.push([Update("refs/x/gone", None, old=value)])
+    assert (before.value.ref, before.value.expected, before.value.stale) == ("refs/x/gone", value, ("refs/x/gone",))
+
+    hook = served(remote_url, tmp_path) / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\ncat >/dev/null\nsleep 0.3\n")
+    hook.chmod(0o755)
+    a.push([Update("refs/x/raced", value)])
+    b.fetch(["+refs/x/*:refs/x/*"])
+    deleted = race([lambda: a.push([Update("refs/x/raced", None, old=value)]),
+                    lambda: b.push([Update("refs/x/raced", None, old=value)])])
+    lost = next(r for r in deleted if r)
+    assert "remote rejected" in lost.rejected["refs/x/raced"]
+    assert sorted(type(r).__name__ for r in deleted) == ["NoneType", "StaleLease"]
+    assert (lost.ref, lost.expected, lost.stale) == ("refs/x/raced", value, ("refs/x/raced",))
+    assert a.refs("refs/x/raced") == {}

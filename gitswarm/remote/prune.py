@@ -24,8 +24,10 @@ restarted coordinator misses anything:
 
 "Published" is judged against what the `Publisher` last pushed: the batch remembers the
 main and ledger commits it was gathered at, and is pushed only once the remote's values are
-those or their descendants (the next step, or at once when nothing moved). The workers'
-ledger books and notes are theirs for good: `status` reads their last push from them.
+those or their descendants (the next step, or at once when nothing moved). A batch pushed
+again after its answer was lost finds its refs gone and its leases failed (`StaleLease`): with
+none of them left on the remote it is done, not stale. The workers' ledger books and notes are
+theirs for good: `status` reads their last push from them.
 """
 
 from __future__ import annotations
@@ -121,8 +123,9 @@ class Pruner:
             return False  # the next step pushes it again
         except StaleLease as exc:  # a ref moved since it was read: gathered again, from a new fetch
             self.waiting = None
-            events.emit("prune_stale", refs=list(exc.stale)[:10], detail=str(exc))
-            return False
+            if not self._gone(coordinator, batch):
+                events.emit("prune_stale", refs=list(exc.stale)[:10], detail=str(exc))
+                return False  # else every ref is gone: our own push of the batch landed, its answer lost
         except PushRejected as exc:  # a lock held there, or deletes denied: the latter every time
             self.refusals, self.waiting = self.refusals + 1, None
             events.emit("prune_refused", detail=str(exc), again=self.refusals < REFUSALS)
@@ -135,6 +138,14 @@ class Pruner:
         self.pruned += len(batch.episodes)
         events.emit("pruned", episodes=list(batch.episodes), refs=len(batch.updates), total=self.pruned)
         return True
+
+    def _gone(self, coordinator, batch: Batch) -> bool:
+        """Whether none of the batch's refs is left on the remote (fetched so, the mirror too)."""
+        try:
+            coordinator.remote.fetch([layout.claims_refspec(), layout.workers_refspec()], prune=True)
+        except RemoteError:
+            return False
+        return all(coordinator.remote.local(u.ref) is None for u in batch.updates)
 
 
 def gather(repo: pygit2.Repository, ledger, claims: dict, mark: int, least: int) -> Batch | None:

@@ -29,7 +29,8 @@ ZERO = "0" * 40
 class Update:
     """Move the remote's `ref` from `old` to `new`. `old` None: the ref must not exist (an
     atomic create); `new` None: delete it. Pushing a ref to the value it already has succeeds,
-    so a retried push whose answer was lost is harmless."""
+    so a retried push whose answer was lost is harmless; a delete of a ref already gone does not
+    (its lease names a value the ref no longer has: `StaleLease`), so its caller looks."""
 
     ref: str
     new: str | None
@@ -136,8 +137,10 @@ class Remote:
         if not stale and any("remote rejected" in reason for reason in rejected.values()):
             # The remote's own transaction refused: a writer got in between our read of its
             # refs and our update, or a lock is held there. Only its refs now can tell which.
+            # A delete whose ref is gone lost its lease too (git's client-side check says
+            # "stale info" for one gone before the push): the ref is not at the value it names.
             now = self.refs(*(u.ref for u in updates))
-            stale = [u for u in updates if now.get(u.ref) not in (u.old, u.new)]
+            stale = [u for u in updates if now.get(u.ref) not in ((u.old,) if u.new is None else (u.old, u.new))]
         if not stale:
             return PushRejected(self.shown, detail, rejected)
         first, names = stale[0], tuple(u.ref for u in stale)
