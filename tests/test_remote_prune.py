@@ -9,6 +9,7 @@ without a failed push. The deletes are the coordinator's: one leased atomic push
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,13 @@ from conftest import git
 from remote_fixture import fsck_served, pushed_refs, served
 from test_remote_claims import TTL, Clock, results_of, worker
 
-from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.memory import books
 from gitswarm.memory.repo import Memory
 from gitswarm.remote import highwater, layout
 from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, ClaimPruned, Claims
 from gitswarm.remote.prune import REFUSALS
+from gitswarm.remote.results import ResultPush
 from gitswarm.remote.source import ClaimSource
 from gitswarm.remote.transport import Remote, Update
 
@@ -167,3 +170,60 @@ def test_a_prune_whose_answer_was_lost_is_done_when_pushed_again(tmp_path: Path,
     pruned = [episode for e in events if e["kind"] == "pruned" for episode in e["data"]["episodes"]]
     episodes = {e for e in Ledger.load(Memory(mirror)).episodes if e != "merger"}
     assert sorted(pruned) == sorted(episodes)
+
+
+def closed_elsewhere(tmp_path: Path, url: str, record: EpisodeRecord, process: str) -> str:
+    """The coordinator's ledger once it took `record`'s episode in from `process`, written and
+    sent to the server under a ref of its own (so a hook there can publish it), as its id."""
+    coord = Remote(url, tmp_path / f"coord-{record.episode}.git")
+    tip = books.put(coord.repo(), "ledger", {record.path: asdict(replace(record, process=process))}, "ledger")
+    coord.push([Update(f"refs/test/ledger-{record.episode}", tip)])
+    return tip
+
+
+def test_a_close_that_landed_with_its_answer_lost_and_was_pruned_is_not_a_lost_claim(
+        tmp_path: Path, memory: Memory) -> None:
+    """A worker's close lands and its answer is lost (a post-receive hook outlasts the client's
+    timeout); before the worker tries again the coordinator takes the episode in, publishes
+    its ledger and prunes the claim (the hook does it, as the server would see it). The retry
+    finds the claim gone, but the run's ledger has the episode from this process: its results
+    landed, said `pushed`, not `claim_lost`. A claim another process closed and got pruned is
+    still lost."""
+    from gitswarm.remote.daemon import bare
+
+    served_repo = bare(tmp_path / "remote.git")
+    url, clock = served_repo.as_uri(), Clock()
+    claims = Claims(Remote(url, memory.path, timeout_s=0.3), "w", ttl_s=TTL, clock=clock)
+    events: list[tuple[str, dict]] = []
+    results = ResultPush(claims.remote, claims, memory, lambda kind, **data: events.append((kind, data)))
+    [mine, theirs] = claims.claim_next(["sum", "sum"], cap=100)
+    ledger = Ledger()
+    records = [EpisodeRecord(c.episode, "w-w01", "sum", status="abstain", tokens_in=10) for c in (mine, theirs)]
+    for record in records:
+        ledger.changed(record)
+    ledger.flush(memory)
+
+    tip = closed_elsewhere(tmp_path, url, records[0], "w")
+    hook = served_repo / "hooks" / "post-receive"
+    hook.write_text(f"#!/bin/sh\ncat >/dev/null\n[ -e lose-answer ] || exit 0\nrm lose-answer\n"
+                    f"git update-ref refs/gitswarm/ledger {tip}\n"
+                    f"git update-ref -d {layout.claim_ref(mine.episode)}\nsleep 1\n")
+    hook.chmod(0o755)
+    (served_repo / "lose-answer").touch()
+    held = {mine.episode: mine}
+    results.push([records[0]], held)
+    assert [kind for kind, _ in events] == ["push_failed", "pushed"], events
+    assert events[-1][1]["episodes"] == [mine.episode] and held == {}
+    assert layout.claim_ref(mine.episode) not in claims.remote.refs()
+
+    events.clear()  # the other claim: taken over after it expired, closed by its taker, pruned
+    clock.now += TTL + 1
+    other = worker(url, tmp_path, "x", clock)
+    other.finish([other.take_over(theirs)])
+    tip = closed_elsewhere(tmp_path, url, records[1], "x")
+    prune(other.remote, [theirs.episode])
+    git(served_repo, "update-ref", "refs/gitswarm/ledger", tip)  # published: it has the taker's record
+    held = {theirs.episode: theirs}
+    results.push([records[1]], held)
+    assert [kind for kind, _ in events] == ["claim_lost"], events
+    assert held == {}

@@ -4,10 +4,12 @@ Episodes that end together go in one push (`Claims.finish`: the claims closed, e
 branch and op ref, the worker's ledger book and transcript notes, all under
 `refs/gitswarm/workers/<name>/`, atomically). A push can fail three ways, each handled here:
 a claim lost to another holder (`ClaimLost`: that episode is dropped, the rest pushed
-again); a lease on one of our own refs found moved, which is either our own earlier push
-that landed with its answer lost (`landed`: leased on and pushed again) or another process
-under our name (`NameInUse`: the worker ends, its claims left to expire); a transport error,
-tried again `PUSH_TRIES` times before the batch's claims are left to expire and run again.
+again; unless the run's ledger has the episode from us, `taken_in`: our close landed with its
+answer lost and the coordinator pruned the claim before we tried again); a lease on one of
+our own refs found moved, which is either our own earlier push that landed with its answer
+lost (`landed`: leased on and pushed again) or another process under our name (`NameInUse`:
+the worker ends, its claims left to expire); a transport error, tried again `PUSH_TRIES`
+times before the batch's claims are left to expire and run again.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gitswarm.engine.ledger import EpisodeRecord
-from gitswarm.memory import write
+from gitswarm.memory import books, write
 from gitswarm.memory.read import in_history
 from gitswarm.memory.repo import NOTES_REF, Memory
 from gitswarm.memory.trailers import parse
@@ -29,6 +31,8 @@ from gitswarm.remote.transport import Remote, Update
 
 PUSH_TRIES = 5
 """Pushes of one batch of results before its claims are left to expire (and run again)."""
+LEDGER = books.ref_name("ledger")
+"""The run's ledger on the remote, the coordinator's."""
 
 
 @dataclass
@@ -54,7 +58,11 @@ class ResultPush:
                                    {r.episode: spent(r) for r in batch})
             except ClaimLost as exc:
                 lost = {c.episode for c in exc.lost}
-                self.emit("claim_lost", episodes=sorted(lost), detail=str(exc))
+                landed = self.taken_in(lost)
+                if landed:
+                    self.emit("pushed", episodes=sorted(landed), detail="its answer was lost; the run's ledger has it")
+                if lost - landed:
+                    self.emit("claim_lost", episodes=sorted(lost - landed), detail=str(exc))
                 batch = [r for r in batch if r.episode not in lost]
                 for episode in lost:
                     held.pop(episode, None)
@@ -93,6 +101,21 @@ class ResultPush:
             if not in_history(repo, mine.target, now):  # not a commit of ours
                 return False
         return True
+
+    def taken_in(self, episodes: set[str]) -> set[str]:
+        """Those of `episodes` the run's ledger, as the coordinator published it, has from this
+        process: our close of the claim landed with its answer lost, and the coordinator took
+        the episode in and pruned the claim before we tried again (so the claim is gone, not
+        taken over). A done claim is never taken over, so no other holding could have closed
+        it. Empty when the ledger cannot be read: then the claims count as lost, as before."""
+        try:
+            self.remote.fetch([f"+{LEDGER}:{layout.RUN_LEDGER}"])
+        except RemoteError:
+            return set()
+        repo, book = self.remote.repo(), layout.RUN_LEDGER.removeprefix("refs/gitswarm/")
+        found = {e: books.get(repo, book, f"episodes/{e[:4]}/{e}.json") for e in episodes}
+        return {e for e, record in found.items()
+                if isinstance(record, dict) and record.get("process") == self.claims.worker}
 
     def _name_in_use(self, exc: RemoteError, batch: list[EpisodeRecord]) -> NameInUse:
         """Our own refs moved to commits we did not push: another process runs under our name."""
