@@ -177,3 +177,47 @@ def test_an_episode_whose_holders_all_die_is_given_up(tmp_path: Path):
     again = Spending.of([], published)  # a restarted coordinator counts it once too
     again.seen(seen_by.all().values(), time.time())
     assert again.total(ledger) == (600, 0.0) and not again.newly_given_up
+
+
+def test_a_given_up_episode_its_slow_holder_closes_late_is_counted_once(tmp_path: Path):
+    """The episode's last allowed holding expires and it is given up, that holding's report
+    counted as abandoned; but its holder was slow, not dead, and closes the claim after (nobody
+    took it over, so its lease holds). The coordinator takes the episode in, and its record
+    holds what the holding spent: the abandoned share goes, the holding no longer counts as cut
+    off, and a coordinator restarted before or after the close counts it once too."""
+    url = f"file://{bare(tmp_path / 'run.git')}"
+    seen_by = claims(url, tmp_path, "coordinator")
+    spending, ledger = Spending(), Ledger()
+    [held] = Claims(Remote(url, tmp_path / "w1.git"), "w1", ttl_s=0.01).claim_next(["sum"], 10)
+    for n in range(1, HOLDINGS + 1):
+        holder = Claims(Remote(url, tmp_path / f"w{n}.git"), f"w{n}", ttl_s=0.01)
+        [held] = holder.renew([held], {held.episode: (100 * n, 0.1 * n)})
+        spending.seen(seen_by.all().values(), 0.0)
+        time.sleep(0.05)  # its claim expires
+        if n < HOLDINGS:
+            nxt = Claims(Remote(url, tmp_path / f"w{n + 1}.git"), f"w{n + 1}", ttl_s=0.01)
+            held = nxt.take_over(seen_by.all()[held.episode])
+    assert spending.seen(seen_by.all().values(), time.time())
+    assert [c.generation for c in spending.newly_given_up] == [HOLDINGS]
+    assert spending.total(ledger) == (600, pytest.approx(0.6)) and spending.abandoned_holdings() == HOLDINGS
+    before_close = spending.record(ledger)  # published before the close
+
+    holder.finish([held], spent={held.episode: (350, 0.35)})  # the slow holder closes it after all
+    record = finished(held.episode, f"w{HOLDINGS}", 350, 0.35)
+    assert not spending.seen(seen_by.all().values(), time.time())
+    spending.took(record)
+    ledger.changed(record)
+    assert spending.total(ledger) == (100 + 200 + 350, pytest.approx(0.65))  # the 300 reported: in the record
+    assert spending.abandoned_holdings() == HOLDINGS - 1  # the last holding ran to its end
+    published = spending.record(ledger)
+    assert published["tokens"] == 650
+
+    after = Spending.of(ledger.episodes.values(), published)  # restarted after the take-in
+    after.seen(seen_by.all().values(), time.time())
+    assert after.total(ledger) == (650, pytest.approx(0.65)) and after.abandoned_holdings() == HOLDINGS - 1
+    assert after.record(ledger) == published
+
+    again = Spending.of([], before_close)  # restarted before it: the episode is taken in by the new process
+    again.seen(seen_by.all().values(), time.time())
+    again.took(record)
+    assert again.total(ledger) == (650, pytest.approx(0.65)) and again.abandoned_holdings() == HOLDINGS - 1

@@ -14,7 +14,10 @@ since their last report, and by the calls in flight when it is reached.
 A holding whose worker died never closes: its episode is taken over and run again, and what
 the dead holder had reported would leave the count with its claim. The coordinator keeps it
 (`abandoned`, published and restored on resume), so a worker that keeps dying cannot spend
-past the caps unseen.
+past the caps unseen. An episode given up after its last allowed holding expired may still be
+closed by that holder, slow rather than dead (nobody took it over, so its lease holds): once
+taken in, its record holds what the holding spent, and the holding's abandoned share goes
+(`given_up_spent`, published and restored with the rest), so it is counted once.
 """
 
 from __future__ import annotations
@@ -63,6 +66,10 @@ class Spending:
     once, and no longer among the open claims."""
     newly_given_up: list[Claim] = field(default_factory=list)
     """The holdings the last `seen` found given up."""
+    given_up_spent: dict[str, list] = field(default_factory=dict)
+    """Each given-up episode not taken in yet: its last holding's [worker, tokens, usd], its
+    share of `abandoned`, dropped if its holder closes the claim after all and the episode
+    is taken in (`took`)."""
 
     @classmethod
     def of(cls, records: Iterable[EpisodeRecord], published: dict | None = None) -> Spending:
@@ -73,14 +80,24 @@ class Spending:
         for name, (tokens, usd, holdings) in ((published or {}).get("abandoned") or {}).items():
             spending.abandoned[name] = [int(tokens), float(usd), int(holdings)]
         spending.given_up = {str(e) for e in (published or {}).get("given_up") or ()}
+        spending.given_up_spent = {str(e): [str(worker), int(tokens), float(usd)] for e, (worker, tokens, usd)
+                                   in ((published or {}).get("given_up_spent") or {}).items()}
         return spending
 
     def took(self, record: EpisodeRecord) -> None:
-        """A finished episode is in the run's ledger now (its `process` ran it)."""
+        """A finished episode is in the run's ledger now (its `process` ran it). One given up
+        was closed late by its last holder: that holding's abandoned share goes, its record
+        holds what it spent."""
         tokens, usd = spent(record)
         part = self.finished[record.process]
         part[0] += tokens
         part[1] += usd
+        share = self.given_up_spent.pop(record.episode, None)
+        if share is not None and share[0] in self.abandoned:
+            lost = self.abandoned[share[0]]
+            lost[0], lost[1], lost[2] = lost[0] - share[1], lost[1] - share[2], lost[2] - 1
+            if lost[2] <= 0:
+                del self.abandoned[share[0]]
 
     def seen(self, claims: Iterable[Claim], now: float) -> bool:
         """The open claims as fetched now; True if their figures changed."""
@@ -96,6 +113,7 @@ class Spending:
             part[1] += before.usd
             part[2] += 1
         self.given_up.update(c.episode for c in self.newly_given_up)
+        self.given_up_spent |= {c.episode: [c.worker, c.tokens, c.usd] for c in self.newly_given_up}
         claims = [c for c in claims if c.episode not in self.given_up]
         self.holdings = {c.episode: c for c in claims if not c.done}
         for claim in claims:
@@ -138,7 +156,8 @@ class Spending:
         tokens, usd = self.total(ledger)
         return {"tokens": tokens, "usd": usd, "processes": processes,
                 "abandoned": {name: list(part) for name, part in sorted(self.abandoned.items())},
-                "given_up": sorted(self.given_up)}
+                "given_up": sorted(self.given_up),
+                "given_up_spent": {e: list(share) for e, share in sorted(self.given_up_spent.items())}}
 
 
 @dataclass
