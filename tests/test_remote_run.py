@@ -254,3 +254,26 @@ def test_the_pace_doubles_while_nothing_moves_and_is_quick_again_once_something_
     assert [pace.saw("a") for _ in range(5)] == [0.2, 0.4, 0.8, 1.0, 1.0]
     assert pace.saw("b") == 0.2 and pace.saw("b") == 0.4
     assert pace.saw(None) == 0.2 and pace.saw(None) == 0.4  # an unreachable remote: looked at less often too
+
+
+def test_a_worker_refuses_a_run_of_another_protocol(tmp_path: Path, memory: Memory, problem_dir: Path):
+    """A run published by a gitswarm of another run protocol (or of none, before they were
+    numbered): the worker says which, and what to do, and exits 2 at once (not after its patience)."""
+    from gitswarm.engine.config import SolveConfig
+    from gitswarm.problems.loader import load_set
+    from gitswarm.remote import publish
+    from gitswarm.remote.coordinator import OWN_REFS
+    from gitswarm.remote.transport import Remote
+
+    url = server_repo(tmp_path / "run.git").as_uri()
+    settings = publish.settings_of(SolveConfig(problems=problem_dir, run=memory.path, model="openai/m"),
+                                   load_set(problem_dir), ["sum"], 600)
+    for theirs, said in ((publish.PROTOCOL + 1, f"gitswarm 9.9 (run protocol {publish.PROTOCOL + 1})"),
+                         (None, "a gitswarm from before run protocols were numbered")):
+        publish.write_settings(memory, {**settings, "protocol": theirs, "gitswarm": "9.9"})
+        publish.Publisher(Remote(url, memory.path), OWN_REFS).push(OWN_REFS)
+        done = subprocess.run(cli("worker", url, "--model", "openai/m", "--dir", str(tmp_path / "w"), "--patience",
+                                  "60"), capture_output=True, text=True, env=env(), timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert said in done.stderr and "install the coordinator's gitswarm here" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr

@@ -160,3 +160,17 @@ class Outage:
 
     def ok(self) -> None:
         self.since = None
+
+
+class OtherProtocol(ValueError):
+    """The run on the remote was published by a gitswarm that speaks another run protocol
+    (the refs, claim commits and records coordinator and workers exchange) than this one."""
+
+    def __init__(self, url: str, theirs: object, version: object, ours: int, our_version: str) -> None:
+        self.theirs, self.ours = theirs, ours
+        by = (f"gitswarm {version} (run protocol {theirs})" if theirs is not None
+              else "a gitswarm from before run protocols were numbered")
+        super().__init__(f"the run on {url} was published by {by}; this is gitswarm {our_version} (run protocol "
+                         f"{ours}), and one misreads the other's claims and records: install the coordinator's "
+                         "gitswarm here and start the worker again")
+

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import pygit2
 
+from gitswarm import __version__
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.stops import Stop, StopReason
@@ -32,10 +33,14 @@ from gitswarm.memory.read import in_history
 from gitswarm.memory.repo import META_REF, Memory
 from gitswarm.memory.write import committer
 from gitswarm.problems.model import Kind, Problem, ProblemSet
-from gitswarm.remote.errors import PushRejected, RefMoved, RemoteError, StaleLease
+from gitswarm.remote.errors import OtherProtocol, PushRejected, RefMoved, RemoteError, StaleLease
 from gitswarm.remote.transport import Remote, Update
 
 SETTINGS = "settings.json"
+PROTOCOL = 1
+"""The run protocol: what coordinator and workers exchange (the refs of `layout`, claim
+commits, ledger records, the spending record, these settings). Raised with any change one
+side would misread; a worker joins only a run of its own protocol (`OtherProtocol`)."""
 STOP_REF = "refs/gitswarm/stop"
 SHARED = ("budget", "max_episodes", "no_progress", "max_usd", "max_total_tokens", "verify",
           "settle_nominations", "max_steps", "episode_timeout_s", "context_tokens", "overview_cited",
@@ -47,7 +52,8 @@ def settings_of(cfg, problem_set: ProblemSet, problems: list[str], claim_ttl_s: 
     """The run's settings as workers read them: shared fields, claim time to live, problems."""
     shared = {name: getattr(cfg, name) for name in SHARED}
     shared["problem_ids"] = list(shared["problem_ids"])
-    return {"solve": shared, "claim_ttl_s": claim_ttl_s, "set": problem_set.name,
+    return {"protocol": PROTOCOL, "gitswarm": __version__, "solve": shared, "claim_ttl_s": claim_ttl_s,
+            "set": problem_set.name,
             "problems": {p: {"kind": problem_set.get(p).kind.value, "title": problem_set.get(p).title}
                          for p in problems}}
 
@@ -67,14 +73,18 @@ def write_settings(memory: Memory, settings: dict) -> bool:
     return True
 
 
-def read_settings(repo: pygit2.Repository) -> dict:
-    """The settings a coordinator published; `NotARun` when there are none."""
+def read_settings(repo: pygit2.Repository, url: str = "the remote") -> dict:
+    """The settings a coordinator published; `NotARun` when there are none, `OtherProtocol`
+    when a gitswarm of another run protocol published them."""
     ref = repo.references.get(META_REF)
     entry = trees.lookup(repo[ref.target].peel(pygit2.Commit).tree, SETTINGS) if ref is not None else None
     if entry is None:
         raise NotARun("the remote holds no gitswarm run published by a coordinator (no "
                       f"{META_REF}:{SETTINGS}); start `gitswarm solve SET --run URL` first")
-    return json.loads(repo[entry[0]].data)
+    settings = json.loads(repo[entry[0]].data)
+    if settings.get("protocol") != PROTOCOL:
+        raise OtherProtocol(url, settings.get("protocol"), settings.get("gitswarm"), PROTOCOL, __version__)
+    return settings
 
 
 def problem_set_of(settings: dict) -> ProblemSet:

@@ -51,7 +51,7 @@ def join(remote: Remote, name: str) -> dict:
         pushed = repo.references.get(layout.worker_ref(name, local))
         if pushed is not None and repo.references.get(local) is None:
             repo.references.create(local, pushed.target)
-    return publish.read_settings(repo)
+    return publish.read_settings(repo, remote.shown)
 
 
 @dataclass
