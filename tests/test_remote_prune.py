@@ -113,27 +113,36 @@ def test_a_batch_claimed_after_another_process_is_numbered_above_it_in_one_push(
     assert '"ls-remote"' not in trace.read_text()
 
 
+def run_with_hook(tmp_path: Path, model_server: str, name: str, script: str) -> tuple[Path, Path]:
+    """A run of a coordinator pruning two episodes a push and two workers, on a remote with
+    hook `name`; each process ended with exit 0 and the run checked (`check_run`). The remote
+    and the coordinator's mirror."""
+    from test_remote_run import check_run, coordinator, finish, server_repo
+    from test_remote_run import worker as worker_process
+
+    remote = server_repo(tmp_path / "run.git")
+    hook = remote / "hooks" / name
+    hook.write_text(script)
+    hook.chmod(0o755)
+    url, mirror = remote.as_uri(), tmp_path / "mirror"
+    coord = coordinator(url, mirror, model_server, "--prune-batch", "2")
+    workers = [worker_process(url, tmp_path / n, n, model_server) for n in ("a", "b")]
+    code, _, err = finish(coord)
+    assert code == 0, err
+    assert all(finish(w)[0] == 0 for w in workers)
+    check_run(mirror, remote)
+    return remote, mirror
+
+
 @pytest.mark.slow
 def test_a_remote_that_denies_deletes_keeps_its_refs_and_the_run_ends(tmp_path: Path, model_server: str) -> None:
     """A server whose pre-receive hook declines deleting a claim (a policy; git's own
     `receive.denyDeletes` covers only refs/heads/): every prune push is refused, pruning stops
     after `REFUSALS` of them (said in the event log), and the run ends as any other."""
-    from test_remote_run import check_run, coordinator, finish, server_repo
-    from test_remote_run import worker as worker_process
-
-    remote = server_repo(tmp_path / "run.git")
-    hook = remote / "hooks" / "pre-receive"
-    hook.write_text("#!/bin/sh\nwhile read old new ref; do\n  case \"$new $ref\" in\n"
-                    "    0000000000000000000000000000000000000000\\ refs/gitswarm/claims/*) exit 1;;\n"
-                    "  esac\ndone\nexit 0\n")
-    hook.chmod(0o755)
-    url, mirror = remote.as_uri(), tmp_path / "mirror"
-    coord = coordinator(url, mirror, model_server, "--prune-batch", "2")
-    workers = [worker_process(url, tmp_path / name, name, model_server) for name in ("a", "b")]
-    code, _, err = finish(coord)
-    assert code == 0, err
-    assert all(finish(w)[0] == 0 for w in workers)
-    check_run(mirror, remote)
+    remote, mirror = run_with_hook(tmp_path, model_server, "pre-receive",
+                                   "#!/bin/sh\nwhile read old new ref; do\n  case \"$new $ref\" in\n"
+                                   "    0000000000000000000000000000000000000000\\ refs/gitswarm/claims/*) exit 1;;\n"
+                                   "  esac\ndone\nexit 0\n")
     said = [json.loads(line)["data"] for line in (mirror / "gitswarm-events.jsonl").open()
             if json.loads(line)["kind"] == "prune_refused"]
     assert [e["again"] for e in said] == [True] * (REFUSALS - 1) + [False], said
@@ -147,23 +156,14 @@ def test_a_prune_whose_answer_was_lost_is_done_when_pushed_again(tmp_path: Path,
     `Unreachable`, the batch is pushed again and finds every ref gone, its leases failed
     (`StaleLease`). That batch is pruned, not stale: every episode is counted pruned once,
     and the run ends pruned as any other."""
-    from test_remote_run import check_pruned, check_run, coordinator, finish, server_repo
-    from test_remote_run import worker as worker_process
+    from test_remote_run import check_pruned
 
-    remote = server_repo(tmp_path / "run.git")
-    hook = remote / "hooks" / "reference-transaction"
-    hook.write_text("#!/bin/sh\nlines=$(cat)\n[ \"$1\" = committed ] || exit 0\n"
-                    "case \"$lines\" in\n  *\"0000000000000000000000000000000000000000 refs/gitswarm/claims/\"*)\n"
-                    "    [ -e answer-lost ] && exit 0\n    touch answer-lost\n    kill -9 $PPID;;\nesac\nexit 0\n")
-    hook.chmod(0o755)
-    url, mirror = remote.as_uri(), tmp_path / "mirror"
-    coord = coordinator(url, mirror, model_server, "--prune-batch", "2")
-    workers = [worker_process(url, tmp_path / name, name, model_server) for name in ("a", "b")]
-    code, _, err = finish(coord)
-    assert code == 0, err
-    assert all(finish(w)[0] == 0 for w in workers)
+    remote, mirror = run_with_hook(
+        tmp_path, model_server, "reference-transaction",
+        "#!/bin/sh\nlines=$(cat)\n[ \"$1\" = committed ] || exit 0\n"
+        "case \"$lines\" in\n  *\"0000000000000000000000000000000000000000 refs/gitswarm/claims/\"*)\n"
+        "    [ -e answer-lost ] && exit 0\n    touch answer-lost\n    kill -9 $PPID;;\nesac\nexit 0\n")
     assert (remote / "answer-lost").exists()
-    check_run(mirror, remote)
     check_pruned(mirror, remote)
     events = [json.loads(line) for line in (mirror / "gitswarm-events.jsonl").open()]
     assert not [e for e in events if e["kind"] in ("prune_stale", "prune_refused")]

@@ -19,7 +19,7 @@ from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.remote import publish
 from gitswarm.remote.claimcommit import HOLDINGS, ClaimGivenUp
-from gitswarm.remote.claims import Claims
+from gitswarm.remote.claims import Claim, Claims
 from gitswarm.remote.coordinator import OWN_REFS
 from gitswarm.remote.daemon import bare
 from gitswarm.remote.publish import RunStreaks
@@ -150,6 +150,23 @@ def test_a_holding_taken_over_keeps_its_spending_in_the_count(tmp_path: Path):
     assert again.total(ledger) == (4500, 2.25) and again.abandoned_holdings() == 1
 
 
+def held_until_given_up(url: str, tmp_path: Path, seen_by: Claims, spending: Spending,
+                        usd: float = 0.0) -> tuple[Claim, Claims]:
+    """One episode held `HOLDINGS` times in turn, the n-th holding reporting 100 n tokens and
+    `usd` n dollars and then expiring (its worker died, or is slow), each seen by `spending`;
+    the last holding and its holder."""
+    [held] = Claims(Remote(url, tmp_path / "w1.git"), "w1", ttl_s=0.01).claim_next(["sum"], 10)
+    for n in range(1, HOLDINGS + 1):
+        holder = Claims(Remote(url, tmp_path / f"w{n}.git"), f"w{n}", ttl_s=0.01)
+        [held] = holder.renew([held], {held.episode: (100 * n, usd * n)})
+        spending.seen(seen_by.all().values(), 0.0)
+        time.sleep(0.05)  # its claim expires
+        if n < HOLDINGS:
+            nxt = Claims(Remote(url, tmp_path / f"w{n + 1}.git"), f"w{n + 1}", ttl_s=0.01)
+            held = nxt.take_over(seen_by.all()[held.episode])
+    return held, holder
+
+
 def test_an_episode_whose_holders_all_die_is_given_up(tmp_path: Path):
     """Each holding of one episode expires in turn (its worker died): after `HOLDINGS` of them
     nobody may take it over, and the coordinator counts every holding's spending once, the
@@ -157,15 +174,7 @@ def test_an_episode_whose_holders_all_die_is_given_up(tmp_path: Path):
     url = f"file://{bare(tmp_path / 'run.git')}"
     seen_by = claims(url, tmp_path, "coordinator")
     spending, ledger = Spending(), Ledger()
-    [held] = Claims(Remote(url, tmp_path / "w1.git"), "w1", ttl_s=0.01).claim_next(["sum"], 10)
-    for n in range(1, HOLDINGS + 1):
-        dying = Claims(Remote(url, tmp_path / f"w{n}.git"), f"w{n}", ttl_s=0.01)
-        dying.renew([held], {held.episode: (100 * n, 0.0)})
-        spending.seen(seen_by.all().values(), 0.0)
-        time.sleep(0.05)  # the holder died: its claim expires
-        if n < HOLDINGS:
-            nxt = Claims(Remote(url, tmp_path / f"w{n + 1}.git"), f"w{n + 1}", ttl_s=0.01)
-            held = nxt.take_over(seen_by.all()[held.episode])
+    held, _ = held_until_given_up(url, tmp_path, seen_by, spending)  # each holder died
     with pytest.raises(ClaimGivenUp):
         claims(url, tmp_path, "late").take_over(seen_by.all()[held.episode])
     assert spending.seen(seen_by.all().values(), time.time())
@@ -188,15 +197,7 @@ def test_a_given_up_episode_its_slow_holder_closes_late_is_counted_once(tmp_path
     url = f"file://{bare(tmp_path / 'run.git')}"
     seen_by = claims(url, tmp_path, "coordinator")
     spending, ledger = Spending(), Ledger()
-    [held] = Claims(Remote(url, tmp_path / "w1.git"), "w1", ttl_s=0.01).claim_next(["sum"], 10)
-    for n in range(1, HOLDINGS + 1):
-        holder = Claims(Remote(url, tmp_path / f"w{n}.git"), f"w{n}", ttl_s=0.01)
-        [held] = holder.renew([held], {held.episode: (100 * n, 0.1 * n)})
-        spending.seen(seen_by.all().values(), 0.0)
-        time.sleep(0.05)  # its claim expires
-        if n < HOLDINGS:
-            nxt = Claims(Remote(url, tmp_path / f"w{n + 1}.git"), f"w{n + 1}", ttl_s=0.01)
-            held = nxt.take_over(seen_by.all()[held.episode])
+    held, holder = held_until_given_up(url, tmp_path, seen_by, spending, usd=0.1)
     assert spending.seen(seen_by.all().values(), time.time())
     assert [c.generation for c in spending.newly_given_up] == [HOLDINGS]
     assert spending.total(ledger) == (600, pytest.approx(0.6)) and spending.abandoned_holdings() == HOLDINGS
