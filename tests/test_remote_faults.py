@@ -23,7 +23,7 @@ from test_remote_run import check_run, coordinator, finish, server_repo, worker
 from gitswarm.demo import audit
 from gitswarm.memory import books
 from gitswarm.memory.repo import META_REF
-from gitswarm.remote import layout
+from gitswarm.remote import layout, publish
 from gitswarm.remote.claims import Claims
 from gitswarm.remote.transport import Remote, Update
 
@@ -84,6 +84,12 @@ def wait_until(what: str, ready: Callable[[], object], timeout_s: float = 60) ->
         assert time.monotonic() < deadline, f"{what} within {timeout_s:.0f} s"
         time.sleep(0.1)
     return found
+
+
+def has_stop(folder: Path) -> bool:
+    """Whether a worker's folder holds the run's stop ref, as fetched from the remote."""
+    found = pygit2.discover_repository(str(folder)) if folder.exists() else None
+    return found is not None and publish.STOP_REF in pygit2.Repository(found).references
 
 
 def events(mirror: Path, kind: str) -> list[dict]:
@@ -330,11 +336,14 @@ def test_a_run_whose_workers_all_died_stops_after_its_patience_and_resumes(tmp_p
     assert "no worker held or closed a claim for 3 s" in err and f"gitswarm worker {url}" in err, err
     assert json.loads(git(remote, "show", "refs/gitswarm/stop:stop.json"))["reason"] == "no_workers"
     assert events(mirror, "run_stopped")[-1]["reason"] == "no_workers"
-    with processes(coordinator(url, mirror, model_server, "--patience", "30")) as running:
-        # a worker that still read the old stop would end at once: start it once the run goes on
-        wait_until("the stop cleared", lambda: "stop.json" not in git(remote, "ls-tree", "--name-only",
-                                                                       "refs/gitswarm/stop"))
-        running += [worker(url, tmp_path / name, name, model_server) for name in ("a", "b")]
-        all_end_cleanly(running)  # (one worker of two slots alone may set every problem aside)
+    folders = [tmp_path / name for name in ("a", "b")]
+    with processes(*(worker(url, folder, folder.name, model_server) for folder in folders)) as running:
+        # workers started before the coordinator find the old stop: they wait for the run to resume
+        wait_until("the workers found the stop", lambda: all(map(has_stop, folders)))
+        running.insert(0, coordinator(url, mirror, model_server, "--patience", "30"))
+        ended = [finish(p, RUN_S if i == 0 else 60) for i, p in enumerate(running)]
+    assert [code for code, _, _ in ended] == [0, 0, 0], ended  # (one worker of two slots alone may set all aside)
+    said = [err for _, _, err in ended[1:]]
+    assert all("is stopped (no worker held" in err and "the run was resumed; joining it" in err for err in said), said
     check_run(mirror, remote)
     check_claims(remote, mirror)

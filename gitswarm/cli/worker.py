@@ -96,7 +96,7 @@ def _run(options, as_json: bool) -> dict:
         async with anyio.create_task_group() as tg:
             tg.start_soon(signals, control, tg.cancel_scope)
             try:
-                cfg = await join_settings(options)
+                cfg = await join_settings(options, lambda text: typer.echo(f"gitswarm: {text}", err=True))
                 model = LiteLLMModel(model_config(cfg, cfg.model))
                 outcome["stop"] = await run_worker(options, model, [printer(as_json)], control)
             except Exception as exc:  # handed to user_errors() outside the loop

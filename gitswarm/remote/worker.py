@@ -10,6 +10,7 @@ error no retry can fix).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +67,11 @@ class WorkerOptions:
     """How long to wait with nothing to claim for the coordinator's stop."""
 
 
+RESUME_GRACE_S = 60.0
+"""How long a worker that finds the run stopped as it joins waits for it to be resumed."""
+RESUME_POLL_S = 1.0
+
+
 def worker_config(options: WorkerOptions, settings: dict) -> SolveConfig:
     """The worker's SolveConfig: the run's shared settings, its own model and C. The rule that
     K reviews need K + 1 workers is the run's (across every process), not this one's."""
@@ -77,19 +83,51 @@ def worker_config(options: WorkerOptions, settings: dict) -> SolveConfig:
     return cfg.model_copy(update={"verify": verify})
 
 
-async def join_settings(options: WorkerOptions) -> SolveConfig:
+async def join_settings(options: WorkerOptions, say: Callable[[str], None] = lambda _: None) -> SolveConfig:
     """The worker's SolveConfig, read from the run on the remote; a worker started before its
-    coordinator waits for the run to be published, up to its patience."""
+    coordinator waits for the run to be published, up to its patience, and one that finds the
+    run stopped waits a while for it to be resumed (`resumed`). `say` tells the user why."""
     options.folder.mkdir(parents=True, exist_ok=True)
     remote = Remote(options.url, options.folder)
     deadline = time.monotonic() + options.patience_s
     while True:
         try:
-            return worker_config(options, await anyio.to_thread.run_sync(join, remote, options.name))
+            cfg = worker_config(options, await anyio.to_thread.run_sync(join, remote, options.name))
+            break
         except (MissingRef, NotARun):
             if time.monotonic() > deadline:
                 raise
             await anyio.sleep(0.5)
+    await resumed(remote, min(RESUME_GRACE_S, options.patience_s), say)
+    return cfg
+
+
+async def resumed(remote: Remote, grace_s: float, say: Callable[[str], None]) -> bool:
+    """Whether the run goes on: a run found stopped as the worker joins may be resuming (its
+    coordinator, started again, clears the stop as it starts; workers started with it would
+    otherwise read the old stop and end at once), so wait up to `grace_s` for the stop to
+    clear. False when it still holds: the worker then ends on it as on any stop."""
+    stop = await anyio.to_thread.run_sync(_stop_of, remote)
+    if stop is None:
+        return True
+    say(f"the run on {remote.shown} is stopped ({stop.detail}); waiting up to {grace_s:.0f} s for its "
+        "coordinator to resume it")
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        await anyio.sleep(RESUME_POLL_S)
+        if await anyio.to_thread.run_sync(_stop_of, remote) is None:
+            say("the run was resumed; joining it")
+            return True
+    return False
+
+
+def _stop_of(remote: Remote) -> Stop | None:
+    """The run's stop as the remote has it now (its ref fetched into the mirror)."""
+    try:
+        remote.fetch([f"+{publish.STOP_REF}:{publish.STOP_REF}"])
+    except MissingRef:
+        return None
+    return publish.read_stop(remote.repo())
 
 
 async def run_worker(options: WorkerOptions, model: Model, listeners: list[Listener] | None = None,
