@@ -86,14 +86,64 @@ def test_a_workers_cap_check_counts_the_rest_of_the_run(tmp_path: Path, problem_
     assert caps_check(cfg, mine, view)() is None  # alone it is far from the cap
 
 
+def published(tmp_path: Path, memory: Memory, problem_dir: Path) -> tuple[str, SolveConfig]:
+    """A bare remote and the run's settings written on `memory` (pushed by the caller)."""
+    url = bare(tmp_path / "remote.git").as_uri()
+    cfg = SolveConfig(problems=problem_dir, run=memory.path, model="openai/m")
+    publish.write_settings(memory, publish.settings_of(cfg, load_set(problem_dir), ["sum"], 600))
+    return url, cfg
+
+
+def test_a_worker_looks_less_often_while_the_run_stands_still(tmp_path: Path, memory: Memory, problem_dir: Path,
+                                                              monkeypatch: pytest.MonkeyPatch):
+    """A worker's refresh (an ls-remote of main, the ledger, the stop and the mark) is asked
+    for every tenth of a second, as a worker's loop asks while its episodes wait on the model:
+    while nothing moves its looks back off from `POLL_S` to `IDLE_S`; once main moves, the
+    next look sees it and they are quick again."""
+    import anyio
+    from remote_fixture import git_commands
+
+    from gitswarm.engine.context import RunView
+    from gitswarm.engine.episode import Shared
+    from gitswarm.engine.events import EventLog
+    from gitswarm.engine.gitio import GitThread
+    from gitswarm.engine.index import MemoryIndex
+
+    url, cfg = published(tmp_path, memory, problem_dir)
+    publisher = publish.Publisher(Remote(url, memory.path), OWN_REFS)
+    publisher.push(OWN_REFS)
+    folder, trace = tmp_path / "w", tmp_path / "trace"
+    remote = Remote(url, folder)
+    settings = join(remote, "w")
+    worker = Memory(folder)
+    shared = Shared(worker, GitThread(), MemoryIndex(), RunView(cfg, ["sum"]), None, EventLog(folder, []),
+                    anyio.CapacityLimiter(1), lambda: None, Ledger())
+    source = ClaimSource(remote, Claims(remote, "w", ttl_s=600), worker, shared, settings, 600)
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+
+    async def ask(seconds: float) -> list[float]:
+        waits, end = [], time.monotonic() + seconds
+        while time.monotonic() < end:
+            assert await source.refresh() is None
+            if not waits or waits[-1] != source.pace.wait_s:
+                waits.append(source.pace.wait_s)
+            await anyio.sleep(0.1)
+        return waits
+
+    assert anyio.run(ask, 6.0) == [0.2, 0.4, 0.8, 1.6, 2.0]  # the first look is new
+    looks = git_commands(trace)["ls-remote"]
+    assert 4 <= looks <= 8  # looking every POLL_S it would have made 30
+    memory.commit_to_main({"problems/sum/SUMMARY.md": b"moved\n"}, "summary moved", "op-moved")
+    publisher.push(OWN_REFS)
+    assert 0.2 in anyio.run(ask, 2.5)  # seen within IDLE_S, and quick again
+
+
 def test_a_worker_reads_the_spending_busy_and_set_aside_problems(tmp_path: Path, memory: Memory, problem_dir: Path):
     """What the coordinator's ledger publishes reaches a worker's cap check and scheduler: the
     run's spending by process, the problems other processes work on now, and the problems the
     no-progress rule set aside (the run's
     streaks span every worker's episodes; a worker keeps none of its own)."""
-    url = bare(tmp_path / "remote.git").as_uri()
-    cfg = SolveConfig(problems=problem_dir, run=memory.path, model="openai/m")
-    publish.write_settings(memory, publish.settings_of(cfg, load_set(problem_dir), ["sum"], 600))
+    url, cfg = published(tmp_path, memory, problem_dir)
     ledger = Ledger(set_aside=["sum"])
     ledger.spending = {"tokens": 900, "usd": 0.0, "processes": {"a": {"tokens": 100, "usd": 0.0},
                                                                 "b": {"problems": {"sum": 2}}}}

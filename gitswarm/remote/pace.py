@@ -1,9 +1,10 @@
-"""How long a coordinator waits between two looks at the remote.
+"""How long a coordinator or a worker waits between two looks at the remote.
 
-Each look is a fetch of every claim: a git process on both ends, and over ssh a connection
-each time. While workers open, renew and close claims it looks every `POLL_S`; while a look
-finds what the last one found (no worker, or every episode a long model call), the wait
-doubles up to `IDLE_S`, so an idle run does not ask a server five times a second. Anything
+Each look is a git process on both ends, and over ssh a connection each time: a coordinator's
+fetch of every claim, a worker's ls-remote of main, the run's ledger, its stop and the
+high-water mark. While they move it looks every `POLL_S`; while a look finds what the last
+one found (no worker, or every episode a long model call), the wait doubles up to `IDLE_S`,
+so a quiet run does not have each process ask the server several times a second. Anything
 new, and the next wait is `POLL_S` again.
 """
 

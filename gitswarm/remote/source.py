@@ -27,14 +27,13 @@ from gitswarm.memory.repo import META_REF, NOTES_REF, Memory
 from gitswarm.remote import layout, publish
 from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, ClaimPruned, Claims
 from gitswarm.remote.errors import MissingRef, Outage, RemoteError, Unreachable
+from gitswarm.remote.pace import Pace
 from gitswarm.remote.publish import RunStreaks
 from gitswarm.remote.results import ResultPush
 from gitswarm.remote.spending import CHECK_S, REPORT_S, Published, spent
 from gitswarm.remote.transport import Remote
 
 RUN_LEDGER = layout.RUN_LEDGER
-POLL_S = 0.2
-"""Least time between two fetches of the run's state."""
 
 
 def slots(name: str, count: int) -> list[str]:
@@ -71,6 +70,8 @@ class ClaimSource:
     patience_s: float = 600.0
     """How long a worker with nothing to claim waits for the coordinator's stop."""
     _fetched: float = 0.0
+    pace: Pace = field(default_factory=Pace)
+    """How long `refresh` waits between two looks: longer while the run's refs stand still."""
     _uncharged: int = 0
     _done: list[EpisodeRecord] = field(default_factory=list)
     _remote_lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -104,11 +105,12 @@ class ClaimSource:
         return result
 
     async def refresh(self) -> Stop | None:
-        if self.stop is not None or time.monotonic() - self._fetched < POLL_S:
+        if self.stop is not None or time.monotonic() - self._fetched < self.pace.wait_s:
             return self.stop
         self._fetched = time.monotonic()
         shared = self.shared
         if await self._reach(self._fetch, claims=False) is None:
+            self.pace.saw(None)
             return self.stop  # the next refresh fetches again
         main = await shared.git(self.memory.main)
         await shared.git(shared.index.update, self.memory.repo, main)
@@ -126,6 +128,7 @@ class ClaimSource:
         that moved since the last fetch (none moved: no fetch). The same ls-remote shows the
         high-water mark, which the next `claim_next` numbers above."""
         have = self.remote.refs(layout.MAIN, "refs/gitswarm/ledger", publish.STOP_REF, f"{layout.HIGH_WATER}*")
+        self.pace.saw(tuple(sorted(have.items())))  # nothing moved: look less often (`pace.py`)
         self.claims.saw(have)  # the next batch is numbered above other processes' at once
         specs = {layout.MAIN: layout.MAIN, "refs/gitswarm/ledger": RUN_LEDGER, publish.STOP_REF: publish.STOP_REF}
         wanted = [f"+{ref}:{local}" for ref, local in specs.items()
