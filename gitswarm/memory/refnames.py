@@ -23,7 +23,8 @@ def under(repo: pygit2.Repository, prefix: str) -> set[str]:
     folder = Path(repo.path)
     packed = folder / "packed-refs"
     data = packed.read_bytes() if packed.exists() else b""
-    header = data.split(b"\n", 1)[0]
+    end = data.find(b"\n")
+    header = data if end == -1 else data[:end]  # not split(): that copies the whole file again
     if data and not (header.startswith(b"# pack-refs with:") and b" sorted" in header):
         return {name for name in repo.listall_references() if name.startswith(prefix)}
     names = _packed(data, prefix.encode())

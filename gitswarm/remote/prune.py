@@ -95,7 +95,8 @@ class Pruner:
             least, claims = 1 if final else self.batch, coordinator.claims.known()
             if sum(1 for c in claims.values() if c.done and c.episode in coordinator.ledger.episodes) < least:
                 return False
-            shared, mark = coordinator.shared, highwater.local(coordinator.remote)
+            shared = coordinator.shared
+            mark = await shared.git(highwater.local, coordinator.remote)  # reads ref files: not on the loop
             if await shared.git(gather, shared.memory.repo, coordinator.ledger, claims, mark, least) is None:
                 return False  # not merged yet: the next step looks again, without a fetch
             await anyio.to_thread.run_sync(self._refresh, coordinator)

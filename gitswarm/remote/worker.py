@@ -102,14 +102,14 @@ async def join_settings(options: WorkerOptions, say: Callable[[str], None] = lam
     return cfg
 
 
-async def resumed(remote: Remote, grace_s: float, say: Callable[[str], None]) -> bool:
-    """Whether the run goes on: a run found stopped as the worker joins may be resuming (its
-    coordinator, started again, clears the stop as it starts; workers started with it would
-    otherwise read the old stop and end at once), so wait up to `grace_s` for the stop to
-    clear. False when it still holds: the worker then ends on it as on any stop."""
+async def resumed(remote: Remote, grace_s: float, say: Callable[[str], None]) -> None:
+    """A run found stopped as the worker joins may be resuming (its coordinator, started
+    again, clears the stop as it starts; workers started with it would otherwise read the old
+    stop and end at once): wait up to `grace_s` for the stop to clear. If it still holds, the
+    worker ends on it as on any stop."""
     stop = await anyio.to_thread.run_sync(_stop_of, remote)
     if stop is None:
-        return True
+        return
     say(f"the run on {remote.shown} is stopped ({stop.detail}); waiting up to {grace_s:.0f} s for its "
         "coordinator to resume it")
     deadline = time.monotonic() + grace_s
@@ -117,8 +117,7 @@ async def resumed(remote: Remote, grace_s: float, say: Callable[[str], None]) ->
         await anyio.sleep(RESUME_POLL_S)
         if await anyio.to_thread.run_sync(_stop_of, remote) is None:
             say("the run was resumed; joining it")
-            return True
-    return False
+            return
 
 
 def _stop_of(remote: Remote) -> Stop | None:
