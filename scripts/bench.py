@@ -41,41 +41,55 @@ Row = tuple[str, str, str, bool | str | None]
 why it cannot be judged on this machine (a word: `n/a`)."""
 
 
-def orchestration(c: int, latency: float, per_worker: int, profile: bool) -> dict:
-    """One swarm of C workers; adds the efficiency figures to the engine's own."""
+def orchestration(c: int, latency: float, per_worker: int, profile: bool, rounds: int = 1) -> dict:
+    """One swarm of C workers and the baseline of model calls alone, `rounds` times in turn
+    (engine, alone, engine, alone, ...: the machine's load drifts, so each ratio pairs runs made
+    side by side); adds the efficiency figures to the first round's engine figures."""
     from bench_orchestration import serving
 
     def port(url: str) -> str:
         return url.split(":")[-1].split("/")[0]
 
+    def run(mode: str, *args: str, env: dict | None = None) -> dict:
+        done = subprocess.run([sys.executable, str(HERE / "bench_orchestration.py"), mode, *args],
+                              capture_output=True, text=True, check=True, timeout=900, env=env)
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    paired = []
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "arrivals"
         # The merger's model answers at once: its conflict calls run one at a time, so at 1 s
         # each they would add minutes of tail (reported below) and hide the workers' figure.
         with serving(latency, log) as url, serving(0.0, Path(tmp) / "merger") as merger_url:
-            command = [sys.executable, str(HERE / "bench_orchestration.py"), "engine", str(c), port(url),
-                       port(merger_url), "--per-worker", str(per_worker)]
-            done = subprocess.run(command + (["--profile"] if profile else []), capture_output=True,
-                                  text=True, check=True, timeout=900)
-            figures = json.loads(done.stdout.strip().splitlines()[-1])
-            arrivals = [float(t) for t, tools in (ln.split() for ln in log.read_text().splitlines())
-                        if tools == "1"]
-            # The baseline, same server and latency: C tasks doing nothing but model calls.
-            alone = subprocess.run([sys.executable, str(HERE / "bench_orchestration.py"), "bare", str(c), port(url)],
-                                   capture_output=True, text=True, check=True, timeout=900)
-            figures["bare"] = json.loads(alone.stdout.strip().splitlines()[-1])
+            for n in range(rounds):
+                engine = run("engine", str(c), port(url), port(merger_url), "--per-worker", str(per_worker),
+                             *(["--profile"] if profile and n == 0 else []))
+                arrivals = [float(t) for t, tools in (ln.split() for ln in log.read_text().splitlines())
+                            if tools == "1" and float(t) >= engine["t0"]]
+                log.write_text("")
+                _efficiency(engine, arrivals, c, latency)
+                # The baseline, same server and latency: C tasks doing nothing but model calls.
+                alone = run("bare", str(c), port(url))
+                log.write_text("")
+                paired.append((engine, alone))
             # The same baseline with replies not streamed: what streaming costs per call.
-            unstreamed = subprocess.run([sys.executable, str(HERE / "bench_orchestration.py"), "bare", str(c),
-                                         port(url)], capture_output=True, text=True, check=True, timeout=900,
-                                        env={**os.environ, "BENCH_STREAM": "0"})
-            figures["bare_unstreamed"] = json.loads(unstreamed.stdout.strip().splitlines()[-1])
+            unstreamed = run("bare", str(c), port(url), env={**os.environ, "BENCH_STREAM": "0"})
+    figures, figures["bare"] = paired[0]
+    figures["bare_unstreamed"] = unstreamed
+    figures["rounds"] = [{"ratio": e["calls_per_s"] / a["calls_per_s"],
+                          "cpu_ratio": a["cpu_per_call"] / (e["cpu"] / max(e["calls"], 1))} for e, a in paired]
+    return figures
+
+
+def _efficiency(figures: dict, arrivals: list[float], c: int, latency: float) -> None:
+    """Calls per second between the first worker call and the last episode's start (the
+    swarm at full strength), over the ideal C / latency."""
     first, last = min(arrivals), figures["last_start"]
     in_window = sum(first <= t <= last for t in arrivals)
     figures["calls"] = len(arrivals)
     figures["efficiency"] = in_window / max(last - first, 1e-9) / (c / latency)
     figures["efficiency_whole"] = len(arrivals) * latency / (c * figures["wall"])
     figures["calls_per_s"] = in_window / max(last - first, 1e-9)
-    return figures
 
 
 def timed(command: list[str], repeat: int = 5) -> float:
@@ -133,10 +147,14 @@ def orchestration_rows(results: list[dict], latency: float) -> list[Row]:
                      f"CPU {f['cpu_window']:.2f} cores)",
                      f"{f['efficiency']:.3f}", ">= 0.97" if target else "-",
                      f["efficiency"] >= 0.97 if target else None))
-        bare = f["bare"]
+        bare, rounds = f["bare"], f["rounds"]
+        ratio = statistics.median(r["ratio"] for r in rounds)
+        spread = (f"median of {len(rounds)} pairs run in turn, {min(r['ratio'] for r in rounds):.2f}-"
+                  f"{max(r['ratio'] for r in rounds):.2f}; CPU per call alone / in the engine "
+                  f"{statistics.median(r['cpu_ratio'] for r in rounds):.2f}; " if len(rounds) > 1 else "")
         rows.append((f"  baseline C={f['c']}: model calls alone, no engine: {bare['calls_per_s']:.1f} calls/s "
-                     f"({bare['cpu_per_call'] * 1000:.1f} ms CPU per call in litellm's stack); engine / alone",
-                     f"{f['calls_per_s'] / bare['calls_per_s']:.3f}", "-", None))
+                     f"({bare['cpu_per_call'] * 1000:.1f} ms CPU per call in litellm's stack); {spread}engine / alone",
+                     f"{ratio:.3f}", ">= 0.9" if target else "-", ratio >= 0.9 if target else None))
         flat, streamed = f["bare_unstreamed"]["cpu_per_call"], bare["cpu_per_call"]
         rows.append((f"  streaming C={f['c']}: CPU per call alone, streamed {streamed * 1000:.1f} ms, not streamed "
                      f"{flat * 1000:.1f} ms; in the engine {f['cpu'] / max(f['calls'], 1) * 1000:.1f} ms per worker "
@@ -223,10 +241,17 @@ def print_diagnostics(results: list[dict]) -> None:
     for f in results:
         print(f"\nC={f['c']}: {f['reason']}; charged {f['charged']}; engine CPU {f['cpu']:.1f} s over "
               f"{f['wall']:.1f} s wall = {f['cpu'] / max(f['calls'], 1) * 1000:.1f} ms CPU per worker call; "
-              f"git thread busy {f['git_busy']:.1f} s in {f['git_calls']} calls, queue wait "
+              f"git thread busy {f['git_busy']:.1f} s ({f['git_cpu']:.1f} s CPU) in {f['git_calls']} calls, queue wait "
               f"p50 {f['git_queue_p50'] * 1000:.1f} ms, max {f['git_queue_max'] * 1000:.0f} ms")
-        for name, seconds, calls in f["git_by_fn"]:
-            print(f"    git thread {seconds:6.2f} s  {calls:5} x {name}")
+        for who, run, calls in (("engine", f, f["calls"]), ("alone", f["bare"], f["bare"]["calls"])):
+            usage, gc = run["rusage"], run["gc"]
+            collected = ", ".join(f"{n} x gen{g} {s * 1000 / calls:.2f} ms" for g, (n, s) in
+                                  enumerate(zip(gc["count"], gc["seconds"], strict=True)))
+            print(f"    {who}: per worker call {usage['user'] / calls * 1000:.1f} ms user, "
+                  f"{usage['sys'] / calls * 1000:.1f} ms system, {usage['voluntary'] / calls:.1f} voluntary and "
+                  f"{usage['involuntary'] / calls:.1f} involuntary context switches; garbage collector: {collected}")
+        for name, seconds, calls, cpu in f["git_by_fn"]:
+            print(f"    git thread {seconds:6.2f} s ({cpu:6.2f} s CPU)  {calls:5} x {name}")
         for package, seconds in f.get("profile", []):
             print(f"    {seconds:7.2f} s  {package}")
 
@@ -239,6 +264,8 @@ def main() -> None:
     cli.add_argument("--commits", type=int, default=100_000, help="commits of the start-up run")
     cli.add_argument("--context", default="10,100,1000,10000", help="memory sizes of the context figure")
     cli.add_argument("--profile", action="store_true", help="profile the largest C by package")
+    cli.add_argument("--rounds", type=int, default=3,
+                     help="engine and model-calls-alone runs in turn at the largest C (their ratio is the median)")
     cli.add_argument("--quick", action="store_true", help="small everything: C=8,32, 5,000 commits")
     cli.add_argument("--remote", action="store_true", help="the remote-run section instead (see above)")
     cli.add_argument("--remote-c", type=int, default=256, help="C of the remote section's runs")
@@ -252,10 +279,11 @@ def main() -> None:
         print(f"\nwhole bench: {time.monotonic() - started:.0f} s on {os.cpu_count()} cores")
         return
     if args.quick:
-        args.sizes, args.per_worker, args.commits, args.context = "8,32", 3, 5000, "10,1000"
+        args.sizes, args.per_worker, args.commits, args.context, args.rounds = "8,32", 3, 5000, "10,1000", 1
     sizes = [int(s) for s in args.sizes.split(",")]
     started = time.monotonic()
-    results = [orchestration(c, args.latency, args.per_worker, args.profile and c == max(sizes)) for c in sizes]
+    results = [orchestration(c, args.latency, args.per_worker, args.profile and c == max(sizes),
+                             args.rounds if c == max(sizes) else 1) for c in sizes]
     rows = orchestration_rows(results, args.latency)
     rows += startup(args.commits)
     rows += context_tokens([int(s) for s in args.context.split(",")])[0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import functools
+import gc
 import json
 import os
 import pstats
@@ -79,6 +80,8 @@ class Timings:
     def __init__(self) -> None:
         self.run: dict[str, list[float]] = defaultdict(list)
         self.queued: list[float] = []
+        self.cpu: dict[str, float] = defaultdict(float)
+        """CPU seconds of the git thread itself (time.thread_time), by function name."""
         self.merged = 0
 
     def install(self) -> None:
@@ -94,11 +97,12 @@ class Timings:
 
             def inner():
                 self.queued.append(time.perf_counter() - asked)
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.thread_time()
                 try:
                     return fn(*args)
                 finally:
                     self.run[getattr(fn, "__name__", "?")].append(time.perf_counter() - start)
+                    self.cpu[getattr(fn, "__name__", "?")] += time.thread_time() - cpu
             return await original(git, inner)
 
         GitThread.__call__ = call
@@ -139,6 +143,7 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
         sys.setswitchinterval(float(switch))
     timings = Timings()
     timings.install()
+    collector = GcTime()
     started: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = write_set(Path(tmp) / "set", problems)
@@ -154,7 +159,7 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
             if event.kind == "episode_started":
                 started.append((time.time(), time.process_time()))
         profiler = cProfile.Profile() if profile else None
-        t0, cpu0 = time.time(), time.process_time()
+        t0, cpu0, usage0 = time.time(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
         if profiler:
             profiler.enable()
         result = await solve(cfg, load_set(folder), model, merger, [listener])
@@ -162,16 +167,20 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
             profiler.disable()
         wall, cpu = time.time() - t0, time.process_time() - cpu0
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        usage = rusage_since(usage0)
         raw = raw_baseline(cfg.run)
     figures = {"c": c, "t0": t0, "wall": wall, "cpu": cpu, "rss_mb": rss_mb, "last_start": started[-1][0],
                "cpu_window": (started[-1][1] - cpu0) / max(started[-1][0] - t0, 1e-9),
+               "rusage": usage, "gc": collector.figures(),
                "charged": result.charged, "reason": str(result.reason), "raw_write": raw,
                "contribute": statistics.median(timings.run["memory.contribute"]),
                "compose_total": sum(timings.run["memory.compose"]), "merged": timings.merged,
                "git_busy": sum(sum(v) for k, v in timings.run.items() if not k.startswith("memory.")),
                "git_queue_p50": statistics.median(timings.queued), "git_queue_max": max(timings.queued),
                "git_calls": len(timings.queued),
-               "git_by_fn": sorted(((k, sum(v), len(v)) for k, v in timings.run.items() if not k.startswith("memory.")),
+               "git_cpu": sum(timings.cpu.values()),
+               "git_by_fn": sorted(((k, sum(v), len(v), timings.cpu[k]) for k, v in timings.run.items()
+                                    if not k.startswith("memory.")),
                                    key=lambda t: -t[1])[:8]}
     if profiler:
         figures["profile"] = by_package(profiler)
@@ -198,14 +207,44 @@ async def bare(c: int, port: int, rounds: int) -> dict:
         for _ in range(rounds):
             await model.complete(messages, tools=tools)
 
-    t0, cpu0 = time.time(), time.process_time()
+    collector = GcTime()
+    t0, cpu0, usage0 = time.time(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
     async with anyio.create_task_group() as tg:
         for _ in range(c):
             tg.start_soon(worker)
     wall, cpu = time.time() - t0, time.process_time() - cpu0
-    return {"c": c, "calls": c * rounds, "wall": wall, "calls_per_s": c * rounds / wall,
+    return {"c": c, "calls": c * rounds, "rusage": rusage_since(usage0), "gc": collector.figures(),
+            "wall": wall,
+            "calls_per_s": c * rounds / wall,
             "cpu_per_call": cpu / (c * rounds),
             "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+class GcTime:
+    """Seconds the cyclic garbage collector ran, by generation (gc.callbacks)."""
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self.count = [0, 0, 0]
+        self._start = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.seconds[info["generation"]] += time.perf_counter() - self._start
+            self.count[info["generation"]] += 1
+
+    def figures(self) -> dict:
+        return {"count": self.count, "seconds": self.seconds}
+
+
+def rusage_since(before) -> dict:
+    """The process's user and system CPU seconds and context switches since `before`."""
+    now = resource.getrusage(resource.RUSAGE_SELF)
+    return {"user": now.ru_utime - before.ru_utime, "sys": now.ru_stime - before.ru_stime,
+            "voluntary": now.ru_nvcsw - before.ru_nvcsw, "involuntary": now.ru_nivcsw - before.ru_nivcsw}
 
 
 def by_package(profiler: cProfile.Profile, top: int = 12) -> list[tuple[str, float]]:
