@@ -2,6 +2,8 @@
 
 - orchestration efficiency at C = 16, 64, 256: worker model calls per second over the ideal
   C / latency, with a fixed-latency fake model in another process, commits and merges included;
+- engine / alone at the largest C: the engine's calls per second over those of C tasks making
+  the same model calls with no engine, the median of `--rounds` pairs run in turn (target 0.9);
 - memory cost inside that run: Memory.contribute and compose per contribution vs raw pygit2;
 - start-up: `gitswarm --help` and `gitswarm status` on a run of 100,000 commits;
 - context economy: prompt tokens of an episode's first model call (real engine, scripted model)
@@ -265,7 +267,7 @@ def main() -> None:
     cli.add_argument("--context", default="10,100,1000,10000", help="memory sizes of the context figure")
     cli.add_argument("--profile", action="store_true", help="profile the largest C by package")
     cli.add_argument("--rounds", type=int, default=3,
-                     help="engine and model-calls-alone runs in turn at the largest C (their ratio is the median)")
+                     help="engine and model-calls-alone pairs at the largest C; the ratio is their median (--quick: 1)")
     cli.add_argument("--quick", action="store_true", help="small everything: C=8,32, 5,000 commits")
     cli.add_argument("--remote", action="store_true", help="the remote-run section instead (see above)")
     cli.add_argument("--remote-c", type=int, default=256, help="C of the remote section's runs")
