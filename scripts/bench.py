@@ -76,8 +76,8 @@ def orchestration(c: int, latency: float, per_worker: int, profile: bool, rounds
                 paired.append((engine, alone))
             # The same baseline with replies not streamed: what streaming costs per call.
             unstreamed = run("bare", str(c), port(url), env={**os.environ, "BENCH_STREAM": "0"})
-    figures, figures["bare"] = paired[0]
-    figures["bare_unstreamed"] = unstreamed
+    figures = paired[0][0]
+    figures["bare"], figures["bare_unstreamed"] = paired[0][1], unstreamed
     figures["rounds"] = [{"ratio": e["calls_per_s"] / a["calls_per_s"],
                           "cpu_ratio": a["cpu_per_call"] / (e["cpu"] / max(e["calls"], 1))} for e, a in paired]
     return figures
