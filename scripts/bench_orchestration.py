@@ -81,7 +81,9 @@ class Timings:
         self.run: dict[str, list[float]] = defaultdict(list)
         self.queued: list[float] = []
         self.cpu: dict[str, float] = defaultdict(float)
-        """CPU seconds of the git thread itself (time.thread_time), by function name."""
+        """CPU seconds of the git thread itself (user and system), by function name."""
+        self.system = 0.0
+        """The system part of those seconds, all functions together (file writes, ref locks)."""
         self.merged = 0
 
     def install(self) -> None:
@@ -97,12 +99,15 @@ class Timings:
 
             def inner():
                 self.queued.append(time.perf_counter() - asked)
-                start, cpu = time.perf_counter(), time.thread_time()
+                start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_THREAD)
                 try:
                     return fn(*args)
                 finally:
+                    after = resource.getrusage(resource.RUSAGE_THREAD)
                     self.run[getattr(fn, "__name__", "?")].append(time.perf_counter() - start)
-                    self.cpu[getattr(fn, "__name__", "?")] += time.thread_time() - cpu
+                    self.cpu[getattr(fn, "__name__", "?")] += (after.ru_utime - before.ru_utime
+                                                             + after.ru_stime - before.ru_stime)
+                    self.system += after.ru_stime - before.ru_stime
             return await original(git, inner)
 
         GitThread.__call__ = call
@@ -178,7 +183,7 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
                "git_busy": sum(sum(v) for k, v in timings.run.items() if not k.startswith("memory.")),
                "git_queue_p50": statistics.median(timings.queued), "git_queue_max": max(timings.queued),
                "git_calls": len(timings.queued),
-               "git_cpu": sum(timings.cpu.values()),
+               "git_cpu": sum(timings.cpu.values()), "git_sys": timings.system,
                "git_by_fn": sorted(((k, sum(v), len(v), timings.cpu[k]) for k, v in timings.run.items()
                                     if not k.startswith("memory.")),
                                    key=lambda t: -t[1])[:8]}
