@@ -177,8 +177,9 @@ def orchestration_rows(results: list[dict], latency: float) -> list[Row]:
 
 
 def _without_git(f: dict, rounds: list[dict]) -> Row:
-    """What the engine's CPU per worker call would be with its git thread's CPU taken off its
-    core (a git writer in a process of its own, say): a bound, not a measured engine."""
+    """The row of CPU per call alone / in the engine less its git thread's CPU: what taking git
+    off the engine's core (a git writer in a process of its own, say) could give at most; a
+    bound, not a measured engine."""
     calls = max(f["calls"], 1)
     ratios = [r["cpu_ratio_no_git"] for r in rounds]
     return (f"  without git C={f['c']}: the engine's CPU per worker call {f['cpu'] / calls * 1000:.1f} ms, of it "
