@@ -124,8 +124,7 @@ ERRORS = [
     ('<call name="write_file">\n<path>a.md</path>\n</call>',
      "write_file needs `content`: add `<content>...</content>` to the call"),
     ('<call name="read_file">\n<file>a.md</file>\n</call>',
-     "read_file has no argument `file`; its arguments are: `path`, `offset`; "
-     "read_file needs `path`: add `<path>...</path>` to the call"),
+     "read_file needs `path`: add `<path>...</path>` to the call (read_file has no argument `file`)"),
     ('<call name="read_file">\n<path>a.md</path>\n<offset>ten</offset>\n</call>',
      "`offset` must be an integer, written in digits; got 'ten'"),
     ('<call name="contribute">\n<kind>note</kind>\n<title>t</title>\n<summary>s</summary>\n'
@@ -157,6 +156,12 @@ def test_each_mistake_is_a_precise_error(reply: str, error: str) -> None:
     _, [call] = parse_reply(reply, TOOLS)
     assert (call.id, call.arguments, call.error) == ("text_call_1", None, error)
     assert isinstance(json.loads(call.raw_arguments), dict)
+
+
+def test_an_argument_the_tool_lacks_passes_as_raw_text_for_the_engine_to_drop() -> None:
+    reply = '<call name="read_file">\n<path>a.md</path>\n<offset>5</offset>\n<verbose>yes</verbose>\n</call>'
+    _, [call] = parse_reply(reply, TOOLS)
+    assert (call.arguments, call.error) == ({"path": "a.md", "offset": 5, "verbose": "yes"}, None)
 
 
 def test_a_broken_call_leaves_the_next_one_intact() -> None:

@@ -1,5 +1,6 @@
 """The worker's tools: read the memory as of the episode's start, stage files, run code, and
-end the episode with one final action. Every refusal is a `ToolError` the agent reads.
+end the episode with one final action. Every refusal is a `ToolError` the agent reads; a
+call's arguments are checked against the tool's schema first (`toolargs`).
 Program and reproduce problems also get `shell` (`CODE_TOOLS`): a command in the episode's
 code tree (`workspace`), whose changes become staged files and deletions."""
 
@@ -19,6 +20,7 @@ from gitswarm.engine.context import CODE_KINDS, EpisodeInfo, RunView
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import VERDICTS, MemoryIndex
 from gitswarm.engine.references import References
+from gitswarm.engine.toolargs import ToolError, check_arguments, with_notes
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.paths import check_path
@@ -34,10 +36,10 @@ SEARCH_HITS = 40
 KINDS = ("note", "lemma", "attempt", "review", "code", "summary")
 CODE_TOOLS = ("shell",)
 """Tools offered only for problems of `CODE_KINDS`."""
+KIND_ONLY = {"reviews": "review", "verdict": "review"}
+"""`contribute`'s arguments that belong to one kind: dropped, with a note, from the others."""
 
-
-class ToolError(Exception):
-    """A tool call the agent must fix; the message goes back to it."""
+__all__ = ["CODE_TOOLS", "KINDS", "Final", "ToolError", "Toolbox", "tool_schemas"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,12 @@ def tool_schemas(kind: str | None = None) -> list[dict]:
     specs = yaml.safe_load((data_dir("prompts") / "tools.yaml").read_text(encoding="utf-8"))
     offered = [s for s in specs if kind is None or kind in CODE_KINDS or s["name"] not in CODE_TOOLS]
     return [{"type": "function", "function": spec} for spec in offered]
+
+
+@cache
+def _parameters() -> dict[str, dict]:
+    """Each tool's argument schema, by tool name."""
+    return {tool["function"]["name"]: tool["function"]["parameters"] for tool in tool_schemas()}
 
 
 @dataclass
@@ -89,14 +97,22 @@ class Toolbox:
     def base(self) -> str:
         return f"problems/{self.ep.problem_id}"
 
-    async def call(self, name: str, args: dict) -> str | Final:
-        handler = getattr(self, f"tool_{name}", None)
-        if handler is None or (name in CODE_TOOLS and self.ep.kind not in CODE_KINDS):
+    async def call(self, name: str, args: object) -> str | Final:
+        """Run one call of the model, its arguments (any JSON value) checked against the tool's
+        schema first; a text result (or a refusal) ends with notes on what was dropped or
+        read differently."""
+        handler, parameters = getattr(self, f"tool_{name}", None), _parameters().get(name)
+        if handler is None or parameters is None or (name in CODE_TOOLS and self.ep.kind not in CODE_KINDS):
             raise ToolError(f"there is no tool {name!r}")
+        checked = check_arguments(name, parameters, args)
+        notes = [*checked.notes, *_foreign(name, checked.arguments)]
         try:
-            return await handler(**args)
+            result = await handler(**checked.arguments)
         except TypeError as exc:
             raise ToolError(f"bad arguments for {name}: {exc}") from None
+        except ToolError as exc:
+            raise ToolError(with_notes(str(exc), notes)) from None
+        return result if isinstance(result, Final) else with_notes(result, notes)
 
     async def tool_list_items(self, kind: str | None = None, offset: int = 0) -> str:
         items = self.index.problems[self.ep.problem_id].items
@@ -158,8 +174,6 @@ class Toolbox:
 
     async def tool_write_file(self, path: str, content: str, append: bool = False) -> str:
         rel = self._relative(path)
-        if not isinstance(content, str):
-            raise ToolError("content must be a string")
         if append:
             content = self.staged.get(rel, "") + content
         if rel.startswith("nominations/"):
@@ -197,12 +211,10 @@ class Toolbox:
         return f"{status}\n--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
 
     async def tool_shell(self, command: str, timeout: int = shell.DEFAULT_TIMEOUT) -> str:
-        if not isinstance(command, str) or not command.strip():
+        if not command.strip():
             raise ToolError("give a bash command")
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool):
-            raise ToolError("timeout is a number of seconds")
         try:
-            done = await self.code.run(command, int(timeout), self.staged, self.deleted, self._hidden())
+            done = await self.code.run(command, timeout, self.staged, self.deleted, self._hidden())
         except SandboxError as exc:
             raise ToolError(f"the shell cannot run on this machine: {exc}") from None
         self.staged, self.deleted = done.staged, done.deleted
@@ -216,7 +228,7 @@ class Toolbox:
             folders.add(data_dir("problems").resolve())
         return tuple(sorted(folders))
 
-    async def tool_contribute(self, kind: str, title: str, summary: str, informed_by: list | None = None,
+    async def tool_contribute(self, kind: str, title: str, summary: str, informed_by: list[str] | None = None,
                               self_assessment: str = "", reviews: str | None = None,
                               verdict: str | None = None) -> Final:
         if kind not in KINDS:
@@ -244,14 +256,11 @@ class Toolbox:
         return {rel: head + text for rel, text in self.staged.items() if rel.startswith("reviews/")}
 
     def _reviewed(self, kind: str, reviews: str | None, verdict: str | None) -> tuple[str, str] | None:
-        """The commit and path a review reviews (None for other kinds), its verdict checked. A
-        review of one's own attempt is committed, but the index does not count it."""
+        """The commit and path a review reviews (None for other kinds, which ignore both), its
+        verdict checked. A review of one's own attempt is committed, but the index does not count it."""
         if kind != "review":
-            if reviews is not None or verdict is not None:
-                raise ToolError("reviews and verdict belong to a contribution of kind review only; "
-                                "leave them out for kind " + repr(kind))
             return None
-        if not reviews or not str(reviews).strip():
+        if not reviews or not reviews.strip():
             raise ToolError("a review names the attempt it reviews: give reviews=<its path (attempts/... "
                             "or code/...) or commit id>")
         if verdict not in VERDICTS:
@@ -259,7 +268,7 @@ class Toolbox:
                             "(pass: no issue; gaps: justification gaps only; critical: a critical error)")
         if not any(rel.startswith("reviews/") for rel in self.staged):
             raise ToolError("stage the review itself under reviews/ (e.g. reviews/<name>.md), then contribute")
-        found = self.index.resolve(self.ep.problem_id, str(reviews))
+        found = self.index.resolve(self.ep.problem_id, reviews)
         if found is None:
             raise ToolError(f"reviews: no attempt or program {reviews!r} of this problem in the memory; "
                             "give its path (attempts/... or code/...) or commit id")
@@ -306,3 +315,13 @@ class Toolbox:
                 return matches[0]
         raise ToolError(f"informed_by: {reference!r} is not a commit in the memory; use the commit "
                         "ids or paths shown by list_items")
+
+
+def _foreign(name: str, arguments: dict) -> list[str]:
+    """Drop `contribute`'s arguments that do not belong to its kind (small models fill every
+    field); the notes say so."""
+    kind = arguments.get("kind")
+    dropped = [key for key, only in KIND_ONLY.items() if name == "contribute" and key in arguments and kind != only]
+    for key in dropped:
+        del arguments[key]
+    return [f"ignored `{key}` (only for kind {KIND_ONLY[key]})" for key in dropped]

@@ -141,23 +141,22 @@ def _to_call(block: _Block, n: int, functions: dict[str, dict]) -> ToolCall:
 
 
 def _arguments(block: _Block, fn: dict) -> tuple[dict, str | None]:
+    """The call's values typed from the schema. An argument the tool does not have passes as
+    its raw text: the engine drops it with a note, as it does for a native call."""
     params = fn.get("parameters") or {}
     props, problems, arguments = params.get("properties") or {}, [], {}
     for key, raw in block.values.items():
-        if key not in props:
-            known = ", ".join(f"`{p}`" for p in props) or "none"
-            problems.append(f"{block.name} has no argument `{key}`; its arguments are: {known}")
-            arguments[key] = raw
-            continue
         try:
-            arguments[key] = _typed(props[key], raw, key)
+            arguments[key] = _typed(props[key], raw, key) if key in props else raw
         except _ArgError as exc:
             problems.append(str(exc))
             arguments[key] = raw
     missing = [key for key in params.get("required") or [] if key not in block.values]
     if missing:
         tags = ", ".join(f"`<{key}>...</{key}>`" for key in missing)
-        problems.append(f"{block.name} needs {', '.join(f'`{k}`' for k in missing)}: add {tags} to the call")
+        unknown = [f"`{key}`" for key in block.values if key not in props]
+        aside = f" ({block.name} has no argument {', '.join(unknown)})" if unknown else ""
+        problems.append(f"{block.name} needs {', '.join(f'`{k}`' for k in missing)}: add {tags} to the call{aside}")
     return arguments, "; ".join(problems) or None
 
 
