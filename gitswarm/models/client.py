@@ -2,24 +2,45 @@
 
 Every reply is streamed (cut when silent, bounded in all), every attempt is counted and its
 tokens kept (litellm's and the OpenAI SDK's own retries are off), a timeout is retried at most
-once, an output limit the provider states is adopted, and a model without function calling is
-spoken to through the text protocol.
+once, each retry is announced (`on_retry`), an output limit the provider states is adopted, and
+a model without function calling is spoken to through the text protocol. Local servers are met
+as they are: calls a model wrote as text are read (`leaked`), a server whose streams with tools
+come back empty gets those requests unstreamed, and a model that answers in prose twice in a
+row despite `tools` is switched to the text protocol.
 """
 
 from __future__ import annotations
 
 import functools
+import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import anyio
 
-from gitswarm.models import capabilities, textproto
+from gitswarm.models import capabilities, leaked, textproto
 from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS, ModelConfig
-from gitswarm.models.errors import ModelError, backoff_delay, from_litellm
+from gitswarm.models.errors import (
+    EmptyReply,
+    ModelError,
+    Retry,
+    backoff_delay,
+    from_litellm,
+    given_up,
+    retry_of,
+)
 from gitswarm.models.lib import configured_base, litellm_module
 from gitswarm.models.pricing import Pricer
-from gitswarm.models.reply import Reply, ToolCall, assistant_message, replayable, tool_call, usage_parts
+from gitswarm.models.reply import (
+    Reply,
+    ToolCall,
+    assistant_message,
+    replayable,
+    tool_call,
+    usage_parts,
+    with_calls,
+)
 from gitswarm.models.request import check_thinking_room, completion_args, may_force_tools
 from gitswarm.models.stream import StreamEmpty, StreamIdle, collect, joined
 from gitswarm.usage import Usage
@@ -28,6 +49,8 @@ __all__ = ["LiteLLMModel", "Reply", "ToolCall"]
 
 TEXT_PROTOCOL = "gitswarm_text_protocol"
 """Marks an assistant message whose content holds its calls in the text protocol already."""
+PROSE_BEFORE_TEXT = 2
+"""Replies in a row without any tool call, despite `tools`, after which `auto` turns to the text protocol."""
 
 
 class LiteLLMModel:
@@ -42,30 +65,36 @@ class LiteLLMModel:
         """Tokens asked for per reply: the setting, clamped to the model's known limit, lowered
         to the limit a provider states in a refusal."""
         check_thinking_room(config, self.output_limit)
+        self._native = capabilities.has_native_tools(config.model) if config.model else None
         self.protocol = self._initial_protocol()
-        """`native` or `text`: how tools are offered to this model (auto picks, a refusal switches)."""
+        """`native` or `text`: how tools are offered to this model (auto picks; a refusal of
+        `tools`, or replies in prose despite them, switch to text)."""
+        self.stream_tools = True
+        """Requests carrying `tools` are streamed (when replies are); False once a streamed one
+        came back empty, as llama-cpp-python's server answers them."""
+        self._prose_in_row = 0
 
     def _initial_protocol(self) -> str:
         if self.config.tool_protocol != "auto":
             return self.config.tool_protocol
-        native = capabilities.has_native_tools(self.config.model) if self.config.model else None
-        return "text" if native is False else "native"
+        return "text" if self._native is False else "native"
 
     def may_force_tools(self) -> bool:
         """A request may force a tool call (`tool_choice`): native tools, no reasoning mode."""
         return self.protocol == "native" and may_force_tools(self.config)
 
     async def complete(self, messages: list[dict], tools: list[dict] | None = None, *,
-                       tool_choice: str | None = None) -> Reply:
-        """One reply. Transient failures are retried (a timeout once); the reply's usage and a
-        ModelError's `usage` count every attempt, failed ones included."""
+                       tool_choice: str | None = None, on_retry: Callable[[Retry], None] | None = None) -> Reply:
+        """One reply. Transient failures are retried (a timeout once), each announced to
+        `on_retry` before its wait; the reply's usage and a ModelError's `usage` count every
+        attempt, failed ones included."""
         spent, attempt, retries, timeouts, adapted = Usage(), 0, 0, 0, set()
+        streak: list[str] = []  # the kinds of the failed attempts, for "N times in a row"
         while True:
             attempt += 1
-            sent_with = (self.output_limit, self.protocol)  # concurrent calls may change them meanwhile
+            sent_with = (self.output_limit, self.protocol, self._streams(tools))  # concurrent calls may change them
             try:
                 reply = await self._attempt(messages, tools, tool_choice, attempt)
-                return replace(reply, usage=spent + reply.usage)
             except ModelError as error:
                 spent += error.usage
                 change = self._adapt(error, tools, *sent_with)
@@ -74,28 +103,61 @@ class LiteLLMModel:
                     continue
                 retries += 1
                 timeouts += error.kind == "timeout"
+                streak = [*streak, error.kind] if streak[-1:] == [error.kind] else [error.kind]
                 if (not error.retryable or retries > self.config.max_retries
                         or timeouts > self.config.timeout_retries):
                     error.usage = spent
+                    if error.retryable:
+                        raise given_up(error, len(streak)) from error
                     raise
-                await anyio.sleep(backoff_delay(retries, self.config.backoff_base_s,
-                                                self.config.backoff_cap_s, error.retry_after_s))
+                delay = backoff_delay(retries, self.config.backoff_base_s, self.config.backoff_cap_s,
+                                      error.retry_after_s)
+                if on_retry is not None:
+                    on_retry(retry_of(error, attempt, delay))
+                await anyio.sleep(delay)
+                continue
+            self._learn(reply, tools, sent_with[1])
+            return replace(reply, usage=spent + reply.usage)
 
-    def _adapt(self, error: ModelError, tools: list[dict] | None, limit: int, protocol: str) -> str | None:
-        """Learn from a refusal of a request sent with `limit` and `protocol` that states what
-        the model takes: the output limit it names, or that it takes no tools. Returns what
-        changed (a retry may then succeed), or None."""
+    def _streams(self, tools: list[dict] | None) -> bool:
+        """A request with these tools is streamed."""
+        native = bool(tools) and self.protocol == "native"
+        return self.config.stream and (self.stream_tools or not native)
+
+    def _adapt(self, error: ModelError, tools: list[dict] | None, limit: int, protocol: str,
+               streamed: bool) -> str | None:
+        """Learn from a failure of a request sent with `limit`, `protocol` and `streamed`: the
+        output limit a refusal names, that the model takes no tools, or that the server's
+        streams with tools come back empty. Returns what changed (a retry may then succeed), or
+        None."""
+        auto = self.config.tool_protocol == "auto"
+        if isinstance(error, EmptyReply):
+            if auto and tools and protocol == "native" and streamed:
+                self.stream_tools = False
+                return "unstreamed tools"
+            return None
         if error.kind != "bad_request":
             return None
         stated = capabilities.stated_output_limit(error.message)
         if stated is not None and stated < limit:
             self.output_limit = min(self.output_limit, stated)
             return "output limit"
-        if (tools and protocol == "native" and self.config.tool_protocol == "auto"
-                and capabilities.refuses_tools(error.message)):
+        if auto and tools and protocol == "native" and capabilities.refuses_tools(error.message):
             self.protocol = "text"
             return "tool protocol"
         return None
+
+    def _learn(self, reply: Reply, tools: list[dict] | None, protocol: str) -> None:
+        """Count the replies in a row that made no tool call although `tools` were accepted;
+        with `auto`, the model is then spoken to through the text protocol. Not a model litellm
+        knows to call tools (a hosted one): there, prose is the model's choice, and the engine
+        nudges it."""
+        if (not tools or protocol != "native" or self.config.tool_protocol != "auto" or reply.truncated
+                or self._native):
+            return
+        self._prose_in_row = 0 if reply.tool_calls else self._prose_in_row + 1
+        if self._prose_in_row >= PROSE_BEFORE_TEXT:
+            self.protocol = "text"
 
     async def _attempt(self, messages: list[dict], tools: list[dict] | None, tool_choice: str | None,
                        attempt: int) -> Reply:
@@ -104,13 +166,15 @@ class LiteLLMModel:
         litellm = litellm_module()
         text = bool(tools) and self.protocol == "text"
         sent = textproto.to_text_messages(_for_text(messages), tools) if text else messages
-        args = completion_args(self.config, sent, None if text else tools, output_limit=self.output_limit,
+        streamed = self._streams(tools)
+        config = self.config if streamed == self.config.stream else replace(self.config, stream=False)
+        args = completion_args(config, sent, None if text else tools, output_limit=self.output_limit,
                                tool_choice=tool_choice, api_key=self.config.api_key or self._fallback_key)
         chunks: list = []
-        with anyio.move_on_after(self.config.reply_timeout_s) as scope:
+        with anyio.move_on_after(self.config.reply_timeout_s) as scope:  # unstreamed, the only bound
             try:
                 response = await litellm.acompletion(**args)
-                if self.config.stream:
+                if streamed:
                     await collect(response, self.config.idle_timeout_s, chunks)
                     response = joined(chunks, sent)
             except openai.OpenAIError as exc:  # litellm's exceptions all derive from it
@@ -122,13 +186,13 @@ class LiteLLMModel:
             except StreamIdle as exc:
                 raise self._failed(ModelError("timeout", str(exc), attempts=attempt), chunks, sent) from None
             except StreamEmpty as exc:
-                raise self._failed(ModelError("malformed", str(exc), attempts=attempt), chunks, sent) from None
+                raise self._failed(EmptyReply(str(exc), attempts=attempt), chunks, sent) from None
         if scope.cancelled_caught:
             error = ModelError("timeout", f"no complete reply in {self.config.reply_timeout_s:.0f} s "
                                "(reply timeout)", attempts=attempt)
             raise self._failed(error, chunks, sent)
         try:
-            return self._reply(response, attempt, tools if text else None)
+            return self._reply(response, attempt, tools, text)
         except ModelError as error:
             raise self._failed(error, [], sent) from None
 
@@ -152,7 +216,7 @@ class LiteLLMModel:
             return "sk-no-key-needed"
         return None
 
-    def _reply(self, response: Any, attempt: int, text_tools: list[dict] | None) -> Reply:
+    def _reply(self, response: Any, attempt: int, tools: list[dict] | None, text: bool) -> Reply:
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelError("malformed", "the reply has no choices", attempts=attempt)
@@ -164,14 +228,25 @@ class LiteLLMModel:
         if not content and not message.tool_calls and not usage.tokens_out:
             # Nothing generated at all: the transport lost the reply. (An empty reply that did
             # generate tokens, such as Gemini's malformed function call, goes to the engine.)
-            raise ModelError("malformed", "the reply is empty", attempts=attempt)
-        if text_tools is not None:
-            prose, calls = textproto.parse_reply(content, text_tools)
+            raise EmptyReply("the reply is empty", attempts=attempt)
+        if text and tools:
+            prose, calls = textproto.parse_reply(content, tools)
+            if not calls:
+                calls, prose = leaked.find(content, tools, textproto.text_call_id)
             kept = {"role": "assistant", "content": content, TEXT_PROTOCOL: True}
             return Reply(prose, calls, usage, finish, kept)
         calls = [tool_call(call, n) for n, call in enumerate(message.tool_calls or [])]
-        kept = replayable(assistant_message(message), calls, truncated=finish == "length")
-        return Reply(content, calls, usage, finish, kept)
+        kept = assistant_message(message)
+        found, prose = leaked.find(content, tools, _native_id) if content and tools and not calls else ([], "")
+        if found:
+            calls, content, kept = found, prose, with_calls(kept, prose, found)
+        return Reply(content, calls, usage, finish, replayable(kept, calls, truncated=finish == "length"))
+
+
+def _native_id(n: int) -> str:
+    # Nine letters and digits: the one form every provider's check of tool-call ids accepts
+    # (vLLM's and Mistral's demand exactly that).
+    return uuid.uuid4().hex[:9]
 
 
 def _for_text(messages: list[dict]) -> list[dict]:

@@ -6,12 +6,27 @@ import email.utils
 import json
 import random
 import time
+from dataclasses import dataclass
 from types import ModuleType
 
 from gitswarm.usage import Usage
 
-RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection", "malformed"})
+RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection", "malformed", "stream_cut"})
 """Kinds of failure worth another attempt; auth, bad_request, context_window and the rest are not."""
+_STREAM_ENDED = "Stream ended before a finish_reason"
+"""litellm's words when an OpenAI-style stream ends cleanly with no finish_reason."""
+_WHAT = {"rate_limit": "rate-limited", "timeout": "no reply in time", "connection": "could not connect",
+         "malformed": "the reply could not be read", "stream_cut": "the server ended the reply early"}
+_TO_DO = {
+    "stream_cut": "a local server that interrupts concurrent requests does this (start llama-cpp-python's server "
+                  "with --interrupt_requests False, give llama-server --parallel N, or run with --workers 1)",
+    "server": "the server is failing: check its log, or try again later",
+    "rate_limit": "the provider limits requests or tokens per minute: run with fewer --workers, or wait and resume",
+    "timeout": "is the server still working? A slow local model may need a larger --reply-timeout "
+               "(or --idle-timeout, for a model that thinks long before it writes)",
+    "connection": "is --api-base right (scheme, host, port) and the server running?",
+    "malformed": "is --api-base an OpenAI-compatible endpoint (often .../v1)?",
+}
 _BY_STATUS = {401: "auth", 403: "permission", 404: "not_found", 408: "timeout", 409: "server",
               429: "rate_limit"}
 
@@ -19,25 +34,76 @@ _BY_STATUS = {401: "auth", 403: "permission", 404: "not_found", 408: "timeout", 
 class ModelError(Exception):
     """A model call that failed for good: the kind of failure, and whether it was transient."""
 
-    def __init__(self, kind: str, message: str, *, attempts: int, retry_after_s: float | None = None) -> None:
+    def __init__(self, kind: str, message: str, *, attempts: int, retry_after_s: float | None = None,
+                 status: int | None = None) -> None:
         super().__init__(f"model call failed ({kind}) after {attempts} attempt(s): {message}")
         self.kind = kind
         """One of auth, permission, not_found, bad_request, context_window, content_policy,
-        quota, rate_limit, server, timeout, connection, malformed."""
+        quota, rate_limit, server, timeout, connection, malformed, stream_cut (the server ended
+        the reply before its end)."""
         self.message = message
         self.retryable = kind in RETRYABLE
         """The failure was transient (its retries were spent), so trying later may succeed."""
         self.attempts = attempts
         self.retry_after_s = retry_after_s
         """How long the server asked us to wait (Retry-After), when it said."""
+        self.status = status
+        """The HTTP status the server answered with, when there was one."""
         self.usage = Usage()
         """What the failed attempts used: every attempt is a call, and a stream cut short may
         have reported tokens the provider bills."""
 
 
+class EmptyReply(ModelError):
+    """A reply with nothing in it at all (no chunk, or no text, call or token): malformed."""
+
+    def __init__(self, message: str, *, attempts: int) -> None:
+        super().__init__("malformed", message, attempts=attempts)
+
+
+@dataclass(frozen=True)
+class Retry:
+    """A failed attempt about to be tried again, in words a user reads."""
+
+    kind: str
+    """The ModelError kind of the failure."""
+    what: str
+    """What happened, in plain words: "the server ended the reply early", "rate-limited"..."""
+    attempt: int
+    """The number of the failed attempt, from 1."""
+    delay_s: float
+    """How long the client waits before the next attempt."""
+
+
+def retry_of(error: ModelError, attempt: int, delay_s: float) -> Retry:
+    """The Retry to announce for a failed attempt."""
+    return Retry(error.kind, what_failed(error), attempt, delay_s)
+
+
+def what_failed(error: ModelError) -> str:
+    """What a failure means, in plain words."""
+    if error.kind == "server":
+        return f"the server failed (HTTP {error.status})" if error.status else "the server failed"
+    return _WHAT.get(error.kind, error.kind.replace("_", " "))
+
+
+def given_up(error: ModelError, times: int) -> ModelError:
+    """The error to raise once the retries of a transient failure are spent: what it means and
+    what to do in plain words first, then the provider's own message."""
+    plain = what_failed(error) + (f" {times} times in a row" if times > 1 else "")
+    plain += f": {_TO_DO[error.kind]}" if error.kind in _TO_DO else ""
+    plain += "" if plain.endswith((".", "?")) else "."
+    final = ModelError(error.kind, f"{plain} Details: {error.message}", attempts=error.attempts,
+                       retry_after_s=error.retry_after_s, status=error.status)
+    final.usage = error.usage
+    return final
+
+
 def from_litellm(exc: Exception, litellm: ModuleType, attempts: int) -> ModelError:
     """The ModelError for an exception raised by `litellm.acompletion`."""
-    return ModelError(failure_kind(exc, litellm), str(exc), attempts=attempts, retry_after_s=retry_after(exc))
+    status = getattr(exc, "status_code", None)
+    return ModelError(failure_kind(exc, litellm), str(exc), attempts=attempts, retry_after_s=retry_after(exc),
+                      status=status if isinstance(status, int) else None)
 
 
 def backoff_delay(attempt: int, base_s: float, cap_s: float, retry_after_s: float | None = None) -> float:
@@ -67,6 +133,8 @@ def failure_kind(exc: Exception, litellm: ModuleType) -> str:
         return "content_policy"
     if "insufficient_quota" in codes:
         return "quota"
+    if _stream_cut(chain, litellm):
+        return "stream_cut"
     if any(isinstance(e, json.JSONDecodeError) for e in chain):
         return "malformed"
     if isinstance(exc, openai.APITimeoutError):
@@ -79,6 +147,24 @@ def failure_kind(exc: Exception, litellm: ModuleType) -> str:
     if not isinstance(status, int):
         return "bad_request"
     return _BY_STATUS.get(status) or ("server" if status >= 500 else "bad_request")
+
+
+def _stream_cut(chain: list[BaseException], litellm: ModuleType) -> bool:
+    """The server ended the reply before its end: a stream that stopped with no finish_reason
+    (llama-cpp-python's server cancels a reply when another request arrives), a connection
+    lost mid-stream, or a body shorter than its length or chunks said."""
+    import aiohttp  # litellm's transport, loaded by it already
+    import httpx
+    import openai
+
+    if any(isinstance(e, TimeoutError | httpx.TimeoutException | openai.APITimeoutError) for e in chain):
+        return False  # a read timeout mid-stream is the timeout kind
+    if any(_STREAM_ENDED in str(e) or isinstance(e, aiohttp.ClientPayloadError) for e in chain):
+        return True
+    if any(isinstance(e, httpx.RemoteProtocolError) and "complete message body" in str(e) for e in chain):
+        return True
+    mid_stream = isinstance(chain[0], litellm.exceptions.MidStreamFallbackError)
+    return mid_stream and any(isinstance(e, httpx.TransportError | aiohttp.ClientError) for e in chain)
 
 
 def retry_after(exc: Exception) -> float | None:

@@ -23,6 +23,9 @@ class ToolCall:
     arguments: dict | None
     raw_arguments: str
     error: str | None = None
+    leaked: str | None = None
+    """The format of a call the model wrote into its text instead of making it ("json",
+    "tool_call_tag", "function_tag", "mistral", "fence"; see `leaked`); None for a real call."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,14 @@ def assistant_message(message: Any) -> dict:
     else:
         kept.setdefault("content", "")
     return kept
+
+
+def with_calls(message: dict, content: str, calls: list[ToolCall]) -> dict:
+    """The assistant turn with calls it wrote as text made native: the text without them, and
+    each as a `tool_calls` entry, so the tool results that follow are legal for the provider."""
+    entries = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.raw_arguments}}
+               for c in calls]
+    return {**message, "content": content or None, "tool_calls": entries}
 
 
 def replayable(message: dict, calls: list[ToolCall], truncated: bool) -> dict:

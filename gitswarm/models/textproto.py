@@ -33,10 +33,11 @@ from __future__ import annotations
 import contextlib
 import json
 
+from gitswarm.models import leaked
 from gitswarm.models.textparse import BULLET, parse_reply, schema_kind
 from gitswarm.resources import render
 
-__all__ = ["format_calls", "instructions", "parse_reply", "to_text_messages"]
+__all__ = ["format_calls", "instructions", "parse_reply", "text_call_id", "to_text_messages"]
 
 _TYPES = {"string": "text", "integer": "integer", "number": "number", "boolean": "true or false"}
 
@@ -90,9 +91,18 @@ def to_text_messages(messages: list[dict], tools: list[dict]) -> list[dict]:
 
 
 def _labels(calls: list[tuple[str, str, dict]], text: str, tools: list[dict]) -> dict[str, str]:
-    """Each call's result label by call id; a turn kept as protocol text is parsed for its calls."""
-    named = [(cid, name) for cid, name, _ in calls] or [(c.id, c.name) for c in parse_reply(text, tools)[1]]
+    """Each call's result label by call id; a turn kept as protocol text is parsed for its calls
+    (or, failing those, for the calls it wrote in another format, as the client read them)."""
+    found = parse_reply(text, tools)[1] if not calls else []
+    if not calls and not found:
+        found = leaked.find(text, tools, text_call_id)[0]
+    named = [(cid, name) for cid, name, _ in calls] or [(c.id, c.name) for c in found]
     return {cid: f'call="{n}" tool="{name}"' for n, (cid, name) in enumerate(named, 1)}
+
+
+def text_call_id(n: int) -> str:
+    """The id of a reply's call number `n` (from 1) in the text protocol, as `parse_reply` names it."""
+    return f"text_call_{n}"
 
 
 def _append(out: list[dict], role: str, text: str) -> None:
