@@ -161,7 +161,8 @@ async def test_a_provider_that_always_fails_stops_the_run(tmp_path: Path, proble
     faults = FaultPlan(rate=1.0, kinds=("server_error",))
     result, server = await run_swarm(problem_dir, tmp_path / "run", faults, workers=2, verify=0, budget=10)
     assert result.reason.reason is StopReason.PROVIDER_FAILING and result.charged == 0
-    assert "episodes in a row failed on model calls" in result.reason.detail
+    assert "episodes in a row failed because the model provider did not answer" in result.reason.detail
+    assert "the last error: model call failed (server)" in result.reason.detail
     assert result.episodes <= 2 + 2  # the third failure stops it; one more may be in flight
     assert len(server.requests) == result.episodes * 5  # each episode's call tried 1 + 4 times
     from gitswarm.engine.ledger import Ledger

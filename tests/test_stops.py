@@ -20,8 +20,8 @@ def test_every_reason_has_its_exit_code():
           StopReason.USD_CAP, StopReason.TIME_LIMIT}
     assert {r for r, code in STOP_EXIT.items() if code == Exit.OK} == ok
     assert {r for r, code in STOP_EXIT.items() if code == Exit.FAILED} == {
-        StopReason.NO_PROGRESS, StopReason.PROVIDER_FAILING, StopReason.MODEL_FATAL, StopReason.REMOTE_MOVED,
-        StopReason.NO_WORKERS}
+        StopReason.NO_PROGRESS, StopReason.PROVIDER_FAILING, StopReason.ENGINE_ERRORS, StopReason.MODEL_FATAL,
+        StopReason.REMOTE_MOVED, StopReason.NO_WORKERS}
     assert STOP_EXIT[StopReason.USER] == Exit.INTERRUPTED == 130
 
 

@@ -43,6 +43,7 @@ STOP_EXIT: dict[StopReason, Exit] = {
     StopReason.TIME_LIMIT: Exit.OK,
     StopReason.NO_PROGRESS: Exit.FAILED,
     StopReason.PROVIDER_FAILING: Exit.FAILED,
+    StopReason.ENGINE_ERRORS: Exit.FAILED,
     StopReason.MODEL_FATAL: Exit.FAILED,
     StopReason.REMOTE_MOVED: Exit.FAILED,
     StopReason.NO_WORKERS: Exit.FAILED,

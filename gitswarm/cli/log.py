@@ -21,13 +21,20 @@ def log(
         "--pending", help="Include contributions not yet merged into main.")] = False,
     limit: Annotated[int | None, typer.Option("--limit", "-n", min=1, help="Show at most N commits.")] = None,
     oneline: Annotated[bool, typer.Option("--oneline", help="One line per commit.")] = False,
+    episode: Annotated[str | None, typer.Option(
+        help="Show this episode (e.g. e00042): how it ended and its whole transcript, whatever its outcome "
+             "(failed and abstained episodes have no commit, but keep their transcript).")] = None,
 ) -> None:
     """Show the reasoning history of a run, newest first.
 
     Plain `git -C RUN log` shows the same commits; this view adds who built on what.
+    `--episode ID` shows one episode's record and transcript instead.
     """
     from gitswarm.memory.repo import Memory
 
+    if episode is not None:
+        show_episode(run, episode)
+        return
     with user_errors():
         memory = Memory(run)
         commits = memory.log(problem, worker, kind, include_pending=pending, limit=limit)
@@ -49,3 +56,45 @@ def log(
             typer.echo(f"    model {c.trailers.get('Model', '?')} · tokens {usage} · "
                        f"USD {c.trailers.get('Cost-USD', '?')}")
         typer.echo("")
+
+
+def show_episode(run: Path, episode: str) -> None:
+    """One episode as the ledger has it, then its transcript: the note on its commit, or the
+    transcripts book's file for an episode without one (a remote worker's, under its refs)."""
+    from gitswarm.cli.common import Exit, fail
+    from gitswarm.engine.ledger import Ledger
+    from gitswarm.memory.repo import Memory
+
+    with user_errors():
+        memory = Memory(run)
+        record = Ledger.load(memory).episodes.get(episode)
+    if record is None:
+        raise fail(f"{run} has no episode {episode!r}: `gitswarm log {run} --oneline` lists the commits, each "
+                   "with its episode, and `gitswarm status` the run's totals", Exit.BAD_INPUT)
+    failure = f" ({record.failure})" if record.failure else ""
+    typer.echo(f"episode {record.episode} · {record.worker} on {record.problem} · {record.status}{failure}")
+    if record.note:
+        typer.echo(f"    {record.note}")
+    typer.echo(f"    tokens in={record.tokens_in} out={record.tokens_out} · {record.calls} calls "
+               f"({record.failed_calls} failed)" + (f" · commit {record.commit}" if record.commit else ""))
+    text, where = _transcript(memory, record)
+    if text is None:
+        typer.echo(f"\n(no transcript kept: {where})")
+        return
+    typer.echo(f"\n--- transcript ({where}) ---\n{text}")
+
+
+def _transcript(memory, record) -> tuple[str | None, str]:
+    """The episode's transcript and where it was read, or None and why there is none."""
+    from gitswarm.remote import layout
+
+    if record.commit:
+        return memory.transcript(record.commit), f"git notes --ref=transcripts show {record.commit[:10]}"
+    if not record.transcript:
+        return None, "the episode ended before its first model call, or was run by a gitswarm without this record"
+    spec, text = record.transcript, memory.book_text(record.transcript)
+    if text is None and record.process:  # a remote worker's episode, read on the coordinator
+        ref, _, path = spec.partition(":")
+        spec = f"{layout.worker_ref(record.process, ref)}:{path}"
+        text = memory.book_text(spec)
+    return text, f"git show {spec}" if text is not None else f"{spec} is not in this folder"

@@ -15,7 +15,8 @@ SHOWN = {
     "committed": "{bar} {episode} {worker} committed to {problem} ({commit_short})",
     "nominated": "{bar} {episode} {worker} nominated a solution of {problem}",
     "abstain": "{episode} {worker} abstained on {problem}: {note}",
-    "failed": "{episode} {worker} failed on {problem}: {note}",
+    "failed": "{episode} {worker} failed on {problem} ({failure}): {note}",
+    "retry": "{episode} {worker}: {what} ({nth} time); retrying in {delay} s",
     "merged": "merged {count} branch(es) into main ({commit_short})",
     "conflict_resolved": "merger composed {path} ({episode})",
     "summarised": "merger rewrote the summary of {problem}",
@@ -50,11 +51,19 @@ def printer(as_json: bool = False):
         data["bar"] = bar(int(data.get("charged") or 0), budget["total"])
         if event.kind == "merged":
             data["count"] = len(data.get("episodes") or [])
+        if event.kind == "retry":
+            data["nth"] = ordinal(int(data.get("attempt") or 1))
         data["choice"] = (f"selected {data.get('path')} ({data.get('nominations')} nominations)"
                           if data.get("path") else "no candidate was nominated")
         typer.echo(template.format_map(_Default(data)))
         sys.stdout.flush()
     return show
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 class _Default(dict):

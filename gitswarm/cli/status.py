@@ -54,13 +54,14 @@ def worker_table(workers) -> list[str]:
 def table(state) -> list[str]:
     """The text form: the totals, the usage parts, then one line per problem."""
     from gitswarm.cli.running import usd
-    from gitswarm.report.render import usage_line
+    from gitswarm.report.render import failed_line, usage_line
 
     t = state.totals
     lines = [f"run {t.run}: {t.charged} charged episodes ({t.episodes} in all), {t.tokens} tokens, "
              + usd(t.known_cost_usd, t.cost_known)
              + (f", {t.pending_branches} branch(es) not yet merged" if t.pending_branches else ""),
              f"  {usage_line(t.parts())}",
+             f"  {failed_line(t.failed)}",
              f"\n{'PROBLEM':28} {'STATE':11} {'NOTES':>5} {'LEMMAS':>6} {'ATTEMPTS':>8} {'REVIEWS':>7} "
              f"{'VOTES':>5} {'VERIFIED':>12} {'GRADE':>16}  SELECTED"]
     for p in state.problems:

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
 from gitswarm.engine import context
 from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.events import EventLog
+from gitswarm.engine.failures import FATAL_KINDS, Failure, of_model_error
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.references import References
-from gitswarm.engine.stops import CapReached
+from gitswarm.engine.stops import CapReached, Stop, StopReason
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.model import Contribution
@@ -30,7 +31,10 @@ from gitswarm.memory.repo import Memory
 from gitswarm.models.errors import ModelError
 from gitswarm.resources import render
 
-__all__ = ["CapReached", "Model", "Shared", "run_episode", "transcript"]
+if TYPE_CHECKING:
+    from gitswarm.models.errors import Retry
+
+__all__ = ["CapReached", "Ended", "Model", "Shared", "run_episode", "transcript"]
 
 MAX_NUDGES = 3
 """Replies without a tool call an episode may have before it ends as failed."""
@@ -41,12 +45,15 @@ class Model(Protocol):
 
     output_limit: int
     """Tokens one reply may have (told to the model when a reply is cut off)."""
+    protocol: str
+    """How tools reach the model now, `native` or `text` (a nudge shows a call in it)."""
 
     def may_force_tools(self) -> bool:
         """The provider lets a request force a tool call."""
 
     async def complete(self, messages: list[dict], tools: list[dict] | None = None, *,
-                       tool_choice: str | None = None): ...
+                       tool_choice: str | None = None, on_retry: Callable[[Retry], None] | None = None):
+        """One reply; `on_retry` hears of each failed attempt before the next."""
 
 
 @dataclass
@@ -67,37 +74,63 @@ class Shared:
     """The reproduce problems' reference executables, for code workers' shells."""
 
 
-async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) -> EpisodeRecord:
-    """Run the tool loop and commit its final action; the record comes back filled in."""
+@dataclass(frozen=True)
+class Ended:
+    """A finished episode: its record, filled in, and the stop it calls for (a cap reached, a
+    model error no retry can fix), if any."""
+
+    record: EpisodeRecord
+    stop: Stop | None = None
+
+
+async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) -> Ended:
+    """Run the tool loop and commit its final action. Nothing raised inside ends more than this
+    episode: a failed model call and an unexpected error end it as `failed`, with its class
+    (`engine.failures`); what it staged is kept as an incomplete note, its transcript always."""
     cfg = shared.view.config
     tools = Toolbox(shared.memory, shared.git, shared.index, shared.view, ep, shared.sandbox,
                     shared.references)
-    head = context.header(shared.view, shared.index, ep, 1, [])
-    first = await shared.git(context.overview, shared.memory, shared.view, shared.index, ep, head)
-    messages = [{"role": "system", "content": render("worker_system.md.j2", max_steps=cfg.max_steps)},
-                {"role": "user", "content": first}]
-    final = None
+    messages: list[dict] = []
+    stop, failure = None, Failure.MODEL
     try:
+        head = context.header(shared.view, shared.index, ep, 1, [])
+        first = await shared.git(context.overview, shared.memory, shared.view, shared.index, ep, head)
+        messages += [{"role": "system", "content": render("worker_system.md.j2", max_steps=cfg.max_steps)},
+                     {"role": "user", "content": first}]
+        final = None
         with anyio.move_on_after(cfg.episode_timeout_s):
             final = await _loop(shared, ep, record, tools, messages)
-    except (ModelError, CapReached) as exc:  # the scheduler records it; the staged work is kept first
-        if tools.staged and record.commit is None:
-            await _keep_staged(shared, record, tools, Final("failed", reason=str(exc)))
-            if record.commit:
-                await shared.git(shared.memory.add_transcript, record.commit, transcript(messages))
-        raise
+        if final is None:
+            final = Final("failed", reason=f"episode wall-clock limit ({cfg.episode_timeout_s:.0f} s) reached")
+    except CapReached as exc:
+        final, stop = Final("stopped", reason=str(exc)), exc.stop
+    except ModelError as exc:
+        final, failure = Final("failed", reason=str(exc)), of_model_error(exc.kind)
+        stop = Stop(StopReason.MODEL_FATAL, str(exc)) if exc.kind in FATAL_KINDS else None
+    except Exception as exc:  # the episode's boundary: a bug of ours ends this episode alone
+        log = shared.events.log_error(f"engine error in episode {ep.episode} ({ep.worker} on {ep.problem_id})", exc)
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        final, failure = Final("failed", reason=f"engine error: {reason} (the traceback is in {log})"), Failure.ENGINE
     finally:
         shared.view.announcements.pop(ep.worker, None)
         tools.close()
-    if final is None:
-        final = Final("failed", reason=f"episode wall-clock limit ({cfg.episode_timeout_s:.0f} s) reached")
-    if final.action == "failed" and tools.staged and record.commit is None:
+    if final.action in ("failed", "stopped") and tools.staged and record.commit is None:
         final = await _keep_staged(shared, record, tools, final)
-    record.status = final.action
-    record.note = final.reason
+    record.status, record.note = final.action, final.reason
+    record.failure = failure.value if final.action == "failed" else ""
+    await _keep_transcript(shared, record, messages)
+    return Ended(record, stop)
+
+
+async def _keep_transcript(shared: Shared, record: EpisodeRecord, messages: list[dict]) -> None:
+    """The transcript, whatever the outcome: a note on the episode's commit, or for an episode
+    without one a file of the transcripts book, which the record names."""
+    if not messages:
+        return
     if record.commit:
         await shared.git(shared.memory.add_transcript, record.commit, transcript(messages))
-    return record
+    else:
+        record.transcript = await shared.git(shared.memory.put_transcript, record.episode, transcript(messages))
 
 
 async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: Toolbox,
@@ -118,7 +151,8 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
             nudges += 1
             if nudges > MAX_NUDGES:
                 return Final("failed", reason=f"{nudges} replies without a tool call")
-            note = render("nudge.md.j2", empty=not reply.content.strip(), left=MAX_NUDGES - nudges + 1)
+            note = render("nudge.md.j2", empty=not reply.content.strip(), left=MAX_NUDGES - nudges + 1,
+                          protocol=shared.model.protocol)
         else:
             final = await _run_calls(shared, ep, record, tools, messages, reply)
             if final is not None:
@@ -131,8 +165,13 @@ async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages
     """One model call, charged to the episode whatever its outcome."""
     shared.check_caps()
     shared.events.emit("step", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step)
+    def retrying(retry: Retry) -> None:
+        shared.events.emit("retry", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step,
+                           error=retry.kind, what=retry.what, attempt=retry.attempt, delay=round(retry.delay_s, 1))
+
     try:
-        reply = await shared.model.complete(messages, tools=tool_schemas(ep.kind), tool_choice=tool_choice)
+        reply = await shared.model.complete(messages, tools=tool_schemas(ep.kind), tool_choice=tool_choice,
+                                            on_retry=retrying)
     except ModelError as exc:
         shared.ledger.charge(record, exc.usage)
         raise

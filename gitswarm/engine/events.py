@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 EVENT_LOG = "gitswarm-events.jsonl"
+RUN_LOG = "gitswarm.log"
+"""Beside the event log: what a user needs to report a bug (an engine error's traceback)."""
 
 
 @dataclass(frozen=True)
@@ -21,7 +24,7 @@ class Event:
     """One thing that happened: `kind` names it, `data` carries its fields."""
 
     kind: str
-    """run_started, episode_started, step, tool, committed, nominated, abstain, failed,
+    """run_started, episode_started, step, tool, retry, committed, nominated, abstain, failed,
     set_aside, merged, conflict_resolved, summarised, merger_failed, selected, run_stopped."""
     data: dict[str, object] = field(default_factory=dict)
     time: float = field(default_factory=time.time)
@@ -47,6 +50,16 @@ class EventLog:
         self._file.flush()
         for listener in self.listeners:
             listener(event)
+
+    def log_error(self, what: str, error: BaseException) -> Path:
+        """Append `error`'s traceback to the run's log (`RUN_LOG`), headed by `what` and the
+        time; returns the log's path, for the message that names it."""
+        log = self.path.with_name(RUN_LOG)
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+        trace = "".join(traceback.format_exception(error))
+        with log.open("a", encoding="utf-8") as file:
+            file.write(f"{stamp} {what}\n{trace}\n")
+        return log
 
     def close(self) -> None:
         self._file.close()

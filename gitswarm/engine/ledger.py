@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field, fields
 
+from gitswarm.engine.failures import Failure
 from gitswarm.memory.repo import Memory
 from gitswarm.usage import Usage
 
@@ -65,6 +66,12 @@ class EpisodeRecord:
     """Of `calls`, those litellm had no price for."""
     process: str = ""
     """In a run on a remote, the worker process that ran it (its slots are `<process>-w01`, ...)."""
+    failure: str = ""
+    """Of a failed episode, whose failure it was (`engine.failures.Failure`): provider, model or
+    engine; empty for any other status."""
+    transcript: str = ""
+    """Where the transcript of an episode without a commit is: `git show <this>` prints it. An
+    episode with a commit has its transcript as a note on it (`git notes --ref=transcripts show`)."""
 
     @property
     def path(self) -> str:
@@ -95,6 +102,12 @@ class Totals:
     cost_usd: float = 0.0
     cost_unknown: int = 0
     """Records with at least one call whose price litellm did not know."""
+    failed_provider: int = 0
+    """Episodes failed because the provider did not answer (`engine.failures`)."""
+    failed_model: int = 0
+    """Episodes failed because the model's replies went nowhere."""
+    failed_engine: int = 0
+    """Episodes failed by an unexpected error inside gitswarm."""
     calls: int = 0
     """Model calls that reached the provider, failed ones included."""
     cache_read: int = 0
@@ -109,6 +122,10 @@ class Totals:
     def parts(self) -> dict[str, int]:
         """The parts of the run's usage that `status` and `report` show, in their order."""
         return {name: getattr(self, name) for name in USAGE_PARTS}
+
+    def failures(self) -> dict[str, int]:
+        """Failed episodes by class: provider, model, engine."""
+        return {kind.value: getattr(self, f"failed_{kind.value}") for kind in Failure}
 
     @property
     def usage(self) -> Usage:
@@ -136,6 +153,7 @@ def _figures(record: EpisodeRecord) -> tuple:
     """What one record adds to the totals, in `_FIGURES` order."""
     return (int(record.episode != "merger"), int(record.status in CHARGED), record.tokens_in,
             record.tokens_out, record.cost_usd, int(not record.cost_known),
+            *(int(record.status == "failed" and record.failure == kind) for kind in Failure),
             *(getattr(record, name) for name in _SUMMED))
 
 

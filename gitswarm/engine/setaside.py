@@ -11,12 +11,15 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from gitswarm.engine.failures import Failure
 from gitswarm.engine.ledger import CHARGED, EpisodeRecord
 from gitswarm.engine.stops import Stop, StopReason
 
 UNCHARGED = ("abstain", "failed")
 """Outcomes that make no progress. A `stopped` episode (cut short by a cap or a crash) says
-nothing about its problem and leaves its streak as it was."""
+nothing about its problem and leaves its streak as it was; nor does an episode failed by the
+provider or by an engine error (`engine.failures`): the model's own failures count."""
+NOT_THE_PROBLEMS = (Failure.PROVIDER, Failure.ENGINE)
 
 
 @dataclass
@@ -41,7 +44,7 @@ class Streaks:
         if record.status in CHARGED:
             self.runs.pop(record.problem, None)
             return False
-        if record.status not in UNCHARGED:
+        if record.status not in UNCHARGED or record.failure in NOT_THE_PROBLEMS:
             return False
         run = self.runs.setdefault(record.problem, [])
         before = len(run) >= self.limit

@@ -30,6 +30,9 @@ class StopReason(StrEnum):
     """Stopped by the user (Ctrl-C, `q` in the dashboard)."""
     PROVIDER_FAILING = "provider_failing"
     """Episode after episode ended on a failed model call: the provider keeps failing."""
+    ENGINE_ERRORS = "engine_errors"
+    """Episode after episode ended by an unexpected error inside gitswarm (a bug): the circuit
+    breaker, with the run's log named."""
     MODEL_FATAL = "model_fatal"
     """A model error no retry can fix: authentication, an unknown model, no quota, ..."""
     NO_WORKERS = "no_workers"

@@ -14,16 +14,14 @@ from gitswarm.engine import picking
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import Shared, run_episode
+from gitswarm.engine.events import RUN_LOG
+from gitswarm.engine.failures import Breakers
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.rngstate import json_state
 from gitswarm.engine.setaside import Streaks
-from gitswarm.engine.stops import CapReached, Stop, StopReason
+from gitswarm.engine.stops import Stop, StopReason
 from gitswarm.problems.model import ProblemSet
-
-FATAL_KINDS = ("auth", "permission", "not_found", "bad_request", "quota")
-"""Model failures that every later call would meet too; a context window exceeded is one
-episode's conversation, so that episode fails and the run goes on."""
 
 
 @dataclass
@@ -76,8 +74,8 @@ class Scheduler:
     does not take every slot the budget leaves)."""
     ended_by: Stop | None = None
     """A stop an episode ran into: a cap, or a model error no retry can fix."""
-    failed_in_row: int = 0
-    """Episodes ended by a failed model call since the last one that did not fail."""
+    breakers: Breakers = field(init=False)
+    """Episodes in a row failed by the provider, or by an engine error (`engine.failures`)."""
     unmerged: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     """Commit -> (problem, worker, status) of finished episodes the index does not hold yet (the
     merger has not composed them): their authors and nominations are known before main is."""
@@ -86,6 +84,10 @@ class Scheduler:
     claiming: list[str] = field(default_factory=list)
     """The problems of picks whose ids the source is claiming: busy, as if in flight."""
     _changed: anyio.Event = field(default_factory=anyio.Event)
+
+    def __post_init__(self) -> None:
+        log = self.shared.events.path.with_name(RUN_LOG)
+        self.breakers = Breakers(max(3, self.config.workers), log=str(log))
 
     @property
     def config(self) -> SolveConfig:
@@ -113,7 +115,8 @@ class Scheduler:
         published = await self.source.refresh()
         own = self._stop(started)
         if own is not None and own.reason in (StopReason.MODEL_FATAL, StopReason.TOKEN_CAP, StopReason.USD_CAP,
-                                              StopReason.PROVIDER_FAILING, StopReason.USER,
+                                              StopReason.PROVIDER_FAILING, StopReason.ENGINE_ERRORS,
+                                              StopReason.USER,
                                               StopReason.TIME_LIMIT):
             return own
         return published
@@ -153,10 +156,8 @@ class Scheduler:
         cfg = self.config
         if self.ended_by is not None:
             return self.ended_by
-        if self.failed_in_row >= max(3, cfg.workers):
-            return Stop(StopReason.PROVIDER_FAILING,
-                        f"{self.failed_in_row} episodes in a row failed on model calls (is the provider "
-                        "reachable?)")
+        if (broken := self.breakers.stop()) is not None:
+            return broken
         if self.control.stop.is_set():
             return Stop(StopReason.USER, "stopped by the user")
         if self.ledger.charged >= cfg.budget:
@@ -254,20 +255,11 @@ class Scheduler:
             tg.start_soon(self._episode, info, record)
 
     async def _episode(self, info: EpisodeInfo, record: EpisodeRecord) -> None:
-        from gitswarm.models import ModelError
-
         shared = self.shared
-        try:
-            record = await run_episode(shared, info, record)
-        except CapReached as exc:
-            record.status, record.note = "stopped", str(exc)
-            self.ended_by = self.ended_by or exc.stop
-        except ModelError as exc:
-            record.status, record.note = "failed", str(exc)
-            if exc.kind in FATAL_KINDS:
-                self.ended_by = self.ended_by or Stop(StopReason.MODEL_FATAL, str(exc))
+        ended = await run_episode(shared, info, record)
+        self.ended_by = self.ended_by or ended.stop
         record.ended = time.time()
-        self.failed_in_row = self.failed_in_row + 1 if record.status == "failed" else 0
+        self.breakers.add(record.status, record.failure, record.note)
         aside = self.streaks.add(record)
         self.ledger.set_aside = sorted(self.streaks.set_aside)  # written with the record, for status
         await self.ledger.write(shared.git, shared.memory, record)
@@ -300,4 +292,5 @@ class Scheduler:
             record.status, record.status)
         self.shared.events.emit(kind, episode=record.episode, worker=record.worker,
                                 problem=record.problem, commit=record.commit, note=record.note,
-                                tokens=record.tokens_in + record.tokens_out, charged=view.charged)
+                                tokens=record.tokens_in + record.tokens_out, charged=view.charged,
+                                **({"failure": record.failure} if record.failure else {}))

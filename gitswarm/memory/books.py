@@ -22,10 +22,16 @@ def ref_name(book: str) -> str:
 
 def put(repo: pygit2.Repository, book: str, records: dict[str, object], message: str) -> str | None:
     """Write `records` (path -> JSON value) to the book in one commit; None if all unchanged."""
+    blobs = {path: json.dumps(value, sort_keys=True, indent=1).encode() for path, value in records.items()}
+    return put_blobs(repo, book, blobs, message)
+
+
+def put_blobs(repo: pygit2.Repository, book: str, blobs: dict[str, bytes], message: str) -> str | None:
+    """Write `blobs` (path -> bytes, a text file each) to the book in one commit; None if all
+    unchanged."""
     name = ref_name(book)
     ref = repo.references.get(name)
     tip = repo[ref.target] if ref is not None else None
-    blobs = {path: json.dumps(value, sort_keys=True, indent=1).encode() for path, value in records.items()}
     changes = {p: e for p, e in trees.blobs(repo, blobs).items()
                if tip is None or trees.lookup(tip.tree, p) != e}
     if not changes:

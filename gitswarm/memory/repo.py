@@ -27,6 +27,8 @@ FORMAT = 1
 """Run format version, kept in run.json on refs/gitswarm/meta; a run of a higher format is refused."""
 META_REF = "refs/gitswarm/meta"
 NOTES_REF = "refs/notes/transcripts"
+TRANSCRIPTS = "transcripts"
+"""The book (`refs/gitswarm/transcripts`) of the transcripts of episodes without a commit."""
 INITIAL_SUMMARY = "# Summary\n\nNo work on this problem yet.\n"
 
 
@@ -133,6 +135,23 @@ class Memory:
             new = {commit: text for commit, text in texts.items() if self.transcript(commit) != text}
             if new:
                 retry(lambda: books.put_notes(self.repo, NOTES_REF, new))
+
+    def put_transcript(self, episode: str, text: str) -> str:
+        """Keep the transcript of an episode that has no commit (failed, abstained, stopped) in
+        the transcripts book; returns where, as `git show` takes it."""
+        path = f"episodes/{episode[:4]}/{episode}.md"
+        with self._lock:
+            retry(lambda: books.put_blobs(self.repo, TRANSCRIPTS, {path: text.encode("utf-8", "replace")},
+                                          f"transcript of {episode}"))
+        return f"{books.ref_name(TRANSCRIPTS)}:{path}"
+
+    def book_text(self, spec: str) -> str | None:
+        """The text `put_transcript` kept at `spec` (`<ref>:<path>`), or None."""
+        ref, _, path = spec.partition(":")
+        with self._lock:
+            found = self.repo.references.get(ref)
+            entry = trees.lookup(self.repo[found.target].tree, path) if found is not None else None
+            return None if entry is None else self.repo[entry[0]].data.decode("utf-8", "replace")
 
     # -- reads ----------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ Pure Python (no pygit2 at import), so the dashboard's reducer can use `STATES` f
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from gitswarm.memory.model import KIND_FOLDERS
@@ -241,6 +241,8 @@ class RunTotals:
     """Every call had a price."""
     pending_branches: int
     """Episode branches not yet composed into main."""
+    failed: dict[str, int] = field(default_factory=dict)
+    """Failed episodes by class (`engine.failures.Failure`: provider, model, engine)."""
 
     @property
     def tokens(self) -> int:
@@ -260,7 +262,7 @@ class RunTotals:
         """The JSON form of `status --json`'s totals."""
         return {"run": self.run, "episodes": self.episodes, "charged": self.charged, "tokens": self.tokens,
                 "cost_usd": round(self.known_cost_usd, 6) if self.cost_known else None,
-                "pending_branches": self.pending_branches, **self.parts()}
+                "pending_branches": self.pending_branches, **self.parts(), "failed_episodes": dict(self.failed)}
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.memory import books, write
 from gitswarm.memory.read import in_history
-from gitswarm.memory.repo import NOTES_REF, Memory
+from gitswarm.memory.repo import NOTES_REF, TRANSCRIPTS, Memory
 from gitswarm.memory.trailers import parse
 from gitswarm.remote import layout
 from gitswarm.remote.claims import Claim, ClaimLost, Claims
@@ -125,14 +125,15 @@ class ResultPush:
 
     def updates(self, batch: list[EpisodeRecord]) -> list[Update]:
         """The pushes of a batch's results: each commit's branch and op ref, then the worker's
-        ledger book and transcript notes, each leased on what the remote had from us."""
+        ledger book, transcript notes and transcripts book (episodes without a commit), each leased
+        on what the remote had from us."""
         repo = self.memory.repo
         local = []
         for r in batch:
             if r.commit:
                 op = parse(repo[r.commit].message).get("Op", f"{r.episode}-final")
                 local += [write.branch_ref(r.episode), write.op_ref(op)]
-        local += ["refs/gitswarm/ledger", NOTES_REF]
+        local += ["refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS)]
         updates = []
         for ref in local:
             found = repo.references.get(ref)

@@ -23,7 +23,7 @@ from gitswarm.engine import selection
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.stops import Stop, StopReason
 from gitswarm.memory import books
-from gitswarm.memory.repo import META_REF, NOTES_REF, Memory
+from gitswarm.memory.repo import META_REF, NOTES_REF, TRANSCRIPTS, Memory
 from gitswarm.remote import layout, publish
 from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, ClaimPruned, Claims
 from gitswarm.remote.errors import MissingRef, Outage, RemoteError, Unreachable
@@ -46,7 +46,7 @@ def join(remote: Remote, name: str) -> dict:
     A worker restarted in a fresh folder under the same name goes on from its pushed book."""
     remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}", layout.workers_refspec(name)])
     repo = remote.repo()
-    for local in ("refs/gitswarm/ledger", NOTES_REF):
+    for local in ("refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS)):
         pushed = repo.references.get(layout.worker_ref(name, local))
         if pushed is not None and repo.references.get(local) is None:
             repo.references.create(local, pushed.target)

@@ -74,6 +74,8 @@ class RunReport:
     totals, `Totals.parts()`)."""
     workers: list[dict] = field(default_factory=list)
     """In a run on a git remote, each worker process as the read model has it."""
+    failed: dict[str, int] = field(default_factory=dict)
+    """Failed episodes by class: provider, model, engine (the read model's totals)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -103,7 +105,8 @@ def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
         contributions=total,
         built_on_share=_share(sum(p.built_on for p in problems), total),
         ancestry_share=_share(sum(p.in_ancestry for p in problems), total),
-        problems=problems, usage=state.totals.parts(), workers=[w.as_dict() for w in state.workers]), graph
+        problems=problems, usage=state.totals.parts(), workers=[w.as_dict() for w in state.workers],
+        failed=dict(state.totals.failed)), graph
 
 
 def _share(part: int, whole: int) -> float | None:

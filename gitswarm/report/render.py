@@ -35,6 +35,12 @@ def usage_line(parts: dict[str, int]) -> str:
             f"{parts['calls']:,} calls, {parts['failed_calls']:,} failed")
 
 
+def failed_line(failed: dict[str, int]) -> str:
+    """Failed episodes by class, in one phrase: whose failure each was."""
+    return ("failed episodes: " + ", ".join(f"{n:,} {kind}" for kind, n in failed.items())
+            + " (provider: no whole reply; model: its replies went nowhere; engine: an error inside gitswarm)")
+
+
 def to_json(report: RunReport) -> str:
     return json.dumps(report.to_dict(), indent=2) + "\n"
 
@@ -54,7 +60,7 @@ HEADERS = ["problem", "selected solution", "its nominations", "all nominations",
 def _summary(report: RunReport) -> str:
     return (f"{report.episodes} episodes ({report.charged} charged), {report.tokens:,} tokens, "
             f"USD {usd(report.cost_usd)}, {report.wall_seconds:.1f} s wall time. "
-            f"All calls, the merger's too: {usage_line(report.usage)}. "
+            f"All calls, the merger's too: {usage_line(report.usage)}. {failed_line(report.failed)}. "
             f"{report.contributions} contributions: {pct(report.built_on_share)} built on by later work, "
             f"{pct(report.ancestry_share)} in the selected solutions' ancestry.")
 

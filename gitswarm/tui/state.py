@@ -14,7 +14,7 @@ from gitswarm.engine.events import Event
 from gitswarm.readmodel.model import STATES, Counts, RunState
 
 FEED_SIZE = 200
-IN_EPISODE = ("thinking", "tool", "writing")
+IN_EPISODE = ("thinking", "tool", "writing", "retrying")
 WORKING = (*IN_EPISODE, "merging")
 """A worker is "merging" from its commit until the merger composes that episode into main
 (or the worker starts its next episode first)."""
@@ -202,6 +202,14 @@ def _tool(s: DashState, d: dict, t: float) -> None:
     s.dirty.add("workers")
 
 
+def _retry(s: DashState, d: dict, t: float) -> None:
+    """A model call failed and is tried again: the worker waits on the provider, not on the model."""
+    w = s.worker(str(d.get("worker")))
+    if w.episode == d.get("episode"):
+        w.state, w.since = "retrying", t
+        s.dirty.add("workers")
+
+
 def _ended(s: DashState, d: dict, t: float, kind: str) -> None:
     w = s.worker(str(d.get("worker")))
     if w.episode == d.get("episode"):
@@ -276,6 +284,7 @@ _HANDLERS = {
     "episode_started": _episode_started,
     "step": _step,
     "tool": _tool,
+    "retry": _retry,
     "committed": lambda s, d, t: _ended(s, d, t, "committed"),
     "nominated": lambda s, d, t: _ended(s, d, t, "nominated"),
     "abstain": lambda s, d, t: _ended(s, d, t, "abstain"),
