@@ -23,6 +23,7 @@ class Format(StrEnum):
     imo_proofbench = "imo-proofbench"
     imo_answerbench = "imo-answerbench"
     jsonl = "jsonl"
+    gsm8k = "gsm8k"
     programbench = "programbench"
 
 
@@ -127,6 +128,23 @@ def import_(
         help="A malformed row: 'refuse' writes nothing, 'skip' imports the rest. Either way "
              "each bad row is reported by its row number.")] = OnError.refuse,
     overwrite: Annotated[bool, typer.Option(help="Replace problem files that exist.")] = False,
+    field: Annotated[list[str] | None, typer.Option(
+        "--field", metavar="TARGET=PATH", help="jsonl, gsm8k: which key holds a part of the problem, "
+        "repeatable. TARGET is id, problem, answer, solution, source or title; PATH a key or a dotted "
+        "path into nested objects (a number indexes a list), e.g. --field problem=question "
+        "--field answer=final.value.", show_default=False)] = None,
+    answer_after: Annotated[str | None, typer.Option(
+        "--answer-after", metavar="MARKER", help="jsonl, gsm8k: the answer is what follows the last MARKER "
+        "in the answer field, the text before it the hidden solution (gsm8k: '####').",
+        show_default=False)] = None,
+    id_prefix: Annotated[str | None, typer.Option(
+        "--id-prefix", metavar="PREFIX", help="jsonl, gsm8k: records without ids get <PREFIX>-<line "
+        "number as 4 digits>, e.g. gsm8k-0001 (default: the --out folder's name).",
+        show_default=False)] = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", metavar="N", min=1, help="Keep the first N records of the file (a malformed one "
+        "counts); the ones after them are not checked. Ids stay as in a whole import.",
+        show_default=False)] = None,
     reference: Annotated[Path | None, typer.Option(
         "--reference", metavar="EXE", help="programbench only: the task's reference executable "
         "(the public harness ships it inside its Docker images).", show_default=False)] = None,
@@ -140,12 +158,23 @@ def import_(
     """Import a public benchmark file into a problem set folder.
 
     Formats: imo-proofbench (IMO-ProofBench CSV), imo-answerbench (IMO-AnswerBench CSV),
-    jsonl (one {"id", "problem", "answer"} object per line, as AIME-style sets use),
-    programbench (a task folder with task.yaml, tests.json and tests/<branch>/; needs
-    --reference and --docs).
+    jsonl (one object per line; by default {"id", "problem", "answer"}, as AIME-style sets
+    use; any other layout with --field and --answer-after), gsm8k (GSM8K's {"question",
+    "answer": "<worked solution> #### 18"}: the number after #### is the answer key, the
+    worked solution without its <<...>> annotations is hidden), programbench (a task
+    folder with task.yaml, tests.json and tests/<branch>/; needs --reference and --docs).
+
+    A number written with thousands commas (1,200) is stored as 1200. Every malformed
+    record is reported with its file and row (its line in a JSONL file). Exit 0 when all
+    was imported, 1 when --on-error skip left some records out, 2 on bad input (nothing
+    written).
     """
     from gitswarm.problems import importers
 
+    if limit is not None and fmt is Format.programbench:
+        raise fail("--limit is for files of records; a programbench task is one problem")
+    if (field or answer_after is not None or id_prefix is not None) and fmt.value not in importers.MAPPED:
+        raise fail("--field, --answer-after and --id-prefix are for the jsonl and gsm8k formats only")
     if fmt is Format.programbench:
         _import_task(source, out, reference, docs, executable, overwrite)
         return
@@ -159,8 +188,11 @@ def import_(
         raise fail(f"{out} is a file; --out must be a folder (it is created when missing)")
     with user_errors():
         try:
-            result = importers.import_file(fmt.value, source, out, level=level,
-                                           on_error=on_error.value, overwrite=overwrite)
+            fields = (importers.MAPPED[fmt.value].with_fields(field or [], answer_after)
+                      if field or answer_after is not None else None)
+            result = importers.import_file(fmt.value, source, out, level=level, on_error=on_error.value,
+                                           overwrite=overwrite, fields=fields, id_prefix=id_prefix,
+                                           limit=limit)
         except importers.ImportRefused as exc:
             for error in exc.errors:
                 typer.echo(_row(source, error), err=True)

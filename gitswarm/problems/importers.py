@@ -1,7 +1,8 @@
-"""Turn public benchmark files (IMO-Bench CSV, `id, problem, answer` JSONL) into problem files.
+"""Turn public benchmark files (IMO-Bench CSV, GSM8K, any JSONL by a field mapping) into problem files.
 
-Malformed records are reported, never silently shifted (`records.py` checks each one);
-then each record becomes a problem file, or the whole import is refused.
+Malformed records are reported, never silently shifted (`records.py` checks each CSV record,
+`fieldmap.py` each JSONL one); then each record becomes a problem file, or the whole import
+is refused.
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from pathlib import Path
 from typing import Literal
 
 from gitswarm.problems import frontmatter
+from gitswarm.problems.fieldmap import GSM8K, JSONL, FieldMap, read_jsonl
 from gitswarm.problems.loader import ID_PATTERN
-from gitswarm.problems.records import Record, RowError, read_records
+from gitswarm.problems.records import Record, RowError, csv_records, read_text
 
-FORMATS = ("imo-proofbench", "imo-answerbench", "jsonl")
+FORMATS = ("imo-proofbench", "imo-answerbench", "jsonl", "gsm8k")
+MAPPED: dict[str, FieldMap] = {"jsonl": JSONL, "gsm8k": GSM8K}
+"""The JSONL formats and their default field mappings."""
 Converted = tuple[str, dict[str, object], str]
 """A record as (id from the source, front matter without `id`, statement)."""
 
@@ -46,29 +50,38 @@ class _Draft:
 
 
 def import_file(fmt: str, source: Path, out: Path, *, level: str | None = None,
-                on_error: Literal["skip", "refuse"] = "refuse",
-                overwrite: bool = False) -> ImportResult:
+                on_error: Literal["skip", "refuse"] = "refuse", overwrite: bool = False,
+                fields: FieldMap | None = None, id_prefix: str | None = None,
+                limit: int | None = None) -> ImportResult:
     """Import `source` (one of FORMATS) as `out/<id>.md` files plus `out/set.toml`.
 
-    `level` keeps only the IMO-ProofBench problems of that Level (case-insensitive). Malformed
-    records raise ImportRefused (`on_error="refuse"`) or are returned in `skipped` ("skip").
-    Existing problem files raise FileExistsError unless `overwrite`; nothing is written then.
+    `level` keeps only the IMO-ProofBench problems of that Level (case-insensitive). `fields`
+    replaces a JSONL format's mapping (MAPPED); records without ids are numbered
+    `<id_prefix>-0001`, the prefix being `out`'s name by default. `limit` keeps the first N
+    records (those after them are not checked). Malformed records raise ImportRefused
+    (`on_error="refuse"`) or are returned in `skipped` ("skip"). Existing problem files
+    raise FileExistsError unless `overwrite`; nothing is written then.
     """
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
-    if on_error not in ("skip", "refuse"):
-        raise ValueError(f"on_error must be 'skip' or 'refuse', not {on_error!r}")
-    if level is not None and fmt != "imo-proofbench":
-        raise ValueError("a level filter only applies to the imo-proofbench format")
+    _check_options(fmt, on_error, level, fields, id_prefix, limit)
     source, out = Path(source), Path(out)
-    records, errors = read_records(fmt, source)
+    text = read_text(source)
+    if fmt in MAPPED:
+        prefix = safe_id(id_prefix or out.resolve().name)
+        records, errors = read_jsonl(text, fields or MAPPED[fmt], prefix)
+    else:
+        records, errors = csv_records(fmt, text)
+    if not records and not errors:
+        raise ValueError(f"{source}: no records found: is it the right file?")
     if level is not None:
         records = _filter_level(records, level)
+    if limit is not None:
+        records, errors = _first(limit, records, errors)
     drafts, id_errors = _drafts(fmt, records, source)
     errors = sorted(errors + id_errors, key=lambda e: e.row)
     if errors and on_error == "refuse":
         raise ImportRefused(errors)
-    described = f"{fmt}, level {level}" if level else fmt
+    described = ", ".join(part for part in (fmt, level and f"level {level}", limit and f"first {limit} records")
+                          if part)
     written = _write(drafts, out, overwrite, f"Imported from {source.name} ({described})")
     return ImportResult(written, errors)
 
@@ -76,6 +89,27 @@ def import_file(fmt: str, source: Path, out: Path, *, level: str | None = None,
 def safe_id(raw: str) -> str:
     """A file-name-safe id: lowercase, every character outside [a-z0-9._-] replaced by '-'."""
     return re.sub(r"[^a-z0-9._-]", "-", raw.strip().lower())
+
+
+def _check_options(fmt: str, on_error: str, level: str | None, fields: FieldMap | None,
+                   id_prefix: str | None, limit: int | None) -> None:
+    """A ValueError for an option the format does not take or a value out of range."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
+    if on_error not in ("skip", "refuse"):
+        raise ValueError(f"on_error must be 'skip' or 'refuse', not {on_error!r}")
+    if level is not None and fmt != "imo-proofbench":
+        raise ValueError("a level filter only applies to the imo-proofbench format")
+    if (fields is not None or id_prefix is not None) and fmt not in MAPPED:
+        raise ValueError(f"a field mapping and an id prefix only apply to the {' and '.join(MAPPED)} formats")
+    if limit is not None and limit < 1:
+        raise ValueError(f"a limit must be at least 1, not {limit}")
+
+
+def _first(limit: int, records: list[Record], errors: list[RowError]) -> tuple[list[Record], list[RowError]]:
+    """The records and errors of the first `limit` rows (a malformed row counts as one)."""
+    rows = set(sorted({r.row for r in records} | {e.row for e in errors})[:limit])
+    return [r for r in records if r.row in rows], [e for e in errors if e.row in rows]
 
 
 def _filter_level(records: list[Record], level: str) -> list[Record]:
@@ -107,13 +141,21 @@ def _answerbench(v: dict[str, str], source: Path) -> Converted:
 
 
 def _jsonl(v: dict[str, str], source: Path) -> Converted:
-    """An answer problem; the source is the `competition` field (MathArena) or the file name."""
-    front: dict[str, object] = {"title": v["id"], "kind": "answer",
-                                "source": v["competition"] or source.name, "answer": v["answer"]}
-    return v["id"], front, v["problem"]
+    """An answer problem, with the hidden solution when there is one; the source is the
+    mapped field (by default `competition`, as MathArena names it) or the file name."""
+    front: dict[str, object] = {"title": v["title"] or v["id"], "kind": "answer",
+                                "source": v["source"] or source.name, "answer": v["answer"]}
+    return v["id"], front | ({"solution": v["solution"]} if v["solution"] else {}), v["problem"]
 
 
-CONVERTERS = {"imo-proofbench": _proofbench, "imo-answerbench": _answerbench, "jsonl": _jsonl}
+def _gsm8k(v: dict[str, str], source: Path) -> Converted:
+    """A GSM8K problem: as `_jsonl`, its source naming the benchmark and its licence."""
+    pid, front, body = _jsonl(v, source)
+    return pid, front | {"source": v["source"] or f"GSM8K, {source.name} (MIT)"}, body
+
+
+CONVERTERS = {"imo-proofbench": _proofbench, "imo-answerbench": _answerbench, "jsonl": _jsonl,
+              "gsm8k": _gsm8k}
 
 
 def _drafts(fmt: str, records: list[Record], source: Path) -> tuple[list[_Draft], list[RowError]]:

@@ -1,4 +1,4 @@
-"""Read the records of a CSV or JSONL benchmark file, checking each one's structure.
+"""Read the records of a CSV benchmark file, checking each one's structure.
 
 A missing quote makes the csv module merge or split fields (IMO-AnswerBench v2, row
 imo-bench-algebra-036, loses the closing quote of its Problem, so the answer lands inside the
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ REQUIRED = {
     "imo-proofbench": ("Problem ID", "Problem", "Category", "Level", "Source"),
     "imo-answerbench": ("Problem ID", "Problem", "Short Answer", "Category", "Source"),
 }
-JSONL_KEYS = ("id", "problem", "answer")
+
 
 @dataclass(frozen=True)
 class RowError:
@@ -42,24 +41,25 @@ class RowError:
 
 @dataclass(frozen=True)
 class Record:
+    """A well-formed record: its 1-based record number and its fields as text."""
+
     row: int
     values: dict[str, str]
 
 
-def read_records(fmt: str, source: Path) -> tuple[list[Record], list[RowError]]:
+def read_text(source: Path) -> str:
+    """The file's text; a file that is not UTF-8 is a ValueError naming the line."""
     raw = source.read_bytes()
     try:
-        text = raw.decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise ValueError(f"{source}:{line}: not UTF-8 text: save the file as UTF-8") from None
-    if fmt == "jsonl":
-        records, errors = _jsonl_records(text)
-    else:
-        records, errors = _csv_records(text, COLUMNS[fmt], REQUIRED[fmt])
-    if not records and not errors:
-        raise ValueError(f"{source}: no records found: is it the right file?")
-    return records, errors
+
+
+def csv_records(fmt: str, text: str) -> tuple[list[Record], list[RowError]]:
+    """The checked records of an IMO-Bench CSV text (`fmt` one of COLUMNS)."""
+    return _csv_records(text, COLUMNS[fmt], REQUIRED[fmt])
 
 
 def _csv_records(text: str, columns: tuple[str, ...],
@@ -154,39 +154,3 @@ def _swallowed_ids(fields: list[str], own_id: str) -> list[str]:
                     for part in re.findall(r"[A-Za-z_]+|\d+|[^A-Za-z_\d]", own_id))
     pattern = re.compile(rf'\n"?({shape})"?,')
     return [m.group(1) for field in fields for m in pattern.finditer(field)]
-
-
-def _jsonl_records(text: str) -> tuple[list[Record], list[RowError]]:
-    """One object per line; blank lines are ignored; rows are line numbers."""
-    records: list[Record] = []
-    errors: list[RowError] = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        values, message = _jsonl_values(line)
-        if message:
-            errors.append(RowError(number, values.get("id") or None, message))
-        else:
-            records.append(Record(number, values))
-    return records, errors
-
-
-def _jsonl_values(line: str) -> tuple[dict[str, str], str | None]:
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return {}, f"invalid JSON ({exc.msg} at column {exc.colno}): fix or remove the line"
-    if not isinstance(obj, dict):
-        return {}, 'not a JSON object: write {"id": ..., "problem": ..., "answer": ...}'
-    values = {key: _text(obj.get(key)) for key in (*JSONL_KEYS, "competition")}
-    missing = [key for key in JSONL_KEYS if not values[key]]
-    if missing:
-        return values, (f"missing or empty {', '.join(missing)}: each line needs id, problem "
-                        "and answer as text (id and answer may be integers)")
-    return values, None
-
-
-def _text(value: object) -> str:
-    if isinstance(value, str):
-        return value.strip()
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else ""
