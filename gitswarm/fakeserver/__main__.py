@@ -6,6 +6,8 @@ an error (`{"status": 429, "message": ...}`). Without a script the server echoes
 `--personality` picks the provider it plays. The URL it prints is the api_base to give
 litellm: `http://127.0.0.1:PORT/v1` for the OpenAI-shaped ones (model "openai/<name>"), and
 `http://127.0.0.1:PORT` for `anthropic` (model "anthropic/<name>"; litellm adds /v1/messages).
+`--tokens-per-s` makes the fake model write at that speed; `llama-cpp` plays llama-cpp-python's
+server, which cuts a stream when another request comes unless `--no-interrupt-requests`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 import anyio
 
 from gitswarm.fakeserver import FAULTS, PERSONALITIES, FakeError, FakeReply, FaultPlan, ScriptedResponder, serve
+from gitswarm.fakeserver.llamacpp import CHAT_FORMATS
 from gitswarm.fakeserver.responders import Responder, echo_responder
 
 
@@ -32,7 +35,8 @@ async def main(args: argparse.Namespace) -> None:
     plan = FaultPlan(latency_s=args.latency, rate=args.fault_rate, kinds=tuple(args.fault), seed=args.seed)
     limits = dict(args.output_limit)
     async with serve(responder, plan, port=args.port, personality=args.personality, output_limits=limits,
-                     api_key=args.api_key) as server:
+                     api_key=args.api_key, tokens_per_s=args.tokens_per_s,
+                     interrupt_requests=args.interrupt_requests, chat_format=args.chat_format) as server:
         print(f"fake {args.personality} server at {server.url} (Ctrl-C stops it)", flush=True)
         await anyio.sleep_forever()
 
@@ -52,7 +56,12 @@ def parser() -> argparse.ArgumentParser:
                      help="the provider to play, with its rules and error shapes (default: openai)")
     cli.add_argument("--output-limit", type=_limit, action="append", default=[], metavar="MODEL=TOKENS",
                      help="a model's output limit (repeatable), over the personality's own table")
-    cli.add_argument("--api-key", help="the only API key accepted (anthropic; default: any non-empty key)")
+    cli.add_argument("--api-key", help="the only API key accepted (anthropic, llama-cpp; default: any key)")
+    cli.add_argument("--tokens-per-s", type=float, help="how fast the fake model writes (default: at once)")
+    cli.add_argument("--no-interrupt-requests", dest="interrupt_requests", action="store_false",
+                     help="llama-cpp: let a stream finish when another request comes (default: cut it)")
+    cli.add_argument("--chat-format", choices=CHAT_FORMATS, default=CHAT_FORMATS[0],
+                     help="llama-cpp: the chat format whose tool handling is played")
     return cli
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gitswarm.fakeserver.anthropic import AnthropicPersonality
+from gitswarm.fakeserver.llamacpp import LlamaCppPersonality
 from gitswarm.fakeserver.openai_rules import LocalNoToolsPersonality, ReasoningPersonality
 from gitswarm.fakeserver.personality import Personality, Settings
 
@@ -11,6 +12,7 @@ PERSONALITIES: dict[str, type[Personality]] = {
     "anthropic": AnthropicPersonality,
     "openai-reasoning": ReasoningPersonality,
     "local-no-tools": LocalNoToolsPersonality,
+    "llama-cpp": LlamaCppPersonality,
 }
 """Each personality by name: the provider the fake server plays."""
 

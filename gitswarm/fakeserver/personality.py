@@ -7,6 +7,7 @@ responder sees an OpenAI-chat-shaped request and answers with a FakeReply or Fak
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -17,6 +18,7 @@ from gitswarm.fakeserver import catalog, wire
 from gitswarm.fakeserver.billing import Usage
 from gitswarm.fakeserver.faults import FaultPlan, spoil
 from gitswarm.fakeserver.responders import FakeError, FakeReply, completion_json, openai_usage, stream_json
+from gitswarm.fakeserver.streaming import Pace
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,15 @@ class Settings:
     """The time prompt caches expire by (tests may pass a fake clock)."""
     secret: bytes | None = None
     """The key thinking blocks are signed with; None: a random key per server."""
+    tokens_per_s: float | None = None
+    """How fast the fake model writes: a reply's output tokens take output / tokens_per_s
+    seconds, spread over its events when streamed; None: at once."""
+    interrupt_requests: bool = True
+    """`llama-cpp`: a request that arrives while a reply streams ends that stream early (no
+    finish_reason), as llama-cpp-python's server does by default (its --interrupt_requests)."""
+    chat_format: str = "chatml-function-calling"
+    """`llama-cpp`: the chat format whose tool handling is played, `chatml-function-calling`
+    or `functionary` (see llamacpp.py)."""
 
 
 class Personality:
@@ -64,6 +75,20 @@ class Personality:
     def neutral(self, body: dict) -> dict:
         """The request as the responder sees it: OpenAI chat shape."""
         return body
+
+    def handle(self, reply: FakeReply, body: dict) -> FakeReply | FakeError:
+        """What the server makes of the model's reply (the responder's) to this request."""
+        return reply
+
+    def turn(self) -> contextlib.AbstractAsyncContextManager[object]:
+        """Held while one chat request is answered, after its rules were checked: a server that
+        generates one reply at a time makes the others wait here."""
+        return contextlib.nullcontext()
+
+    def pace(self, usage: Usage) -> Pace | None:
+        """How long the reply takes to generate (Settings.tokens_per_s); None: no time at all."""
+        speed = self.settings.tokens_per_s
+        return Pace(usage.output_tokens / speed) if speed else None
 
     def fault_error(self, fault: str, plan: FaultPlan) -> FakeError:
         """The error an injected rate_limit, server_error or unavailable fault answers with."""

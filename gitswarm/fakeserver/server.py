@@ -48,6 +48,8 @@ class RequestRecord:
     """The usage object the reply reported, in the provider's shape."""
     charge: Charge | None = None
     """What the reply was billed; None unless a reply was delivered whole."""
+    interrupted: bool = False
+    """The stream was ended early, without its finish, because another request came (llama-cpp)."""
 
 
 @dataclass(frozen=True)
@@ -151,14 +153,17 @@ class FakeServer:
             return await self._send(stream, buffered, record, refusal)
         if record.fault:
             self.injected[record.fault] += 1
-        settled = await self._fault(stream, buffered, record, body)
-        if settled is not None:
-            return settled
-        neutral = persona.neutral(body)
-        answer = await self._ask(neutral)
-        if record.fault in CONSUMING and isinstance(answer, FakeReply):
-            answer = persona.spoil(answer, record.fault, neutral)
-        return await self._send(stream, buffered, record, answer)
+        async with persona.turn():
+            settled = await self._fault(stream, buffered, record, body)
+            if settled is not None:
+                return settled
+            neutral = persona.neutral(body)
+            answer = await self._ask(neutral)
+            if isinstance(answer, FakeReply):
+                answer = persona.handle(answer, body)
+            if record.fault in CONSUMING and isinstance(answer, FakeReply):
+                answer = persona.spoil(answer, record.fault, neutral)
+            return await self._send(stream, buffered, record, answer)
 
     async def _fault(self, stream: SocketStream, buffered: BufferedByteReceiveStream, record: RequestRecord,
                      body: dict) -> bool | None:
@@ -204,19 +209,20 @@ class FakeServer:
                      reply: FakeReply) -> bool:
         persona, body, fault = self.personality, self.requests[record.index], record.fault
         usage, record.usage = persona.account(reply, body)
+        pace = persona.pace(usage)
         if record.stream:
             events = persona.events(reply, body, record.index, record.usage)
             head = wire.sse_head(persona.reply_headers())
             whole = await send_events(stream, buffered, head, events, fault=fault, plan=self.faults,
-                                      keepalive=persona.keepalive)
+                                      keepalive=persona.keepalive, pace=pace)
+            record.interrupted = bool(pace and pace.interrupted)
         else:
-            if fault == "slow_stream":
-                await anyio.sleep(self.faults.slow_stream_s)
+            await anyio.sleep(self.faults.slow_stream_s if fault == "slow_stream" else pace.seconds if pace else 0)
             data = wire.json_reply(200, persona.render(reply, body, record.index, record.usage),
                                    persona.reply_headers())
             whole = fault != "truncated_stream"
             await stream.send(data if whole else data[: len(data) - len(data) // 3])
-        if whole:
+        if whole and not record.interrupted:
             model = str(body.get("model", ""))
             record.charge = charge(record.index, model, usage, persona.catalog.spec(model))
         return whole
@@ -226,15 +232,19 @@ class FakeServer:
 async def serve(responder: Responder, faults: FaultPlan | None = None, *, port: int = 0,
                 personality: str = "openai", output_limits: Mapping[str, int] | None = None,
                 default_output_limit: int = catalog.DEFAULT_OUTPUT_LIMIT, api_key: str | None = None,
-                clock: Callable[[], float] = time.monotonic) -> AsyncIterator[FakeServer]:
+                clock: Callable[[], float] = time.monotonic, tokens_per_s: float | None = None,
+                interrupt_requests: bool = True,
+                chat_format: str = "chatml-function-calling") -> AsyncIterator[FakeServer]:
     """Run a fake server on 127.0.0.1 (a free port unless `port` is given) for the block's duration.
 
     `personality` picks the provider it plays (see personalities.PERSONALITIES); `output_limits`
     overrides model output limits by name, `default_output_limit` is the limit of unknown
     models, `api_key` (where the provider checks keys) is the only key accepted, and `clock`
-    is the time prompt caches expire by.
+    is the time prompt caches expire by. `tokens_per_s` makes the fake model take its time;
+    `interrupt_requests` and `chat_format` configure `llama-cpp` (see personality.Settings).
     """
-    settings = Settings(output_limits, default_output_limit, api_key, clock)
+    settings = Settings(output_limits, default_output_limit, api_key, clock, tokens_per_s=tokens_per_s,
+                        interrupt_requests=interrupt_requests, chat_format=chat_format)
     persona = make_personality(personality, settings)
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
     server = FakeServer(responder, faults or FaultPlan(), listener.extra(SocketAttribute.local_port), persona)
