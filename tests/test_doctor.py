@@ -1,6 +1,7 @@
 """`gitswarm doctor` through the real CLI against the fake server on 127.0.0.1, one
 personality per provider: a healthy model, a local server without tools, an Anthropic model
-litellm does not know, a refused key, an unpriced model, a reasoning model, and bad input.
+litellm does not know, a refused key, an unpriced model, a reasoning model, llama-cpp-python's
+server (its tool handling, its interrupted streams), a slow model, and bad input.
 
 The server runs on its own event loop in a thread (anyio's blocking portal), the CLI in the
 test's thread, each with its own loop, as a user's terminal and a provider would be.
@@ -9,6 +10,7 @@ test's thread, each with its own loop, as a user's terminal and a provider would
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -25,10 +27,14 @@ WRONG_KEY = "sk-ant-doctor-wrong-key-0123456789"
 
 
 def ping(body: dict) -> FakeReply:
-    """A model that does what the probe asks: ping natively when offered tools, else in text."""
+    """A model that does what the probe asks: ping natively when offered tools, else in text,
+    with the word asked for (or the numbers, for the two calls at once)."""
+    text = json.dumps(body["messages"])
+    counted = re.search(r"numbers from 1 to (\d+)", text)
+    word = " ".join(map(str, range(1, int(counted.group(1)) + 1))) if counted else "gitswarm"
     if body.get("tools"):
-        return FakeReply(tool_calls=[{"name": "ping", "arguments": {"word": "gitswarm"}}])
-    return FakeReply(content='<call name="ping">\n<word>gitswarm</word>\n</call>')
+        return FakeReply(tool_calls=[{"name": "ping", "arguments": {"word": word}}])
+    return FakeReply(content=f'<call name="ping">\n<word>{word}</word>\n</call>')
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +74,7 @@ def line(output: str, name: str) -> str:
     return next(ln for ln in output.splitlines() if ln[6:].startswith(f"{name}:"))
 
 
-def test_healthy_model_exit_0_native_tools_one_streamed_call(portal) -> None:
+def test_healthy_model_exit_0_native_tools_a_streamed_probe_and_two_at_once(portal) -> None:
     with fake(portal) as server:
         result = doctor(server, "-m", "openai/gpt-4o")
     out = result.stdout
@@ -76,22 +82,28 @@ def test_healthy_model_exit_0_native_tools_one_streamed_call(portal) -> None:
     assert line(out, "tool calling") == "ok    tool calling: ping called natively"
     assert line(out, "call").startswith("ok    call: a streamed reply")
     assert line(out, "usage").startswith("ok    usage: ") and "input" in line(out, "usage")
-    assert line(out, "price").startswith("ok    price: litellm's; the probe cost USD ")
-    assert "model calls made: 1 " in out and "FAIL" not in out
+    assert line(out, "concurrency").startswith("ok    concurrency: two requests at once both completed")
+    assert line(out, "price").startswith("ok    price: litellm's; doctor's calls cost USD ")
+    assert "model calls made: 3 (doctor makes at most 6)" in out and "FAIL" not in out
     assert "  output limit   16000 tokens, the default" in out
     assert "input USD 2.5, cached input USD 1.25, output USD 10 (litellm's)" in out
     sent = server.requests
-    assert len(sent) == 1 and sent[0]["stream"] is True and sent[0]["max_tokens"] == 16000
-    assert [t["function"]["name"] for t in sent[0]["tools"]] == ["ping"]
+    assert len(sent) == 3 and all(r["stream"] is True and r["max_tokens"] == 16000 for r in sent)
+    assert all([t["function"]["name"] for t in r["tools"]] == ["ping"] for r in sent)
     assert "`ping` tool" in sent[0]["messages"][0]["content"]  # the prompt of prompts/doctor_probe.md.j2
+    assert "numbers from 1 to 50" in sent[1]["messages"][0]["content"]  # prompts/doctor_pair.md.j2
 
 
 def test_json_is_one_object_with_the_run_settings(portal) -> None:
     with fake(portal) as server:
         result = doctor(server, "-m", "openai/gpt-4o", "--json", "--idle-timeout", "60")
     report = json.loads(result.stdout)
-    assert result.exit_code == 0 and report["ok"] is True and report["calls"] == 1
-    assert [c["status"] for c in report["checks"]] == ["ok"] * 6
+    assert result.exit_code == 0 and report["ok"] is True and report["calls"] == 3
+    statuses = {c["name"]: c["status"] for c in report["checks"]}
+    assert list(statuses) == ["credentials", "call", "tool calling", "usage", "output limit", "speed", "concurrency",
+                              "price"]
+    assert {s for name, s in statuses.items() if name != "speed"} == {"ok"}  # the fake's speed is the machine's
+    assert report["speed"]["output_tokens"] >= 32 and report["speed"]["tokens_per_s"] > 0
     run = report["run"]
     assert (run["provider"], run["tool_protocol"], run["output_limit"], run["streaming"]) == \
         ("openai", "native", 16000, True)
@@ -107,8 +119,8 @@ def test_no_tools_server_text_protocol_chosen_automatically(portal) -> None:
     assert "ping called through the text protocol: the server refused `tools`, so a run falls back to it " \
         "automatically" in line(out, "tool calling")
     assert "  tool protocol  text (setting auto)" in out
-    assert "model calls made: 2, 1 of them failed" in out
-    assert "tools" in server.requests[0] and "tools" not in server.requests[1]
+    assert "model calls made: 4, 1 of them failed" in out
+    assert "tools" in server.requests[0] and not any("tools" in r for r in server.requests[1:])
 
 
 def test_no_tools_server_with_native_protocol_fails_with_the_fix(portal) -> None:
@@ -129,7 +141,8 @@ def test_two_refusals_are_both_learnt_from_in_three_calls(portal) -> None:
     assert result.exit_code == 0, out
     assert "ok    output limit: 8192 tokens, adopted from the provider (it refused 16000)" in out
     assert "through the text protocol" in out
-    assert len(server.requests) == 3 and "model calls made: 3, 2 of them failed" in out
+    assert len(server.requests) == 5 and "model calls made: 5, 2 of them failed" in out
+    assert all(r["max_tokens"] == 8192 and "tools" not in r for r in server.requests[3:])  # the two at once
 
 
 def test_anthropic_model_litellm_does_not_know_limit_adopted(portal) -> None:
@@ -139,7 +152,7 @@ def test_anthropic_model_litellm_does_not_know_limit_adopted(portal) -> None:
     assert result.exit_code == 0, out
     assert line(out, "output limit") == "ok    output limit: 12000 tokens, adopted from the provider (it refused 16000)"
     assert line(out, "tool calling") == "ok    tool calling: ping called natively"
-    assert [r["max_tokens"] for r in server.requests] == [16000, 12000]
+    assert [r["max_tokens"] for r in server.requests] == [16000, 12000, 12000, 12000]
     assert line(out, "price").startswith("warn  price: unknown")
 
 
@@ -183,7 +196,7 @@ def test_unpriced_model_says_max_usd_needs_prices(portal) -> None:
     assert line(unknown.stdout, "price") == "warn  price: unknown: litellm has no price for openai/doctor-unpriced"
     assert "--max-usd then needs --price-in and --price-out" in unknown.stdout
     assert "price/Mtok     unknown" in unknown.stdout
-    assert line(priced.stdout, "price").startswith("ok    price: your prices; the probe cost USD 0.0000")
+    assert line(priced.stdout, "price").startswith("ok    price: your prices; doctor's calls cost USD 0.000")
     assert "input USD 1, cached input USD 1, output USD 4 (your prices)" in priced.stdout
 
 
@@ -221,6 +234,103 @@ def test_the_config_file_model_settings_are_used(portal, tmp_path, monkeypatch) 
     assert result.exit_code == 0, result.stdout
     assert "  model          openai/gpt-4o (provider openai)" in result.stdout
     assert "  output limit   2000 tokens, the setting" in result.stdout and server.requests[0]["max_tokens"] == 2000
+
+
+def test_llama_cpp_shows_no_tools_without_tool_choice_so_text_protocol_is_the_fix(portal) -> None:
+    """chatml-function-calling leaves `tools` out of the prompt of a request without
+    tool_choice, as a run's are: the model answers in text, streamed or not."""
+    with fake(portal, personality="llama-cpp", interrupt_requests=False) as server:
+        native = doctor(server, "-m", "openai/qwen2.5-3b")
+        text = doctor(server, "-m", "openai/qwen2.5-3b", "--tool-protocol", "text")
+    assert native.exit_code == 1, native.stdout
+    assert line(native.stdout, "tool calling") == \
+        "FAIL  tool calling: the model answered without calling ping, streamed or not"
+    assert "fix: try --tool-protocol text (llama-cpp-python's server, for one, leaves `tools` out" in native.stdout
+    probe, again = server.requests[:2]
+    assert probe["stream"] is True and "stream" not in again and probe["tools"] == again["tools"]
+    assert "model calls made: 4 (doctor makes at most 6)" in native.stdout
+    assert text.exit_code == 0, text.stdout
+    assert line(text.stdout, "tool calling") == "ok    tool calling: ping called through the text protocol " \
+        "(--tool-protocol text)"
+
+
+def test_llama_cpp_functionary_tool_calls_work_unstreamed_only(portal) -> None:
+    """The functionary format calls tools unstreamed but fails every streamed request with them."""
+    with fake(portal, personality="llama-cpp", chat_format="functionary") as server:
+        plain = doctor(server, "-m", "openai/functionary-small")
+        as_json = doctor(server, "-m", "openai/functionary-small", "--json")
+    assert plain.exit_code == 0, plain.stdout
+    assert line(plain.stdout, "call").startswith("warn  call: streamed, server: ")
+    assert "; unstreamed, a reply in " in line(plain.stdout, "call")
+    assert line(plain.stdout, "tool calling") == \
+        "warn  tool calling: tool calls work unstreamed only (streamed, a server error)"
+    assert "use --tool-protocol text (its calls stream)" in plain.stdout
+    assert line(plain.stdout, "concurrency") == \
+        "skip  concurrency: the streamed call failed, so a run's requests would too"
+    report = json.loads(as_json.stdout)
+    assert as_json.exit_code == 0 and report["ok"] is True and (report["calls"], report["failed_calls"]) == (2, 1)
+    tools = next(c for c in report["checks"] if c["name"] == "tool calling")
+    assert tools["status"] == "warn" and tools["detail"].startswith("tool calls work unstreamed only")
+    assert [(r.stream, r.status) for r in server.records[:2]] == [(True, 500), (False, 200)]
+
+
+def test_streams_with_tools_empty_unstreamed_calls_work(portal) -> None:
+    """A server whose streams with tools come back empty, while the same request unstreamed
+    calls the tool: doctor (or the client itself) asks again unstreamed and passes with a warning."""
+    def empty_streams(body: dict) -> FakeReply:
+        return FakeReply(completion_tokens=0) if body.get("tools") and body.get("stream") else ping(body)
+
+    with fake(portal, empty_streams) as server:
+        result = doctor(server, "-m", "openai/doctor-local")
+    out = result.stdout
+    assert result.exit_code == 0, out
+    assert line(out, "tool calling").startswith("warn  tool calling: tool calls work unstreamed only")
+    assert server.requests[0]["stream"] is True and "stream" not in server.requests[1]
+    assert "ping" in {t["function"]["name"] for t in server.requests[1]["tools"]}
+
+
+@pytest.mark.parametrize("interrupt", [True, False])
+def test_llama_cpp_interrupting_concurrent_requests_fails_with_the_fix(portal, interrupt: bool) -> None:
+    with fake(portal, personality="llama-cpp", tokens_per_s=60, interrupt_requests=interrupt) as server:
+        plain = doctor(server, "-m", "openai/qwen2.5-3b", "--tool-protocol", "text")
+        as_json = doctor(server, "-m", "openai/qwen2.5-3b", "--tool-protocol", "text", "--json")
+    check = next(c for c in json.loads(as_json.stdout)["checks"] if c["name"] == "concurrency")
+    if interrupt:
+        assert plain.exit_code == 1 and as_json.exit_code == 1, plain.stdout
+        assert line(plain.stdout, "concurrency").startswith(
+            "FAIL  concurrency: the server interrupts concurrent requests (one of two at once: a ")
+        fix = "start llama-cpp-python's server with --interrupt_requests False, give llama-server --parallel N, " \
+            "or run with --workers 1"
+        assert f"fix: {fix}" in plain.stdout and check["fix"] == fix and check["status"] == "FAIL"
+        assert sum(r.interrupted for r in server.records) == 2  # one of each pair
+    else:
+        assert plain.exit_code == 0 and as_json.exit_code == 0, plain.stdout
+        assert line(plain.stdout, "concurrency").startswith("ok    concurrency: two requests at once both completed")
+        assert check["status"] == "ok" and not any(r.interrupted for r in server.records)
+    assert line(plain.stdout, "tool calling").startswith("ok    tool calling: ping called through the text protocol")
+
+
+def test_a_slow_model_is_timed_and_a_smaller_limit_suggested(portal) -> None:
+    with fake(portal, tokens_per_s=10) as server:
+        plain = doctor(server, "-m", "openai/doctor-slow")
+        as_json = doctor(server, "-m", "openai/doctor-slow", "--reply-timeout", "900", "--json")
+    speed = line(plain.stdout, "speed")
+    found = re.fullmatch(r"warn  speed: (\d+\.\d) tokens/s \((\d+) output tokens in (\d+\.\d) s\): "
+                         r"a 16,000-token reply would take (\d+) minutes", speed)
+    assert found and 5 < float(found[1]) <= 10 and int(found[2]) >= 32, speed
+    assert int(found[4]) == round(16000 / float(found[1]) / 60)
+    suggested = re.search(r"fix: consider --max-output-tokens (\d+) \(about 5 minutes at this speed\)",
+                          plain.stdout)
+    assert suggested and int(suggested[1]) in (2000, 3000), plain.stdout
+    assert plain.exit_code == 0 and as_json.exit_code == 0
+    report = json.loads(as_json.stdout)
+    check = next(c for c in report["checks"] if c["name"] == "speed")
+    assert check["status"] == "warn" and check["detail"].endswith(", past the reply timeout (900 s), which cuts it")
+    assert re.fullmatch(r"consider --max-output-tokens [23]000, or a longer --reply-timeout", check["fix"])
+    measured = report["speed"]
+    assert 5 < measured["tokens_per_s"] <= 10 and measured["output_tokens"] >= 32
+    assert measured["reply_at_limit_s"] == pytest.approx(16000 / measured["tokens_per_s"], rel=0.02)
+    assert len(server.requests) == 6
 
 
 @pytest.mark.parametrize(("args", "words"), [

@@ -1,6 +1,6 @@
 """What `gitswarm doctor` reports: what a run with the checked options would use (output
-limit and where it comes from, tool protocol, timeouts, prices), as lines or JSON, with any
-key it might echo masked."""
+limit and where it comes from, tool protocol, streaming, timeouts, prices), as lines or JSON,
+with any key it might echo masked."""
 
 from __future__ import annotations
 
@@ -9,6 +9,23 @@ import re
 
 SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL")
 """Environment variable names that may hold a key: their values are never printed."""
+MAX_CALLS = 6
+"""The most model calls doctor makes (doctor_calls says which)."""
+
+
+def key_variables(model: str) -> list[str]:
+    """The variables litellm reads the key of `model` from: asked with every secret-looking
+    variable hidden for a moment, since litellm names only the missing ones."""
+    from gitswarm.models.lib import litellm_module
+
+    hidden = {k: v for k, v in os.environ.items() if SECRET.search(k.upper())}
+    for name in hidden:
+        del os.environ[name]
+    try:
+        missing = litellm_module().validate_environment(model)["missing_keys"]
+    finally:
+        os.environ.update(hidden)
+    return [k for k in missing if not k.endswith(("_API_BASE", "_BASE_URL"))]
 
 
 def output_limit(config, probe) -> tuple[int, str]:
@@ -47,10 +64,11 @@ def run_settings(config, provider: str, probe) -> dict:
     from gitswarm.models import LiteLLMModel
 
     limit, source = output_limit(config, probe)
+    llm = probe.llm if probe else LiteLLMModel(config)
     return {"model": config.model, "provider": provider, "api_base": config.api_base,
-            "tool_protocol": (probe.llm if probe else LiteLLMModel(config)).protocol,
-            "tool_protocol_setting": config.tool_protocol, "output_limit": limit, "output_limit_source": source,
-            "reasoning_effort": config.reasoning_effort, "streaming": config.stream,
+            "tool_protocol": llm.protocol, "tool_protocol_setting": config.tool_protocol, "output_limit": limit,
+            "output_limit_source": source, "reasoning_effort": config.reasoning_effort, "streaming": config.stream,
+            "streaming_tools": config.stream and getattr(llm, "stream_tools", True),
             "idle_timeout_s": config.idle_timeout_s, "reply_timeout_s": config.reply_timeout_s,
             "price_per_mtok": prices(config)}
 
@@ -69,10 +87,17 @@ def plain(report: dict) -> str:
             ("tool protocol", f"{run['tool_protocol']} (setting {run['tool_protocol_setting']})"),
             ("output limit", f"{run['output_limit']} tokens, {run['output_limit_source']}"),
             ("reasoning", run["reasoning_effort"] or "the model's default"),
-            ("streaming", f"{'on' if run['streaming'] else 'off'}; idle timeout {run['idle_timeout_s']:g} s, "
+            ("streaming", f"{_streaming(run)}; idle timeout {run['idle_timeout_s']:g} s, "
                           f"reply timeout {run['reply_timeout_s']:g} s"), ("price/Mtok", money)]
-    return "\n".join([*lines, f"model calls made: {report['calls']}{refused} (doctor makes at most 3)", "",
+    made = f"model calls made: {report['calls']}{refused} (doctor makes at most {MAX_CALLS})"
+    return "\n".join([*lines, made, "",
                       "A run would use:", *(f"  {k:<14} {v}" for k, v in rows)])
+
+def _streaming(run: dict) -> str:
+    if not run["streaming"]:
+        return "off"
+    return "on" if run["streaming_tools"] else "on, but requests with tools unstreamed"
+
 
 def redact(text: str, config) -> str:
     """The text with every key it might echo (the config's, secret-looking variables) masked."""
