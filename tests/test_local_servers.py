@@ -198,6 +198,23 @@ async def test_an_empty_stream_with_tools_is_asked_again_unstreamed_and_tools_st
 
 
 @pytest.mark.anyio
+async def test_llama_cpp_gets_tool_choice_auto_and_its_500_on_a_streamed_call_turns_tools_unstreamed() -> None:
+    """llama-cpp-python's chatml-function-calling offers the tools only with tool_choice "auto",
+    and then fails a streamed reply in which the model picks a tool with a 500."""
+    call = FakeReply(tool_calls=[{"name": "read_file", "arguments": {"path": "a.md"}}])
+    retries: list[Retry] = []
+    with anyio.fail_after(10):
+        async with serve(ScriptedResponder([call, call, call]), personality="llama-cpp") as server:
+            llm = model(server)
+            reply = await llm.complete(USER, TOOLS, on_retry=retries.append)
+            again = await llm.complete(USER, TOOLS)
+    assert [r.get("tool_choice") for r in server.requests] == ["auto"] * 3
+    assert [bool(r.get("stream")) for r in server.requests] == [True, False, False]
+    assert reply.tool_calls[0].arguments == again.tool_calls[0].arguments == {"path": "a.md"}
+    assert not llm.stream_tools and retries == []  # an adaptation, not a retry
+
+
+@pytest.mark.anyio
 async def test_an_empty_stream_without_tools_is_retried_as_malformed() -> None:
     with anyio.fail_after(10):
         async with serve(lambda body: completion("7")) as server:

@@ -131,8 +131,11 @@ class LiteLLMModel:
         streams with tools come back empty. Returns what changed (a retry may then succeed), or
         None."""
         auto = self.config.tool_protocol == "auto"
-        if isinstance(error, EmptyReply):
-            if auto and tools and protocol == "native" and streamed:
+        streamed_tools = auto and bool(tools) and protocol == "native" and streamed
+        if isinstance(error, EmptyReply) or (error.kind == "server" and self.config.api_base):
+            # A self-hosted server may not stream tool calls: llama-cpp-python answers a streamed
+            # request with tools by an empty stream, or by a 500 when the model picks a tool.
+            if streamed_tools:
                 self.stream_tools = False
                 return "unstreamed tools"
             return None

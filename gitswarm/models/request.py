@@ -29,8 +29,11 @@ def completion_args(config: ModelConfig, messages: list[dict], tools: list[dict]
         args["api_key"] = api_key
     if tools:
         args["tools"] = tools
-        if tool_choice:
-            args["tool_choice"] = tool_choice
+        if tool_choice or config.api_base:
+            # OpenAI's default with tools is "auto", but not every self-hosted server's:
+            # llama-cpp-python's chatml-function-calling leaves the tools out of the prompt
+            # unless the request says "auto".
+            args["tool_choice"] = tool_choice or "auto"
     if config.reasoning_effort:
         args["reasoning_effort"] = config.reasoning_effort
     if config.temperature is not None and may_set_temperature(config):
