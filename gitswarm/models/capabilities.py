@@ -60,3 +60,14 @@ def stated_output_limit(message: str) -> int | None:
 def refuses_tools(message: str) -> bool:
     """The provider's 400 says the model cannot take `tools` (Ollama, vLLM, llama.cpp wordings)."""
     return bool(_REFUSES_TOOLS.search(message))
+
+
+_STREAMED_TOOLS = re.compile(r"stream\w*\s+tool|tool\w*\s+.*stream\w*.*not supported|Error code: 5\d\d\s*$",
+                             re.IGNORECASE)
+
+
+def refuses_streamed_tools(message: str) -> bool:
+    """A 5xx that a server gives a streamed request with `tools` it can only answer unstreamed:
+    llama-cpp-python's "Automatic streaming tool choice is not supported", or its functionary
+    format's wordless 500 (an assert)."""
+    return bool(_STREAMED_TOOLS.search(message.strip()))

@@ -132,7 +132,8 @@ class LiteLLMModel:
         None."""
         auto = self.config.tool_protocol == "auto"
         streamed_tools = auto and bool(tools) and protocol == "native" and streamed
-        if isinstance(error, EmptyReply) or (error.kind == "server" and self.config.api_base):
+        if isinstance(error, EmptyReply) or (error.kind == "server" and capabilities.refuses_streamed_tools(
+                error.message)):
             # A self-hosted server may not stream tool calls: llama-cpp-python answers a streamed
             # request with tools by an empty stream, or by a 500 when the model picks a tool.
             if streamed_tools:
