@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from gitswarm.cli.common import Effort, ToolProtocol, fail, user_errors
+from gitswarm.cli.common import Effort, Isolation, ToolProtocol, fail, user_errors
 from gitswarm.cli.running import RemoteRun, model_config, run_swarm
 
 TuiOpt = Annotated[bool | None, typer.Option(
@@ -59,6 +59,10 @@ def solve(
                                  "pass it and none finds a critical error; a problem settles only on such "
                                  "an attempt. With none verified at the end, the most nominated is written, "
                                  "marked unverified. 0: plain plurality of nominations (default 2).")] = None,
+    isolation: Annotated[Isolation | None, typer.Option(
+        help="shared (default): the swarm, every episode reads the memory. independent: each episode sees "
+             "only its problem's statement, as independent sampling does; answers are selected by majority "
+             "(self-consistency). The baseline an experiment compares the swarm with.")] = None,
     max_usd: Annotated[float | None, typer.Option(
         min=0, help="Stop before spending more USD than this, failed calls included.")] = None,
     max_total_tokens: Annotated[int | None, typer.Option(
@@ -118,7 +122,7 @@ def solve(
         folder = mirror if url is not None else (Path(run) if run is not None else None)
         cfg = _config(problem_set, model, folder, from_file, merger_model=merger_model, api_base=api_base,
                       workers=workers or None, budget=budget, max_episodes=max_episodes, no_progress=no_progress,
-                      verify=verify,
+                      verify=verify, isolation=isolation,
                       max_usd=max_usd, max_total_tokens=max_total_tokens, time_limit_s=time_limit,
                       problem_ids=tuple(problem or ()), seed=seed, max_steps=max_steps,
                       max_output_tokens=max_output_tokens, reasoning_effort=reasoning_effort,

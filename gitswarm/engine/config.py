@@ -4,10 +4,14 @@ into these models (gitswarm.engine.settings)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from gitswarm.models.config import ReasoningEffort, ToolProtocol
+
+Isolation = Literal["shared", "independent"]
+"""What an episode sees of the memory (`SolveConfig.isolation`)."""
 
 EPISODES_PER_CHARGE = 3
 """The episode cap's default: this many episodes, of any outcome, per budgeted one."""
@@ -79,6 +83,13 @@ class SolveConfig(BaseModel):
     """K: a candidate is verified by K `pass` reviews from distinct workers other than its
     author and no `critical` review; only a verified candidate is selected as verified, and
     only one settles a problem. 0: plain plurality of nominations, no review needed."""
+    isolation: Isolation = "shared"
+    """How much of the memory an episode sees. `shared`: the swarm, every contribution on main.
+    `independent`: only its problem's statement, as independent sampling does (no overview,
+    no other episode's items, searches or announcements); its episodes write attempts, notes
+    and code but cannot review or nominate, so `verify` does not apply, and each answer
+    problem's solution is the attempt whose final answer most attempts agree on
+    (self-consistency). The baseline `gitswarm experiment` compares the swarm with."""
     summary_every: int = 5
     """The merger rewrites a problem's SUMMARY.md at most once per this many merges."""
     price_in_per_mtok: float | None = Field(None, ge=0)
@@ -104,7 +115,7 @@ class SolveConfig(BaseModel):
     def _reviewers(self) -> SolveConfig:
         """K passes from workers other than the author need K + 1 workers: with fewer, no
         attempt could ever be verified, and no problem settle."""
-        if self.verify and self.workers < self.verify + 1:
+        if self.verify and self.workers < self.verify + 1 and self.isolation == "shared":
             raise ValueError(f"verify={self.verify} needs at least {self.verify + 1} workers (a review counts "
                              f"only from a worker other than the attempt's author), not {self.workers}: give "
                              f"--workers {self.verify + 1} or more, or a smaller --verify (0: no review needed)")

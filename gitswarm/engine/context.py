@@ -69,6 +69,9 @@ class EpisodeInfo:
     start_commit: str
     executable: str | None = None
     """The program's documented name (reproduce problems)."""
+    isolated: bool = False
+    """The episode sees only its problem's statement (`SolveConfig.isolation` independent): it
+    starts from the run's first commit, with an empty index, and no other episode's news."""
 
 
 def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged: list[str]) -> str:
@@ -173,11 +176,11 @@ def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodeInfo,
              "title": _first_line(memory, f"{base}/{path}", ep.start_commit),
              "review": review_state(index, ep.problem_id, commit) if path.startswith(CANDIDATE_FOLDERS) else None}
             for path, commit in chosen]
-    others = [f"{w} on {a}" for w, a in view.announcements.items() if w != ep.worker]
+    others = [] if ep.isolated else [f"{w} on {a}" for w, a in view.announcements.items() if w != ep.worker]
     return render("episode_start.md.j2", header=head, problem={"id": ep.problem_id, "title": ep.title},
                   statement=statement.strip(), summary=summary.strip(), items=rows,
                   total=len(index.problems[ep.problem_id].items), in_flight=others[:10],
-                  code_work=_code_work(ep))
+                  code_work=_code_work(ep), isolated=ep.isolated)
 
 
 def _code_work(ep: EpisodeInfo) -> str:

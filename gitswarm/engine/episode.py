@@ -88,13 +88,14 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
     episode: a failed model call and an unexpected error end it as `failed`, with its class
     (`engine.failures`); what it staged is kept as an incomplete note, its transcript always."""
     cfg = shared.view.config
-    tools = Toolbox(shared.memory, shared.git, shared.index, shared.view, ep, shared.sandbox,
+    index = MemoryIndex() if ep.isolated else shared.index  # an independent episode sees no one's work
+    tools = Toolbox(shared.memory, shared.git, index, shared.view, ep, shared.sandbox,
                     shared.references)
     messages: list[dict] = []
     stop, failure = None, Failure.MODEL
     try:
-        head = context.header(shared.view, shared.index, ep, 1, [])
-        first = await shared.git(context.overview, shared.memory, shared.view, shared.index, ep, head)
+        head = context.header(shared.view, index, ep, 1, [])
+        first = await shared.git(context.overview, shared.memory, shared.view, index, ep, head)
         messages += [{"role": "system", "content": render("worker_system.md.j2", max_steps=cfg.max_steps)},
                      {"role": "user", "content": first}]
         final = None
@@ -139,7 +140,7 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
     note, nudges = "", 0
     for step in range(1, cfg.max_steps + 1):
         if step > 1:
-            head = context.header(shared.view, shared.index, ep, step, tools.staged_names())
+            head = context.header(shared.view, tools.index, ep, step, tools.staged_names())
             messages.append({"role": "user", "content": render("step.md.j2", header=head, note=note)})
         force = nudges > 0 and shared.model.may_force_tools()
         reply = await _call(shared, ep, record, messages, step, "required" if force else None)

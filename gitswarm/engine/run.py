@@ -52,10 +52,17 @@ def open_run(cfg: SolveConfig, problem_set: ProblemSet) -> Memory:
     return Memory.create(cfg.run, problem_set, problem_ids=ids)
 
 
-def _select(memory: Memory, index: MemoryIndex, problem: str, verify: int) -> selection.Selected | None:
-    """Select with the referee's scores as the tie-break (they never reach the agents)."""
+def _select(memory: Memory, index: MemoryIndex, problem: str, verify: int,
+            by_answers: bool = False) -> selection.Selected | None:
+    """Select with the referee's scores as the tie-break (they never reach the agents); with
+    `by_answers` (a run of independent episodes, which nominate nothing), by the majority of
+    the attempts' final answers: a problem whose attempts state none (a proof) gets none."""
     from gitswarm.referee.grades import GradeStore
 
+    if by_answers:
+        from gitswarm.engine.majority import select_by_answers
+
+        return select_by_answers(memory, index, problem)
     return selection.select(memory, index, problem, verify, GradeStore(memory).scores(problem))
 
 
@@ -126,7 +133,8 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
             stop_merger.set()
         await git(ledger.flush, memory)  # the merger's last charges
         await git(memory.pack_refs)
-        chosen = {p: await git(_select, memory, index, p, cfg.verify) for p in problems}
+        isolated = cfg.isolation == "independent"
+        chosen = {p: await git(_select, memory, index, p, cfg.verify, isolated) for p in problems}
         for problem, picked in chosen.items():
             events.emit("selected", problem=problem, path=picked.path if picked else None,
                         nominations=picked.nominations if picked else 0,

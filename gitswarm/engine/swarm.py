@@ -244,12 +244,13 @@ class Scheduler:
         for record in records:
             self.ledger.changed(record)
         await shared.git(self.ledger.flush, shared.memory)
-        main = await shared.git(shared.memory.main)
+        isolated = self.config.isolation == "independent"
+        start = await shared.git(shared.memory.root if isolated else shared.memory.main)
         for record in records:
             self.in_flight[record.episode] = record
             found = self.problem_set.get(record.problem)
-            info = EpisodeInfo(record.episode, record.worker, record.problem, found.kind.value, found.title, main,
-                               found.executable)
+            info = EpisodeInfo(record.episode, record.worker, record.problem, found.kind.value, found.title, start,
+                               found.executable, isolated)
             shared.events.emit("episode_started", episode=record.episode, worker=record.worker,
                                problem=record.problem, restarted=restarted)
             tg.start_soon(self._episode, info, record)

@@ -34,6 +34,8 @@ SEARCH_ITEMS = 2000
 """Items one search reads, newest first: a bound on the git thread's time for one call."""
 SEARCH_HITS = 40
 KINDS = ("note", "lemma", "attempt", "review", "code", "summary")
+ISOLATED = ("in this run every episode works independently (isolation independent): write and contribute "
+            "your own attempt, or abstain")
 CODE_TOOLS = ("shell",)
 """Tools offered only for problems of `CODE_KINDS`."""
 KIND_ONLY = {"reviews": "review", "verdict": "review"}
@@ -163,6 +165,8 @@ class Toolbox:
         return hits
 
     async def tool_in_flight(self) -> str:
+        if self.ep.isolated:
+            return f"no other episode is visible: {ISOLATED}"
         others = [f"{w}: {a}" for w, a in self.view.announcements.items() if w != self.ep.worker]
         if not others:
             return "no other episode is in flight"
@@ -178,6 +182,8 @@ class Toolbox:
             content = self.staged.get(rel, "") + content
         if rel.startswith("nominations/"):
             raise ToolError("nominations are made with the nominate action, not written")
+        if self.ep.isolated and (rel == "SUMMARY.md" or rel.startswith("reviews/")):
+            raise ToolError(f"{rel} is shared work, not part of this run: {ISOLATED}")
         try:
             check_path(rel, self.memory.limits)
         except PathRejected as exc:
@@ -233,6 +239,8 @@ class Toolbox:
                               verdict: str | None = None) -> Final:
         if kind not in KINDS:
             raise ToolError(f"kind must be one of {', '.join(KINDS)}")
+        if self.ep.isolated and kind in ("review", "summary"):
+            raise ToolError(f"kind {kind} is not part of this run: {ISOLATED}")
         if not self.staged and not self.deleted:
             raise ToolError("nothing is staged: write_file first, then contribute")
         if kind == "code" and self.ep.kind == Kind.REPRODUCE and (  # a candidate is code/<slug>/ with compile.sh
@@ -275,6 +283,8 @@ class Toolbox:
         return found
 
     async def tool_nominate(self, candidate: str, rationale: str) -> Final:
+        if self.ep.isolated:
+            raise ToolError(f"nominating is not part of this run: {ISOLATED}")
         found = self.index.resolve(self.ep.problem_id, candidate)
         if found is None:
             raise ToolError(f"no attempt or program {candidate!r} of this problem in the memory; "

@@ -51,6 +51,7 @@ class Memory:
         self.run_id: str = self.meta["run_id"]
         self._lock = threading.RLock()
         self._line = composer.MainLine()
+        self._root: str | None = None
         _cache_trees()
 
     @classmethod
@@ -158,6 +159,16 @@ class Memory:
     def main(self) -> str:
         with self._lock:
             return str(self.repo.references[composer.MAIN].target)
+
+    def root(self) -> str:
+        """The run's first commit on main: the statements, before any work. Walks main's
+        first parents (one per merge) once; a run's root never changes."""
+        if self._root is None:
+            with self._lock:
+                walker = self.repo.walk(self.repo.references[composer.MAIN].target)
+                walker.simplify_first_parent()
+                self._root = str(next(c for c in walker if not c.parent_ids).id)
+        return self._root
 
     def op_commit(self, op: str) -> str | None:
         with self._lock:

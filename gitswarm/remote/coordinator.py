@@ -260,7 +260,8 @@ class Coordinator:
         from gitswarm.engine.run import _select
 
         shared = self.shared
-        chosen = {p: await shared.git(_select, shared.memory, shared.index, p, self.config.verify)
+        isolated = self.config.isolation == "independent"
+        chosen = {p: await shared.git(_select, shared.memory, shared.index, p, self.config.verify, isolated)
                   for p in shared.view.problems}
         await shared.git(self.ledger.flush, shared.memory)
         await self._published()
