@@ -12,6 +12,7 @@ from gitswarm.cli.common import Group
 from gitswarm.cli.dashboard import dashboard
 from gitswarm.cli.demo import demo
 from gitswarm.cli.doctor import doctor
+from gitswarm.cli.experiment import experiment
 from gitswarm.cli.grade import grade
 from gitswarm.cli.log import log
 from gitswarm.cli.report import report
@@ -41,6 +42,7 @@ app.command()(dashboard)
 app.command()(report)
 app.command()(doctor)
 app.command()(worker)
+app.command()(experiment)
 
 
 def _version(value: bool) -> None:

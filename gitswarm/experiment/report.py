@@ -1,0 +1,109 @@
+"""The comparison of an experiment's arms, as one JSON-ready dict: per arm (solved, mean
+score, tokens and USD per solved problem, wall time, episodes by outcome, the compounding
+figures), each arm against the baseline (paired by problem and seed, with a bootstrap 95% CI),
+and per run (the numbers `gitswarm status --json` gives of it). Read-only."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from gitswarm.experiment.figures import FINISHED, RunFigures, read_figures
+from gitswarm.experiment.runner import BROKEN
+from gitswarm.experiment.spec import Spec
+from gitswarm.experiment.stats import RESAMPLES, compare
+
+SCORES = ("Scores: each problem's selected solution as the referee grades it (score / max); a problem "
+          "with no selected solution scores 0, and solved means full marks. Tokens and USD are every "
+          "call of a run, the merger's and failed ones too, as `gitswarm status --json` gives them.")
+COMPOUNDING = ("Compounding, as `gitswarm report` computes it: built on is the share of contributions that a "
+               "later contribution of the same problem built on; in ancestry, the share in a selected "
+               "solution's ancestry.")
+
+
+def build(spec: Spec) -> dict:
+    """The report of the experiment's runs as they stand (finished or not)."""
+    return assemble(spec, [read_figures(p.arm, p.seed, p.config.run) for p in spec.runs])
+
+
+def assemble(spec: Spec, figures: list[RunFigures]) -> dict:
+    """The report from each run's figures (`figures` in the spec's run order)."""
+    done = [f for f in figures if f.state == FINISHED]
+    pairs = {arm: _pairs(spec, arm, figures) for arm in spec.arms}
+    comparisons = [compare(arm, spec.baseline, pairs[arm], pairs[spec.baseline]).as_dict()
+                   for arm in spec.arms if arm != spec.baseline]
+    return {"experiment": spec.name, "spec": str(spec.path), "folder": str(spec.folder),
+            "problems": str(spec.problem_set.path), "model": _model(spec), "simulated": spec.scripted is not None,
+            "budget": spec.budget.describe(), "seeds": list(spec.seeds), "baseline": spec.baseline,
+            "resamples": RESAMPLES,
+            "arms": [_arm(spec, arm, [f for f in figures if f.arm == arm], [f for f in done if f.arm == arm])
+                     for arm in spec.arms],
+            "comparisons": comparisons, "runs": [f.as_dict() for f in figures],
+            "notes": _notes(spec, figures, done), "definitions": {"scores": SCORES, "compounding": COMPOUNDING}}
+
+
+def _model(spec: Spec) -> str:
+    plan = spec.runs[0].config
+    return "scripted-solver" if spec.scripted is not None else plan.model
+
+
+def _pairs(spec: Spec, arm: str, figures: list[RunFigures]) -> dict[tuple[str, int], float | None]:
+    """The arm's score per (problem, seed): None where its run is not finished or not graded."""
+    problems = list(spec.runs[0].config.problem_ids) or [p.id for p in spec.problem_set.problems]
+    found: dict[tuple[str, int], float | None] = {}
+    for f in figures:
+        if f.arm == arm:
+            for problem in problems:
+                found[(problem, f.seed)] = f.scores.get(problem) if f.state == FINISHED else None
+    return found
+
+
+def _arm(spec: Spec, arm: str, runs: list[RunFigures], done: list[RunFigures]) -> dict:
+    scores = [s for f in done for s in f.scores.values()]
+    graded = [s for s in scores if s is not None]
+    solved = sum(f.solved for f in done)
+    tokens = sum(f.tokens for f in done)
+    costs = [f.cost_usd for f in done]
+    usd = round(sum(costs), 6) if done and None not in costs else None
+    outcomes: Counter[str] = Counter()
+    for f in done:
+        outcomes.update(f.outcomes)
+    contributions = sum(f.contributions for f in done)
+    return {"arm": arm, "settings": spec.arms[arm], "runs": len(runs), "finished": len(done),
+            "scores": len(scores), "graded": len(graded), "solved": solved,
+            "mean_score": round(sum(graded) / len(graded), 4) if graded else None,
+            "episodes": sum(f.episodes for f in done), "tokens": tokens, "cost_usd": usd,
+            "tokens_per_solved": round(tokens / solved, 1) if solved else None,
+            "usd_per_solved": round(usd / solved, 6) if solved and usd is not None else None,
+            "wall_seconds": round(sum(f.wall_seconds for f in done), 3), "outcomes": dict(outcomes),
+            "contributions": contributions,
+            "built_on_share": _share(sum(f.built_on for f in done), contributions),
+            "ancestry_share": _share(sum(f.in_ancestry for f in done), contributions)}
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _notes(spec: Spec, figures: list[RunFigures], done: list[RunFigures]) -> list[str]:
+    notes = []
+    if spec.scripted is not None:
+        s = spec.scripted
+        notes.append(f"The model is the scripted solver (p = {s.p}, boost = {s.boost}, check = {s.check}): a "
+                     "simulator that shows the mechanics of an experiment. Its figures are never evidence about "
+                     "real models.")
+    notes.append(f"Budget held equal across arms: {spec.budget.describe()}. Each arm runs once per seed "
+                 f"({', '.join(map(str, spec.seeds))}); differences are paired by problem and seed against "
+                 f"{spec.baseline}, with a percentile-bootstrap 95% CI over {RESAMPLES} resamples of the pairs.")
+    if len(done) < len(figures):
+        missing = ", ".join(f"{f.arm}-s{f.seed} ({f.state})" for f in figures if f.state != FINISHED)
+        notes.append(f"{len(figures) - len(done)} of {len(figures)} runs are not finished ({missing}): the "
+                     "figures cover finished runs only; run the experiment again to finish them.")
+    broken = [f"{f.arm}-s{f.seed} ({f.reason})" for f in done if f.reason in BROKEN]
+    if broken:
+        notes.append(f"Runs ended by the provider or by gitswarm, not by their budget: {', '.join(broken)}. Their "
+                     "figures measure that failure, not the arm; remove their folders and run again to redo them.")
+    ungraded = sum(s is None for f in done for s in f.scores.values())
+    if ungraded:
+        notes.append(f"{ungraded} (problem, seed) score(s) are ungraded (a proof needs a referee: [grade] "
+                     "referee_model in the spec): left out of the mean scores and the comparisons.")
+    return notes
