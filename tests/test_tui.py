@@ -170,6 +170,20 @@ def test_reducer_batches_and_marks_dirty_panels():
     assert state.workers["w01"].state == "thinking" and state.problems["a"].in_flight == 1
 
 
+def test_a_worker_whose_call_is_retried_shows_it_and_its_failure_frees_it():
+    state = DashState()
+    state.apply([Event("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1, "charged": 0,
+                                       "problems": ["a"]}, 1.0),
+                 Event("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 2.0)])
+    dirty = state.apply([Event("retry", {"episode": "e1", "worker": "w01", "problem": "a", "error": "stream_cut",
+                                         "what": "the server ended the reply early", "attempt": 1, "delay": 1.0},
+                               3.0)])
+    assert state.workers["w01"].state == "retrying" and "workers" in dirty
+    state.apply([Event("failed", {"episode": "e1", "worker": "w01", "problem": "a", "failure": "provider",
+                                  "tokens": 0, "charged": 0}, 4.0)])
+    assert state.workers["w01"].state == "idle" and state.problems["a"].in_flight == 0
+
+
 def test_demo_tui_in_a_real_terminal_stops_on_q_and_keeps_the_run(tmp_path: Path):
     """`gitswarm demo --tui` as a user runs it: a pseudo-terminal of 80x24, q to stop."""
     import fcntl
