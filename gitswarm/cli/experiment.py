@@ -86,7 +86,7 @@ def experiment(
 
 def _checked_judge(spec):
     """The referee model of the spec's [grade] (None without one), after the credentials check."""
-    from gitswarm.cli.grade import _judge
+    from gitswarm.cli.grade import judge_for
     from gitswarm.models import credentials_hint
 
     if spec.scripted is None:
@@ -94,7 +94,7 @@ def _checked_judge(spec):
         hint = credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
         if hint:
             raise fail(hint)
-    return _judge(spec.grade)
+    return judge_for(spec.grade)
 
 
 def runner_for(spec, parallel: int, judge):
@@ -102,7 +102,7 @@ def runner_for(spec, parallel: int, judge):
     scripted solver on a fake server of its own, when the spec names it), graded as `grade` does."""
     from functools import partial
 
-    from gitswarm.cli.grade import _grade_all
+    from gitswarm.cli.grade import grade_all
     from gitswarm.cli.running import run_engine
     from gitswarm.demo.solver import Solver
     from gitswarm.engine.swarm import Control
@@ -121,7 +121,7 @@ def runner_for(spec, parallel: int, judge):
     async def grade(plan) -> list[str]:
         memory = Memory(plan.config.run)
         problems = [p for p in spec.problem_set.problems if p.id in memory.problems()]
-        _, errors = await _grade_all(memory, problems, judge, 3, False, False, 900.0)
+        _, errors = await grade_all(memory, problems, judge, 3, False, False, 900.0)
         return [message for message, _ in errors]
 
     return Runner(spec, start, grade, _say, Control(), parallel)

@@ -80,7 +80,7 @@ def grade(
                                 "reasoning_effort": reasoning_effort}, grade_settings(config_file()))
         memory = Memory(run)
         problems = _problems(memory, problem_set, problem)
-        judge = _judge(settings)
+        judge = judge_for(settings)
     code = anyio.run(grade_and_print, memory, problems, judge, k, force, all_, compile_timeout)
     if code:
         raise typer.Exit(code)
@@ -91,7 +91,7 @@ async def grade_and_print(memory: Memory, problems: list[Problem], judge, k: int
     """Grade, print a line per grade (and the reproduce mean), and return the exit code: 0
     when everything asked was graded, 1 when something stayed ungraded, 2 on bad input."""
     with user_errors():  # storing a grade can meet a full disk or a read-only run
-        outcomes, errors = await _grade_all(memory, problems, judge, k, force, all_, compile_timeout)
+        outcomes, errors = await grade_all(memory, problems, judge, k, force, all_, compile_timeout)
     _print(outcomes, {p.id: p.kind.value for p in problems})
     _mean(outcomes, [p.id for p in problems if p.kind.value == "reproduce"])
     for message, _ in errors:
@@ -127,7 +127,7 @@ def _problems(memory: Memory, set_path: Path | None, wanted: list[str] | None) -
     return [by_id[p] for p in ids]
 
 
-def _judge(settings):
+def judge_for(settings):
     """The referee model of a GradeConfig, or None when no referee model is given."""
     if not settings.referee_model:
         return None
@@ -140,7 +140,7 @@ def _judge(settings):
                                     reasoning_effort=settings.reasoning_effort))
 
 
-async def _grade_all(memory: Memory, problems: list[Problem], judge, k: int, force: bool,
+async def grade_all(memory: Memory, problems: list[Problem], judge, k: int, force: bool,
                      all_: bool, compile_timeout: float) -> tuple[list[Outcome], list[tuple[str, Exit]]]:
     """Grade problem by problem; a problem that cannot be graded does not stop the others."""
     from gitswarm.models import ModelError

@@ -40,23 +40,23 @@ def respond(request: dict) -> FakeReply:
     """Answer one chat-completion request as the engine's worker or merger would: with native
     tool calls, or in the text protocol when the tools are described in the prompt instead."""
     messages = request.get("messages", [])
-    if messages and judge.is_judge_request(_text(messages[0])):
-        return FakeReply(content=judge.judge(_text(messages[-1])))
-    text_protocol = TEXT_CALLS in _text(messages[0]) if messages else False
+    if messages and judge.is_judge_request(text_of(messages[0])):
+        return FakeReply(content=judge.judge(text_of(messages[-1])))
+    text_protocol = TEXT_CALLS in text_of(messages[0]) if messages else False
     if not request.get("tools") and not text_protocol:
-        return FakeReply(content=_merger(_text(messages[-1])))
+        return FakeReply(content=_merger(text_of(messages[-1])))
     # The episode's first prompt: the first user turn with a state header (some providers'
     # adapters turn the system prompt into a user turn, e.g. litellm for OpenAI o-series).
-    first = next((t for m in messages if m["role"] == "user" and STATE.search(t := _text(m))), "")
+    first = next((t for m in messages if m["role"] == "user" and STATE.search(t := text_of(m))), "")
     state = STATE.search(first)
     if state is None:
-        return FakeReply(tool_calls=[_call("abstain", reason="no state header in the prompt")])
+        return FakeReply(tool_calls=[tool_call("abstain", reason="no state header in the prompt")])
     problem, kind, episode = state.groups()
     items = {}
     for path, commit in ROW.findall(first):
         items.setdefault(path.split("/")[0], []).append((path, commit))
     done = sum(1 for m in messages if m["role"] == "assistant")
-    exits = EXIT.findall("\n".join(_text(m) for m in messages[1:] if m["role"] in ("tool", "user")))
+    exits = EXIT.findall("\n".join(text_of(m) for m in messages[1:] if m["role"] in ("tool", "user")))
     plan = _plan(problem, kind, episode, items, first, exits[-1] if exits else None)
     call = plan[min(done, len(plan) - 1)]
     if text_protocol:
@@ -64,7 +64,7 @@ def respond(request: dict) -> FakeReply:
     return FakeReply(tool_calls=[call])
 
 
-def _text(message: dict) -> str:
+def text_of(message: dict) -> str:
     """A message's text, whether its content is a string or a list of parts."""
     content = message.get("content") or ""
     if isinstance(content, list):
@@ -73,8 +73,8 @@ def _text(message: dict) -> str:
 
 
 def _nomination_plan(candidate: str, note_path: str) -> list[dict]:
-    return [_call("read_file", path=candidate if not candidate.startswith("code/") else note_path),
-            _call("nominate", candidate=candidate,
+    return [tool_call("read_file", path=candidate if not candidate.startswith("code/") else note_path),
+            tool_call("nominate", candidate=candidate,
                   rationale="Verified by other workers' reviews, and checked again: correct and complete.")]
 
 
@@ -87,9 +87,9 @@ def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_
     ran clean."""
     text = script().get(problem) or script()["default"]
     if "notes" not in items:
-        return [_call("read_file", path="SUMMARY.md"), _call("announce", intent="first observations"),
-                _call("write_file", path=f"notes/observations-{episode}.md", content=text["note"]),
-                _call("contribute", kind="note", title="first observations",
+        return [tool_call("read_file", path="SUMMARY.md"), tool_call("announce", intent="first observations"),
+                tool_call("write_file", path=f"notes/observations-{episode}.md", content=text["note"]),
+                tool_call("contribute", kind="note", title="first observations",
                       summary="Small cases and a plan.", self_assessment="partial: no proof yet")]
     note_path, note = items["notes"][0]
     if not items.get("attempts") and not items.get("code"):
@@ -112,16 +112,16 @@ def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_
         shown = [p for p in made if not p.startswith(FIRST_TRY)][-1:] or made[-1:]
     if shown:
         return _nomination_plan(shown[0], note_path)
-    return [_call("abstain", reason="nothing to review, revise or nominate yet: waiting for other workers")]
+    return [tool_call("abstain", reason="nothing to review, revise or nominate yet: waiting for other workers")]
 
 
 def _attempt_plan(kind: str, episode: str, text: dict, body: str, path: str, cites: list[str],
                   summary: str, read: str) -> list[dict]:
-    return [_call("read_file", path=read), _call("announce", intent=summary),
+    return [tool_call("read_file", path=read), tool_call("announce", intent=summary),
             *_attempt(kind, episode, text, body, path),
-            _call("write_file", path="SUMMARY.md",
+            tool_call("write_file", path="SUMMARY.md",
                   content=f"# Summary\n\n- {episode}: {path} ({summary.lower().rstrip('.')}).\n"),
-            _call("contribute", kind="code" if kind in CODE_KINDS else "attempt", title="a full attempt",
+            tool_call("contribute", kind="code" if kind in CODE_KINDS else "attempt", title="a full attempt",
                   summary=summary, informed_by=cites, self_assessment="complete")]
 
 
@@ -135,18 +135,18 @@ def _review_plan(kind: str, episode: str, text: dict, target: str, last_exit: st
         verdict, text = "critical", {**text, "review": f"# Review\n\nCritical: the check exits {last_exit}: "
                                                        "it does not build or does not behave as specified.\n"}
     if not target.startswith("code/"):
-        look = [_call("read_file", path=target)]
+        look = [tool_call("read_file", path=target)]
     elif kind == "reproduce":  # run it beside the reference
-        look = [_call("shell", command=f"ls {target[5:]}"),
-                _call("shell", command=f"cd {target[5:]} && {text['check']}")]
+        look = [tool_call("shell", command=f"ls {target[5:]}"),
+                tool_call("shell", command=f"cd {target[5:]} && {text['check']}")]
     else:  # run the script's checks on it
-        look = [_call("shell", command=f"cd {target[5:]} && python3 - <<'{HEREDOC}'\n{text['check']}{HEREDOC}")]
-    return [*look, _call("announce", intent=f"reviewing {target}"),
-            _call("write_file", path=f"reviews/review-{episode}.md",
+        look = [tool_call("shell", command=f"cd {target[5:]} && python3 - <<'{HEREDOC}'\n{text['check']}{HEREDOC}")]
+    return [*look, tool_call("announce", intent=f"reviewing {target}"),
+            tool_call("write_file", path=f"reviews/review-{episode}.md",
                   content=text["flawed_review"] if flawed else text["review"]),
-            _call("write_file", path="SUMMARY.md",
+            tool_call("write_file", path="SUMMARY.md",
                   content=f"# Summary\n\n- {episode}: {target} reviewed: verdict {verdict}.\n"),
-            _call("contribute", kind="review", title=f"review of {target}", summary="Step-by-step check.",
+            tool_call("contribute", kind="review", title=f"review of {target}", summary="Step-by-step check.",
                   reviews=target, verdict=verdict, self_assessment="complete")]
 
 
@@ -159,12 +159,12 @@ def _attempt(kind: str, episode: str, text: dict, body: str, path: str) -> list[
     if kind == "reproduce" and "program" in text:  # a code worker at its shell: probe, write, compare
         files = f"mkdir -p {episode} && cat > {episode}/main.py <<'{HEREDOC}'\n{text['program']}{HEREDOC}\n" \
                 f"cat > {episode}/compile.sh <<'{HEREDOC}'\n{text['compile']}{HEREDOC}\nchmod +x {episode}/compile.sh"
-        return [_call("shell", command=text["probe"]), _call("shell", command=files),
-                _call("shell", command=f"cd {episode} && {text['check']}")]
+        return [tool_call("shell", command=text["probe"]), tool_call("shell", command=files),
+                tool_call("shell", command=f"cd {episode} && {text['check']}")]
     if kind != "program" or "code" not in text:
-        return [_call("write_file", path=path, content=body)]
-    return [_call("write_file", path=f"code/{episode}/solution.py", content=text["code"]),
-            _call("run_python", code=text["check"])]
+        return [tool_call("write_file", path=path, content=body)]
+    return [tool_call("write_file", path=f"code/{episode}/solution.py", content=text["code"]),
+            tool_call("run_python", code=text["check"])]
 
 
 def _merger(prompt: str) -> str:
@@ -186,5 +186,5 @@ def _first_line(body: str) -> str:
     return next((ln.strip("# ").strip() for ln in body.splitlines() if ln.strip()), "")
 
 
-def _call(name: str, **arguments: object) -> dict:
+def tool_call(name: str, **arguments: object) -> dict:
     return {"name": name, "arguments": json.loads(json.dumps(arguments))}

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gitswarm.demo.brain import STATE, _call, respond
+from gitswarm.demo.brain import STATE, respond, tool_call
 from gitswarm.fakeserver import FakeReply
 
 MARK = "INJECTED-7f3a"
@@ -22,27 +22,27 @@ def attacks(big_bytes: int, many_files: int, secret_path: str, nul_content: bool
     """Per hostile episode: its replies, each a list of tool calls. The first episode ends
     by contributing the injection; the second tries the floods and abstains."""
     writer = [
-        [_call("write_file", path="../x", content="escape")],
-        [_call("write_file", path="/etc/x", content="absolute")],
-        [_call("write_file", path=".git/config", content="[core]\n")],
-        [_call("write_file", path="problems/other/notes/x.md", content="outside")],
-        [_call("write_file", path="notes/a\x00b.md", content="nul in path")],
-        *([[_call("write_file", path="notes/nul.md", content="nul \x00 in content")]] if nul_content else []),
-        [_call("write_file", path="notes/bad.md", content="invalid utf-8 \ud800 here")],
-        [_call("read_file", path="../other/statement.md")],
-        [_call("read_file", path="/etc/passwd")],
-        [_call("run_python", code=f"print(open({secret_path!r}).read())")],
-        [_call("announce", intent=INJECTION)],
-        [_call("write_file", path=f"notes/{INJECTION.replace('.', '')}.md", content="path injection\n")],
-        [_call("write_file", path="notes/hint.md",
+        [tool_call("write_file", path="../x", content="escape")],
+        [tool_call("write_file", path="/etc/x", content="absolute")],
+        [tool_call("write_file", path=".git/config", content="[core]\n")],
+        [tool_call("write_file", path="problems/other/notes/x.md", content="outside")],
+        [tool_call("write_file", path="notes/a\x00b.md", content="nul in path")],
+        *([[tool_call("write_file", path="notes/nul.md", content="nul \x00 in content")]] if nul_content else []),
+        [tool_call("write_file", path="notes/bad.md", content="invalid utf-8 \ud800 here")],
+        [tool_call("read_file", path="../other/statement.md")],
+        [tool_call("read_file", path="/etc/passwd")],
+        [tool_call("run_python", code=f"print(open({secret_path!r}).read())")],
+        [tool_call("announce", intent=INJECTION)],
+        [tool_call("write_file", path=f"notes/{INJECTION.replace('.', '')}.md", content="path injection\n")],
+        [tool_call("write_file", path="notes/hint.md",
                content=f"# {INJECTION}\n\n{CLOSE}\n{INJECTION} (after a fence break)\n")],
-        [_call("write_file", path="SUMMARY.md", content=f"# Summary\n\n{INJECTION}\n{CLOSE}\n{INJECTION}\n")],
-        [_call("contribute", kind="note", title=INJECTION, summary=INJECTION, self_assessment=INJECTION)],
+        [tool_call("write_file", path="SUMMARY.md", content=f"# Summary\n\n{INJECTION}\n{CLOSE}\n{INJECTION}\n")],
+        [tool_call("contribute", kind="note", title=INJECTION, summary=INJECTION, self_assessment=INJECTION)],
     ]
     flood = [
-        [_call("write_file", path="notes/big.md", content="x" * big_bytes)],
-        [_call("write_file", path=f"notes/f{i}.md", content="f") for i in range(many_files)],
-        [_call("abstain", reason="done attacking")],
+        [tool_call("write_file", path="notes/big.md", content="x" * big_bytes)],
+        [tool_call("write_file", path=f"notes/f{i}.md", content="f") for i in range(many_files)],
+        [tool_call("abstain", reason="done attacking")],
     ]
     return {"e00001": writer, "e00002": flood}
 

@@ -29,9 +29,9 @@ from gitswarm.demo.brain import (
     STATE,
     TEXT_CALLS,
     VERIFIED,
-    _call,
-    _text,
     respond,
+    text_of,
+    tool_call,
 )
 from gitswarm.fakeserver import FakeReply
 from gitswarm.models import textproto
@@ -86,7 +86,7 @@ class Solver:
 
     def __call__(self, request: dict) -> FakeReply:
         messages = request.get("messages", [])
-        texts = [_text(m) for m in messages]
+        texts = [text_of(m) for m in messages]
         first = next((t for m, t in zip(messages, texts, strict=True) if m["role"] == "user" and STATE.search(t)), "")
         state = STATE.search(first)
         if state is None or state.group(2) != "answer" or state.group(1) not in self.answers:
@@ -122,7 +122,7 @@ class Solver:
         if plurality and believed:
             return _nominate(believed[-1])
         if believed:
-            return [_call("abstain", reason="an attempt that looks right waits for other workers' reviews")]
+            return [tool_call("abstain", reason="an attempt that looks right waits for other workers' reviews")]
         return self._attempt(problem, episode, shown, [])
 
     def _chance(self, *drawn: str) -> float:
@@ -142,8 +142,8 @@ class Solver:
         body = (f"# Attempt {digest(answer)}: the answer is {answer}\n\nScripted solver: a simulated attempt "
                 f"(a seeded draw, chance {chance:.2f}), not a real model's reasoning.\n\nAnswer: {answer}\n")
         path = f"attempts/attempt-{episode}.md"
-        return [_call("write_file", path=path, content=body),
-                _call("contribute", kind="attempt", title=f"the answer is {answer}"[:100],
+        return [tool_call("write_file", path=path, content=body),
+                tool_call("contribute", kind="attempt", title=f"the answer is {answer}"[:100],
                       summary="A simulated attempt.", informed_by=cites, self_assessment="complete")]
 
     def _review(self, problem: str, episode: str, target: str, later: str) -> list[dict]:
@@ -154,15 +154,15 @@ class Solver:
             verdict = "pass" if right else "critical"
         else:
             verdict = "gaps"  # the attempt could not be read: no finding either way
-        return [_call("read_file", path=target),
-                _call("write_file", path=f"reviews/review-{episode}.md",
+        return [tool_call("read_file", path=target),
+                tool_call("write_file", path=f"reviews/review-{episode}.md",
                       content=f"# Review of {target}\n\nScripted solver's check of the final answer. "
                               f"Verdict: {verdict}.\n"),
-                _call("contribute", kind="review", title=f"review of {target}", summary="Checked the answer.",
+                tool_call("contribute", kind="review", title=f"review of {target}", summary="Checked the answer.",
                       reviews=target, verdict=verdict, self_assessment="complete")]
 
 
 def _nominate(candidate: str) -> list[dict]:
-    return [_call("read_file", path=candidate),
-            _call("nominate", candidate=candidate, rationale="Checked: its final answer is right.")]
+    return [tool_call("read_file", path=candidate),
+            tool_call("nominate", candidate=candidate, rationale="Checked: its final answer is right.")]
 
