@@ -15,6 +15,7 @@ from gitswarm.cli.doctor import doctor
 from gitswarm.cli.experiment import experiment
 from gitswarm.cli.grade import grade
 from gitswarm.cli.log import log
+from gitswarm.cli.replay import replay
 from gitswarm.cli.report import report
 from gitswarm.cli.solve import solve
 from gitswarm.cli.status import status
@@ -43,6 +44,7 @@ app.command()(report)
 app.command()(doctor)
 app.command()(worker)
 app.command()(experiment)
+app.command()(replay)
 
 
 def _version(value: bool) -> None:

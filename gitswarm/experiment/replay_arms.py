@@ -1,0 +1,125 @@
+"""The runs of a replay's two arms, made from the original run without touching it.
+
+Each draw (one episode) is an ordinary run in `<out>/<arm>/episode-NN/`: a new bare repository
+that fetches only the original's `main` and `refs/gitswarm/meta` (git reads the original and
+writes nothing there), so none of its bookkeeping refs (ledger, grades, transcripts and notes,
+ops, swarm/ branches) comes along and budget, numbering and selection start fresh. `main` is
+then set to the start commit, or for the without-memory arm to one commit on top of it that
+deletes the cited files, with a `Gitswarm-Deleted` trailer so the engine's index drops those
+items. Each draw is its own run because the engine starts a run's later episodes from the
+memory its earlier ones made: K runs of one episode are K fresh draws from the same state.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pygit2
+
+from gitswarm.experiment.replay import ReplayError, Target
+from gitswarm.memory import trees
+from gitswarm.memory.repo import META_REF
+from gitswarm.memory.trailers import Message
+from gitswarm.memory.write import COMMITTER
+
+WITH, WITHOUT = "with-memory", "without-memory"
+ARMS = (WITH, WITHOUT)
+MAIN = "refs/heads/main"
+REMOVAL_KIND = "replay"
+"""The `Gitswarm-Kind` of the commit that removes the cited memory."""
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One episode of one arm: a run of its own, seeded as the same-numbered draw of the other arm."""
+
+    arm: str
+    number: int
+    seed: int
+    path: Path
+
+    @property
+    def name(self) -> str:
+        return f"{self.arm} episode {self.number}"
+
+
+def default_out(run: Path, problem: str, candidate: str) -> Path:
+    """`replays/<run name>-<P>-<C[:10]>`."""
+    return Path("replays") / f"{Path(run).resolve().name}-{problem}-{candidate[:10]}"
+
+
+def draws(out: Path, episodes: int, seed: int) -> list[Draw]:
+    """`episodes` draws per arm, the n-th of each with seed `seed + n - 1`, the arms interleaved
+    so that the pairs complete in order."""
+    return [Draw(arm, n, seed + n - 1, out / arm / f"episode-{n:02d}")
+            for n in range(1, episodes + 1) for arm in ARMS]
+
+
+def prepare(target: Target, draw: Draw) -> bool:
+    """Make the draw's run from the original, unless it is there; True when made. It is built
+    in `<name>.part` and renamed when complete, so a kill never leaves half a run."""
+    if (draw.path / "HEAD").exists():
+        return False
+    if draw.path.exists():
+        raise ReplayError(f"{draw.path} exists and is not a run: remove it to let the replay make it")
+    part = draw.path.with_name(draw.path.name + ".part")
+    if part.exists():
+        _remove(part)
+    part.parent.mkdir(parents=True, exist_ok=True)
+    repo = pygit2.init_repository(str(part), bare=True, initial_head="main")
+    _fetch(target.run, part)
+    start = target.start if draw.arm == WITH else removal_commit(repo, target)
+    repo.references.create(MAIN, pygit2.Oid(hex=start), force=True)
+    _meta(repo, target, draw)
+    part.rename(draw.path)
+    return True
+
+
+def _fetch(run: Path, into: Path) -> None:
+    done = subprocess.run(["git", "-C", str(into), "fetch", "--quiet", "--no-tags", "--update-head-ok",
+                           str(Path(run).resolve()), f"{MAIN}:{MAIN}", f"{META_REF}:{META_REF}"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ReplayError(f"git could not read the run {run} ({' '.join(done.stderr.split())}); check that it is "
+                          "a readable gitswarm run")
+
+
+def removal_commit(repo: pygit2.Repository, target: Target) -> str:
+    """The start commit without the cited files: the same commit in every draw (its times are
+    the start commit's), so the arm's runs share their first commits as the other arm's do."""
+    start = repo[target.start].peel(pygit2.Commit)
+    prefix = f"problems/{target.problem.id}/"
+    tree = trees.update(repo, start.tree, {prefix + path: None for path in target.removed})
+    short = target.candidate[:10]
+    body = (f"A replay of {short} asks whether the memory it cited caused its result. This arm starts from "
+            f"its start state {target.start[:10]} without the files of the commits it cites "
+            f"({', '.join(c[:10] for c in target.cited)}), so its episodes cannot read them.")
+    message = Message(f"replay({target.problem.id}): remove the memory {short} cited", body,
+                      {"Run": target.run_id, "Problem": target.problem.id, "Kind": REMOVAL_KIND,
+                       "Replays": target.candidate, "Deleted": ", ".join(target.removed)}).render()
+    sig = pygit2.Signature(*COMMITTER, start.commit_time, 0)
+    return str(repo.create_commit(None, sig, sig, message, tree, [start.id]))
+
+
+def _meta(repo: pygit2.Repository, target: Target, draw: Draw) -> None:
+    """The run's metadata as a child of the original's: its own run id, and what it replays."""
+    ref = repo.references[META_REF]
+    parent = repo[ref.target].peel(pygit2.Commit)
+    meta = json.loads(parent.tree["run.json"].data)
+    meta["run_id"] = f"{target.run_id}-replay-{target.candidate[:10]}-{draw.arm}-{draw.number:02d}"
+    meta["replay"] = {"of": target.run_id, "run": str(Path(target.run).resolve()), "problem": target.problem.id,
+                      "candidate": target.candidate, "start": target.start, "arm": draw.arm,
+                      "episode": draw.number, "seed": draw.seed}
+    tree = trees.update(repo, parent.tree, trees.blobs(repo, {"run.json": json.dumps(meta, indent=2).encode()}))
+    sig = pygit2.Signature(*COMMITTER, parent.commit_time, 0)
+    repo.create_commit(META_REF, sig, sig, f"gitswarm: replay of {target.candidate[:10]}, {draw.name}\n", tree,
+                       [parent.id])
+
+
+def _remove(folder: Path) -> None:
+    import shutil
+
+    shutil.rmtree(folder)
