@@ -176,6 +176,16 @@ async def test_a_wrong_key_is_a_500() -> None:
     assert right.status_code == 200
 
 
+@pytest.mark.anyio
+async def test_a_message_without_content_fails_its_template() -> None:
+    turn = [*USER, {"role": "assistant", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "ping", "arguments": "{}"}}]}]
+    async with serve(model([]), personality="llama-cpp") as server:
+        response = await raw(server, messages=turn)
+    assert response.status_code == 500
+    assert response.json()["error"]["message"] == "'dict object' has no attribute 'content'"
+
+
 def test_an_unknown_chat_format_is_refused() -> None:
     async def start() -> None:
         async with serve(model([]), personality="llama-cpp", chat_format="chatml"):

@@ -215,6 +215,19 @@ async def test_llama_cpp_gets_tool_choice_auto_and_its_500_on_a_streamed_call_tu
 
 
 @pytest.mark.anyio
+async def test_a_tool_turn_goes_to_llama_cpp_with_content_its_template_reads() -> None:
+    """litellm leaves out an assistant turn's null content, and llama-cpp-python's template reads
+    every message's content: without it, every step after a tool call was a 500."""
+    turn = [*USER, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.md"}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "# a"}]
+    with anyio.fail_after(10):
+        async with serve(ScriptedResponder([FakeReply(content="Done.")] * 2), personality="llama-cpp") as server:
+            reply = await model(server, max_retries=0).complete(turn, TOOLS)
+    assert reply.content == "Done." and server.requests[0]["messages"][1]["content"] == ""
+
+
+@pytest.mark.anyio
 async def test_an_empty_stream_without_tools_is_retried_as_malformed() -> None:
     with anyio.fail_after(10):
         async with serve(lambda body: completion("7")) as server:

@@ -115,8 +115,8 @@ def _call_check(calls: Calls) -> Check:
     if answered is probe:
         if probe.streamed:
             return Check("call", "ok", f"a streamed reply in {probe.seconds:.1f} s")
-        return Check("call", "ok", f"an unstreamed reply in {probe.seconds:.1f} s (a streamed request with tools "
-                     "came back empty)")
+        return Check("call", "ok", f"an unstreamed reply in {probe.seconds:.1f} s (the server could not stream a "
+                     "request with tools: it came back empty or failed)")
     if probe.reply is not None:
         return Check("call", "ok", f"a streamed reply in {probe.seconds:.1f} s")
     return Check("call", "warn", f"streamed, {probe.error.kind}: {_said(probe.error.message)}; unstreamed, a "

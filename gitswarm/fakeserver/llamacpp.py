@@ -18,6 +18,9 @@ The legacy `functionary` format offers the tools whenever they are given and mak
 without a call stays text), unstreamed only: a streamed request with tools is a 500 with an
 empty message (`assert stream is False`, after the generation).
 
+Its chatml-function-calling template reads every message's `content` (a turn without one is a
+500) and has no place for `tool` messages: a tool's result never reaches the model.
+
 Streams never carry usage (`stream_options` is ignored); unstreamed replies do. An error, a
 wrong key included, is answered as a 500 `internal_server_error` by the route handler. A local
 model is free.
@@ -73,9 +76,15 @@ class LlamaCppPersonality(Personality):
         return _server_error("401: Invalid API key")
 
     def validate(self, body: dict) -> FakeError | None:
-        """The tool_choice values its chat format cannot take fail before generation."""
+        """What its chat format cannot take fails before generation: a message without
+        `content` (its Jinja template reads `message.content` under StrictUndefined, and litellm
+        leaves out an assistant turn's null content), and some tool_choice values."""
         choice, tools = body.get("tool_choice"), body.get("tools") or []
-        if self.settings.chat_format != "chatml-function-calling" or not tools:
+        if self.settings.chat_format != "chatml-function-calling":
+            return None
+        if any("content" not in m for m in body.get("messages") or []):
+            return _server_error("'dict object' has no attribute 'content'")
+        if not tools:
             return None
         if isinstance(choice, dict):
             name = (choice.get("function") or {}).get("name")

@@ -170,6 +170,8 @@ class LiteLLMModel:
         litellm = litellm_module()
         text = bool(tools) and self.protocol == "text"
         sent = textproto.to_text_messages(_for_text(messages), tools) if text else messages
+        if self.config.api_base and not text:
+            sent = [_with_content(m) for m in sent]
         streamed = self._streams(tools)
         config = self.config if streamed == self.config.stream else replace(self.config, stream=False)
         args = completion_args(config, sent, None if text else tools, output_limit=self.output_limit,
@@ -257,3 +259,12 @@ def _for_text(messages: list[dict]) -> list[dict]:
     """The history for the text protocol: a turn that was written in it keeps its own text."""
     return [{k: v for k, v in m.items() if k != TEXT_PROTOCOL} if m.get(TEXT_PROTOCOL) else m
             for m in messages]
+
+
+def _with_content(message: dict) -> dict:
+    """An assistant turn of tool calls with `content` "" rather than null, which litellm leaves
+    out: a self-hosted server's chat template may read every message's content (llama-cpp-python's
+    chatml-function-calling fails the request without it)."""
+    if message.get("role") == "assistant" and message.get("content") is None:
+        return {**message, "content": ""}
+    return message
