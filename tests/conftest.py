@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from local_model import local_server, local_server_fc  # noqa: F401  (fixtures: the real small model's servers)
 
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set

