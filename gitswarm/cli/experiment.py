@@ -134,22 +134,11 @@ def _say(line: str) -> None:
 
 def _plain(runner) -> int:
     """All the runs on one event loop, with Ctrl-C handled as `solve` does."""
-    import anyio
+    from gitswarm.cli.running import with_signals
 
-    from gitswarm.cli.running import signals
-
-    outcome: dict = {}
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(signals, runner.control, tg.cancel_scope)
-            try:
-                outcome["statuses"] = await runner.run()
-            except Exception as exc:  # handed to user_errors() outside the loop, or re-raised there
-                outcome["error"] = exc
-            tg.cancel_scope.cancel()
-
-    anyio.run(main)
+    outcome = with_signals(runner.control, runner.run)
+    if "result" in outcome:
+        outcome["statuses"] = outcome.pop("result")
     return _ended(runner, outcome)
 
 

@@ -181,23 +181,12 @@ def _replayer(target, todo, base, solver, judge, say, parallel: int):
 
 def _plain(replayer) -> tuple[list, int]:
     """Every draw on one event loop, with Ctrl-C handled as `solve` does; the results and the exit code."""
-    import anyio
-
-    from gitswarm.cli.running import signals
+    from gitswarm.cli.running import with_signals
     from gitswarm.experiment.runner import BROKEN
 
-    outcome: dict = {}
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(signals, replayer.control, tg.cancel_scope)
-            try:
-                outcome["results"] = await replayer.run()
-            except Exception as exc:  # handed to user_errors() outside the loop, or re-raised there
-                outcome["error"] = exc
-            tg.cancel_scope.cancel()
-
-    anyio.run(main)
+    outcome = with_signals(replayer.control, replayer.run)
+    if "result" in outcome:
+        outcome["results"] = outcome.pop("result")
     if "error" in outcome:
         with user_errors():
             raise outcome["error"]

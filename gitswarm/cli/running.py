@@ -149,6 +149,24 @@ def _run_tui(cfg, problem_set, fake, control, remote=None) -> dict:
     return outcome
 
 
+def with_signals(control, work) -> dict:
+    """Run `work()` on one event loop with Ctrl-C handled as `solve` does: `{"result": ...}`, or
+    `{"error": exc}` for the exception it raised, handed to `user_errors()` outside the loop."""
+    outcome: dict = {}
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(signals, control, tg.cancel_scope)
+            try:
+                outcome["result"] = await work()
+            except Exception as exc:  # re-raised by the caller, outside the loop
+                outcome["error"] = exc
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+    return outcome
+
+
 async def signals(control, scope) -> None:
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
         async for _ in received:
