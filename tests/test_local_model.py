@@ -1,7 +1,8 @@
 """gitswarm against a real small model (SmolLM2-135M) behind llama-cpp-python's server on
 127.0.0.1, as a new user runs it, through the real CLI: `doctor` tells the truth about both
 chat formats, a short `solve` ends by a named stop with every call and token in the ledger as
-the server counted them, and a run killed with SIGKILL resumes.
+the server counted them, and a run killed with SIGKILL resumes. One quick test (not slow)
+checks the server and the recording proxy the others stand on.
 
 The model answers badly, slowly, and differently each time: these tests hold gitswarm to its
 promises (no traceback, a named stop, nothing lost or counted twice), never the model to its
@@ -91,8 +92,27 @@ def totals(run: Path) -> dict:
     return json.loads(shown.output)["totals"]
 
 
+# -- the server and the proxy ---------------------------------------------------------------
+
+def test_the_proxy_notes_what_the_server_sent(local_server: LocalServer, tmp_path: Path):
+    """The plumbing the other tests stand on, in seconds: one short reply, whole and streamed."""
+    import litellm
+
+    record = tmp_path / "responses.jsonl"
+    asked = {"model": MODEL, "api_key": "sk-no-key-needed", "max_tokens": 8,
+             "messages": [{"role": "user", "content": "Say ok."}]}
+    with proxying(local_server.url, record) as api_base:
+        whole = litellm.completion(**asked, api_base=api_base)
+        chunks = list(litellm.completion(**asked, api_base=api_base, stream=True))
+    noted = responses(record)
+    assert [r["stream"] for r in noted] == [False, True] and all(r["complete"] and r["status"] == 200 for r in noted)
+    assert noted[0]["usage"]["prompt_tokens"] == whole.usage.prompt_tokens > 0
+    assert chunks and noted[1]["finish_reason"] is not None
+
+
 # -- doctor ---------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("which", ["local_server", "local_server_fc"])
 def test_doctor_tells_the_truth_about_the_local_server(request: pytest.FixtureRequest, which: str, tmp_path: Path):
     server: LocalServer = request.getfixturevalue(which)
