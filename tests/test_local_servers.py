@@ -315,3 +315,17 @@ def test_a_tagged_call_that_is_not_json_comes_back_with_what_went_wrong() -> Non
     [call], left = find('<tool_call>{"name": "contribute", "arguments": {"kind": "attempt"</tool_call>', TOOLS, str)
     assert (call.name, call.arguments, call.leaked, left) == ("contribute", None, "tool_call_tag", "")
     assert "not valid JSON" in (call.error or "")
+
+
+@pytest.mark.anyio
+async def test_a_500_to_a_forced_tool_call_stops_forcing_on_a_self_hosted_server() -> None:
+    """llama-cpp-python's chatml-function-calling fails tool_choice "required" with a 500: the
+    nudge's forced call is asked again unforced, and no later request forces one."""
+    call = FakeReply(tool_calls=[{"name": "read_file", "arguments": {"path": "a.md"}}])
+    with anyio.fail_after(10):
+        async with serve(ScriptedResponder([call, call]), personality="llama-cpp") as server:
+            llm = model(server, stream=False)
+            reply = await llm.complete(USER, TOOLS, tool_choice="required")
+    assert [r.get("tool_choice") for r in server.requests] == ["required", "auto"]
+    assert reply.tool_calls[0].name == "read_file" and not llm.may_force_tools()
+    assert (reply.usage.calls, reply.usage.failed_calls) == (2, 1)

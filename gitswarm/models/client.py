@@ -70,6 +70,9 @@ class LiteLLMModel:
         """`native` or `text`: how tools are offered to this model (auto picks; a refusal of
         `tools`, or replies in prose despite them, switch to text)."""
         self.stream_tools = True
+        self.forces_tools = True
+        """False once a self-hosted server failed a request that forced a tool call (llama-cpp-python
+        answers tool_choice "required" with a 500): no request forces one from then on."""
         """Requests carrying `tools` are streamed (when replies are); False once a streamed one
         came back empty, as llama-cpp-python's server answers them."""
         self._prose_in_row = 0
@@ -81,7 +84,7 @@ class LiteLLMModel:
 
     def may_force_tools(self) -> bool:
         """A request may force a tool call (`tool_choice`): native tools, no reasoning mode."""
-        return self.protocol == "native" and may_force_tools(self.config)
+        return self.protocol == "native" and self.forces_tools and may_force_tools(self.config)
 
     async def complete(self, messages: list[dict], tools: list[dict] | None = None, *,
                        tool_choice: str | None = None, on_retry: Callable[[Retry], None] | None = None) -> Reply:
@@ -98,6 +101,8 @@ class LiteLLMModel:
             except ModelError as error:
                 spent += error.usage
                 change = self._adapt(error, tools, *sent_with)
+                if change is None and tool_choice == "required" and error.kind == "server" and self.config.api_base:
+                    self.forces_tools, tool_choice, change = False, None, "unforced"
                 if change is not None and change not in adapted:
                     adapted.add(change)  # each change once, and not a retry: the request was not the same
                     continue
