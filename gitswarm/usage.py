@@ -29,13 +29,18 @@ class Usage:
     """Attempts that reached the provider and were billed or may have been, failed ones included."""
     failed_calls: int = 0
     """Of `calls`, the attempts that did not yield a usable reply (errors, timeouts, retries)."""
+    estimated_tokens: int = 0
+    """Of `tokens_in + tokens_out`, those litellm's tokenizer counted because the provider's
+    reply carried no count: a stream cut before its end, or a server whose streams carry no
+    usage (llama-cpp-python's). Every other token is the provider's own count."""
 
     @classmethod
     def of_call(cls, tokens_in: int, tokens_out: int, cost_usd: float | None, *, cache_read: int = 0,
-                cache_write: int = 0, reasoning: int = 0, failed: bool = False) -> Usage:
-        """The usage of a single call; `cost_usd` None means no price was known."""
+                cache_write: int = 0, reasoning: int = 0, failed: bool = False, estimated: bool = False) -> Usage:
+        """The usage of a single call; `cost_usd` None means no price was known, `estimated`
+        that the tokens are litellm's count, not the provider's."""
         return cls(tokens_in, tokens_out, cache_read, cache_write, reasoning, cost_usd or 0.0,
-                   int(cost_usd is None), 1, int(failed))
+                   int(cost_usd is None), 1, int(failed), (tokens_in + tokens_out) * estimated)
 
     @classmethod
     def from_dict(cls, data: dict) -> Usage:

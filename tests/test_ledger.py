@@ -105,7 +105,7 @@ def test_charge_keeps_every_part_of_usage_and_the_totals_see_it_at_once(memory):
     ledger, record = Ledger(), EpisodeRecord("e00001", "w01", "p")
     ledger.changed(record)
     ok = Usage.of_call(1000, 200, 0.01, cache_read=600, cache_write=100, reasoning=150)
-    failed = Usage(300, 0, calls=2, failed_calls=2, unpriced_calls=1)  # retried attempts, no price
+    failed = Usage(300, 0, calls=2, failed_calls=2, unpriced_calls=1, estimated_tokens=300)  # cut streams, no price
     ledger.charge(record, ok)
     assert ledger.tokens == 1200  # before any save: a cap sees the call as it happens
     ledger.charge(record, failed)
@@ -116,4 +116,4 @@ def test_charge_keeps_every_part_of_usage_and_the_totals_see_it_at_once(memory):
     assert stored.usage == ok + failed
     assert Ledger.summary(memory).parts() == {"tokens_in": 1300, "cache_read": 600, "cache_write": 100,
                                               "reasoning": 150, "tokens_out": 200, "calls": 3,
-                                              "failed_calls": 2}
+                                              "failed_calls": 2, "estimated_tokens": 300}

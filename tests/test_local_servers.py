@@ -329,3 +329,38 @@ async def test_a_500_to_a_forced_tool_call_stops_forcing_on_a_self_hosted_server
     assert [r.get("tool_choice") for r in server.requests] == ["required", "auto"]
     assert reply.tool_calls[0].name == "read_file" and not llm.may_force_tools()
     assert (reply.usage.calls, reply.usage.failed_calls) == (2, 1)
+
+
+@pytest.mark.anyio
+async def test_a_stream_without_the_servers_count_is_marked_and_later_requests_go_whole() -> None:
+    """llama-cpp-python's streams carry no usage (it ignores `stream_options`), and litellm then
+    counts the tokens itself. That count is marked as litellm's, and the client asks for whole
+    replies from then on, whose usage is the server's own."""
+    with anyio.fail_after(10):
+        async with serve(ScriptedResponder([FakeReply(content="The answer is 7.")] * 3),
+                         personality="llama-cpp") as server:
+            llm = model(server)
+            first = await llm.complete(USER)
+            later = [await llm.complete(USER, TOOLS), await llm.complete(USER)]
+    assert [bool(r.get("stream")) for r in server.requests] == [True, False, False]
+    assert first.usage.estimated_tokens == first.usage.tokens > 0 and not llm.stream_counts
+    for reply, charge in zip(later, server.charges[1:], strict=True):
+        assert (reply.usage.tokens_in, reply.usage.tokens_out, reply.usage.estimated_tokens) == \
+            (charge.usage.prompt_tokens, charge.usage.output_tokens, 0)
+
+
+@pytest.mark.anyio
+async def test_a_stream_with_the_servers_count_keeps_streaming_and_a_cut_one_is_marked() -> None:
+    """A server that sends usage in its streams when asked keeps getting streamed requests; the
+    tokens of a stream cut before its usage chunk are litellm's count, and marked so."""
+    plan = FaultPlan.first("truncated_stream")
+    with anyio.fail_after(10):
+        async with serve(ScriptedResponder([FakeReply(content="The answer is 7.")] * 3), plan) as server:
+            llm = model(server)
+            first = await llm.complete(USER)
+            second = await llm.complete(USER)
+    assert all(r.get("stream") for r in server.requests) and llm.stream_counts
+    assert first.usage.calls == 2 and 0 < first.usage.estimated_tokens < first.usage.tokens
+    charge = server.charges[-1]
+    assert (second.usage.tokens_in, second.usage.tokens_out, second.usage.estimated_tokens) == \
+        (charge.usage.prompt_tokens, charge.usage.output_tokens, 0)

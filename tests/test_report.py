@@ -76,7 +76,7 @@ def test_json_figures_match_git(run: Path):
     usage = data["usage"]  # every call's, the merger's too: at least the workers' tokens
     assert usage["tokens_in"] + usage["tokens_out"] >= data["tokens"] and usage["calls"] > 0
     assert set(usage) == {"tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls",
-                          "failed_calls"}
+                          "failed_calls", "estimated_tokens"}
 
 
 def test_markdown_and_html(run: Path, tmp_path: Path):

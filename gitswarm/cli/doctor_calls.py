@@ -44,8 +44,7 @@ class Probe:
     @property
     def streamed(self) -> bool:
         """The client streams its requests with the tools (the last attempt was streamed)."""
-        native = self.llm.protocol == "native"
-        return self.llm.config.stream and (getattr(self.llm, "stream_tools", True) or not native)
+        return self.llm.streams(with_tools=True)
 
     def pinged(self) -> bool:
         """The reply called ping, natively or through the text protocol."""

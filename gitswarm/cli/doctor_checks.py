@@ -137,7 +137,7 @@ def _tool_check(config, calls: Calls) -> Check:
         return Check("tool calling", "FAIL", "the model answered without calling ping, streamed or not",
                      "try --tool-protocol text (llama-cpp-python's server, for one, leaves `tools` out of the "
                      "prompt unless a request names a tool_choice)")
-    if called and config.stream and not probe.streamed:
+    if called and config.stream and not probe.llm.stream_tools:  # (not for lack of usage in streams)
         return Check("tool calling", "warn", "tool calls work unstreamed only; a run sends requests with tools "
                      "unstreamed", "nothing to do: such a reply is then bounded by --reply-timeout alone")
     return _native_check(probe)
@@ -168,6 +168,9 @@ def _usage_check(usage) -> Check:
     if not usage.tokens_in or not usage.tokens_out:
         return Check("usage", "FAIL", f"incomplete: {', '.join(parts)} tokens",
                      "the server reports no usage in streams: a run's token caps and costs would count nothing")
+    if usage.estimated_tokens:
+        return Check("usage", "ok", f"{', '.join(parts)} tokens by litellm's count: the server's stream carried no "
+                     "usage, so a run asks it for whole replies, which carry the server's own count")
     cache = "" if usage.cache_read or usage.cache_write else " (no cache fields)"
     return Check("usage", "ok", ", ".join(parts) + " tokens" + cache)
 

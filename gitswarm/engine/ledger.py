@@ -25,9 +25,10 @@ from gitswarm.usage import Usage
 
 BOOK = "ledger"
 CHARGED = ("contribute", "nominate")
-USAGE_PARTS = ("tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls", "failed_calls")
+USAGE_PARTS = ("tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls", "failed_calls",
+               "estimated_tokens")
 """Input tokens and the cached parts of them, output tokens and the reasoning part, calls and
-the failed ones."""
+the failed ones, and the tokens gitswarm counted itself (the provider sent no count)."""
 
 
 @dataclass
@@ -64,6 +65,8 @@ class EpisodeRecord:
     """Of `calls`, the attempts that gave no usable reply (errors, timeouts, retries)."""
     unpriced_calls: int = 0
     """Of `calls`, those litellm had no price for."""
+    estimated_tokens: int = 0
+    """Of the tokens, those litellm counted: the provider's reply carried no count (`Usage`)."""
     process: str = ""
     """In a run on a remote, the worker process that ran it (its slots are `<process>-w01`, ...)."""
     failure: str = ""
@@ -82,7 +85,7 @@ class EpisodeRecord:
         """What this episode's calls spent, as one Usage."""
         return Usage(self.tokens_in, self.tokens_out, self.cache_read, self.cache_write, self.reasoning,
                      self.cost_usd, max(self.unpriced_calls, int(not self.cost_known)), self.calls,
-                     self.failed_calls)
+                     self.failed_calls, self.estimated_tokens)
 
     @classmethod
     def from_dict(cls, data: dict) -> EpisodeRecord:
@@ -114,6 +117,8 @@ class Totals:
     cache_write: int = 0
     reasoning: int = 0
     failed_calls: int = 0
+    estimated_tokens: int = 0
+    """Of the tokens, those litellm counted because the provider sent no count."""
 
     @property
     def tokens(self) -> int:
@@ -131,7 +136,7 @@ class Totals:
     def usage(self) -> Usage:
         """The run's spending as one Usage (`unpriced_calls` counts records, not calls)."""
         return Usage(self.tokens_in, self.tokens_out, self.cache_read, self.cache_write, self.reasoning,
-                     self.cost_usd, self.cost_unknown, self.calls, self.failed_calls)
+                     self.cost_usd, self.cost_unknown, self.calls, self.failed_calls, self.estimated_tokens)
 
     @property
     def cost(self) -> tuple[float, bool]:
@@ -219,7 +224,7 @@ class Ledger:
         """Add a call's usage (a failed call's too) to its episode's record and to the run's
         totals at once, so the token and USD caps see every call as it happens."""
         for name in ("tokens_in", "tokens_out", "cache_read", "cache_write", "reasoning", "calls",
-                     "failed_calls", "unpriced_calls"):
+                     "failed_calls", "unpriced_calls", "estimated_tokens"):
             setattr(record, name, getattr(record, name) + getattr(usage, name))
         record.cost_usd += usage.known_cost_usd
         record.cost_known = record.cost_known and usage.unpriced_calls == 0

@@ -5,8 +5,9 @@ tokens kept (litellm's and the OpenAI SDK's own retries are off), a timeout is r
 once, each retry is announced (`on_retry`), an output limit the provider states is adopted, and
 a model without function calling is spoken to through the text protocol. Local servers are met
 as they are: calls a model wrote as text are read (`leaked`), a server whose streams with tools
-come back empty gets those requests unstreamed, and a model that answers in prose twice in a
-row despite `tools` is switched to the text protocol.
+come back empty gets those requests unstreamed, a server whose streams carry no token counts
+gets every request unstreamed, and a model that answers in prose twice in a row despite
+`tools` is switched to the text protocol.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from gitswarm.models.reply import (
     with_calls,
 )
 from gitswarm.models.request import check_thinking_room, completion_args, may_force_tools
-from gitswarm.models.stream import StreamEmpty, StreamIdle, collect, joined
+from gitswarm.models.stream import StreamEmpty, StreamIdle, collect, counted_by_server, joined
 from gitswarm.usage import Usage
 
 __all__ = ["LiteLLMModel", "Reply", "ToolCall"]
@@ -70,11 +71,15 @@ class LiteLLMModel:
         """`native` or `text`: how tools are offered to this model (auto picks; a refusal of
         `tools`, or replies in prose despite them, switch to text)."""
         self.stream_tools = True
+        """Requests carrying `tools` are streamed (when replies are); False once a streamed one
+        came back empty, as llama-cpp-python's server answers them."""
+        self.stream_counts = True
+        """Streamed replies carry the provider's token counts; False once one ended whole without
+        them (llama-cpp-python's server ignores `stream_options`): from then on every request is
+        sent unstreamed, whose reply carries the server's own count."""
         self.forces_tools = True
         """False once a self-hosted server failed a request that forced a tool call (llama-cpp-python
         answers tool_choice "required" with a 500): no request forces one from then on."""
-        """Requests carrying `tools` are streamed (when replies are); False once a streamed one
-        came back empty, as llama-cpp-python's server answers them."""
         self._prose_in_row = 0
 
     def _initial_protocol(self) -> str:
@@ -95,7 +100,7 @@ class LiteLLMModel:
         streak: list[str] = []  # the kinds of the failed attempts, for "N times in a row"
         while True:
             attempt += 1
-            sent_with = (self.output_limit, self.protocol, self._streams(tools))  # concurrent calls may change them
+            sent_with = (self.output_limit, self.protocol, self.streams(bool(tools)))  # concurrent calls change them
             try:
                 reply = await self._attempt(messages, tools, tool_choice, attempt)
             except ModelError as error:
@@ -124,10 +129,10 @@ class LiteLLMModel:
             self._learn(reply, tools, sent_with[1])
             return replace(reply, usage=spent + reply.usage)
 
-    def _streams(self, tools: list[dict] | None) -> bool:
-        """A request with these tools is streamed."""
-        native = bool(tools) and self.protocol == "native"
-        return self.config.stream and (self.stream_tools or not native)
+    def streams(self, with_tools: bool) -> bool:
+        """A request (with tools, or without) is streamed, by the settings and what this client learnt."""
+        native = with_tools and self.protocol == "native"
+        return self.config.stream and self.stream_counts and (self.stream_tools or not native)
 
     def _adapt(self, error: ModelError, tools: list[dict] | None, limit: int, protocol: str,
                streamed: bool) -> str | None:
@@ -177,46 +182,55 @@ class LiteLLMModel:
         sent = textproto.to_text_messages(_for_text(messages), tools) if text else messages
         if self.config.api_base and not text:
             sent = [_with_content(m) for m in sent]
-        streamed = self._streams(tools)
+        streamed = self.streams(bool(tools))
         config = self.config if streamed == self.config.stream else replace(self.config, stream=False)
         args = completion_args(config, sent, None if text else tools, output_limit=self.output_limit,
                                tool_choice=tool_choice, api_key=self.config.api_key or self._fallback_key)
         chunks: list = []
+        stream = None
         with anyio.move_on_after(self.config.reply_timeout_s) as scope:  # unstreamed, the only bound
             try:
                 response = await litellm.acompletion(**args)
                 if streamed:
-                    await collect(response, self.config.idle_timeout_s, chunks)
+                    stream = response
+                    await collect(stream, self.config.idle_timeout_s, chunks)
                     response = joined(chunks, sent)
             except openai.OpenAIError as exc:  # litellm's exceptions all derive from it
                 error = from_litellm(exc, litellm, attempt)
                 if error.kind == "timeout" and not isinstance(args["timeout"], int | float):
                     error = ModelError("timeout", f"no bytes for {self.config.idle_timeout_s:.0f} s "
                                        f"(idle timeout): {error.message}", attempts=attempt)
-                raise self._failed(error, chunks, sent) from exc
+                raise self._failed(error, chunks, sent, stream) from exc
             except StreamIdle as exc:
-                raise self._failed(ModelError("timeout", str(exc), attempts=attempt), chunks, sent) from None
+                raise self._failed(ModelError("timeout", str(exc), attempts=attempt), chunks, sent, stream) from None
             except StreamEmpty as exc:
-                raise self._failed(EmptyReply(str(exc), attempts=attempt), chunks, sent) from None
+                raise self._failed(EmptyReply(str(exc), attempts=attempt), chunks, sent, stream) from None
         if scope.cancelled_caught:
             error = ModelError("timeout", f"no complete reply in {self.config.reply_timeout_s:.0f} s "
                                "(reply timeout)", attempts=attempt)
-            raise self._failed(error, chunks, sent)
+            raise self._failed(error, chunks, sent, stream)
+        counted = stream is None or counted_by_server(stream)
         try:
-            return self._reply(response, attempt, tools, text)
+            reply = self._reply(response, attempt, tools, text, estimated=not counted)
         except ModelError as error:
             raise self._failed(error, [], sent) from None
+        if not counted:  # a whole reply streamed without the server's count: whole replies from now on
+            self.stream_counts = False
+        return reply
 
-    def _failed(self, error: ModelError, chunks: list, sent: list[dict]) -> ModelError:
+    def _failed(self, error: ModelError, chunks: list, sent: list[dict], stream: Any = None) -> ModelError:
         """The error, carrying what its attempt used: the call, and the tokens a cut stream
-        reported before it broke (a refused request bills nothing)."""
+        reported before it broke, or litellm's count of them when it reported none (a refused
+        request bills nothing)."""
         parts, cost = {"tokens_in": 0, "tokens_out": 0}, 0.0  # refused or lost before any reply: not billed
         if chunks:
             response = joined(chunks, sent)
             parts = usage_parts(response)
             if parts["tokens_in"] or parts["tokens_out"]:
                 cost = self.pricer.cost(response, parts)
-        error.usage = Usage.of_call(parts.pop("tokens_in"), parts.pop("tokens_out"), cost, failed=True, **parts)
+        estimated = bool(chunks) and stream is not None and not counted_by_server(stream)
+        error.usage = Usage.of_call(parts.pop("tokens_in"), parts.pop("tokens_out"), cost, failed=True,
+                                    estimated=estimated, **parts)
         return error
 
     @functools.cached_property
@@ -227,7 +241,7 @@ class LiteLLMModel:
             return "sk-no-key-needed"
         return None
 
-    def _reply(self, response: Any, attempt: int, tools: list[dict] | None, text: bool) -> Reply:
+    def _reply(self, response: Any, attempt: int, tools: list[dict] | None, text: bool, estimated: bool) -> Reply:
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelError("malformed", "the reply has no choices", attempts=attempt)
@@ -235,7 +249,7 @@ class LiteLLMModel:
         content = message.content or ""
         parts = usage_parts(response)
         cost = self.pricer.cost(response, parts)
-        usage = Usage.of_call(parts.pop("tokens_in"), parts.pop("tokens_out"), cost, **parts)
+        usage = Usage.of_call(parts.pop("tokens_in"), parts.pop("tokens_out"), cost, estimated=estimated, **parts)
         if not content and not message.tool_calls and not usage.tokens_out:
             # Nothing generated at all: the transport lost the reply. (An empty reply that did
             # generate tokens, such as Gemini's malformed function call, goes to the engine.)

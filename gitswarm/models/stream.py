@@ -1,5 +1,6 @@
 """Reading a streamed reply: chunk by chunk, cut when the stream goes silent, then joined
-into one response by litellm's own chunk builder (usage, tool calls, thinking blocks)."""
+into one response by litellm's own chunk builder (usage, tool calls, thinking blocks), and
+whether its usage was the provider's count or litellm's."""
 
 from __future__ import annotations
 
@@ -53,6 +54,17 @@ async def close(stream: Any) -> None:
             await closer()
         except Exception:  # the connection is already broken; nothing left to release
             return
+
+
+def counted_by_server(stream: Any) -> bool:
+    """Whether the provider's stream itself carried the reply's usage. The chunks litellm hands
+    over cannot tell: when the provider sent no usage, litellm's stream adds a last chunk with
+    its own count (its tokenizer's, over the prompt and the reply). Its `chunks` keep what came
+    from the provider, usage included; a stream without them (not litellm's) counts as counted."""
+    kept = getattr(stream, "chunks", None)
+    if kept is None:
+        return True
+    return any(getattr(chunk, "usage", None) is not None for chunk in kept)
 
 
 def joined(chunks: list, messages: list[dict]) -> Any:

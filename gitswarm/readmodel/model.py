@@ -235,6 +235,8 @@ class RunTotals:
     """Model calls that reached the provider, failed ones included."""
     failed_calls: int
     """Of `calls`, those that gave no usable reply."""
+    estimated_tokens: int
+    """Of the tokens, those litellm counted because the provider's reply carried no count."""
     known_cost_usd: float
     """USD of the calls that had a price."""
     cost_known: bool
@@ -255,7 +257,8 @@ class RunTotals:
 
     def parts(self) -> dict[str, int]:
         """The parts of the usage, in `engine.ledger.USAGE_PARTS` order (`Totals.parts()`)."""
-        names = ("tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls", "failed_calls")
+        names = ("tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls", "failed_calls",
+                 "estimated_tokens")
         return {name: getattr(self, name) for name in names}
 
     def as_dict(self) -> dict:

@@ -75,7 +75,7 @@ def run_totals(memory: Memory, spent: Totals) -> RunTotals:
     cost, known = spent.cost
     return RunTotals(memory.run_id, spent.episodes, spent.charged, spent.tokens_in, spent.cache_read,
                      spent.cache_write, spent.reasoning, spent.tokens_out, spent.calls, spent.failed_calls,
-                     cost, known, len(memory.pending()), spent.failures())
+                     spent.estimated_tokens, cost, known, len(memory.pending()), spent.failures())
 
 
 def shown_grade(grades: list[Grade]) -> Grade | None:

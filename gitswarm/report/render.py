@@ -32,7 +32,9 @@ def usage_line(parts: dict[str, int]) -> str:
     """The parts of a run's usage in one line (`Totals.parts()`)."""
     return (f"input {parts['tokens_in']:,} tokens (cache read {parts['cache_read']:,}, cache write "
             f"{parts['cache_write']:,}), output {parts['tokens_out']:,} (reasoning {parts['reasoning']:,}); "
-            f"{parts['calls']:,} calls, {parts['failed_calls']:,} failed")
+            f"{parts['calls']:,} calls, {parts['failed_calls']:,} failed"
+            + (f"; {parts['estimated_tokens']:,} of the tokens counted by gitswarm (the server sent no count)"
+               if parts.get("estimated_tokens") else ""))
 
 
 def failed_line(failed: dict[str, int]) -> str:
