@@ -120,6 +120,10 @@ async def test_nominations_do_not_select_a_flawed_attempt_and_the_verified_revis
     trails = git(tmp_path / "run", "log", "main", "--format=%(trailers:key=Gitswarm-Verdict,valueonly)",
                  f"--grep=Gitswarm-Reviews: {chosen.candidate}")
     assert trails.split() == ["pass", "pass"]  # plain git answers who checked what
+    critical = git(tmp_path / "run", "log", "main", "--format=%H", "--grep=Gitswarm-Verdict: critical").split()
+    subject = git(tmp_path / "run", "log", "-1", "--format=%s", chosen.candidate).strip()
+    assert subject.startswith(f"attempt({PROBLEM}): revises {FLAWED} (critical review ")  # the revision says so
+    assert subject.split("critical review ")[1][:7] in {c[:7] for c in critical}
 
 
 @pytest.mark.anyio

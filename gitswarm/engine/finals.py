@@ -1,0 +1,157 @@
+"""How an episode ends: the final actions `contribute`, `nominate` and `abstain`, as the
+methods `Toolbox` inherits, and the `Final` each returns. A contribution is checked whole here
+(its kind, what it reviews and the verdict, the commits it cites) before anything is written;
+a candidate that answers a critical review says so in its title."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from gitswarm.engine.context import EpisodeInfo
+from gitswarm.engine.index import VERDICTS, MemoryIndex
+from gitswarm.engine.toolargs import ToolError
+from gitswarm.memory.model import Contribution
+from gitswarm.problems.model import Kind
+
+if TYPE_CHECKING:
+    from gitswarm.engine.shell import Shell
+
+KINDS = ("note", "lemma", "attempt", "review", "code", "summary")
+ISOLATED = ("in this run every episode works independently (isolation independent): write and contribute "
+            "your own attempt, or abstain")
+KIND_ONLY = {"reviews": "review", "verdict": "review"}
+"""`contribute`'s arguments that belong to one kind: dropped, with a note, from the others."""
+
+
+@dataclass(frozen=True)
+class Final:
+    """How an episode ends: `contribute` or `nominate` (with the contribution to commit),
+    `abstain`, or `failed` (the step limit, the wall clock, replies without tool calls)."""
+
+    action: str
+    contribution: Contribution | None = None
+    reason: str = ""
+
+
+class FinalActions:
+    """The final actions of an episode's `Toolbox`: what it staged becomes one contribution."""
+
+    index: MemoryIndex
+    ep: EpisodeInfo
+    staged: dict[str, str]
+    deleted: set[str]
+    code: Shell
+    """The episode's shell (a reproduce problem's candidate is checked by it)."""
+
+    @property
+    def base(self) -> str:
+        return f"problems/{self.ep.problem_id}"
+
+    async def tool_contribute(self, kind: str, title: str, summary: str, informed_by: list[str] | None = None,
+                              self_assessment: str = "", reviews: str | None = None,
+                              verdict: str | None = None) -> Final:
+        if kind not in KINDS:
+            raise ToolError(f"kind must be one of {', '.join(KINDS)}")
+        if self.ep.isolated and kind in ("review", "summary"):
+            raise ToolError(f"kind {kind} is not part of this run: {ISOLATED}")
+        if not self.staged and not self.deleted:
+            raise ToolError("nothing is staged: write_file first, then contribute")
+        if kind == "code" and self.ep.kind == Kind.REPRODUCE and (  # a candidate is code/<slug>/ with compile.sh
+                problem := await self.code.codebase_problem(self.staged, self.deleted)):
+            raise ToolError(problem)
+        reviewed = self._reviewed(kind, reviews, verdict)
+        cited = [*(reviewed[:1] if reviewed else []), *(self._commit(ref) for ref in (informed_by or []))]
+        files, trailers, title = dict(self.staged), {}, title.strip()[:100]
+        if kind in ("attempt", "code"):
+            title = self._revision_title(cited, title)
+        if reviewed:
+            files.update(self._stamped(*reviewed, str(verdict)))
+            trailers = {"Reviews": reviewed[0], "Verdict": str(verdict)}
+        return Final("contribute", replace(self._contribution(kind, title, summary, files, cited,
+                                                              self_assessment, trailers),
+                                           deleted=tuple(sorted(self.deleted))))
+
+    def _revision_title(self, cited: list[str], title: str) -> str:
+        """The title of a candidate that cites a critical review: it says what it revises and
+        which review it answers, so `git log` tells a revision from the attempt it replaces."""
+        for candidate, by in self.index.problems[self.ep.problem_id].reviews.items():
+            for review in by.values():
+                found = self.index.resolve(self.ep.problem_id, candidate) if review.commit in cited else None
+                if review.verdict == "critical" and found is not None:
+                    return f"revises {found[1]} (critical review {review.commit[:7]}): {title}"
+        return title
+
+    def _stamped(self, commit: str, path: str, verdict: str) -> dict[str, str]:
+        """The staged review files, each headed by front matter naming what it reviews, its
+        verdict and this episode: how `gitswarm status` finds the review's commit from main's
+        tree (op `<episode>-final`), whose trailers it then trusts."""
+        head = f"---\nreviews: {commit}\npath: {path}\nverdict: {verdict}\nepisode: {self.ep.episode}\n---\n\n"
+        return {rel: head + text for rel, text in self.staged.items() if rel.startswith("reviews/")}
+
+    def _reviewed(self, kind: str, reviews: str | None, verdict: str | None) -> tuple[str, str] | None:
+        """The commit and path a review reviews (None for other kinds, which ignore both), its
+        verdict checked. A review of one's own attempt is committed, but the index does not count it."""
+        if kind != "review":
+            return None
+        if not reviews or not reviews.strip():
+            raise ToolError("a review names the attempt it reviews: give reviews=<its path (attempts/... "
+                            "or code/...) or commit id>")
+        if verdict not in VERDICTS:
+            raise ToolError(f"a review ends with a verdict: give verdict as one of {', '.join(VERDICTS)} "
+                            "(pass: no issue; gaps: justification gaps only; critical: a critical error)")
+        if not any(rel.startswith("reviews/") for rel in self.staged):
+            raise ToolError("stage the review itself under reviews/ (e.g. reviews/<name>.md), then contribute")
+        found = self.index.resolve(self.ep.problem_id, reviews)
+        if found is None:
+            raise ToolError(f"reviews: no attempt or program {reviews!r} of this problem in the memory; "
+                            "give its path (attempts/... or code/...) or commit id")
+        return found
+
+    async def tool_nominate(self, candidate: str, rationale: str) -> Final:
+        if self.ep.isolated:
+            raise ToolError(f"nominating is not part of this run: {ISOLATED}")
+        found = self.index.resolve(self.ep.problem_id, candidate)
+        if found is None:
+            raise ToolError(f"no attempt or program {candidate!r} of this problem in the memory; "
+                            "give its path (attempts/... or code/...) or commit id")
+        commit, path = found
+        text = f"---\ncandidate: {commit}\npath: {path}\n---\n\n{rationale.strip()}\n"
+        files = {f"nominations/{self.ep.episode}.md": text}
+        return Final("nominate", self._contribution("nomination", f"nominate {path}", rationale, files,
+                                                    [commit], "", {"Candidate": commit}))
+
+    async def tool_abstain(self, reason: str) -> Final:
+        return Final("abstain", reason=reason.strip()[:500])
+
+    def _contribution(self, kind, title, summary, files, cited, assessment, trailers) -> Contribution:
+        return Contribution(
+            problem=self.ep.problem_id, episode=self.ep.episode, worker=self.ep.worker, kind=kind,
+            title=title.strip()[:160] or kind, files=dict(files), parent=self.ep.start_commit,
+            op=f"{self.ep.episode}-final", summary=summary.strip()[:2000],
+            informed_by=tuple(dict.fromkeys(cited)), self_assessment=assessment.strip()[:200],
+            trailers=trailers)
+
+    def _commit(self, reference: str) -> str:
+        """A cited commit, named by an item's path or by (a prefix of) its id."""
+        ref = str(reference).strip()
+        items = self.index.problems[self.ep.problem_id].items
+        rel = ref.removeprefix(f"{self.base}/")
+        if rel in items:
+            return items[rel]
+        if len(ref) >= 7:
+            matches = [c for c in self.index.files_of if c.startswith(ref.lower())]
+            if len(matches) == 1:
+                return matches[0]
+        raise ToolError(f"informed_by: {reference!r} is not a commit in the memory; use the commit "
+                        "ids or paths shown by list_items")
+
+
+def foreign(name: str, arguments: dict) -> list[str]:
+    """Drop `contribute`'s arguments that do not belong to its kind (small models fill every
+    field); the notes say so."""
+    kind = arguments.get("kind")
+    dropped = [key for key, only in KIND_ONLY.items() if name == "contribute" and key in arguments and kind != only]
+    for key in dropped:
+        del arguments[key]
+    return [f"ignored `{key}` (only for kind {KIND_ONLY[key]})" for key in dropped]
