@@ -28,6 +28,35 @@ def resolve_set(argument: str | Path) -> Path:
     return path
 
 
+class SetNotFound(FileNotFoundError):
+    """A problem set that is neither a folder nor a shipped set; its message lists the shipped
+    sets and the nearest name."""
+
+    def __init__(self, argument: str, shipped: list[str], nearest: str | None) -> None:
+        self.argument, self.shipped, self.nearest = argument, shipped, nearest
+        guess = f"; did you mean {nearest}?" if nearest else "."
+        super().__init__(f"no problem set {argument}: it is neither a folder nor a shipped set{guess} "
+                         f"The shipped sets are {', '.join(shipped)}; give one of their names, or the folder "
+                         "of your own set (folders of <id>.md files; `gitswarm problems import` makes one)")
+
+
+def find_set(argument: str | Path) -> Path:
+    """The folder `resolve_set` finds, or SetNotFound when there is none."""
+    import difflib
+
+    path = resolve_set(argument)
+    if path.exists():
+        return path
+    shipped = shipped_sets()
+    nearest = difflib.get_close_matches(Path(argument).name, shipped, n=1, cutoff=0.5)
+    raise SetNotFound(str(argument), shipped, nearest[0] if nearest else None)
+
+
+def shipped_sets() -> list[str]:
+    """The names of the problem sets shipped with gitswarm."""
+    return sorted(p.name for p in data_dir("problems").iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
 @cache
 def _environment():
     import jinja2

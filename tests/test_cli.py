@@ -22,6 +22,24 @@ def test_version_and_help():
     assert result.exit_code == 0 and "problems" in result.output and "Exit codes" in result.output
 
 
+def test_solve_help_in_panels_with_readable_placeholders():
+    text = runner.invoke(app, ["solve", "--help"]).output
+    panels = [line.rstrip(":") for line in text.splitlines() if line.endswith(":") and not line.startswith(" ")]
+    assert panels == ["Arguments", "Run", "Model", "Budget and caps", "Verification", "Output",
+                      "Remote (with --run URL)", "Prices", "Options"]
+    assert text.index("--budget") < text.index("--mirror")  # remote-only options come last
+    assert "<list[str]>" not in text and "range>" not in text and "<float" not in text
+    assert "-C," not in text  # `git -C` means another thing a few lines away in the README
+    assert "--no-progress N" in text and "A count, not a switch" in text
+
+
+def test_worker_takes_solve_output_options():
+    text = runner.invoke(app, ["worker", "--help"]).output
+    assert "--tui / --no-tui" in text and "--json" in text and "-C," not in text
+    result = runner.invoke(app, ["worker", "file:///nowhere.git", "--no-tui"], env={"GITSWARM_MODEL": ""})
+    assert result.exit_code == 2 and "give --model" in result.stderr  # --no-tui parsed; --model is what lacks
+
+
 def test_module_entry_point_and_light_start():
     done = subprocess.run([sys.executable, "-m", "gitswarm", "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.startswith("gitswarm ")

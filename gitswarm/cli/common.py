@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from gitswarm.engine.stops import StopReason
 
@@ -85,9 +85,34 @@ def fail(message: str, code: Exit = Exit.BAD_INPUT) -> typer.Exit:
     return typer.Exit(int(code))
 
 
+class PanelCommand(TyperCommand):
+    """A command whose plain `--help` groups its options under their `rich_help_panel`, in the
+    order the panels first appear (typer draws panels only in its rich mode, which the app
+    leaves off so help reads the same in a pipe)."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        panels: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            default = "Arguments" if param.param_type_name == "argument" else "Options"
+            panels.setdefault(getattr(param, "rich_help_panel", None) or default, []).append(record)
+        for title in sorted(panels, key=lambda t: t != "Arguments"):
+            with formatter.section(title):
+                formatter.write_dl(panels[title])
+
+
 class Group(TyperGroup):
     """The app's group: usage errors (a bad option, a missing argument) are one `gitswarm:`
-    line on stderr with exit code 2, like every other bad input."""
+    line on stderr with exit code 2, like every other bad input. Its commands list their
+    options by panel (PanelCommand)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for command in self.commands.values():
+            if type(command) is TyperCommand:  # typer builds them; the subclass only formats help
+                command.__class__ = PanelCommand
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:

@@ -93,10 +93,11 @@ def list_(
 ) -> None:
     """List the problems of a set: id, kind, title, source."""
     from gitswarm.problems.loader import ProblemSetError, load_set
-    from gitswarm.resources import resolve_set
+    from gitswarm.resources import find_set
 
     try:
-        problem_set = load_set(resolve_set(directory))
+        with user_errors():
+            problem_set = load_set(find_set(directory))
     except ProblemSetError as exc:
         raise fail(f"{directory} has {len(exc.defects)} defect(s); run `gitswarm problems check "
                    f"{directory}` to see them") from None

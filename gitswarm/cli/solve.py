@@ -11,90 +11,120 @@ import typer
 from gitswarm.cli.common import Effort, Isolation, ToolProtocol, fail, user_errors
 from gitswarm.cli.running import RemoteRun, model_config, run_swarm
 
+RUN, MODEL, BUDGET, VERIFICATION, OUTPUT, REMOTE, PRICES = (
+    "Run", "Model", "Budget and caps", "Verification", "Output", "Remote (with --run URL)", "Prices")
+"""The panels of `solve --help`, in the order they are listed."""
+
 TuiOpt = Annotated[bool | None, typer.Option(
     "--tui/--no-tui", help="Live dashboard (default when stdout is a terminal) or plain progress lines.",
-    show_default=False)]
+    show_default=False, rich_help_panel=OUTPUT)]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print events as JSON lines.", rich_help_panel=OUTPUT)]
 ModelOpt = Annotated[str | None, typer.Option(
-    "--model", "-m", envvar="GITSWARM_MODEL",
+    "--model", "-m", envvar="GITSWARM_MODEL", metavar="MODEL", rich_help_panel=MODEL,
     help="litellm model string for the workers, e.g. anthropic/claude-opus-4-8, openai/gpt-5.5, "
          "ollama/llama3 (env GITSWARM_MODEL).")]
+Seconds = {"metavar": "SECONDS", "min": 0}
+Usd = {"metavar": "USD", "min": 0, "rich_help_panel": PRICES}
 
 
 def solve(
-    problems: Annotated[str, typer.Argument(help="Problem-set folder (or shipped set name).",
+    problems: Annotated[str, typer.Argument(metavar="SET", help="Problem-set folder (or shipped set name).",
                                             show_default=False)],
-    model: ModelOpt = None,
     run: Annotated[str | None, typer.Option(
+        metavar="DIR|URL", rich_help_panel=RUN,
         help="Run repository; default runs/<set>. An existing run is resumed. A git remote URL "
              "(file://, git://, ssh://, https://, user@host:path) makes this process the coordinator of a run "
              "there: workers join it with `gitswarm worker URL`.")] = None,
-    mirror: Annotated[Path | None, typer.Option(
-        help="With --run URL: the coordinator's local run repository, a mirror of the remote (default "
-             "runs/<set>); its in-process worker, with --workers, uses <mirror>.worker.")] = None,
-    claim_ttl: Annotated[float, typer.Option(
-        min=1, help="With --run URL: seconds a worker's claim on an episode holds without renewal; a dead "
-                    "worker's episode runs again after it (default 600).")] = 600.0,
-    patience: Annotated[float, typer.Option(
-        min=1, help="With --run URL: seconds the coordinator waits with no worker holding or closing a claim "
-                    "before it stops the run (no_workers, exit 1; the same command resumes).")] = 600.0,
-    prune_batch: Annotated[int, typer.Option(
-        min=0, help="With --run URL: delete from the remote the claim and worker refs of episodes that are "
-                    "merged or refused, this many episodes at a time, and the rest at the end (0: keep them; "
-                    "main, the ledger, the notes and the op refs keep the whole history either way).")] = 64,
-    merger_model: Annotated[str | None, typer.Option(help="Model for the merger (default --model).")] = None,
-    api_base: Annotated[str | None, typer.Option(
-        help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); default: the provider's own.")] = None,
     workers: Annotated[int | None, typer.Option(
-        "--workers", "-C", min=0, help="Episodes in flight at once (default 4); with --run URL, this "
-                                       "process's own (0: coordinate only).")] = None,
+        "--workers", min=0, metavar="N", rich_help_panel=RUN,
+        help="Episodes in flight at once (default 4); with --run URL, this process's own (0: coordinate "
+             "only).")] = None,
+    problem: Annotated[list[str] | None, typer.Option(
+        metavar="ID", rich_help_panel=RUN, help="Only this problem id (repeatable).")] = None,
+    seed: Annotated[int | None, typer.Option(
+        metavar="N", rich_help_panel=RUN, help="Seed of the scheduler's random choices (default 0).")] = None,
+    model: ModelOpt = None,
+    merger_model: Annotated[str | None, typer.Option(
+        metavar="MODEL", rich_help_panel=MODEL, help="Model for the merger (default --model).")] = None,
+    api_base: Annotated[str | None, typer.Option(
+        metavar="URL", rich_help_panel=MODEL,
+        help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); default: the provider's own.")] = None,
+    reasoning_effort: Annotated[Effort | None, typer.Option(
+        rich_help_panel=MODEL,
+        help="Turn the workers' reasoning mode on at this effort (default: the model's own).")] = None,
+    merger_reasoning_effort: Annotated[Effort | None, typer.Option(
+        rich_help_panel=MODEL, help="The merger's reasoning effort (default: the merger model's own).")] = None,
+    tool_protocol: Annotated[ToolProtocol | None, typer.Option(
+        rich_help_panel=MODEL,
+        help="How tools are offered: native function calling, a text protocol, or auto (default).")] = None,
+    max_output_tokens: Annotated[int | None, typer.Option(
+        min=1, metavar="TOKENS", rich_help_panel=MODEL,
+        help="Tokens of one reply at most, thinking included (default: the client's, 16000).")] = None,
+    idle_timeout: Annotated[float | None, typer.Option(
+        **Seconds, rich_help_panel=MODEL,
+        help="Seconds a streamed reply may send nothing before it is cut (default 300).")] = None,
+    reply_timeout: Annotated[float | None, typer.Option(
+        **Seconds, rich_help_panel=MODEL, help="Seconds one reply may take in all (default 1800).")] = None,
     budget: Annotated[int | None, typer.Option(
-        "--budget", "-B", min=1, help="Charged episodes (abstaining is free); default 8 per problem.")] = None,
+        "--budget", "-B", min=1, metavar="N", rich_help_panel=BUDGET,
+        help="Charged episodes (abstaining is free); default 8 per problem.")] = None,
     max_episodes: Annotated[int | None, typer.Option(
-        min=1, help="Episodes of any outcome at most, charged or not (default 3 x --budget).")] = None,
+        min=1, metavar="N", rich_help_panel=BUDGET,
+        help="Episodes of any outcome at most, charged or not (default 3 x --budget).")] = None,
     no_progress: Annotated[int | None, typer.Option(
-        min=1, metavar="N", help="Set a problem aside after N episodes in a row on it abstained or failed; "
-                                 "the run stops when every open problem is set aside (default 4).")] = None,
+        min=1, metavar="N", rich_help_panel=BUDGET,
+        help="A count, not a switch: set a problem aside once N episodes in a row on it abstained or "
+             "failed; the run stops when every open problem is set aside (default 4).")] = None,
+    max_usd: Annotated[float | None, typer.Option(
+        min=0, metavar="USD", rich_help_panel=BUDGET,
+        help="Stop before spending more USD than this, failed calls included.")] = None,
+    max_total_tokens: Annotated[int | None, typer.Option(
+        min=1, metavar="TOKENS", rich_help_panel=BUDGET,
+        help="Stop before the run's calls, failed ones included, spend more tokens than this.")] = None,
+    max_tokens: Annotated[str | None, typer.Option(
+        "--max-tokens", hidden=True, help="Refused: say --max-total-tokens or --max-output-tokens.")] = None,
+    time_limit: Annotated[float | None, typer.Option(
+        **Seconds, rich_help_panel=BUDGET, help="Stop starting episodes after this many seconds.")] = None,
+    max_steps: Annotated[int | None, typer.Option(
+        min=2, metavar="N", rich_help_panel=BUDGET, help="Model calls per episode at most (default 12).")] = None,
     verify: Annotated[int | None, typer.Option(
-        min=0, metavar="K", help="Select an attempt only once K reviews by workers other than its author "
-                                 "pass it and none finds a critical error; a problem settles only on such "
-                                 "an attempt. With none verified at the end, the most nominated is written, "
-                                 "marked unverified. 0: plain plurality of nominations (default 2).")] = None,
+        min=0, metavar="K", rich_help_panel=VERIFICATION,
+        help="Select an attempt only once K reviews by workers other than its author pass it and none "
+             "finds a critical error; a problem settles only on such an attempt. With none verified at "
+             "the end, the most nominated is written, marked unverified. 0: plain plurality of "
+             "nominations (default 2).")] = None,
     isolation: Annotated[Isolation | None, typer.Option(
+        rich_help_panel=VERIFICATION,
         help="shared (default): the swarm, every episode reads the memory. independent: each episode sees "
              "only its problem's statement, as independent sampling does; answers are selected by majority "
              "(self-consistency). The baseline an experiment compares the swarm with.")] = None,
-    max_usd: Annotated[float | None, typer.Option(
-        min=0, help="Stop before spending more USD than this, failed calls included.")] = None,
-    max_total_tokens: Annotated[int | None, typer.Option(
-        min=1, help="Stop before the run's calls, failed ones included, spend more tokens than this.")] = None,
-    max_tokens: Annotated[str | None, typer.Option(
-        "--max-tokens", hidden=True, help="Refused: say --max-total-tokens or --max-output-tokens.")] = None,
-    time_limit: Annotated[float | None, typer.Option(min=0, help="Stop starting episodes after N seconds.")] = None,
-    problem: Annotated[list[str] | None, typer.Option(help="Only this problem id (repeatable).")] = None,
-    seed: Annotated[int | None, typer.Option(help="Seed of the scheduler's random choices (default 0).")] = None,
-    max_steps: Annotated[int | None, typer.Option(min=2, help="Model calls per episode at most (default 12).")] = None,
-    max_output_tokens: Annotated[int | None, typer.Option(
-        min=1, help="Tokens of one reply at most, thinking included (default: the client's, 16000).")] = None,
-    reasoning_effort: Annotated[Effort | None, typer.Option(
-        help="Turn the workers' reasoning mode on at this effort (default: the model's own).")] = None,
-    merger_reasoning_effort: Annotated[Effort | None, typer.Option(
-        help="The merger's reasoning effort (default: the merger model's own).")] = None,
-    tool_protocol: Annotated[ToolProtocol | None, typer.Option(
-        help="How tools are offered: native function calling, a text protocol, or auto (default).")] = None,
-    idle_timeout: Annotated[float | None, typer.Option(
-        min=0, help="Seconds a streamed reply may send nothing before it is cut (default 300).")] = None,
-    reply_timeout: Annotated[float | None, typer.Option(
-        min=0, help="Seconds one reply may take in all (default 1800).")] = None,
-    price_in: Annotated[float | None, typer.Option(
-        min=0, help="USD per million input tokens, for a model litellm has no price for.")] = None,
-    price_out: Annotated[float | None, typer.Option(
-        min=0, help="USD per million output tokens, for a model litellm has no price for.")] = None,
-    price_cached_in: Annotated[float | None, typer.Option(
-        min=0, help="USD per million input tokens read from the cache (default: --price-in).")] = None,
-    price_cache_write: Annotated[float | None, typer.Option(
-        min=0, help="USD per million input tokens written to the cache (default: --price-in).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
+    as_json: JsonOpt = False,
     tui: TuiOpt = None,
+    mirror: Annotated[Path | None, typer.Option(
+        metavar="DIR", rich_help_panel=REMOTE,
+        help="The coordinator's local run repository, a mirror of the remote (default runs/<set>); its "
+             "in-process worker, with --workers, uses <mirror>.worker.")] = None,
+    claim_ttl: Annotated[float, typer.Option(
+        min=1, metavar="SECONDS", rich_help_panel=REMOTE,
+        help="Seconds a worker's claim on an episode holds without renewal; a dead worker's episode runs "
+             "again after it.")] = 600.0,
+    patience: Annotated[float, typer.Option(
+        min=1, metavar="SECONDS", rich_help_panel=REMOTE,
+        help="Seconds the coordinator waits with no worker holding or closing a claim before it stops the "
+             "run (no_workers, exit 1; the same command resumes).")] = 600.0,
+    prune_batch: Annotated[int, typer.Option(
+        min=0, metavar="N", rich_help_panel=REMOTE,
+        help="Delete from the remote the claim and worker refs of episodes that are merged or refused, "
+             "this many episodes at a time, and the rest at the end (0: keep them; main, the ledger, the "
+             "notes and the op refs keep the whole history either way).")] = 64,
+    price_in: Annotated[float | None, typer.Option(
+        **Usd, help="USD per million input tokens, for a model litellm has no price for.")] = None,
+    price_out: Annotated[float | None, typer.Option(
+        **Usd, help="USD per million output tokens, for a model litellm has no price for.")] = None,
+    price_cached_in: Annotated[float | None, typer.Option(
+        **Usd, help="USD per million input tokens read from the cache (default: --price-in).")] = None,
+    price_cache_write: Annotated[float | None, typer.Option(
+        **Usd, help="USD per million input tokens written to the cache (default: --price-in).")] = None,
 ) -> None:
     """Run a swarm of agents on a problem set; run the same command again to resume.
 
@@ -153,10 +183,10 @@ def _want_tui(tui: bool | None, as_json: bool) -> bool:
 
 def _load(problems: str):
     from gitswarm.problems.loader import ProblemSetError, load_set
-    from gitswarm.resources import resolve_set
+    from gitswarm.resources import find_set
 
     try:
-        return load_set(resolve_set(problems))
+        return load_set(find_set(problems))
     except ProblemSetError as exc:
         for defect in exc.defects:
             typer.echo(str(defect), err=True)

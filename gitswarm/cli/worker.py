@@ -11,7 +11,7 @@ import typer
 
 from gitswarm.cli.common import STOP_EXIT, Effort, Exit, ToolProtocol, fail, user_errors
 from gitswarm.cli.running import signals
-from gitswarm.cli.solve import ModelOpt
+from gitswarm.cli.solve import MODEL, RUN, JsonOpt, ModelOpt, TuiOpt
 
 
 def worker(
@@ -19,23 +19,36 @@ def worker(
                                             "user@host:path), as given to `gitswarm solve SET --run URL`.",
                                        show_default=False)],
     model: ModelOpt = None,
-    slots: Annotated[int, typer.Option("--workers", "-C", min=1, help="Episodes in flight at once.")] = 4,
+    slots: Annotated[int, typer.Option(
+        "--workers", min=1, metavar="N", rich_help_panel=RUN, help="Episodes in flight at once.")] = 4,
     name: Annotated[str | None, typer.Option(
+        metavar="NAME", rich_help_panel=RUN,
         help="This process's name, unique in the run: its pushes go under refs/gitswarm/workers/<name>/ "
              "and its episodes' workers are <name>-w01, ... (default: the host name and process id).")] = None,
     folder: Annotated[Path | None, typer.Option(
-        "--dir", help="Its local run repository, a mirror of the remote (default runs/workers/<name>).")] = None,
-    api_base: Annotated[str | None, typer.Option(help="OpenAI-compatible server URL for the model.")] = None,
-    max_output_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens of one reply at most.")] = None,
-    reasoning_effort: Annotated[Effort | None, typer.Option(help="The model's reasoning effort.")] = None,
-    tool_protocol: Annotated[ToolProtocol | None, typer.Option(help="native, text or auto (default).")] = None,
-    idle_timeout: Annotated[float | None, typer.Option(min=0, help="Seconds a stream may be silent.")] = None,
-    reply_timeout: Annotated[float | None, typer.Option(min=0, help="Seconds one reply may take.")] = None,
-    price_in: Annotated[float | None, typer.Option(min=0, help="USD per million input tokens.")] = None,
-    price_out: Annotated[float | None, typer.Option(min=0, help="USD per million output tokens.")] = None,
+        "--dir", metavar="DIR", rich_help_panel=RUN,
+        help="Its local run repository, a mirror of the remote (default runs/workers/<name>).")] = None,
+    api_base: Annotated[str | None, typer.Option(
+        metavar="URL", rich_help_panel=MODEL, help="OpenAI-compatible server URL for the model.")] = None,
+    max_output_tokens: Annotated[int | None, typer.Option(
+        min=1, metavar="TOKENS", rich_help_panel=MODEL, help="Tokens of one reply at most.")] = None,
+    reasoning_effort: Annotated[Effort | None, typer.Option(
+        rich_help_panel=MODEL, help="The model's reasoning effort.")] = None,
+    tool_protocol: Annotated[ToolProtocol | None, typer.Option(
+        rich_help_panel=MODEL, help="native, text or auto (default).")] = None,
+    idle_timeout: Annotated[float | None, typer.Option(
+        min=0, metavar="SECONDS", rich_help_panel=MODEL, help="Seconds a stream may be silent.")] = None,
+    reply_timeout: Annotated[float | None, typer.Option(
+        min=0, metavar="SECONDS", rich_help_panel=MODEL, help="Seconds one reply may take.")] = None,
+    price_in: Annotated[float | None, typer.Option(
+        min=0, metavar="USD", rich_help_panel=MODEL, help="USD per million input tokens.")] = None,
+    price_out: Annotated[float | None, typer.Option(
+        min=0, metavar="USD", rich_help_panel=MODEL, help="USD per million output tokens.")] = None,
     patience: Annotated[float, typer.Option(
-        min=1, help="Seconds to wait with nothing to claim before giving up on the coordinator.")] = 600.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print events as JSON lines.")] = False,
+        min=1, metavar="SECONDS", rich_help_panel=RUN,
+        help="Seconds to wait with nothing to claim before giving up on the coordinator.")] = 600.0,
+    as_json: JsonOpt = False,
+    tui: TuiOpt = None,
 ) -> None:
     """Join a run on a git remote: read its settings from the repository (no problem files
     needed), claim episodes, run them and push the results, until the coordinator stops the run.
@@ -48,6 +61,10 @@ def worker(
     from gitswarm.remote.worker import WorkerOptions
 
     with user_errors():
+        if tui:
+            raise fail("a worker has no dashboard of its own: it prints one line per event (--no-tui, the "
+                       "default) or JSON lines (--json); watch the whole run with `gitswarm dashboard` on "
+                       "the coordinator's run folder")
         if not model:
             raise fail("give --model (or GITSWARM_MODEL): the litellm model string this worker runs")
         name = name or _default_name()
