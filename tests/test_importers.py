@@ -270,3 +270,23 @@ def test_real_matharena_jsonl(tmp_path: Path) -> None:
     assert len(import_file("jsonl", source, tmp_path / "aime").written) == 15
     problem = loaded(tmp_path / "aime")["aime_2025_i-1"]
     assert (problem.answer, problem.kind, problem.source) == ("70", Kind.ANSWER, "aime_2025_I")
+
+
+def test_figures_not_imported_and_changed_ids_are_said(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from gitswarm.cli.main import app
+
+    lines = [{"id": f"AIME-{n}", "problem": f"Problem {n}.", "answer": n, "has_image": n in (2, 10)}
+             for n in range(1, 12)]
+    lines.append({"id": "plain", "problem": r"See \includegraphics{f.png}.", "answer": 1})
+    (tmp_path / "set.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["problems", "import", "jsonl", str(tmp_path / "set.jsonl"),
+                                      "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert "ids changed to make file names (lowercased" in result.stdout
+    assert "AIME-1 -> aime-1, AIME-2 -> aime-2" in result.stdout and "(and 6 more" in result.stdout
+    assert "plain ->" not in result.stdout  # an id kept as given is not listed
+    assert "3 problem(s) come with a figure that was not imported: aime-2, aime-10, plain" in result.stderr
+    listed = CliRunner().invoke(app, ["problems", "list", str(tmp_path / "out")]).stdout.splitlines()[1:]
+    assert [row.split()[0] for row in listed] == [f"aime-{n}" for n in range(1, 12)] + ["plain"]

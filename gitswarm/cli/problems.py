@@ -102,7 +102,7 @@ def list_(
         raise fail(f"{directory} has {len(exc.defects)} defect(s); run `gitswarm problems check "
                    f"{directory}` to see them") from None
     rows = [{"id": p.id, "kind": p.kind.value, "title": p.title, "source": p.source}
-            for p in problem_set.problems]
+            for p in natural(problem_set.problems, key=lambda p: p.id)]
     if as_json:
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
@@ -203,8 +203,36 @@ def import_(
         typer.echo(_row(source, error) + " (skipped)", err=True)
     typer.echo(f"wrote {len(result.written)} problems to {out}"
                + (f"; skipped {len(result.skipped)} malformed row(s)" if result.skipped else ""))
+    _import_notes(result)
     if result.skipped:
         raise typer.Exit(int(Exit.FAILED))
+
+
+def _import_notes(result) -> None:
+    """Say which ids were changed, and how, and which problems came without their figure."""
+    from gitswarm.problems.importers import ID_RULE
+
+    if result.renamed:
+        pairs = list(natural(result.renamed.items(), key=lambda pair: pair[1]))
+        shown = ", ".join(f"{given} -> {pid}" for given, pid in pairs[:5])
+        more = f" (and {len(pairs) - 5} more; each file's id: field holds its id)" if len(pairs) > 5 else ""
+        typer.echo(f"ids changed to make file names ({ID_RULE}): {shown}{more}")
+    if result.without_figure:
+        ids = ", ".join(natural(result.without_figure))
+        typer.echo(f"gitswarm: warning: {len(result.without_figure)} problem(s) come with a figure that was not "
+                   f"imported: {ids}. Their statements may not be solvable without it: describe the figure in "
+                   "the statement, or delete those files", err=True)
+
+
+def natural(items, key=lambda item: item):
+    """`items` sorted in natural order: problem-2 before problem-10."""
+    import re
+
+    def parts(item) -> list:
+        return [(0, int(part), "") if part.isdigit() else (1, 0, part.lower())
+                for part in re.split(r"(\d+)", str(key(item))) if part]
+
+    return sorted(items, key=parts)
 
 
 def _import_task(task: Path, out: Path, reference: Path | None, docs: Path | None,

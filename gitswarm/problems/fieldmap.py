@@ -89,8 +89,18 @@ def read_jsonl(text: str, fields: FieldMap, id_prefix: str) -> tuple[list[Record
         if defects:
             errors.append(RowError(row, values["id"] or None, _message(defects, fields, numbered)))
         else:
-            records.append(Record(row, values))
+            records.append(Record(row, values, figure=_has_figure(obj, values["problem"])))
     return records, errors
+
+
+def _has_figure(obj: dict, statement: str) -> bool:
+    """Whether the record says its problem has a figure: a true `has_image` (MathArena's flag),
+    a non-empty `image(s)` or `figure(s)` field, or a statement that includes a graphics file."""
+    return any(bool(obj.get(key)) for key in FIGURE_KEYS) or "\\includegraphics" in statement
+
+
+FIGURE_KEYS = ("has_image", "image", "images", "figure", "figures")
+"""Record keys that announce a figure the import cannot carry into a problem file."""
 
 
 def canonical_answer(text: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -31,6 +31,10 @@ class ImportResult:
 
     written: list[Path]
     skipped: list[RowError]
+    renamed: dict[str, str] = field(default_factory=dict)
+    """Ids of the source that were changed to make file names (`safe_id`): given -> written."""
+    without_figure: list[str] = field(default_factory=list)
+    """Problems written whose source has a figure the import did not carry."""
 
 
 class ImportRefused(Exception):
@@ -47,6 +51,8 @@ class _Draft:
     id: str
     front: dict[str, object]
     body: str
+    given: str
+    figure: bool
 
 
 def import_file(fmt: str, source: Path, out: Path, *, level: str | None = None,
@@ -83,11 +89,17 @@ def import_file(fmt: str, source: Path, out: Path, *, level: str | None = None,
     described = ", ".join(part for part in (fmt, level and f"level {level}", limit and f"first {limit} records")
                           if part)
     written = _write(drafts, out, overwrite, f"Imported from {source.name} ({described})")
-    return ImportResult(written, errors)
+    return ImportResult(written, errors, {d.given: d.id for d in drafts if d.given != d.id},
+                        [d.id for d in drafts if d.figure])
+
+
+ID_RULE = "lowercased, and every character other than a-z, 0-9, '.', '_' and '-' made '-'"
+"""How `safe_id` changes an id, in the words the import's output uses."""
 
 
 def safe_id(raw: str) -> str:
-    """A file-name-safe id: lowercase, every character outside [a-z0-9._-] replaced by '-'."""
+    """A file-name-safe id (ID_RULE): lowercase, so that ids differing only in case cannot
+    overwrite each other's files on a case-insensitive file system."""
     return re.sub(r"[^a-z0-9._-]", "-", raw.strip().lower())
 
 
@@ -172,7 +184,7 @@ def _drafts(fmt: str, records: list[Record], source: Path) -> tuple[list[_Draft]
             errors.append(RowError(record.row, raw_id, f"id {raw_id!r} becomes {pid!r}, already "
                                    f"used by row {drafts[pid].row}: give each problem its own id"))
         else:
-            drafts[pid] = _Draft(record.row, pid, {"id": pid} | front, body)
+            drafts[pid] = _Draft(record.row, pid, {"id": pid} | front, body, raw_id.strip(), record.figure)
     return list(drafts.values()), errors
 
 

@@ -45,6 +45,8 @@ class Record:
 
     row: int
     values: dict[str, str]
+    figure: bool = False
+    """The source says the problem comes with a figure (an image) that the record does not hold."""
 
 
 def read_text(source: Path) -> str:
