@@ -297,6 +297,7 @@ def test_llama_cpp_interrupts_no_request_of_a_run_whose_streams_carry_no_usage(p
     assert [bool(r.get("stream")) for r in server.requests] == [True, False, False]
     assert line(plain.stdout, "concurrency").startswith("ok    concurrency: two requests at once both completed")
     assert not any(r.interrupted for r in server.records)
+    assert "  streaming      off after the first replies (the server's streams carry no usage" in plain.stdout
     assert line(plain.stdout, "usage").endswith("output tokens by litellm's count: the server's stream carried no "
                                                 "usage, so a run asks it for whole replies, which carry the server's "
                                                 "own count")

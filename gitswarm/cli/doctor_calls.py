@@ -43,8 +43,11 @@ class Probe:
 
     @property
     def streamed(self) -> bool:
-        """The client streams its requests with the tools (the last attempt was streamed)."""
-        return self.llm.streams(with_tools=True)
+        """The probe's last attempt was streamed: streaming is on, and the client did not turn
+        requests with native tools unstreamed (it may still stop streaming after this reply,
+        when its stream carried no usage: `llm.streams`)."""
+        native = self.llm.protocol == "native"
+        return self.llm.config.stream and (self.llm.stream_tools or not native)
 
     def pinged(self) -> bool:
         """The reply called ping, natively or through the text protocol."""
@@ -131,13 +134,14 @@ def unstreamed(first: Probe) -> Probe:
 
 def pair(calls: Calls) -> list[Outcome]:
     """Two probes at once, sent as a run would send them after the probe: its output limit, its
-    protocol, streamed unless requests with tools go unstreamed."""
+    protocol, streamed unless requests with tools go unstreamed or its streams carried no usage."""
     import anyio
 
     from gitswarm.models import LiteLLMModel
 
     learnt = calls.probe.llm
-    llm = LiteLLMModel(replace(learnt.config, stream=calls.probe.streamed, max_output_tokens=learnt.output_limit,
+    llm = LiteLLMModel(replace(learnt.config, stream=learnt.streams(with_tools=True),
+                               max_output_tokens=learnt.output_limit,
                                tool_protocol=learnt.protocol))
     outcomes = [Outcome(), Outcome()]
 

@@ -68,7 +68,8 @@ def run_settings(config, provider: str, probe) -> dict:
     return {"model": config.model, "provider": provider, "api_base": config.api_base,
             "tool_protocol": llm.protocol, "tool_protocol_setting": config.tool_protocol, "output_limit": limit,
             "output_limit_source": source, "reasoning_effort": config.reasoning_effort, "streaming": config.stream,
-            "streaming_tools": config.stream and getattr(llm, "stream_tools", True),
+            "streaming_tools": config.stream and llm.stream_tools,
+            "streaming_counts": config.stream and llm.stream_counts,
             "idle_timeout_s": config.idle_timeout_s, "reply_timeout_s": config.reply_timeout_s,
             "price_per_mtok": prices(config)}
 
@@ -96,6 +97,8 @@ def plain(report: dict) -> str:
 def _streaming(run: dict) -> str:
     if not run["streaming"]:
         return "off"
+    if not run.get("streaming_counts", True):
+        return "off after the first replies (the server's streams carry no usage; whole replies carry its count)"
     return "on" if run["streaming_tools"] else "on, but requests with tools unstreamed"
 
 
