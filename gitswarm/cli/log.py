@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import datetime
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gitswarm.cli.common import user_errors
+from gitswarm.cli.common import Exit, fail, user_errors
+from gitswarm.memory.model import KIND_FOLDERS
+
+KINDS = (*KIND_FOLDERS, "summary", "nomination", "merge")
+"""The values of `Gitswarm-Kind` a commit of the memory carries: what `--kind` takes."""
 
 
 def log(
@@ -35,17 +41,25 @@ def log(
     if episode is not None:
         show_episode(run, episode)
         return
+    if kind is not None and kind not in KINDS:
+        raise unknown(f"--kind {kind!r} is not a kind", kind, KINDS, "the kinds")
     with user_errors():
         memory = Memory(run)
+        if problem is not None and problem not in memory.problems():
+            raise unknown(f"{run} has no problem {problem!r}", problem, memory.problems(), "its problems")
         commits = memory.log(problem, worker, kind, include_pending=pending, limit=limit)
+    reviewed = Reviewed(memory)
     for c in commits:
+        verdict = c.trailers.get("Verdict") if c.kind == "review" else None
         if oneline:
-            typer.echo(f"{c.id[:10]} {c.author:<8} {c.subject}")
+            typer.echo(f"{c.id[:10]} {c.author:<8} {c.subject}" + (f" [{verdict}]" if verdict else ""))
             continue
         when = datetime.datetime.fromtimestamp(c.time).strftime("%Y-%m-%d %H:%M:%S")
         typer.echo(f"commit {c.id}\n{c.author} · {when}"
                    + (f" · episode {c.trailers['Episode']}" if "Episode" in c.trailers else ""))
         typer.echo(f"\n    {c.subject}")
+        if verdict:
+            typer.echo(f"    verdict: {verdict} · reviews {reviewed.path(c.trailers.get('Reviews', ''), c.problem)}")
         if c.body:
             typer.echo("\n" + "\n".join(f"    {line}" for line in c.body.splitlines()))
         cited = c.informed_by
@@ -56,6 +70,43 @@ def log(
             typer.echo(f"    model {c.trailers.get('Model', '?')} · tokens {usage} · "
                        f"USD {c.trailers.get('Cost-USD', '?')}")
         typer.echo("")
+
+
+def unknown(what: str, value: str, valid: Iterable[str], named: str) -> typer.Exit:
+    """The exit for a value that names nothing: `what`, then the valid values, nearest first."""
+    return fail(f"{what}; {named}, nearest first: {', '.join(nearest_first(value, valid)) or '(none)'}",
+                Exit.BAD_INPUT)
+
+
+def nearest_first(value: str, valid: Iterable[str]) -> list[str]:
+    """Every valid value, the most similar to `value` first (difflib's ratio)."""
+    valid = list(dict.fromkeys(valid))
+    return difflib.get_close_matches(value, valid, n=len(valid), cutoff=0.0) if valid else []
+
+
+class Reviewed:
+    """The path of the candidate a review reviews, from the reviewed commit's own trailers
+    (`Files`), each commit read once."""
+
+    def __init__(self, memory) -> None:
+        self.memory = memory
+        self.known: dict[str, str] = {}
+
+    def path(self, commit: str, problem: str) -> str:
+        """`attempts/<name>` or `code/<slug>`, then the commit; the bare commit when its files do not say."""
+        from gitswarm.engine.index import CANDIDATE_FOLDERS, candidate_path
+        from gitswarm.memory.trailers import parse, split_ids
+
+        if not commit:
+            return "?"
+        if commit not in self.known:
+            try:
+                files = split_ids(parse(self.memory.repo[commit].message).get("Files", ""))
+            except (KeyError, ValueError):
+                files = []
+            found = [candidate_path(f) for f in files if f.startswith(CANDIDATE_FOLDERS)]
+            self.known[commit] = f"{found[0]} ({commit[:10]})" if found else commit[:10]
+        return self.known[commit]
 
 
 def show_episode(run: Path, episode: str) -> None:

@@ -17,6 +17,7 @@ from gitswarm.cli.grade import grade
 from gitswarm.cli.log import log
 from gitswarm.cli.replay import replay
 from gitswarm.cli.report import report
+from gitswarm.cli.show import show
 from gitswarm.cli.solve import solve
 from gitswarm.cli.status import status
 from gitswarm.cli.worker import worker
@@ -38,6 +39,7 @@ app.command()(solve)
 app.command()(demo)
 app.command()(status)
 app.command()(log)
+app.command()(show)
 app.command()(grade)
 app.command()(dashboard)
 app.command()(report)
