@@ -25,6 +25,9 @@ SHOWN = {
     "set_aside": "{problem} set aside: its last {episodes} episodes made no progress, {detail}",
     "run_stopped": "stopped ({reason}): {detail}; {episodes} episodes, {charged} charged, {tokens} tokens",
 }
+REVIEWED = "{bar} {episode} {worker} reviewed {reviews} on {problem}: {verdict}"
+"""A committed review, when its event carries `verdict` (pass, gaps, critical) and `reviews`
+(the reviewed candidate's path in its problem folder, e.g. attempts/first-try-e00006.md)."""
 
 
 def bar(done: int, total: int, width: int = 20) -> str:
@@ -43,10 +46,11 @@ def printer(as_json: bool = False):
         if as_json:
             typer.echo(event.to_json())
             return
-        template = SHOWN.get(event.kind)
+        template = REVIEWED if event.kind == "committed" and event.data.get("verdict") else SHOWN.get(event.kind)
         if template is None:
             return
         data = dict(event.data)
+        data["reviews"] = data.get("reviews") or "a candidate"
         data["commit_short"] = str(data.get("commit") or "")[:10]
         data["bar"] = bar(int(data.get("charged") or 0), budget["total"])
         if event.kind == "merged":
