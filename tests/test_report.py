@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -73,10 +75,36 @@ def test_json_figures_match_git(run: Path):
     assert data["contributions"] == totals[0] and data["built_on_share"] == round(totals[1] / totals[0], 4)
     assert data["ancestry_share"] == round(totals[2] / totals[0], 4)
     assert data["tokens"] > 0 and data["episodes"] >= data["charged"]
-    usage = data["usage"]  # every call's, the merger's too: at least the workers' tokens
-    assert usage["tokens_in"] + usage["tokens_out"] >= data["tokens"] and usage["calls"] > 0
+    usage = data["usage"]  # every call's, the merger's too: the headline total is theirs
+    assert usage["tokens_in"] + usage["tokens_out"] == data["tokens"] and usage["calls"] > 0
+    assert data["problem_tokens"] == sum(p["tokens"] for p in data["problems"])
+    assert data["merger_tokens"] > 0 and data["problem_tokens"] + data["merger_tokens"] == data["tokens"]
     assert set(usage) == {"tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls",
                           "failed_calls", "estimated_tokens"}
+
+
+def test_totals_are_the_ones_status_gives(run: Path):
+    status = runner.invoke(app, ["status", str(run), "--json"])
+    report = runner.invoke(app, ["report", str(run), "--format", "json"])
+    assert status.exit_code == 0 and report.exit_code == 0, status.output + report.output
+    totals, data = json.loads(status.output)["totals"], json.loads(report.output)
+    assert (data["tokens"], data["episodes"], data["charged"], data["cost_usd"]) == \
+        (totals["tokens"], totals["episodes"], totals["charged"], totals["cost_usd"])
+    assert {k: totals[k] for k in data["usage"]} == data["usage"]
+    markdown = runner.invoke(app, ["report", str(run)]).output
+    first = markdown.split("\n\n")[1]  # the summary paragraph: its headline total is status's
+    assert f"{totals['tokens']:,} tokens (the ledger's total" in first
+    assert f"the merger {data['merger_tokens']:,}" in first
+
+
+def test_names_model_budget_workers_and_rule(run: Path):
+    data = json.loads(runner.invoke(app, ["report", str(run), "--format", "json"]).output)
+    settings = data["settings"]  # the session's demo run: workers=4, budget=60, the default rule
+    assert (settings["model"], settings["budget"], settings["workers"]) == ("openai/gitswarm-scripted", 60, 4)
+    assert (settings["verify"], settings["settle_nominations"], settings["starts"]) == (2, 3, 1)
+    markdown = runner.invoke(app, ["report", str(run)]).output
+    assert "Model openai/gitswarm-scripted; budget 60 episodes" in markdown and "workers 4" in markdown
+    assert "(verify K = 2); 3 nominations of one candidate settle a problem" in markdown
 
 
 def test_markdown_and_html(run: Path, tmp_path: Path):
@@ -90,11 +118,17 @@ def test_markdown_and_html(run: Path, tmp_path: Path):
     assert "demo-reverse-words: contribution graph" in page
 
 
-def test_html_says_how_to_install_the_drawing_libraries(run: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setitem(sys.modules, "networkx", None)
-    result = runner.invoke(app, ["report", str(run), "-f", "html"])
-    assert result.exit_code == 1
-    assert "pip install 'gitswarm[report]'" in result.output
+def test_html_without_the_report_extra_is_written_without_drawings(run: Path, tmp_path: Path):
+    out = tmp_path / "report.html"
+    code = ("import sys; sys.modules['matplotlib'] = None; from gitswarm.cli.main import app; "
+            f"app(['report', {str(run)!r}, '-f', 'html', '-o', {str(out)!r}], prog_name='gitswarm')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    warned = done.stderr.strip().splitlines()
+    assert len(warned) == 1 and "pip install 'gitswarm[report]'" in warned[0] and "matplotlib" in warned[0]
+    page = html.unescape(out.read_text())
+    assert "<svg" not in page and "pip install 'gitswarm[report]'" in page
+    assert "demo-odd-sum: review trail of the selected candidate" in page and "critical" in page
 
 
 def test_report_of_a_folder_that_is_not_a_run(tmp_path: Path):

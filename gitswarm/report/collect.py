@@ -1,9 +1,10 @@
 """Gather a run's report: per-problem results, cost, tokens, time, episodes, compounding.
 
-Each problem's state, selection, nominations, counts and grade are the read model's
-(`gitswarm.readmodel`), as `status` and the dashboard show them; the report adds what needs
-the history and every ledger record: the compounding figures and each problem's episodes,
-tokens, cost and worker time.
+Each problem's state, selection, nominations, counts and grade, and the run's totals, are the
+read model's (`gitswarm.readmodel`), as `status` and the dashboard show them; the report adds
+what needs the history and every ledger record: the compounding figures, every candidate's
+review trail (`trail`), each problem's episodes, tokens, cost and worker time, and the run's
+settings (`settings`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gitswarm.readmodel.model import ProblemState
+from gitswarm.referee.grades import Grade
 from gitswarm.report.graph import Graph, compounding, load
+from gitswarm.report.trail import trails
+
+SCRIPTED = "by the demo's scripted judge, no real referee"
+"""What a grade of the demo's scripted judge (`demo.judge.JUDGE_MODEL`) says of itself."""
 
 
 @dataclass(frozen=True)
@@ -29,13 +35,20 @@ class ProblemReport:
     nominations: dict[str, int]
     """Nominations per candidate commit, on main."""
     grade: str
-    """The grade shown (the read model's rule), "-" when there is none."""
+    """The grade shown (the read model's rule, as `status` shows it), "-" when there is none."""
+    grade_scripted: bool
+    """That grade is the demo's scripted judge's (the Markdown and HTML say so beside it)."""
+    graded_by: str
+    """Its grader and model ("-" when there is none)."""
     verification: str
     """Of the candidate it stands on: verified, unverified, not required (K = 0) or "-"."""
     trail_of: str | None
     """The path of the candidate whose review trail `trail` is: the selected one, else the leading one."""
     trail: list[dict]
     """That candidate's reviews, oldest first (`ReviewEntry.as_dict()`)."""
+    story: list[dict]
+    """Every candidate in the history, oldest first: its reviews, what it revises and answers,
+    where it ended (`trail.CandidateTrail.as_dict()`)."""
     counts: dict[str, int]
     """Item files per folder on main (`Counts.as_dict()`)."""
     candidates: list[dict]
@@ -62,9 +75,16 @@ class RunReport:
     episodes: int
     charged: int
     tokens: int
-    """Worker episodes' tokens (the merger's are in `usage`)."""
+    """Every call's tokens, the merger's and failed calls' too: the ledger's total, as `status` has it."""
+    problem_tokens: int
+    """Of `tokens`, the problems' episodes' (the sum of the problems' `tokens`)."""
+    merger_tokens: int
+    """Of `tokens`, the merger's (summaries and conflict resolutions, charged to no problem)."""
     cost_usd: float | None
+    """The ledger's total, as `status` has it; None when some call had no price."""
     wall_seconds: float
+    settings: dict
+    """What the run ran with: model, budget, workers, verification rule (`settings.RunSettings`)."""
     contributions: int
     built_on_share: float | None
     ancestry_share: float | None
@@ -87,21 +107,26 @@ def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
     from gitswarm.engine.ledger import Ledger
     from gitswarm.memory.repo import Memory
     from gitswarm.readmodel.read import read_run
+    from gitswarm.report.settings import read_settings
 
     memory = Memory(run)
     state = read_run(memory)
     graph = load(memory.repo, [memory.main(), *memory.pending().values()])
-    records = [r for key, r in Ledger.load(memory).episodes.items() if key != "merger"]
+    every = Ledger.load(memory).episodes
+    records = [r for key, r in every.items() if key != "merger"]
+    merger = every.get("merger")
     problems = [_problem(graph, p, [r for r in records if r.problem == p.id]) for p in state.problems]
-    known = all(r.cost_known for r in records)
     started = [r.started for r in records]
     ended = [r.ended for r in records if r.ended]
     total = sum(p.contributions for p in problems)
+    totals = state.totals
     return RunReport(
-        run=memory.run_id, path=shown or str(run), episodes=len(records),
-        charged=sum(p.charged for p in problems), tokens=sum(r.tokens_in + r.tokens_out for r in records),
-        cost_usd=round(sum(r.cost_usd for r in records), 6) if known else None,
+        run=memory.run_id, path=shown or str(run), episodes=totals.episodes, charged=totals.charged,
+        tokens=totals.tokens, problem_tokens=sum(p.tokens for p in problems),
+        merger_tokens=merger.tokens_in + merger.tokens_out if merger else 0,
+        cost_usd=None if totals.cost_usd is None else round(totals.cost_usd, 6),
         wall_seconds=round(max(ended) - min(started), 3) if started and ended else 0.0,
+        settings=read_settings(memory, run).as_dict(),
         contributions=total,
         built_on_share=_share(sum(p.built_on for p in problems), total),
         ancestry_share=_share(sum(p.in_ancestry for p in problems), total),
@@ -123,9 +148,12 @@ def _problem(graph: Graph, problem: ProblemState, records) -> ProblemReport:
     return ProblemReport(
         id=problem.id, kind=problem.kind, state=problem.state, selected=candidate,
         selected_path=problem.selected_path, nominations=problem.nominations, grade=problem.grade_text,
-        verification=problem.verification, trail_of=standing.path if standing else None,
+        grade_scripted=is_scripted(problem.grade), graded_by=graded_by(problem.grade),
+        verification=problem.verification,
+        trail_of=standing.path if standing else None,
         trail=[r.as_dict() for r in standing.trail] if standing else [],
-        counts=problem.counts.as_dict(), candidates=[c.as_dict() for c in problem.candidates],
+        story=[t.as_dict() for t in trails(graph, problem, is_scripted)], counts=problem.counts.as_dict(),
+        candidates=[c.as_dict() for c in problem.candidates],
         episodes=len(records), charged=sum(r.status in CHARGED for r in records),
         tokens=sum(r.tokens_in + r.tokens_out for r in records),
         cost_usd=round(sum(r.cost_usd for r in records), 6) if known else None,
@@ -133,3 +161,22 @@ def _problem(graph: Graph, problem: ProblemState, records) -> ProblemReport:
         contributions=figures.contributions, built_on=figures.built_on, in_ancestry=figures.in_ancestry,
         built_on_share=_share(figures.built_on, figures.contributions),
         ancestry_share=_share(figures.in_ancestry, figures.contributions))
+
+
+def is_scripted(grade: Grade | None) -> bool:
+    """Given by the demo's scripted judge, which knows only the demo script's texts."""
+    from gitswarm.demo.judge import JUDGE_MODEL
+
+    return grade is not None and grade.model == JUDGE_MODEL
+
+
+def grade_cell(text: str, scripted: bool) -> str:
+    """A grade as the Markdown and HTML show it: a scripted judge's says so."""
+    return f"{text}, {SCRIPTED}" if scripted else text
+
+
+def graded_by(grade: Grade | None) -> str:
+    """Who gave a grade: its grader and the model that judged ("-" without a grade)."""
+    if grade is None:
+        return "-"
+    return grade.grader + (f", model {grade.model}" if grade.model else "")

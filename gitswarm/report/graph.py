@@ -42,6 +42,16 @@ class Node:
     cited: tuple[str, ...]
     candidate: str = ""
     """The nominated candidate, on a nomination."""
+    episode: str = ""
+    """The episode that made it (`Gitswarm-Episode`)."""
+    worker: str = ""
+    """The worker that made it (`Gitswarm-Worker`)."""
+    files: tuple[str, ...] = ()
+    """The files it wrote, relative to its problem's folder (`Gitswarm-Files`)."""
+    reviews: str = ""
+    """The reviewed candidate's commit, on a review (`Gitswarm-Reviews`)."""
+    verdict: str = ""
+    """pass, gaps or critical, on a review (`Gitswarm-Verdict`)."""
 
 
 @dataclass
@@ -75,8 +85,11 @@ def load(repo: pygit2.Repository, heads: list[str]) -> Graph:
     graph = Graph()
     for commit in walker:
         c = info(commit)
+        t = c.trailers
         graph.nodes[c.id] = Node(c.id, c.kind, c.problem, c.author, c.subject, c.parents,
-                                 tuple(split_ids(c.trailers.get("Informed-By", ""))), c.trailers.get("Candidate", ""))
+                                 tuple(split_ids(t.get("Informed-By", ""))), t.get("Candidate", ""),
+                                 t.get("Episode", ""), t.get("Worker", ""), tuple(split_ids(t.get("Files", ""))),
+                                 t.get("Reviews", ""), t.get("Verdict", ""))
     return graph
 
 

@@ -7,8 +7,10 @@ import json
 
 from gitswarm.readmodel.workers import HEADERS as WORKER_HEADERS
 from gitswarm.readmodel.workers import WorkerState
-from gitswarm.report.collect import ProblemReport, RunReport
+from gitswarm.report import story
+from gitswarm.report.collect import ProblemReport, RunReport, grade_cell
 from gitswarm.report.graph import Graph
+from gitswarm.report.settings import RunSettings
 
 DEFINITIONS = (
     "**Built on**: a contribution (a note, lemma, attempt, review or code commit of a problem) counts as "
@@ -16,8 +18,12 @@ DEFINITIONS = (
     "inherited it (it is an ancestor, by parent links, of the other's start commit). "
     "**In ancestry**: a contribution counts when it is reachable from the selected candidate by "
     "parent links and citations, the candidate included. Each share is over all contributions "
-    "of the problem (main and unmerged branches)."
+    "of the problem (main and unmerged branches). "
+    "A problem's **tokens**, USD and worker seconds are its own episodes'; the merger's calls "
+    "(summaries, conflict resolutions) count in the run's total only."
 )
+NO_DRAWINGS = ("The contribution graphs are left out: drawing them needs networkx and matplotlib, "
+               "the `report` extra (pip install 'gitswarm[report]').")
 
 
 def pct(share: float | None) -> str:
@@ -49,7 +55,8 @@ def to_json(report: RunReport) -> str:
 
 def _rows(report: RunReport) -> list[list[str]]:
     return [[p.id, p.selected_path or "-", str(p.nominations.get(p.selected or "", 0)),
-             str(sum(p.nominations.values())), p.verification, p.grade, str(p.episodes), str(p.tokens), usd(p.cost_usd),
+             str(sum(p.nominations.values())), p.verification, grade_cell(p.grade, p.grade_scripted),
+             str(p.episodes), str(p.tokens), usd(p.cost_usd),
              f"{p.seconds:.1f}", str(p.contributions), f"{p.built_on} ({pct(p.built_on_share)})",
              f"{p.in_ancestry} ({pct(p.ancestry_share)})"] for p in report.problems]
 
@@ -59,9 +66,32 @@ HEADERS = ["problem", "selected solution", "its nominations", "all nominations",
            "tokens", "USD", "worker s", "contributions", "built on", "in ancestry"]
 
 
+def settings_line(settings: RunSettings) -> str:
+    """The model, budget, workers and verification rule in one sentence."""
+    unknown = "not recorded"
+    budget = f"{settings.budget} episodes" if settings.budget is not None else unknown
+    cap = f" (at most {settings.max_episodes} of any outcome)" if settings.max_episodes is not None else ""
+    workers = f"{settings.workers}" if settings.workers is not None else unknown
+    rule = (f"a candidate is verified by {settings.verify} `pass` review(s) from workers other than its author "
+            f"and no critical one (verify K = {settings.verify})" if settings.verify
+            else "no review needed, plain plurality (verify K = 0)")
+    resumed = f"; started {settings.starts} times (resumed)" if settings.starts > 1 else ""
+    return (f"Model {settings.model or unknown}; budget {budget}{cap}; workers {workers}{resumed}. "
+            f"Verification: {rule}; {settings.settle_nominations} nominations of one candidate settle a problem.")
+
+
+def totals_line(report: RunReport) -> str:
+    """The run's totals, the ledger's as `status` gives them, and what the problems' figures leave out."""
+    rest = report.tokens - report.problem_tokens - report.merger_tokens
+    parts = [f"the problems' episodes {report.problem_tokens:,}", f"the merger {report.merger_tokens:,}"]
+    parts += [f"not charged to a listed problem {rest:,}"] if rest else []
+    return (f"{report.episodes} episodes ({report.charged} charged), {report.tokens:,} tokens (the ledger's total, "
+            f"as `gitswarm status` gives it: {', '.join(parts)}), USD {usd(report.cost_usd)}, "
+            f"{report.wall_seconds:.1f} s wall time.")
+
+
 def _summary(report: RunReport) -> str:
-    return (f"{report.episodes} episodes ({report.charged} charged), {report.tokens:,} tokens, "
-            f"USD {usd(report.cost_usd)}, {report.wall_seconds:.1f} s wall time. "
+    return (f"{settings_line(RunSettings(**report.settings))} {totals_line(report)} "
             f"All calls, the merger's too: {usage_line(report.usage)}. {failed_line(report.failed)}. "
             f"{report.contributions} contributions: {pct(report.built_on_share)} built on by later work, "
             f"{pct(report.ancestry_share)} in the selected solutions' ancestry.")
@@ -77,7 +107,7 @@ def to_markdown(report: RunReport) -> str:
                   "|" + "---|" * len(WORKER_HEADERS)]
         lines += ["| " + " | ".join(row) + " |" for row in _worker_rows(report)] + [""]
     for p in report.problems:
-        lines += _trail_markdown(p)
+        lines += story.to_markdown(p)
     return "\n".join(lines)
 
 
@@ -85,59 +115,34 @@ def _worker_rows(report: RunReport) -> list[tuple[str, ...]]:
     return [WorkerState.from_dict(w).cells() for w in report.workers]
 
 
-TRAIL_HEADERS = ["episode", "worker", "verdict", "counted", "review"]
-
-
-def _trail_rows(problem: ProblemReport) -> list[list[str]]:
-    return [[r["episode"], r["worker"], r["verdict"], "yes" if r["counted"] else "no (its author)", r["path"]]
-            for r in problem.trail]
-
-
-def _trail_title(problem: ProblemReport) -> str:
-    which = "selected" if problem.selected else "leading"
-    return f"{problem.id}: review trail of the {which} candidate {problem.trail_of} ({problem.verification})"
-
-
-def _trail_markdown(problem: ProblemReport) -> list[str]:
-    """The reviews of the candidate a problem stands on, as a table; nothing without one."""
-    if problem.trail_of is None:
-        return []
-    if not problem.trail:
-        return [f"## {_trail_title(problem)}", "", "No review.", ""]
-    return [f"## {_trail_title(problem)}", "", "| " + " | ".join(TRAIL_HEADERS) + " |",
-            "|" + "---|" * len(TRAIL_HEADERS), *("| " + " | ".join(row) + " |" for row in _trail_rows(problem)), ""]
-
-
-def to_html(report: RunReport, graph: Graph) -> str:
-    """One self-contained page: tables and an inline SVG of each problem's contribution graph."""
+def to_html(report: RunReport, graph: Graph, drawings: bool = True) -> str:
+    """One self-contained page: tables, each problem's story and, with `drawings` (the report
+    extra), an inline SVG of its contribution graph."""
     from gitswarm.report.draw import svg
 
     esc = html.escape
     head = "".join(f"<th>{esc(h)}</th>" for h in HEADERS)
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in _rows(report))
-    drawings = "".join(_drawing(p, graph, svg) for p in report.problems)
+    sections = "" if drawings else f"<p class='defs'>{esc(NO_DRAWINGS)}</p>"
     if report.workers:
         top = "".join(f"<th>{esc(h)}</th>" for h in WORKER_HEADERS)
         cells = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in _worker_rows(report))
-        drawings = f"<h2>Worker processes</h2><table><tr>{top}</tr>{cells}</table>{drawings}"
+        sections += f"<h2>Worker processes</h2><table><tr>{top}</tr>{cells}</table>"
+    sections += "".join(_drawing(p, graph, svg if drawings else None) for p in report.problems)
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>gitswarm report {esc(report.run)}</title>"
             f"<style>{CSS}</style></head><body><h1>gitswarm report: {esc(report.run)}</h1>"
-            f"<p>{esc(_summary(report))}</p><table><tr>{head}</tr>{body}</table>"
-            f"<p class='defs'>{esc(DEFINITIONS.replace('**', '').replace('`', ''))}</p>{drawings}</body></html>\n")
+            f"<p>{esc(_plain(_summary(report)))}</p><table><tr>{head}</tr>{body}</table>"
+            f"<p class='defs'>{esc(_plain(DEFINITIONS))}</p>{sections}</body></html>\n")
 
 
-def _trail_html(problem: ProblemReport) -> str:
-    esc = html.escape
-    if problem.trail_of is None:
-        return ""
-    head = "".join(f"<th>{esc(h)}</th>" for h in TRAIL_HEADERS)
-    rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in _trail_rows(problem))
-    table = f"<table><tr>{head}</tr>{rows}</table>" if rows else "<p>No review.</p>"
-    return f"<h2>{esc(_trail_title(problem))}</h2>{table}"
+def _plain(markdown: str) -> str:
+    return markdown.replace("**", "").replace("`", "")
 
 
 def _drawing(problem: ProblemReport, graph: Graph, svg) -> str:
-    return (f"{_trail_html(problem)}<h2>{html.escape(problem.id)}: contribution graph</h2>"
+    if svg is None:
+        return story.to_html(problem)
+    return (f"{story.to_html(problem)}<h2>{html.escape(problem.id)}: contribution graph</h2>"
             f"<div class='graph'>{svg(graph, problem.id, problem.selected)}</div>"
             "<p class='defs'>Colour: kind. Black outline: in the selected solution's ancestry. "
             "Solid arrow: inherited (the later one started from a memory holding it); dashed: cited.</p>")
@@ -148,4 +153,6 @@ body { font-family: system-ui, sans-serif; margin: 2em; color: #222; background:
 table { border-collapse: collapse; font-size: 0.9em; } td, th { border: 1px solid #bbb; padding: 0.2em 0.5em; }
 th { background: #eef; } .defs { font-size: 0.85em; color: #444; max-width: 60em; }
 .graph svg { max-width: 100%; height: auto; }
+.verdict-critical, h3.rejected { color: #b00020; font-weight: bold; } .verdict-pass { color: #1b5e20; }
+.verdict-gaps { color: #8a6d00; } .chain { font-family: ui-monospace, monospace; font-size: 0.9em; }
 """

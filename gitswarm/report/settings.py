@@ -1,0 +1,93 @@
+"""What a run was run with: its model, budget, workers and verification rule.
+
+The read model has the rule alone (the ledger's scheduler record, `readmodel.read.rule_of`).
+The model, budget and workers come from the `run_started` events of the run's event log
+(one per start: a resume may change them); a run read from its remote has no event log, and
+then the budget comes from the settings its coordinator published on the meta ref, and the
+workers are the worker processes the read model lists.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from gitswarm.engine.events import EVENT_LOG
+from gitswarm.memory.repo import Memory
+from gitswarm.readmodel.read import rule_of, scheduler_record
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The settings a report names; None where the run did not record one."""
+
+    model: str | None
+    """The workers' model; several, in order, when resumes changed it (", then ")."""
+    budget: int | None
+    """Charged episodes the run may spend (as of its last start)."""
+    max_episodes: int | None
+    """Episodes of any outcome it may run (as of its last start)."""
+    workers: int | None
+    """Concurrent episodes of the last start (in a run on a remote: the coordinator's own slots)."""
+    starts: int
+    """`run_started` events: 1, plus one per resume; 0 without an event log."""
+    verify: int
+    """K: the `pass` reviews (and no critical one) a candidate needs to be verified; 0: none."""
+    settle_nominations: int
+    """The nominations of one candidate that settle a problem."""
+    source: str
+    """Where model, budget and workers were read: the event log, the published settings, or nothing."""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def read_settings(memory: Memory, run: Path) -> RunSettings:
+    """The run's settings from its event log (else the published settings) and its ledger."""
+    verify, settle = rule_of(scheduler_record(memory))
+    starts = _starts(run / EVENT_LOG)
+    if starts:
+        last = starts[-1]
+        models = list(dict.fromkeys(str(s.get("model")) for s in starts if s.get("model")))
+        return RunSettings(", then ".join(models) or None, _int(last.get("budget")), _int(last.get("max_episodes")),
+                           _int(last.get("workers")), len(starts), verify, settle, f"{EVENT_LOG} (run_started)")
+    published = _published(memory)
+    if published:
+        return RunSettings(None, _int(published.get("budget")), _int(published.get("max_episodes")), None, 0,
+                           verify, settle, "the coordinator's published settings")
+    return RunSettings(None, None, None, None, 0, verify, settle, "not recorded")
+
+
+def _starts(log: Path) -> list[dict]:
+    """The data of every `run_started` event (other events are not parsed)."""
+    found = []
+    if not log.exists():
+        return found
+    with log.open(encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            if '"run_started"' not in line:
+                continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:  # a line cut by a crash
+                continue
+            if isinstance(event, dict) and event.get("kind") == "run_started" and isinstance(event.get("data"), dict):
+                found.append(event["data"])
+    return found
+
+
+def _published(memory: Memory) -> dict:
+    from gitswarm.memory.errors import NotARun
+    from gitswarm.remote.errors import OtherProtocol
+    from gitswarm.remote.publish import read_settings as published_settings
+
+    try:
+        solve = published_settings(memory.repo).get("solve")
+    except (NotARun, OtherProtocol, json.JSONDecodeError):  # a local run publishes none
+        return {}
+    return solve if isinstance(solve, dict) else {}
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
