@@ -69,8 +69,6 @@ def test_a_committed_review_says_its_verdict_and_what_it_reviews(capsys):
     assert lines[2].endswith(" 6/20 e00008 w01 committed to demo-odd-sum (def)")
 
 
-@pytest.mark.xfail(strict=True, reason="the engine's `committed` event carries no verdict yet: it needs "
-                   "`verdict` and `reviews` (engine/swarm.py `_report`, remote/coordinator.py); remove this mark then")
 def test_the_demos_critical_review_is_a_progress_line(run: Path, capsys):
     show = printer()
     for event in read_events(run):

@@ -81,6 +81,9 @@ class Ended:
 
     record: EpisodeRecord
     stop: Stop | None = None
+    review: dict[str, str] | None = None
+    """Of a committed review, its `verdict` and the path of the candidate it `reviews`, for the
+    `committed` event (the commit's trailers keep them; the ledger does not)."""
 
 
 async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) -> Ended:
@@ -120,7 +123,14 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
     record.status, record.note = final.action, final.reason
     record.failure = failure.value if final.action == "failed" else ""
     await _keep_transcript(shared, record, messages)
-    return Ended(record, stop)
+    return Ended(record, stop, _review_of(index, record, final))
+
+
+def _review_of(index: MemoryIndex, record: EpisodeRecord, final: Final) -> dict[str, str] | None:
+    """The verdict of a committed review and the path of what it reviews."""
+    trailers = final.contribution.trailers if final.contribution is not None and record.commit else {}
+    found = index.resolve(record.problem, trailers["Reviews"]) if "Verdict" in trailers else None
+    return {"verdict": trailers["Verdict"], "reviews": found[1]} if found else None
 
 
 async def _keep_transcript(shared: Shared, record: EpisodeRecord, messages: list[dict]) -> None:

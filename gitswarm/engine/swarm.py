@@ -266,7 +266,7 @@ class Scheduler:
         await self.ledger.write(shared.git, shared.memory, record)
         if self.source is not None:
             await self.source.finished(record)
-        self._report(record)
+        self._report(record, ended.review or {})
         if aside:
             shared.events.emit("set_aside", problem=record.problem, episodes=self.config.no_progress,
                                detail=self.streaks.describe(record.problem))
@@ -286,7 +286,8 @@ class Scheduler:
         view.episodes = self.ledger.totals.episodes
         view.max_episodes, view.set_aside = self.config.max_episodes, self.streaks.set_aside
 
-    def _report(self, record: EpisodeRecord) -> None:
+    def _report(self, record: EpisodeRecord, review: dict[str, str]) -> None:
+        """The event of an ended episode (a review's with its verdict and what it reviews)."""
         self._show()
         view = self.shared.view
         kind = {"contribute": "committed", "nominate": "nominated", "stopped": "abstain"}.get(
@@ -294,4 +295,4 @@ class Scheduler:
         self.shared.events.emit(kind, episode=record.episode, worker=record.worker,
                                 problem=record.problem, commit=record.commit, note=record.note,
                                 tokens=record.tokens_in + record.tokens_out, charged=view.charged,
-                                **({"failure": record.failure} if record.failure else {}))
+                                **({"failure": record.failure} if record.failure else {}), **review)
