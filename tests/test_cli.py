@@ -110,3 +110,16 @@ def test_plain_progress_shows_the_budget_as_a_bar(capsys):
     show(Event("committed", {"episode": "e00001", "worker": "w01", "problem": "p", "commit": "abc",
                              "charged": 1}))
     assert "[#####...............] 1/4 e00001 w01 committed to p (abc)" in capsys.readouterr().out
+
+
+def test_status_says_nominations_as_the_dashboard_and_report_do(problem_dir: Path, tmp_path: Path):
+    from gitswarm.problems.loader import load_set
+
+    Memory.create(tmp_path / "run", load_set(problem_dir))
+    result = runner.invoke(app, ["status", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    header = next(line for line in result.stdout.splitlines() if line.startswith("PROBLEM"))
+    assert "NOMINATIONS" in header and "VOTES" not in header
+    rows = result.stdout.splitlines()[result.stdout.splitlines().index(header) + 1:]
+    assert [r.split()[0] for r in rows] == ["odd", "rev", "sum"]
+    assert all(len(r) >= header.index("NOMINATIONS") + len("NOMINATIONS") for r in rows)  # the column lines up

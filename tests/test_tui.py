@@ -13,6 +13,7 @@ from demo_run import demo_run, run_demo
 
 from gitswarm.engine.events import Event
 from gitswarm.tui.app import Dashboard
+from gitswarm.tui.messages import EventsArrived
 from gitswarm.tui.screens import DetailScreen, GraphScreen, HelpScreen
 from gitswarm.tui.state import DashState
 from gitswarm.tui.tables import ProblemsTable, WorkersTable
@@ -252,3 +253,58 @@ def test_a_snapshot_and_the_events_count_a_nomination_once(run: Path):
             row = state.problems[problem.id]
             assert row.nominations == problem.nomination_total >= 1, problem.id
             assert (row.state, row.selected, row.grade) == ("selected", problem.selected_path, "-")
+
+
+async def test_full_kind_names_and_one_word_for_nominations(run: Path):
+    app = Dashboard(run)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await settle(pilot, lambda: app.state.header.stopped and app.state.problems["demo-shout"].kind != "?")
+        await pilot.pause(0.3)
+        table = app.query_one(ProblemsTable)
+        labels = [str(c.label) for c in table.columns.values()]
+        assert "nominations" in labels and "noms" not in labels and "votes" not in labels
+        kinds = {str(table.get_cell(pid, "kind")) for pid in DEMO_PROBLEMS}
+        assert kinds == {"answer", "proof", "program", "reproduce"}
+        kind = next(c for c in table.columns.values() if str(c.label) == "kind")
+        assert kind.get_render_width(table) - 2 * table.cell_padding >= len("reproduce")  # never cut to "repr"
+        workers = app.query_one(WorkersTable)
+        states = {str(workers.get_cell(w, "state")) for w in app.state.workers}
+        assert states == {"exited"}  # the run stopped: its workers are gone, not waiting for work
+        await pilot.press("q")
+
+
+async def test_the_dashboard_says_it_is_starting_before_the_first_event(tmp_path: Path):
+    import anyio
+
+    gate = anyio.Event()
+
+    async def engine(listener):
+        await gate.wait()  # the engine still loading the model library
+
+    app = Dashboard(tmp_path / "run", engine=engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        header = text_of(app.query_one("RunHeader"))
+        assert "starting: loading the model library" in header and "no episode has started yet" in header
+        app.post_message(EventsArrived([Event("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1,
+                                                              "charged": 0, "problems": ["a"]}, time.time())]))
+        await settle(pilot, lambda: "run r" in text_of(app.query_one("RunHeader")))
+        assert "starting" not in text_of(app.query_one("RunHeader"))
+        gate.set()
+        await settle(pilot, lambda: app.finished)
+        await pilot.press("q")
+    assert Dashboard(tmp_path / "run").state.header.waiting == "reading the run…"
+
+
+def test_workers_exit_when_the_run_stops_and_come_back_on_resume():
+    state = DashState()
+    started = Event("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1, "charged": 0,
+                                    "problems": ["a"]}, 1.0)
+    state.apply([started, Event("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 2.0),
+                 Event("run_stopped", {"reason": "budget", "detail": "budget spent"}, 3.0)])
+    assert state.workers["w01"].state == "exited" and state.problems["a"].in_flight == 0
+    from gitswarm.tui.header import header_text
+
+    assert "in flight 0/1" in header_text(state, now=4.0)
+    state.apply([started])
+    assert state.workers["w01"].state == "idle"

@@ -63,9 +63,9 @@ def table(state) -> list[str]:
              f"  {usage_line(t.parts())}",
              f"  {failed_line(t.failed)}",
              f"\n{'PROBLEM':28} {'STATE':11} {'NOTES':>5} {'LEMMAS':>6} {'ATTEMPTS':>8} {'REVIEWS':>7} "
-             f"{'VOTES':>5} {'VERIFIED':>12} {'GRADE':>16}  SELECTED"]
+             f"{'NOMINATIONS':>11} {'VERIFIED':>12} {'GRADE':>16}  SELECTED"]
     for p in state.problems:
         c = p.counts
         lines.append(f"{p.id:28} {p.state:11} {c.notes:5} {c.lemmas:6} {c.candidates:8} {c.reviews:7} "
-                     f"{p.nomination_total:5} {p.verification:>12} {p.grade_text:>16}  {p.selected_path or '-'}")
+                     f"{p.nomination_total:11} {p.verification:>12} {p.grade_text:>16}  {p.selected_path or '-'}")
     return lines

@@ -39,11 +39,14 @@ class WorkerState:
     """Claims it held and stopped renewing (it may be gone; others take them over)."""
     tokens: int = 0
     """Tokens its episodes spent, as the coordinator counted them."""
+    exited: bool = False
+    """The run has stopped, so the process has left it (a worker exits when the run stops)."""
 
     @property
     def state(self) -> str:
-        """`running`, `silent` (its claims expired: stopped, killed or cut off), or `idle`."""
-        return "running" if self.held else "silent" if self.expired else "idle"
+        """`running`, `silent` (its claims expired: stopped, killed or cut off), `exited` (the
+        run stopped and it holds nothing), or `idle`."""
+        return "running" if self.held else "silent" if self.expired else "exited" if self.exited else "idle"
 
     def cells(self) -> tuple[str, ...]:
         """Its line in `status`, the report and the dashboard, under `HEADERS`."""
@@ -58,17 +61,21 @@ class WorkerState:
 
     def as_dict(self) -> dict:
         return {"name": self.name, "state": self.state, "episodes": self.episodes, "last_push": self.last_push,
-                "outcomes": dict(self.outcomes), "held": self.held, "expired": self.expired, "tokens": self.tokens}
+                "outcomes": dict(self.outcomes), "held": self.held, "expired": self.expired, "tokens": self.tokens,
+                "exited": self.exited}
 
 
 def read_workers(repo: pygit2.Repository, scheduler: dict) -> tuple[WorkerState, ...]:
     """Every worker process that pushed a ledger book or that the coordinator counted, by
-    name; `scheduler` is the run ledger's scheduler record."""
+    name; `scheduler` is the run ledger's scheduler record. Once the run has stopped (its
+    stop ref holds a stop), a process that holds nothing has exited."""
+    from gitswarm.remote.publish import read_stop
+
     spending = scheduler.get("spending") if isinstance(scheduler.get("spending"), dict) else {}
     counted = spending.get("processes") if isinstance(spending.get("processes"), dict) else {}
     books = {ref.removeprefix(WORKERS).removesuffix(BOOK): ref
              for ref in refnames.under(repo, WORKERS) if ref.endswith(BOOK)}
-    found = []
+    found, stopped = [], bool(books or counted) and read_stop(repo) is not None
     for name in sorted({*books, *counted}):
         live = counted.get(name) if isinstance(counted.get(name), dict) else {}
         outcomes, pushed = Counter(), 0
@@ -76,7 +83,7 @@ def read_workers(repo: pygit2.Repository, scheduler: dict) -> tuple[WorkerState,
             tip = repo[repo.references[books[name]].target].peel(pygit2.Commit)
             outcomes, pushed = Counter(_status(repo, blob) for blob in _records(repo, tip.tree)), tip.commit_time
         found.append(WorkerState(name, sum(outcomes.values()), pushed, dict(outcomes), int(live.get("held", 0)),
-                                 int(live.get("expired", 0)), int(live.get("tokens", 0))))
+                                 int(live.get("expired", 0)), int(live.get("tokens", 0)), stopped))
     return tuple(found)
 
 

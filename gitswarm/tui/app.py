@@ -62,6 +62,8 @@ class Dashboard(App):
         self.exit_when_done = exit_when_done
         self.state = DashState()
         self.state.header.max_usd = max_usd
+        self.state.header.waiting = ("starting: loading the model library and opening the run…" if engine
+                                     else "reading the run…")
         self.pending: list[Event] = []
         self.result: object | None = None
         self.error: BaseException | None = None
@@ -78,6 +80,7 @@ class Dashboard(App):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.redraw({"header"})  # "starting…" from the first frame, not an empty line until the first event
         self.set_interval(FRAME_S, self.flush)
         self.set_interval(SNAPSHOT_S, self.read_snapshot)
         self.read_snapshot()

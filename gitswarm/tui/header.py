@@ -6,7 +6,7 @@ import time
 
 from textual.widgets import Static
 
-from gitswarm.tui.state import DashState
+from gitswarm.tui.state import RESTING, DashState
 
 
 def _elapsed(seconds: float) -> str:
@@ -18,7 +18,9 @@ def _elapsed(seconds: float) -> str:
 def header_text(state: DashState, now: float | None = None) -> str:
     """The header as plain text (two short lines fit 80 columns)."""
     h = state.header
-    in_flight = sum(w.state != "idle" for w in state.workers.values())
+    if h.started is None and not h.stopped:
+        return f"-  [{h.waiting}]\nno episode has started yet"
+    in_flight = sum(w.state not in RESTING for w in state.workers.values())
     elapsed = _elapsed((h.ended or now or time.time()) - h.started) if h.started else "-"
     usd = "?" if h.cost is None else f"{h.cost:.4f}"
     cap = "-" if h.max_usd is None else f"{h.max_usd:.2f}"

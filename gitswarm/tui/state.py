@@ -16,6 +16,8 @@ from gitswarm.readmodel.model import STATES, Counts, RunState
 FEED_SIZE = 200
 IN_EPISODE = ("thinking", "tool", "writing", "retrying")
 WORKING = (*IN_EPISODE, "merging")
+RESTING = ("idle", "exited")
+"""Between episodes, and after the run stopped (the worker is gone until a resume)."""
 """A worker is "merging" from its commit until the merger composes that episode into main
 (or the worker starts its next episode first)."""
 
@@ -83,6 +85,9 @@ class Header:
     cost: float | None = None
     max_usd: float | None = None
     started: float | None = None
+    waiting: str = "starting…"
+    """What the header says before the run's first event: the engine loads the model library,
+    or the dashboard reads the run's event log."""
     stopped: str | None = None
     ended: float | None = None
     paused: bool = False
@@ -164,6 +169,8 @@ def _run_started(s: DashState, d: dict, t: float) -> None:
     h.budget, h.workers, h.charged = int(d.get("budget", 0)), int(d.get("workers", 0)), int(d.get("charged", 0))
     h.started = h.started or t
     h.stopped = h.ended = None
+    for w in s.workers.values():
+        w.state = "idle" if w.state == "exited" else w.state  # a resumed run's workers come back
     for pid in d.get("problems", []) or []:
         s.problem(str(pid))
     s.dirty |= {"header", "problems"}
@@ -271,6 +278,7 @@ def _stopped(s: DashState, d: dict, t: float) -> None:
     s.header.tokens = int(d.get("tokens") or s.header.tokens)
     for w in s.workers.values():
         _leave(s, w)
+        w.state = "exited"
     s.dirty |= {"header", "workers"}
 
 

@@ -8,9 +8,10 @@ from textual.widgets import DataTable
 
 from gitswarm.readmodel.workers import HEADERS as PROCESS_COLUMNS
 from gitswarm.readmodel.workers import WorkerState
-from gitswarm.tui.state import ProblemRow, WorkerRow
+from gitswarm.tui.state import RESTING, ProblemRow, WorkerRow
 
-PROBLEM_COLUMNS = ("problem", "kind", "state", "contrib", "lemmas", "attempts", "noms", "verified", "grade")
+PROBLEM_COLUMNS = ("problem", "kind", "state", "contrib", "lemmas", "attempts", "nominations", "verified",
+                   "grade")
 WORKER_COLUMNS = ("worker", "episode", "problem", "state", "step", "tokens", "time")
 
 
@@ -36,7 +37,7 @@ class KeyedTable(DataTable):
         else:
             for name, new, was in zip(self.COLUMNS, cells, old, strict=True):
                 if new != was:
-                    self.update_cell(key, name, new)
+                    self.update_cell(key, name, new, update_width=True)  # "?" becomes "reproduce"
         self._shown[key] = cells
 
     def selected_key(self) -> str | None:
@@ -65,7 +66,7 @@ class WorkersTable(KeyedTable):
     def show(self, rows: list[WorkerRow], now: float | None = None) -> None:
         now = now or time.time()
         for w in sorted(rows, key=lambda r: r.id):
-            since = "-" if w.state == "idle" else f"{now - w.since:.0f}s"
+            since = "-" if w.state in RESTING else f"{now - w.since:.0f}s"
             self.put(w.id, (w.id, w.episode, w.problem, w.state, w.step, w.tokens, since))
 
 

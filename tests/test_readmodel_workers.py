@@ -1,0 +1,46 @@
+"""The worker processes of a remote run as the read model has them: a process of a stopped run
+that holds nothing has exited; before the stop it is idle."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pygit2
+
+from gitswarm.readmodel.workers import WorkerState, read_workers
+from gitswarm.remote.publish import STOP_REF
+
+SIG = pygit2.Signature("t", "t@example.org", 1_700_000_000, 0)
+
+
+def commit(repo: pygit2.Repository, ref: str, files: dict[str, bytes]) -> None:
+    """One commit at `ref` holding `files` (paths with one level of folders at most)."""
+    folders: dict[str, pygit2.TreeBuilder] = {}
+    root = repo.TreeBuilder()
+    for path, data in files.items():
+        *folder, name = path.split("/")
+        builder = root if not folder else folders.setdefault("/".join(folder), repo.TreeBuilder())
+        builder.insert(name, repo.create_blob(data), pygit2.GIT_FILEMODE_BLOB)
+    nested: dict[str, pygit2.TreeBuilder] = {}
+    for folder, builder in folders.items():  # episodes/<e>/<record>: two levels
+        top, sub = folder.split("/")
+        nested.setdefault(top, repo.TreeBuilder()).insert(sub, builder.write(), pygit2.GIT_FILEMODE_TREE)
+    for top, builder in nested.items():
+        root.insert(top, builder.write(), pygit2.GIT_FILEMODE_TREE)
+    repo.create_commit(ref, SIG, SIG, "test\n", root.write(), [])
+
+
+def test_a_process_of_a_stopped_run_has_exited(tmp_path: Path):
+    repo = pygit2.init_repository(str(tmp_path / "mirror"), bare=True)
+    commit(repo, "refs/gitswarm/workers/box1/gitswarm/ledger",
+           {"episodes/e00001/record.json": json.dumps({"status": "merged"}).encode()})
+    scheduler = {"spending": {"processes": {"box1": {"held": 0, "expired": 0, "tokens": 10},
+                                            "box2": {"held": 2, "expired": 0, "tokens": 5}}}}
+    before = {w.name: w.state for w in read_workers(repo, scheduler)}
+    assert before == {"box1": "idle", "box2": "running"}
+    commit(repo, STOP_REF, {"stop.json": json.dumps({"reason": "budget", "detail": "budget spent"}).encode()})
+    after = {w.name: w for w in read_workers(repo, scheduler)}
+    assert {n: w.state for n, w in after.items()} == {"box1": "exited", "box2": "running"}
+    assert after["box1"].cells()[1] == "exited" and after["box1"].episodes == 1
+    assert WorkerState.from_dict(after["box1"].as_dict()) == after["box1"]  # the report's JSON round trip
