@@ -66,12 +66,15 @@ HEADERS = ["problem", "selected solution", "its nominations", "all nominations",
            "tokens", "USD", "worker s", "contributions", "built on", "in ancestry"]
 
 
-def settings_line(settings: RunSettings) -> str:
-    """The model, budget, workers and verification rule in one sentence."""
+def settings_line(settings: RunSettings, processes: list[str]) -> str:
+    """The model, budget, workers (and, on a remote, the worker processes) and verification rule."""
     unknown = "not recorded"
     budget = f"{settings.budget} episodes" if settings.budget is not None else unknown
     cap = f" (at most {settings.max_episodes} of any outcome)" if settings.max_episodes is not None else ""
     workers = f"{settings.workers}" if settings.workers is not None else unknown
+    if processes:
+        workers = (f"{workers} in the coordinator's process, and {len(processes)} worker process(es): "
+                   + ", ".join(processes))
     rule = (f"a candidate is verified by {settings.verify} `pass` review(s) from workers other than its author "
             f"and no critical one (verify K = {settings.verify})" if settings.verify
             else "no review needed, plain plurality (verify K = 0)")
@@ -91,7 +94,8 @@ def totals_line(report: RunReport) -> str:
 
 
 def _summary(report: RunReport) -> str:
-    return (f"{settings_line(RunSettings(**report.settings))} {totals_line(report)} "
+    processes = [w["name"] for w in report.workers]
+    return (f"{settings_line(RunSettings(**report.settings), processes)} {totals_line(report)} "
             f"All calls, the merger's too: {usage_line(report.usage)}. {failed_line(report.failed)}. "
             f"{report.contributions} contributions: {pct(report.built_on_share)} built on by later work, "
             f"{pct(report.ancestry_share)} in the selected solutions' ancestry.")
