@@ -123,3 +123,10 @@ def test_status_says_nominations_as_the_dashboard_and_report_do(problem_dir: Pat
     rows = result.stdout.splitlines()[result.stdout.splitlines().index(header) + 1:]
     assert [r.split()[0] for r in rows] == ["odd", "rev", "sum"]
     assert all(len(r) >= header.index("NOMINATIONS") + len("NOMINATIONS") for r in rows)  # the column lines up
+
+
+def test_problems_help_names_every_shipped_set():
+    from gitswarm.resources import shipped_sets
+
+    text = " ".join(runner.invoke(app, ["problems", "list", "--help"]).output.split())
+    assert ", ".join(shipped_sets()) in text

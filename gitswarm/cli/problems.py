@@ -15,8 +15,8 @@ app = typer.Typer(help="Check, list and import problem sets (folders of `<id>.md
                   no_args_is_help=True)
 
 SetArg = Annotated[str, typer.Argument(
-    help="Problem-set folder, e.g. problems/imo (or the name of a shipped set: imo, answers, "
-         "programs, demo).", show_default=False)]
+    metavar="SET", help="Problem-set folder, e.g. problems/imo (or the name of a shipped set: answers, demo, "
+                        "imo, programs, reproduce).", show_default=False)]
 
 
 class Format(StrEnum):
