@@ -364,3 +364,33 @@ async def test_a_stream_with_the_servers_count_keeps_streaming_and_a_cut_one_is_
     charge = server.charges[-1]
     assert (second.usage.tokens_in, second.usage.tokens_out, second.usage.estimated_tokens) == \
         (charge.usage.prompt_tokens, charge.usage.output_tokens, 0)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("bound", [None, 1])
+async def test_a_wait_in_a_one_slot_servers_queue_does_not_count_against_the_reply_timeout(bound) -> None:
+    """llama-cpp-python answers one request at a time: three at once, each a second's reply,
+    and the third waits two seconds in its queue. Under a reply timeout of 1.5 s that wait
+    times it out, unless the client sends one at a time (`max_concurrent_calls`), starting
+    each call's timeout when its turn comes."""
+    reply = FakeReply(content="The answer is 7, as the sum shows.")
+    async with serve(ScriptedResponder([reply] * 6), personality="llama-cpp", interrupt_requests=False,
+                     tokens_per_s=10) as server:
+        llm = model(server, stream=False, reply_timeout_s=1.6, timeout_retries=0, max_concurrent_calls=bound)
+        outcomes: list = []
+
+        async def one() -> None:
+            try:
+                outcomes.append(await llm.complete(USER))
+            except ModelError as error:
+                outcomes.append(error)
+
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as group:
+                for _ in range(3):
+                    group.start_soon(one)
+    timed_out = [o for o in outcomes if isinstance(o, ModelError)]
+    if bound is None:
+        assert timed_out and all(o.kind == "timeout" for o in timed_out)
+    else:
+        assert not timed_out and server.max_in_flight == 1

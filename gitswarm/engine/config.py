@@ -71,6 +71,10 @@ class SolveConfig(BaseModel):
     """A streamed reply that sends nothing for this long is cut and counts as a timeout."""
     reply_timeout_s: float = Field(1800.0, gt=0)
     """The longest one reply may take in all."""
+    max_concurrent_calls: int | None = Field(None, ge=1)
+    """Model calls in flight at once, the workers' and the merger's together; None: no bound.
+    For a server that answers one request at a time: each call's reply timeout starts when its
+    turn comes, not while it waits in the server's queue."""
     context_tokens: int = 6000
     """Hard cap, in tokens, of the memory overview in an episode's first prompt."""
     overview_cited: int = Field(8, ge=0)

@@ -12,6 +12,7 @@ gets every request unstreamed, and a model that answers in prose twice in a row 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import uuid
 from collections.abc import Callable
@@ -57,8 +58,12 @@ PROSE_BEFORE_TEXT = 2
 class LiteLLMModel:
     """A model reached through litellm: streaming, timeouts, retries, tokens and cost."""
 
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, turns: anyio.CapacityLimiter | None = None) -> None:
         self.config = config
+        self.turns = turns or (anyio.CapacityLimiter(config.max_concurrent_calls)
+                               if config.max_concurrent_calls else None)
+        """Turns at the server (`max_concurrent_calls`), which another client of the same server
+        (the merger's) may share; None: every call goes at once."""
         self.pricer = Pricer(config)
         known = capabilities.known_output_limit(config.model) if config.model else None
         wanted = config.max_output_tokens or DEFAULT_OUTPUT_TOKENS
@@ -102,7 +107,8 @@ class LiteLLMModel:
             attempt += 1
             sent_with = (self.output_limit, self.protocol, self.streams(bool(tools)))  # concurrent calls change them
             try:
-                reply = await self._attempt(messages, tools, tool_choice, attempt)
+                async with self.turns or contextlib.nullcontext():  # the reply timeout starts in turn
+                    reply = await self._attempt(messages, tools, tool_choice, attempt)
             except ModelError as error:
                 spent += error.usage
                 change = self._adapt(error, tools, *sent_with)

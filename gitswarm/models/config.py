@@ -62,6 +62,10 @@ class ModelConfig:
     """First retry delay before jitter; it doubles with each attempt."""
     backoff_cap_s: float = 30.0
     """Longest delay between attempts, also the bound on a server's Retry-After."""
+    max_concurrent_calls: int | None = None
+    """Requests in flight at once through this client; None: no bound. A server that answers
+    one request at a time (llama-cpp-python's) queues the rest, and the wait in its queue would
+    count against the reply timeout; bounded here, a call's timeout starts when its turn comes."""
 
     def __post_init__(self) -> None:
         if (self.price_in_per_mtok is None) != (self.price_out_per_mtok is None):
@@ -71,6 +75,8 @@ class ModelConfig:
             raise ValueError("a cached-input price needs the input and output prices too")
         if self.max_output_tokens is not None and self.max_output_tokens < 1:
             raise ValueError("the output limit must be at least 1 token")
+        if self.max_concurrent_calls is not None and self.max_concurrent_calls < 1:
+            raise ValueError("at least 1 concurrent call, or no bound")
 
     @property
     def user_priced(self) -> bool:
