@@ -16,8 +16,7 @@ RUN, MODEL, BUDGET, VERIFICATION, OUTPUT, REMOTE, PRICES = (
 """The panels of `solve --help`, in the order they are listed."""
 
 TuiOpt = Annotated[bool | None, typer.Option(
-    "--tui/--no-tui", help="Live dashboard (default when stdout is a terminal; `gitswarm worker` has none) or "
-                          "plain progress lines.",
+    "--tui/--no-tui", help="Live dashboard (default when stdout is a terminal) or plain progress lines.",
     show_default=False, rich_help_panel=OUTPUT)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print events as JSON lines.", rich_help_panel=OUTPUT)]
 ModelOpt = Annotated[str | None, typer.Option(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -11,7 +13,7 @@ import typer
 
 from gitswarm.cli.common import STOP_EXIT, Effort, Exit, ToolProtocol, fail, user_errors
 from gitswarm.cli.running import signals
-from gitswarm.cli.solve import MODEL, RUN, JsonOpt, ModelOpt, TuiOpt
+from gitswarm.cli.solve import MODEL, RUN, JsonOpt, ModelOpt, TuiOpt, _want_tui
 
 
 def worker(
@@ -61,10 +63,6 @@ def worker(
     from gitswarm.remote.worker import WorkerOptions
 
     with user_errors():
-        if tui:
-            raise fail("a worker has no dashboard of its own: it prints one line per event (--no-tui, the "
-                       "default) or JSON lines (--json); watch the whole run with `gitswarm dashboard` on "
-                       "the coordinator's run folder")
         if not model:
             raise fail("give --model (or GITSWARM_MODEL): the litellm model string this worker runs")
         name = name or _default_name()
@@ -77,7 +75,7 @@ def worker(
                "price_in_per_mtok": price_in, "price_out_per_mtok": price_out}
         options = WorkerOptions(url, folder or Path("runs") / "workers" / name, name, slots,
                                 {k: v for k, v in own.items() if v is not None}, patience)
-        outcome = _run(options, as_json)
+        outcome = _run_tui(options) if _want_tui(tui, as_json) else _run(options, as_json)
         if "error" in outcome:
             raise outcome["error"]
     stop = outcome.get("stop")
@@ -101,11 +99,9 @@ def _default_name() -> str:
 
 
 def _run(options, as_json: bool) -> dict:
+    """The worker on a fresh event loop with Ctrl-C handling, one line (or JSON) per event."""
     from gitswarm.cli.progress import printer
-    from gitswarm.cli.running import model_config
     from gitswarm.engine.swarm import Control
-    from gitswarm.models import LiteLLMModel
-    from gitswarm.remote.worker import join_settings, run_worker
 
     control, outcome = Control(), {}
 
@@ -113,12 +109,44 @@ def _run(options, as_json: bool) -> dict:
         async with anyio.create_task_group() as tg:
             tg.start_soon(signals, control, tg.cancel_scope)
             try:
-                cfg = await join_settings(options, lambda text: typer.echo(f"gitswarm: {text}", err=True))
-                model = LiteLLMModel(model_config(cfg, cfg.model))
-                outcome["stop"] = await run_worker(options, model, [printer(as_json)], control)
+                outcome["stop"] = await join_and_work(options, [printer(as_json)], control,
+                                                      lambda text: typer.echo(f"gitswarm: {text}", err=True))
             except Exception as exc:  # handed to user_errors() outside the loop
                 outcome["error"] = exc
             tg.cancel_scope.cancel()
 
     anyio.run(main)
     return outcome
+
+
+def _run_tui(options) -> dict:
+    """The worker inside the dashboard, as `solve` runs its engine there: this process's
+    episodes live, its folder read as the run it mirrors. Stays open at the end until q,
+    unless stdin is not a terminal."""
+    from gitswarm.engine.swarm import Control
+    from gitswarm.tui.app import Dashboard
+
+    control = Control()
+    app = Dashboard(options.folder, engine=worker_engine(options, control, lambda text: app.notify(text, timeout=30)),
+                    control=control, exit_when_done=not sys.stdin.isatty())
+    app.state.header.waiting = "starting: loading the model library and joining the run…"
+    app.run()
+    if app.error is not None:
+        return {"error": app.error}
+    return {"stop": app.result} if app.result is not None else {}
+
+
+def worker_engine(options, control, say: Callable[[str], None]):
+    """The dashboard's engine for a worker: a listener in, the worker's Stop out."""
+    return lambda listener: join_and_work(options, [listener], control, say)
+
+
+async def join_and_work(options, listeners: list, control, say: Callable[[str], None]):
+    """Read the run's settings from the remote (`say` tells the user why it waits), then claim
+    and run its episodes until it stops; returns why this worker stopped."""
+    from gitswarm.cli.running import model_config
+    from gitswarm.models import LiteLLMModel
+    from gitswarm.remote.worker import join_settings, run_worker
+
+    cfg = await join_settings(options, say)
+    return await run_worker(options, LiteLLMModel(model_config(cfg, cfg.model)), listeners, control)
