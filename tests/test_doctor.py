@@ -290,18 +290,29 @@ def test_streams_with_tools_empty_unstreamed_calls_work(portal) -> None:
 def test_llama_cpp_interrupts_no_request_of_a_run_whose_streams_carry_no_usage(portal, interrupt: bool) -> None:
     """llama-cpp-python's streams carry no usage, so after the probe's stream the two requests at
     once go unstreamed, as a run's would; the server interrupts only streams, so both complete
-    whether or not it was started with --interrupt_requests False."""
+    whether or not it was started with --interrupt_requests False, one after the other."""
     with fake(portal, personality="llama-cpp", tokens_per_s=60, interrupt_requests=interrupt) as server:
         plain = doctor(server, "-m", "openai/qwen2.5-3b", "--tool-protocol", "text")
     assert plain.exit_code == 0, plain.stdout
     assert [bool(r.get("stream")) for r in server.requests] == [True, False, False]
-    assert line(plain.stdout, "concurrency").startswith("ok    concurrency: two requests at once both completed")
+    assert line(plain.stdout, "concurrency").startswith(
+        "warn  concurrency: the server answers one request at a time (two at once: one took ")
+    assert "fix: with several workers every call waits its turn, and the wait counts against the reply timeout: " \
+        "give --max-concurrent-calls 1" in plain.stdout
     assert not any(r.interrupted for r in server.records)
     assert "  streaming      off after the first replies (the server's streams carry no usage" in plain.stdout
     assert line(plain.stdout, "usage").endswith("output tokens by litellm's count: the server's stream carried no "
                                                 "usage, so a run asks it for whole replies, which carry the server's "
                                                 "own count")
     assert line(plain.stdout, "tool calling").startswith("ok    tool calling: ping called through the text protocol")
+
+
+def test_a_server_that_answers_two_at_once_in_parallel_is_ok(portal) -> None:
+    with fake(portal, tokens_per_s=60) as server:
+        plain = doctor(server, "-m", "openai/qwen2.5-3b", "--tool-protocol", "text")
+    assert plain.exit_code == 0, plain.stdout
+    assert line(plain.stdout, "concurrency").startswith("ok    concurrency: two requests at once both completed")
+    assert server.max_in_flight == 2
 
 
 def test_a_server_that_cuts_one_of_two_streams_at_once_fails_with_the_fix(portal) -> None:

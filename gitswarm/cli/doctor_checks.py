@@ -26,6 +26,11 @@ FIXES = {
 DEFAULT_FIX = "check the model name and the options it takes (--reasoning-effort, --max-output-tokens)"
 INTERRUPTS = "start llama-cpp-python's server with --interrupt_requests False, give llama-server --parallel N, " \
     "or run with --workers 1"
+SERIAL = "with several workers every call waits its turn, and the wait counts against the reply timeout: " \
+    "give --max-concurrent-calls 1 (each call's timeout then starts in its turn), or give the server more " \
+    "slots (llama-server --parallel N)"
+QUEUED = 1.6
+"""Of two like replies sent at once, the later taking this many times the earlier's time waited for it."""
 PATIENCE_S = 300.0
 """A reply at the output limit taking longer than this is worth a warning."""
 MIN_TIMED = 32
@@ -230,8 +235,8 @@ def concurrency_check(calls: Calls) -> Check:
         return Check("concurrency", "skip", "the streamed call failed, so a run's requests would too")
     done = [o for o in calls.pair if _complete(o, calls.probe)]
     if len(done) == len(calls.pair):
-        return Check("concurrency", "ok", f"two requests at once both completed (in "
-                     f"{max(o.seconds for o in calls.pair):.1f} s)")
+        return _one_at_a_time(done) or Check("concurrency", "ok", f"two requests at once both completed (in "
+                                             f"{max(o.seconds for o in calls.pair):.1f} s)")
     errors = [o.error for o in calls.pair if o.error is not None]
     what = f"a {errors[0].kind} error" if errors else "a reply without its ping call"
     if done and errors and errors[0].kind == "rate_limit":
@@ -243,6 +248,16 @@ def concurrency_check(calls: Calls) -> Check:
     failed = "neither of two requests at once" if not done else "one of two requests at once"
     return Check("concurrency", "FAIL", f"{failed} completed ({what})",
                  FIXES.get(errors[0].kind, DEFAULT_FIX) if errors else INTERRUPTS)
+
+
+def _one_at_a_time(pair: list) -> Check | None:
+    """A warning when the server answered two like requests one after the other (the later took
+    about twice as long as the earlier: it waited in the server's queue); None otherwise."""
+    (fast, slow), tokens = sorted(o.seconds for o in pair), sorted(o.reply.usage.tokens_out for o in pair)
+    if fast <= 0 or slow < QUEUED * fast or tokens[1] > QUEUED * max(tokens[0], 1):  # unlike replies: no sign
+        return None
+    return Check("concurrency", "warn", f"the server answers one request at a time (two at once: one took "
+                 f"{fast:.1f} s, the other {slow:.1f} s, waiting in its queue)", SERIAL)
 
 
 def _complete(outcome, probe: Probe) -> bool:
