@@ -11,7 +11,6 @@ import json
 from typing import Annotated
 
 import typer
-from pygit2.enums import FileMode
 
 from gitswarm.cli.common import Exit, fail, run_folder, user_errors
 from gitswarm.cli.log import unknown
@@ -181,17 +180,21 @@ def candidate_text(memory, c) -> tuple[str, str]:
         entry = trees.lookup(tree, c.path)
         if entry is None:
             continue
-        if entry[1] != FileMode.TREE:
+        if entry[1] != TREE_MODE:
             return memory.repo[entry[0]].data.decode("utf-8", "replace"), where
         return program_text(memory.repo, memory.repo[entry[0]], c.path), where
     return "(its text is neither on main nor in its commit)", "missing"
+
+
+TREE_MODE = 0o040000
+"""git's file mode of a tree (pygit2's FileMode.TREE), without loading pygit2 when the CLI starts."""
 
 
 def program_text(repo, tree, path: str, prefix: str = "") -> str:
     """Each file of a program folder under a heading, in a fenced block."""
     parts = []
     for entry in tree:
-        if entry.filemode == FileMode.TREE:
+        if entry.filemode == TREE_MODE:
             parts.append(program_text(repo, repo[entry.id], path, f"{prefix}{entry.name}/"))
             continue
         text = repo[entry.id].data.decode("utf-8", "replace")
