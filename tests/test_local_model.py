@@ -42,10 +42,12 @@ PROBLEMS = (("add", "A sum", r"What is $2 + 3$?", "5"),
             ("times", "A product", r"What is $6 \times 7$?", "42"),
             ("minus", "A difference", r"What is $10 - 4$?", "6"))
 SOLVE = ("--budget", "6", "--workers", "3", "--verify", "0", "--max-output-tokens", "256", "--no-tui",
-         "--reply-timeout", "120", "--max-episodes", "3", "--max-steps", "3", "--time-limit", "60")
+         "--reply-timeout", "120", "--max-concurrent-calls", "1", "--max-episodes", "3", "--max-steps", "3",
+         "--time-limit", "60")
 """A short run: three episodes at once of at most 3 steps, none started after 60 s. On 2 cores
 the server reads 60-120 prompt tokens a second, one request at a time, and the prompts are
-1,500-3,000 tokens: that is minutes already."""
+1,500-3,000 tokens: that is minutes already. One call at a time, as the server answers them:
+a call's reply timeout then starts in its turn, not in the server's queue."""
 STOPPED = re.compile(r"^stopped \((\w+)\): ", re.MULTILINE)
 
 

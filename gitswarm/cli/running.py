@@ -50,7 +50,7 @@ def model_config(cfg, name: str, api_base: str | None = None, merger: bool = Fal
     return ModelConfig(model=name, api_base=api_base or cfg.api_base, api_key=cfg.api_key,
                        max_output_tokens=cfg.max_output_tokens, reasoning_effort=reasoning,
                        tool_protocol=cfg.tool_protocol, idle_timeout_s=cfg.idle_timeout_s,
-                       stream=not merger, reply_timeout_s=reply_timeout,
+                       stream=not merger, reply_timeout_s=reply_timeout, max_concurrent_calls=cfg.max_concurrent_calls,
                        price_in_per_mtok=cfg.price_in_per_mtok if priced else None,
                        price_out_per_mtok=cfg.price_out_per_mtok if priced else None,
                        price_cached_in_per_mtok=cfg.price_cached_in_per_mtok if priced else None,
@@ -94,7 +94,7 @@ async def run_engine(cfg, problem_set, listeners, control, fake=None, remote: Re
 
     async def swarm(api_base: str | None):
         model = LiteLLMModel(model_config(cfg, cfg.model, api_base))
-        merger = LiteLLMModel(model_config(cfg, cfg.merger, api_base, merger=True))
+        merger = LiteLLMModel(model_config(cfg, cfg.merger, api_base, merger=True), turns=model.turns)
         if remote is None:
             return await engine_solve(cfg, problem_set, model, merger, listeners, control)
         from gitswarm.remote.solve import solve_remote

@@ -65,6 +65,11 @@ def solve(
         help="Seconds a streamed reply may send nothing before it is cut (default 300).")] = None,
     reply_timeout: Annotated[float | None, typer.Option(
         **Seconds, rich_help_panel=MODEL, help="Seconds one reply may take in all (default 1800).")] = None,
+    max_concurrent_calls: Annotated[int | None, typer.Option(
+        min=1, metavar="N", rich_help_panel=MODEL,
+        help="Model calls in flight at once (default: no bound). 1 for a server that answers one request at a "
+             "time (llama-cpp-python's): a call's reply timeout then starts in its turn, not in the server's "
+             "queue.")] = None,
     budget: Annotated[int | None, typer.Option(
         "--budget", "-B", min=1, metavar="N", rich_help_panel=BUDGET,
         help="Charged episodes (abstaining is free); default 8 per problem.")] = None,
@@ -158,6 +163,7 @@ def solve(
                       max_output_tokens=max_output_tokens, reasoning_effort=reasoning_effort,
                       merger_reasoning_effort=merger_reasoning_effort, tool_protocol=tool_protocol,
                       idle_timeout_s=idle_timeout, reply_timeout_s=reply_timeout,
+                      max_concurrent_calls=max_concurrent_calls,
                       price_in_per_mtok=price_in, price_out_per_mtok=price_out,
                       price_cached_in_per_mtok=price_cached_in, price_cache_write_per_mtok=price_cache_write)
         hint = models.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)

@@ -42,6 +42,9 @@ def worker(
         min=0, metavar="SECONDS", rich_help_panel=MODEL, help="Seconds a stream may be silent.")] = None,
     reply_timeout: Annotated[float | None, typer.Option(
         min=0, metavar="SECONDS", rich_help_panel=MODEL, help="Seconds one reply may take.")] = None,
+    max_concurrent_calls: Annotated[int | None, typer.Option(
+        min=1, metavar="N", rich_help_panel=MODEL,
+        help="Model calls in flight at once (1 for a server that answers one request at a time).")] = None,
     price_in: Annotated[float | None, typer.Option(
         min=0, metavar="USD", rich_help_panel=MODEL, help="USD per million input tokens.")] = None,
     price_out: Annotated[float | None, typer.Option(
@@ -72,6 +75,7 @@ def worker(
         own = {"model": model, "api_base": api_base, "max_output_tokens": max_output_tokens,
                "reasoning_effort": reasoning_effort, "tool_protocol": tool_protocol,
                "idle_timeout_s": idle_timeout, "reply_timeout_s": reply_timeout,
+               "max_concurrent_calls": max_concurrent_calls,
                "price_in_per_mtok": price_in, "price_out_per_mtok": price_out}
         options = WorkerOptions(url, folder or Path("runs") / "workers" / name, name, slots,
                                 {k: v for k, v in own.items() if v is not None}, patience)
