@@ -64,7 +64,7 @@ def worker(url: str, folder: Path, name: str, api: str, watch: bool = False, slo
     """A worker process; with `watch`, its JSON events can be read from its stdout (read them:
     a full pipe would block it); with `trace`, git's own trace of its commands goes there."""
     traced = {"GIT_TRACE2_EVENT": str(trace)} if trace else {}
-    return subprocess.Popen(cli("worker", url, "--name", name, "-C", str(slots), "--model",
+    return subprocess.Popen(cli("worker", url, "--name", name, "--workers", str(slots), "--model",
                                 "openai/gitswarm-scripted", "--api-base", api, "--dir", str(folder),
                                 "--patience", "60", "--json"),
                             stdout=subprocess.PIPE if watch else subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -144,12 +144,12 @@ def test_a_coordinator_and_three_workers_over_file_url(tmp_path: Path, model_ser
                                       env=env(), check=True).stdout)
     processes = {w["name"]: w for w in shown["workers"]}
     assert set(processes) == {"a", "b", "c"}
-    assert all(w["state"] == "idle" and w["held"] == 0 and w["last_push"] > 0 for w in processes.values())
+    assert all(w["state"] == "exited" and w["held"] == 0 and w["last_push"] > 0 for w in processes.values())
     assert sum(w["episodes"] for w in processes.values()) == shown["totals"]["episodes"]
     assert sum(w["tokens"] for w in processes.values()) <= shown["totals"]["tokens_in"] + shown["totals"]["tokens_out"]
     report = subprocess.run(cli("report", str(mirror), "-f", "md"), capture_output=True, text=True,
                             env=env(), check=True).stdout
-    assert "## Worker processes" in report and all(f"| {name} | idle |" in report for name in "abc")
+    assert "## Worker processes" in report and all(f"| {name} | exited |" in report for name in "abc")
     anyio.run(dashboard_shows_processes, mirror)
     # from anywhere, by the URL alone: the same state, read from a temporary copy of the remote
     remotely = json.loads(subprocess.run(cli("status", url, "--json"), capture_output=True, text=True,

@@ -1,7 +1,9 @@
 """Run the fake server by hand: `python -m gitswarm.fakeserver --port 8000 --script replies.json`.
 
 The script is a JSON list; each item is a reply (`{"content": ..., "tool_calls": [...]}`) or
-an error (`{"status": 429, "message": ...}`). Without a script the server echoes.
+an error (`{"status": 429, "message": ...}`). Without a script the server echoes. `--demo`
+serves the scripted model of `gitswarm demo` instead (model "openai/gitswarm-scripted"), so a
+run on many machines can be tried offline: give its URL to `solve` and `worker` as --api-base.
 
 `--personality` picks the provider it plays. The URL it prints is the api_base to give
 litellm: `http://127.0.0.1:PORT/v1` for the OpenAI-shaped ones (model "openai/<name>"), and
@@ -30,14 +32,29 @@ def load_script(path: Path) -> ScriptedResponder:
     return ScriptedResponder(FakeError(**item) if "status" in item else FakeReply(**item) for item in items)
 
 
+DEMO_MODEL = "openai/gitswarm-scripted"
+"""The model to name with `--demo` (any model the personality accepts is answered alike)."""
+
+
+def responder_of(args: argparse.Namespace) -> Responder:
+    """The demo's scripted model, a script's replies, or the echo."""
+    if args.demo:
+        from gitswarm.demo.brain import respond
+
+        return respond
+    return load_script(args.script) if args.script else echo_responder
+
+
 async def main(args: argparse.Namespace) -> None:
-    responder: Responder = load_script(args.script) if args.script else echo_responder
+    responder = responder_of(args)
     plan = FaultPlan(latency_s=args.latency, rate=args.fault_rate, kinds=tuple(args.fault), seed=args.seed)
     limits = dict(args.output_limit)
     async with serve(responder, plan, port=args.port, personality=args.personality, output_limits=limits,
                      api_key=args.api_key, tokens_per_s=args.tokens_per_s,
                      interrupt_requests=args.interrupt_requests, chat_format=args.chat_format) as server:
         print(f"fake {args.personality} server at {server.url} (Ctrl-C stops it)", flush=True)
+        if args.demo:
+            print(f"the demo's scripted model: give --model {DEMO_MODEL} --api-base {server.url}", flush=True)
         await anyio.sleep_forever()
 
 
@@ -46,7 +63,11 @@ def parser() -> argparse.ArgumentParser:
     cli = argparse.ArgumentParser(prog="python -m gitswarm.fakeserver", description=__doc__,
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     cli.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (0: any free port)")
-    cli.add_argument("--script", type=Path, help="JSON list of replies to replay in order")
+    source = cli.add_mutually_exclusive_group()
+    source.add_argument("--script", type=Path, help="JSON list of replies to replay in order")
+    source.add_argument("--demo", action="store_true",
+                        help=f"serve the scripted model of `gitswarm demo` (model {DEMO_MODEL}): problems/demo "
+                             "offline, on one machine or many")
     cli.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
     cli.add_argument("--fault-rate", type=float, default=0.0, help="probability of a fault per request")
     cli.add_argument("--fault", action="append", choices=sorted(FAULTS), default=[],

@@ -174,3 +174,25 @@ class OtherProtocol(ValueError):
                          f"{ours}), and one misreads the other's claims and records: install the coordinator's "
                          "gitswarm here and start the worker again")
 
+
+
+class ForeignFolder(ValueError):
+    """A local folder (a coordinator's mirror, a worker's folder) was made for another remote,
+    another run or another worker name than this command's; nothing was pushed or changed."""
+
+    def __init__(self, folder: object, what: str, advice: str) -> None:
+        self.folder = folder
+        super().__init__(f"{folder} {what}, and gitswarm will not mix the two: {advice}")
+
+
+class PushesFailing(RemoteError):
+    """A worker's results could not be pushed after every try: it released the claims it held
+    (so other workers run those episodes at once) and ends, rather than holding them in silence."""
+
+    advice = ("it released its claims, so other workers run those episodes again, and stopped; check that "
+              "`git push` to the remote works from here, then start the worker again")
+
+    def __init__(self, url: str, detail: str, worker: str, episodes: tuple[str, ...]) -> None:
+        self.worker, self.episodes = worker, episodes
+        super().__init__(url, detail, f"worker {worker!r} could not push the results of {', '.join(episodes)} "
+                         f"to {url}")

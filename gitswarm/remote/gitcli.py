@@ -62,9 +62,10 @@ def classify(url: str, stderr: str) -> RemoteError:
 
 
 def said(stderr: str, limit: int = 400) -> str:
-    """git's own reasons in `stderr` (its fatal, error and remote-error lines), masked."""
+    """git's own reasons in `stderr` (its fatal and error lines, and what the remote said: a
+    hook that declines a push says why there), masked."""
     lines = [ln.strip() for ln in stderr.splitlines()]
-    reasons = [ln for ln in lines if ln.startswith(("fatal:", "error:", "remote: error:"))] or \
+    reasons = [ln for ln in lines if ln.startswith(("fatal:", "error:", "remote:")) and ln != "remote:"] or \
         [ln for ln in lines if ln and not ln.startswith("hint:")]
     text = mask("; ".join(reasons))
     return text if len(text) <= limit else text[: limit - 1] + "…"

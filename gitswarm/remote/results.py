@@ -8,8 +8,11 @@ again; unless the run's ledger has the episode from us, `taken_in`: our close la
 answer lost and the coordinator pruned the claim before we tried again); a lease on one of
 our own refs found moved, which is either our own earlier push that landed with its answer
 lost (`landed`: leased on and pushed again) or another process under our name (`NameInUse`:
-the worker ends, its claims left to expire); a transport error, tried again `PUSH_TRIES`
-times before the batch's claims are left to expire and run again.
+the worker ends, its claims left to expire); any other failure, tried again `PUSH_TRIES`
+times. Then an unreachable remote leaves the batch's claims to expire and run again (the
+worker goes on while `Outage` allows); a remote that answers and refuses makes the worker
+release every claim it holds (so other workers run those episodes at once) and end
+(`PushesFailing`), rather than hold episodes it cannot deliver.
 """
 
 from __future__ import annotations
@@ -25,12 +28,12 @@ from gitswarm.memory.repo import NOTES_REF, TRANSCRIPTS, Memory
 from gitswarm.memory.trailers import parse
 from gitswarm.remote import layout
 from gitswarm.remote.claims import Claim, ClaimLost, Claims
-from gitswarm.remote.errors import NameInUse, RemoteError
+from gitswarm.remote.errors import NameInUse, PushesFailing, RemoteError, Unreachable
 from gitswarm.remote.spending import spent
 from gitswarm.remote.transport import Remote, Update
 
 PUSH_TRIES = 5
-"""Pushes of one batch of results before its claims are left to expire (and run again)."""
+"""Pushes of one batch of results before the worker releases its claims and ends."""
 LEDGER = books.ref_name("ledger")
 """The run's ledger on the remote, the coordinator's."""
 
@@ -47,9 +50,11 @@ class ResultPush:
 
     def push(self, batch: list[EpisodeRecord], held: dict[str, Claim]) -> None:
         """Close `batch`'s claims (in `held`, by episode) with their results in one push. Each
-        episode leaves `held` once pushed, lost (another holder closes it) or given up (after
-        `PUSH_TRIES`: its claim is no longer renewed, so it expires and runs again). Raises
-        `NameInUse` when our own refs hold commits we did not push."""
+        episode leaves `held` once pushed or lost (another holder closes it). Raises
+        `NameInUse` when our own refs hold commits we did not push, and `PushesFailing` after
+        `PUSH_TRIES` tries refused, once every claim in `held` is released (tries that found the
+        remote unreachable: the batch leaves `held`, its claims to expire)."""
+        last: RemoteError | None = None
         for attempt in range(PUSH_TRIES):
             if not batch:
                 return
@@ -68,6 +73,7 @@ class ResultPush:
                     held.pop(episode, None)
                 continue
             except RemoteError as exc:
+                last = exc
                 stale = getattr(exc, "stale", None)
                 if stale and not any(layout.CLAIMS in s for s in stale) and not self.landed(stale):
                     raise self._name_in_use(exc, batch) from None
@@ -78,10 +84,34 @@ class ResultPush:
                 held.pop(r.episode, None)
             self.emit("pushed", episodes=[r.episode for r in batch])
             return
-        for r in batch:  # no longer renewed: the claims expire and the episodes run again
+        if not batch:
+            return
+        self.emit("push_abandoned", episodes=[r.episode for r in batch])
+        if not isinstance(last, Unreachable):
+            raise self._failing(batch, held, last)
+        for r in batch:  # an outage, which `Outage` bounds: the claims expire and run again
             held.pop(r.episode, None)
-        if batch:
-            self.emit("push_abandoned", episodes=[r.episode for r in batch])
+
+    def _failing(self, batch: list[EpisodeRecord], held: dict[str, Claim], last: RemoteError | None) -> PushesFailing:
+        """Every try of `batch` failed: release every claim we hold (the batch's and those of the
+        episodes still running), so other workers run them at once rather than after their
+        time to live, and end the worker with what it could not push."""
+        due, released = list(held.values()), []
+        held.clear()
+        while due:
+            try:
+                released = self.claims.release(due)
+                break
+            except ClaimLost as exc:  # another holder has it already
+                due = [c for c in due if c not in exc.lost]
+            except RemoteError as exc:  # they expire in their own time
+                self.emit("push_failed", episodes=sorted(c.episode for c in due), detail=str(exc))
+                break
+        if released:
+            self.emit("claims_released", episodes=sorted(c.episode for c in released))
+        refused = ", ".join(f"{ref} {why}" for ref, why in getattr(last, "rejected", {}).items())
+        detail = "; ".join(part for part in (refused, last.detail if last else "") if part)
+        return PushesFailing(self.remote.shown, detail, self.claims.worker, tuple(r.episode for r in batch))
 
     def landed(self, refs: tuple[str, ...]) -> bool:
         """Whether the remote's values of our own `refs`, which a lease found moved, are

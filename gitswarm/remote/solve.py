@@ -23,7 +23,7 @@ from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.swarm import Control
 from gitswarm.problems.model import ProblemSet
-from gitswarm.remote import publish
+from gitswarm.remote import owner, publish
 from gitswarm.remote.claims import Claims
 from gitswarm.remote.coordinator import OWN_REFS, Coordinator
 from gitswarm.remote.prune import PRUNE_BATCH, Pruner
@@ -49,7 +49,9 @@ async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, mer
                        model_settings: dict | None = None) -> RunResult:
     """Coordinate the run on `url` until it stops; `cfg.run` is the local mirror."""
     git = GitThread()
+    await anyio.to_thread.run_sync(owner.check_mirror, cfg.run, url)  # before a run is made there
     memory = await git(open_run, cfg, problem_set)
+    await anyio.to_thread.run_sync(owner.bind_mirror, cfg.run, url)
     control = control or Control()
     with run_lock(cfg.run):
         await git(clear_stale_locks, cfg.run)

@@ -31,7 +31,7 @@ from gitswarm.engine.stops import Stop
 from gitswarm.engine.swarm import Control, Scheduler
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
-from gitswarm.remote import publish
+from gitswarm.remote import owner, publish
 from gitswarm.remote.claims import Claims
 from gitswarm.remote.errors import MissingRef
 from gitswarm.remote.publish import RunStreaks
@@ -87,12 +87,14 @@ async def join_settings(options: WorkerOptions, say: Callable[[str], None] = lam
     """The worker's SolveConfig, read from the run on the remote; a worker started before its
     coordinator waits for the run to be published, up to its patience, and one that finds the
     run stopped waits a while for it to be resumed (`resumed`). `say` tells the user why."""
+    held = owner.check_worker(options.folder, options.url, options.name)
     options.folder.mkdir(parents=True, exist_ok=True)
     remote = Remote(options.url, options.folder)
     deadline = time.monotonic() + options.patience_s
     while True:
         try:
             cfg = worker_config(options, await anyio.to_thread.run_sync(join, remote, options.name))
+            owner.bind_worker(options.folder, options.url, options.name, held)
             break
         except (MissingRef, NotARun):
             if time.monotonic() > deadline:
@@ -132,9 +134,11 @@ def _stop_of(remote: Remote) -> Stop | None:
 async def run_worker(options: WorkerOptions, model: Model, listeners: list[Listener] | None = None,
                      control: Control | None = None) -> Stop:
     """Claim and run the run's episodes until it stops; returns why this worker stopped."""
+    held = owner.check_worker(options.folder, options.url, options.name)
     options.folder.mkdir(parents=True, exist_ok=True)
     remote = Remote(options.url, options.folder)
     settings = await anyio.to_thread.run_sync(join, remote, options.name)
+    owner.bind_worker(options.folder, options.url, options.name, held)
     cfg = worker_config(options, settings)
     git = GitThread()
     memory = await git(Memory, options.folder)
