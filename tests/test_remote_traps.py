@@ -84,6 +84,16 @@ def test_a_local_run_is_not_pushed_into_a_remote(tmp_path: Path):
     assert f"--mirror DIR (its default is {owner.default_mirror(f'file://{remote}')})" in said(done)
     assert "Traceback" not in done.stderr
     assert refs(remote) == "" and refs(run) == before  # nothing pushed, the local run unchanged
+    assert f"its mirror here is {run}" in done.stdout  # said before the check, so the user sees which
+
+
+def test_a_git_failure_without_words_does_not_point_at_them():
+    """A git killed by a signal says nothing: the message must not send the user to read it."""
+    from gitswarm.remote import gitcli
+
+    silent, said_something = gitcli.classify("file:///x.git", ""), gitcli.classify("file:///x.git", "fatal: bad")
+    assert "above" not in str(silent) and "gave no reason" in str(silent)
+    assert "(git: fatal: bad); fix what git says" in str(said_something)
 
 
 @pytest.mark.slow  # the short run of `first_run`: about a minute on 2 shared cores

@@ -69,6 +69,8 @@ def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui:
 
     control = Control()
     fake = partial(serve, responder, faults, personality=personality) if responder is not None else None
+    if remote is not None and not (tui or as_json):
+        _mirror_line(cfg, remote)
     outcome = _run_tui(cfg, problem_set, fake, control, remote) if tui else _run_plain(
         cfg, problem_set, as_json, fake, control, remote)
     if "error" in outcome:
@@ -84,6 +86,14 @@ def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui:
     if code == Exit.FAILED:
         typer.echo(f"gitswarm: the run stopped: {result.reason.detail}. What was committed is kept.", err=True)
     return int(code)
+
+
+def _mirror_line(cfg, remote: RemoteRun) -> None:
+    """Where the coordinator keeps the remote run here: the folder `status` and `report` read."""
+    from gitswarm.remote.urls import mask
+
+    typer.echo(f"coordinating the run on {mask(remote.url)}; its mirror here is {cfg.run} "
+               f"(`gitswarm status {cfg.run}`; from anywhere, `gitswarm status URL`)")
 
 
 async def run_engine(cfg, problem_set, listeners, control, fake=None, remote: RemoteRun | None = None):

@@ -13,13 +13,17 @@ from collections.abc import Callable
 class RemoteError(Exception):
     """A git call against the remote failed; `url` is masked, `detail` is what git said."""
 
-    advice = "see git's message above"
+    advice = "fix what git says, then run the same command again"
+    silent = ("git gave no reason (it may have been stopped by a signal); run the same command again, and "
+              "`git ls-remote URL` run here shows whether the remote answers")
+    """The advice when git said nothing: a message must not point at words that are not there."""
 
     def __init__(self, url: str, detail: str, what: str = "") -> None:
         self.url = url
         self.detail = detail
         said = f" (git: {detail})" if detail else ""
-        super().__init__(f"{what or self._what()}{said}; {self.advice}")
+        advice = self.advice if detail or type(self).advice != RemoteError.advice else self.silent
+        super().__init__(f"{what or self._what()}{said}; {advice}")
 
     def _what(self) -> str:
         return f"git failed on the remote {self.url}"
