@@ -81,7 +81,8 @@ def test_a_local_run_is_not_pushed_into_a_remote(tmp_path: Path):
     done = coordinator(f"file://{remote}", run, "http://127.0.0.1:9/v1")
     assert done.returncode == 2, done.stderr
     assert f"holds the run {memory.run_id}, which is not a mirror of file://{remote}" in said(done)
-    assert f"--mirror DIR (its default is {owner.default_mirror(f'file://{remote}')})" in said(done)
+    assert f"a folder of its own, --mirror {owner.default_mirror(f'file://{remote}')} (or any new folder)" in said(done)
+    assert f"`--run {run}` for a run made here" in said(done)
     assert "Traceback" not in done.stderr
     assert refs(remote) == "" and refs(run) == before  # nothing pushed, the local run unchanged
     assert f"its mirror here is {run}" in done.stdout  # said before the check, so the user sees which

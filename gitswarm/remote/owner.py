@@ -75,14 +75,14 @@ def check_mirror(folder: Path, url: str) -> None:
     if there is None or there not in repo:
         run = _run_id(repo) or "?"
         raise ForeignFolder(folder, f"holds the run {run}, which is not a mirror of {mask(url)} (a run made here, "
-                            "or the mirror of another remote)", _other_mirror(
-                                url, "to go on with that run, give the remote it was started on as --run (a run "
-                                     "made here goes on with `gitswarm solve SET --run` that folder)"))
+                            "such as the demo's, or the mirror of another remote)", _other_mirror(
+                                url, f"to go on with the run in {folder}, give it where it was made: `--run {folder}` "
+                                     "for a run made here, the URL of its own remote for a mirror"))
 
 
 def _other_mirror(url: str, alternative: str) -> str:
-    return (f"give the run on {mask(url)} a folder of its own with --mirror DIR (its default is "
-            f"{default_mirror(url)}); or, {alternative}")
+    return f"give the run on {mask(url)} a folder of its own, --mirror {default_mirror(url)} (or any new folder); " \
+        f"or, {alternative}"
 
 
 def bind_mirror(folder: Path, url: str) -> None:
