@@ -36,6 +36,9 @@ def experiment(
 
     Each arm × seed is an ordinary run in <experiment>/runs/<arm>-s<seed> (read it with git log,
     `gitswarm status`, `gitswarm report`); experiment.json lists the runs and their state.
+    With tokens = "smallest", once every arm of a seed ran its episodes, each arm that spent
+    more tokens than the cheapest (T) runs again under a cap of T in runs/<arm>-s<seed>-at-<T>,
+    and that run stands for it in the report.
     Ctrl-C stops (once: the episodes in flight finish); the same command resumes and runs only
     what is missing. After each run its selected solutions are graded (answer keys and hidden
     tests need no model; proofs need [grade] referee_model, else they stay ungraded).
@@ -49,7 +52,8 @@ def experiment(
       baseline = "independent"     # the arm the others are compared with (default: the first)
       [budget]                     # held equal: exactly one of
       episodes = 24                #   episodes of any outcome per run, or
-      # tokens = 400000            #   tokens per run (in + out, every call)
+      # tokens = 400000            #   tokens per run (in + out, every call), or
+      # tokens = "smallest"        #   with episodes: equal tokens, the cheapest arm's
       [solve]                      # the model and its settings: a config file's [solve] keys
       model = "scripted-solver"    # or a litellm model string, e.g. "openai/gpt-5.5"
       workers = 4
@@ -151,16 +155,18 @@ def _dashboards(runner) -> int:
     runner.say = said.append
     todo = runner.prepare()
     anyio.run(runner.grade_earlier, todo)
-    outcome: dict = {}
-    for plan in todo:
+    outcome: dict = {"statuses": None}
+    while todo:
+        plan = todo.pop(0)
         _flush(said)
         app = dashboard(runner, plan)
         app.run()
         if app.error is not None or app.result is None or runner.control.stop.is_set():
             outcome = {"error": app.error} if app.error is not None else {}
             break
-    else:
-        outcome = {"statuses": runner.statuses()}
+        todo += runner.after(plan)
+    if "statuses" in outcome:
+        outcome["statuses"] = runner.statuses()
     _flush(said)
     return _ended(runner, outcome)
 

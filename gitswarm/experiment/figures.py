@@ -19,6 +19,9 @@ OUTCOMES = ("contribute", "nominate", "abstain", "failed", "stopped", "running")
 split by the class of its failure where the ledger records one)."""
 SOLVED = 1.0 - 1e-9
 """A problem is solved when its selected solution has full marks (score / max)."""
+BROKEN = frozenset({StopReason.PROVIDER_FAILING, StopReason.MODEL_FATAL, StopReason.ENGINE_ERRORS})
+"""Stops that say the run measured the provider or gitswarm, not the arm: the experiment says
+so and exits 1. A run that made no progress is a result of its arm, not one of these."""
 
 
 @dataclass(frozen=True)

@@ -48,13 +48,22 @@ def blocks(data: dict) -> list[tuple]:
              [[a["arm"], str(a["contributions"]), _pct(a["built_on_share"]), _pct(a["ancestry_share"])]
               for a in arms]),
             ("p", data["definitions"]["compounding"]),
-            ("h", "Runs"),
-            ("table", ["run", "state", "stop", "solved", "episodes", "tokens", "USD", "wall time",
-                       "largest episode (tokens)"],
-             [[f"{r['arm']}-s{r['seed']}", r["state"], r["reason"] or "-", f"{r['solved']} of {len(r['scores'])}",
-               str(r["episodes"]), str(r["tokens"]), _usd(r["cost_usd"]), f"{r['wall_seconds']:.1f} s",
-               str(r["largest_episode_tokens"])] for r in data["runs"]])]
+            ("h", "Runs"), _runs(data),
+            ("p", f"Spent by the experiment, every run listed: {data['spent']['tokens']} tokens, "
+                  f"{_usd(data['spent']['cost_usd'])} USD.")]
     return out
+
+
+def _runs(data: dict) -> tuple:
+    """The runs table; under equal tokens, with each run's pass and whether it stands for its arm."""
+    two = data.get("equal_spend") is not None
+    headers = ["run", *(["pass", "stands"] if two else []), "state", "stop", "solved", "episodes", "tokens",
+               "USD", "wall time", "largest episode (tokens)"]
+    rows = [[r["name"], *([str(r["pass"]), "yes" if r["stands"] else "no"] if two else []), r["state"],
+             r["reason"] or "-", f"{r['solved']} of {len(r['scores'])}", str(r["episodes"]), str(r["tokens"]),
+             _usd(r["cost_usd"]), f"{r['wall_seconds']:.1f} s", str(r["largest_episode_tokens"])]
+            for r in data["runs"]]
+    return ("table", headers, rows)
 
 
 def to_markdown(data: dict) -> str:
@@ -91,8 +100,8 @@ def to_html(data: dict) -> str:
 
 
 def plot(data: dict) -> str:
-    """Mean score against tokens spent, one point per finished run and one line per arm (its
-    runs in order of tokens), as inline SVG; or how to install matplotlib."""
+    """Mean score against tokens spent, one point per finished run that stands for its arm and
+    one line per arm (its runs in order of tokens), as inline SVG; or how to install matplotlib."""
     try:
         import matplotlib
     except ImportError:
@@ -103,7 +112,8 @@ def plot(data: dict) -> str:
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for arm in data["arms"]:
         points = sorted((r["tokens"], _mean(r["scores"])) for r in data["runs"]
-                        if r["arm"] == arm["arm"] and r["state"] == "finished" and _mean(r["scores"]) is not None)
+                        if r["arm"] == arm["arm"] and r["state"] == "finished" and r["stands"]
+                        and _mean(r["scores"]) is not None)
         if points:
             ax.plot([x for x, _ in points], [y for _, y in points], marker="o", label=arm["arm"])
     ax.set_xlabel("tokens spent by the run")

@@ -6,15 +6,19 @@ and per run (the numbers `gitswarm status --json` gives of it). Read-only."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
+from pathlib import Path
 
-from gitswarm.experiment.figures import FINISHED, RunFigures, read_figures
-from gitswarm.experiment.runner import BROKEN
+from gitswarm.experiment.budget import EqualSpend, equal_spend
+from gitswarm.experiment.figures import BROKEN, FINISHED, RunFigures, read_figures
 from gitswarm.experiment.spec import Spec
 from gitswarm.experiment.stats import RESAMPLES, compare
 
 SCORES = ("Scores: each problem's selected solution as the referee grades it (score / max); a problem "
           "with no selected solution scores 0, and solved means full marks. Tokens and USD are every "
           "call of a run, the merger's and failed ones too, as `gitswarm status --json` gives them.")
+WAITING = "waiting"
+"""A finished pass-1 run whose seed's T is not known yet: its arm's equal-spend run may follow."""
 COMPOUNDING = ("Compounding, as `gitswarm report` computes it: built on is the share of contributions that a "
                "later contribution of the same problem built on; in ancestry, the share in a selected "
                "solution's ancestry.")
@@ -22,23 +26,65 @@ COMPOUNDING = ("Compounding, as `gitswarm report` computes it: built on is the s
 
 def build(spec: Spec) -> dict:
     """The report of the experiment's runs as they stand (finished or not)."""
-    return assemble(spec, [read_figures(p.arm, p.seed, p.config.run) for p in spec.runs])
+    firsts = [read_figures(p.arm, p.seed, p.config.run) for p in spec.runs]
+    fair = settled(spec, firsts)
+    again = [read_figures(p.arm, p.seed, p.config.run) for seed in fair for p in spec.again(fair[seed])]
+    return assemble(spec, firsts, again, fair)
 
 
-def assemble(spec: Spec, figures: list[RunFigures]) -> dict:
-    """The report from each run's figures (`figures` in the spec's run order)."""
-    done = [f for f in figures if f.state == FINISHED]
-    pairs = {arm: _pairs(spec, arm, figures) for arm in spec.arms}
+def settled(spec: Spec, firsts: list[RunFigures]) -> dict[int, EqualSpend]:
+    """Under equal tokens, each seed's T, for the seeds whose pass 1 is finished."""
+    if not spec.budget.smallest:
+        return {}
+    found = {seed: equal_spend(seed, [f for f in firsts if f.seed == seed]) for seed in spec.seeds}
+    return {seed: fair for seed, fair in found.items() if fair is not None}
+
+
+def assemble(spec: Spec, figures: list[RunFigures], again: list[RunFigures] | None = None,
+             fair: dict[int, EqualSpend] | None = None) -> dict:
+    """The report from each run's figures (`figures` in the spec's run order; under equal tokens,
+    `again` the equal-spend runs of the seeds `fair` settled): the arms are compared by the runs
+    that stand for them, and every run is listed."""
+    again, fair = again or [], fair or {}
+    stand = standing(spec, figures, again, fair)
+    done = [f for f in stand if f.state == FINISHED]
+    pairs = {arm: _pairs(spec, arm, stand) for arm in spec.arms}
     comparisons = [compare(arm, spec.baseline, pairs[arm], pairs[spec.baseline]).as_dict()
                    for arm in spec.arms if arm != spec.baseline]
+    standing_paths = {f.path for f in stand}
+    runs = [f.as_dict() | {"name": Path(f.path).name, "pass": 2 if f in again else 1,
+                           "stands": f.path in standing_paths} for f in [*figures, *again]]
+    costs = [f.cost_usd for f in [*figures, *again]]
     return {"experiment": spec.name, "spec": str(spec.path), "folder": str(spec.folder),
             "problems": str(spec.problem_set.path), "model": _model(spec), "simulated": spec.scripted is not None,
             "budget": spec.budget.describe(), "seeds": list(spec.seeds), "baseline": spec.baseline,
             "resamples": RESAMPLES,
-            "arms": [_arm(spec, arm, [f for f in figures if f.arm == arm], [f for f in done if f.arm == arm])
+            "arms": [_arm(spec, arm, [f for f in stand if f.arm == arm], [f for f in done if f.arm == arm])
                      for arm in spec.arms],
-            "comparisons": comparisons, "runs": [f.as_dict() for f in figures],
-            "notes": _notes(spec, figures, done), "definitions": {"scores": SCORES, "compounding": COMPOUNDING}}
+            "comparisons": comparisons, "runs": runs,
+            "equal_spend": [fair[seed].as_dict() if seed in fair else {"seed": seed, "tokens": None}
+                            for seed in spec.seeds] if spec.budget.smallest else None,
+            "spent": {"tokens": sum(f.tokens for f in [*figures, *again]),
+                      "cost_usd": round(sum(costs), 6) if None not in costs else None},
+            "notes": _notes(spec, stand, done, again, fair),
+            "definitions": {"scores": SCORES, "compounding": COMPOUNDING}}
+
+
+def standing(spec: Spec, figures: list[RunFigures], again: list[RunFigures],
+             fair: dict[int, EqualSpend]) -> list[RunFigures]:
+    """The run that stands for each arm × seed: its pass-1 run, or under equal tokens its
+    equal-spend run when it spent more than T; a seed whose T is not known yet has none (shown
+    as `waiting` when its pass-1 run is finished)."""
+    if not spec.budget.smallest:
+        return figures
+    capped = {(f.arm, f.seed): f for f in again}
+    stand = []
+    for f in figures:
+        if f.seed not in fair:
+            stand.append(replace(f, state=WAITING) if f.state == FINISHED else f)
+        else:
+            stand.append(capped.get((f.arm, f.seed), f))
+    return stand
 
 
 def _model(spec: Spec) -> str:
@@ -84,7 +130,9 @@ def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
-def _notes(spec: Spec, figures: list[RunFigures], done: list[RunFigures]) -> list[str]:
+def _notes(spec: Spec, figures: list[RunFigures], done: list[RunFigures], again: list[RunFigures],
+           fair: dict[int, EqualSpend]) -> list[str]:
+    """`figures` the standing runs, `done` the finished ones."""
     notes = []
     if spec.scripted is not None:
         s = spec.scripted
@@ -94,11 +142,13 @@ def _notes(spec: Spec, figures: list[RunFigures], done: list[RunFigures]) -> lis
     notes.append(f"Budget held equal across arms: {spec.budget.describe()}. Each arm runs once per seed "
                  f"({', '.join(map(str, spec.seeds))}); differences are paired by problem and seed against "
                  f"{spec.baseline}, with a percentile-bootstrap 95% CI over {RESAMPLES} resamples of the pairs.")
+    if spec.budget.smallest:
+        notes += _equal_spend_notes(spec, again, fair)
     if len(done) < len(figures):
-        missing = ", ".join(f"{f.arm}-s{f.seed} ({f.state})" for f in figures if f.state != FINISHED)
+        missing = ", ".join(f"{Path(f.path).name} ({f.state})" for f in figures if f.state != FINISHED)
         notes.append(f"{len(figures) - len(done)} of {len(figures)} runs are not finished ({missing}): the "
                      "figures cover finished runs only; run the experiment again to finish them.")
-    broken = [f"{f.arm}-s{f.seed} ({f.reason})" for f in done if f.reason in BROKEN]
+    broken = [f"{Path(f.path).name} ({f.reason})" for f in done if f.reason in BROKEN]
     if broken:
         notes.append(f"Runs ended by the provider or by gitswarm, not by their budget: {', '.join(broken)}. Their "
                      "figures measure that failure, not the arm; remove their folders and run again to redo them.")
@@ -106,4 +156,24 @@ def _notes(spec: Spec, figures: list[RunFigures], done: list[RunFigures]) -> lis
     if ungraded:
         notes.append(f"{ungraded} (problem, seed) score(s) are ungraded (a proof needs a referee: [grade] "
                      "referee_model in the spec): left out of the mean scores and the comparisons.")
+    return notes
+
+
+def _equal_spend_notes(spec: Spec, again: list[RunFigures], fair: dict[int, EqualSpend]) -> list[str]:
+    """Per seed, what T was and which arms were run again under it; that pass 1 is listed too."""
+    notes = []
+    for seed in spec.seeds:
+        if seed not in fair:
+            notes.append(f"Seed {seed}: pass 1 is not finished (or a run of it ended by the provider or gitswarm), "
+                         "so its T is not known and no run stands for its arms yet.")
+            continue
+        f = fair[seed]
+        rerun = (f"{', '.join(f.again)} spent more and {'was' if len(f.again) == 1 else 'were'} run again under a "
+                 f"cap of T; {'that run stands' if len(f.again) == 1 else 'those runs stand'} for "
+                 f"{'it' if len(f.again) == 1 else 'them'}") if f.again else "every arm spent T"
+        notes.append(f"Seed {seed}: T = {f.tokens} tokens, the spend of {f.smallest}'s pass-1 run, which stands "
+                     f"for {f.smallest}; {rerun}.")
+    notes.append("The arms are compared by the runs that stand for them; the Runs table lists pass 1 as well, "
+                 f"and the experiment's spend counts both passes ({len(again)} equal-spend run"
+                 f"{'' if len(again) == 1 else 's'} in pass 2).")
     return notes

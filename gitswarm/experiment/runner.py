@@ -1,7 +1,9 @@
 """Run every arm × seed of an experiment that is not finished, `parallel` at a time, in one
 event loop; a run cut mid-way (Ctrl-C, a kill) is resumed by the engine itself the next time.
-After each run its selected solutions are graded. `experiment.json` in the experiment's folder
-lists the runs and their state; the runs' own event logs, not that file, say what is finished."""
+After each run its selected solutions are graded. Under equal tokens (`tokens = "smallest"`),
+once every arm of a seed finished pass 1, the costlier arms' equal-spend runs (pass 2) follow.
+`experiment.json` in the experiment's folder lists the runs and their state; the runs' own
+event logs, not that file, say what is finished."""
 
 from __future__ import annotations
 
@@ -15,18 +17,18 @@ from typing import TYPE_CHECKING
 import anyio
 
 from gitswarm.engine.stops import StopReason
-from gitswarm.experiment.figures import INTERRUPTED, PENDING, RunStatus, read_figures, run_status
+from gitswarm.experiment.budget import EqualSpend, equal_spend
+from gitswarm.experiment.figures import BROKEN, INTERRUPTED, PENDING, RunStatus, read_figures, run_status
 from gitswarm.experiment.spec import RunPlan, Spec, SpecError
 
 if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
     from gitswarm.engine.events import Listener
     from gitswarm.engine.run import RunResult
     from gitswarm.engine.swarm import Control
 
 JOURNAL = "experiment.json"
-BROKEN = frozenset({StopReason.PROVIDER_FAILING, StopReason.MODEL_FATAL, StopReason.ENGINE_ERRORS})
-"""Stops that say the run measured the provider or gitswarm, not the arm: the experiment says
-so and exits 1. A run that made no progress is a result of its arm, not one of these."""
 
 Start = Callable[[RunPlan, "Control", list["Listener"]], Awaitable["RunResult"]]
 """Runs one plan's engine with the experiment's Control and the given event listeners."""
@@ -46,21 +48,42 @@ class Runner:
     """The engine's `Control`, shared by every run: a stop asked for stops them all."""
     parallel: int = 1
     states: dict[str, dict] = field(default_factory=dict)
+    plans: list[RunPlan] = field(default_factory=list)
+    """Every run known: pass 1, then the equal-spend runs of each seed as its pass 1 ends."""
+    fair: dict[int, EqualSpend] = field(default_factory=dict)
+    """Under equal tokens, each seed's T, once every arm of it finished pass 1."""
+    recorded: dict[str, dict] = field(default_factory=dict)
+    """Each run's settings as experiment.json recorded them when the runner prepared."""
 
     def prepare(self) -> list[RunPlan]:
         """Check the runs already made against the spec, write experiment.json, and return the
-        runs that are not finished, in the spec's order."""
+        runs that are not finished, in the spec's order (pass 1, then the equal-spend runs of the
+        seeds whose pass 1 is finished)."""
         folder = self.spec.folder
         folder.mkdir(parents=True, exist_ok=True)
-        self._check_unchanged(_recorded(folder / JOURNAL))
-        statuses = {plan.name: run_status(plan.config.run) for plan in self.spec.runs}
-        self.states = {plan.name: self._entry(plan, statuses[plan.name]) for plan in self.spec.runs}
+        self.recorded = _recorded(folder / JOURNAL)
+        self.plans, self.fair = list(self.spec.runs), {}
+        for plan in self.plans:
+            self._check_unchanged(plan)
+        statuses = {plan.name: run_status(plan.config.run) for plan in self.plans}
+        self.states = {plan.name: self._entry(plan, statuses[plan.name]) for plan in self.plans}
+        todo = [p for p in self.plans if not statuses[p.name].finished]
+        for seed in self.spec.seeds:
+            todo += self.second_pass(seed)
         self._write()
-        todo = [p for p in self.spec.runs if not statuses[p.name].finished]
+        done = len(self.plans) - len(todo)
         self.say(f"experiment {self.spec.name}: {len(self.spec.runs)} runs ({len(self.spec.arms)} arms × "
-                 f"{len(self.spec.seeds)} seeds) in {folder}; {len(self.spec.runs) - len(todo)} finished earlier, "
+                 f"{len(self.spec.seeds)} seeds){self._second_said()} in {folder}; {done} finished earlier, "
                  f"{len(todo)} to run, {self.parallel} at a time")
         return todo
+
+    def _second_said(self) -> str:
+        if not self.spec.budget.smallest:
+            return ""
+        again = len(self.plans) - len(self.spec.runs)
+        return (f", and {again} equal-spend runs of {len(self.fair)} seeds whose pass 1 is finished (more follow "
+                "as pass 1 of a seed finishes)" if len(self.fair) < len(self.spec.seeds) else
+                f", and {again} equal-spend runs")
 
     async def run(self) -> dict[str, RunStatus]:
         """Every run not finished, `parallel` at a time; returns where each stands at the end."""
@@ -69,32 +92,62 @@ class Runner:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.grade_earlier, todo)
             for plan in todo:
-                tg.start_soon(self._limited, plan, limiter)
+                tg.start_soon(self._limited, plan, limiter, tg)
         return self.statuses()
 
     def statuses(self) -> dict[str, RunStatus]:
-        return {plan.name: run_status(plan.config.run) for plan in self.spec.runs}
+        return {plan.name: run_status(plan.config.run) for plan in self.plans}
 
     async def grade_earlier(self, todo: list[RunPlan]) -> None:
         """Grade the runs finished earlier (free where grades are stored: a run killed between
         its end and its grading gets them now)."""
-        for plan in self.spec.runs:
+        for plan in list(self.plans):
             if plan not in todo:
                 await self._graded(plan)
 
-    async def _limited(self, plan: RunPlan, limiter: anyio.CapacityLimiter) -> None:
+    async def _limited(self, plan: RunPlan, limiter: anyio.CapacityLimiter, tg: TaskGroup) -> None:
         async with limiter:
-            if not self.control.stop.is_set():
-                await self.run_one(plan)
+            if self.control.stop.is_set():
+                return
+            await self.run_one(plan)
+        for follower in self.after(plan):
+            tg.start_soon(self._limited, follower, limiter, tg)
+
+    def after(self, plan: RunPlan) -> list[RunPlan]:
+        """The runs that `plan`'s end makes ready: its seed's equal-spend runs, when it was the
+        last of the seed's pass 1 to finish (none otherwise)."""
+        return self.second_pass(plan.seed) if plan.cap is None else []
+
+    def second_pass(self, seed: int) -> list[RunPlan]:
+        """Under equal tokens, once every arm of `seed` finished pass 1: T, and the equal-spend
+        runs not finished (each once: none when the seed's T is known already)."""
+        if not self.spec.budget.smallest or seed in self.fair:
+            return []
+        firsts = [p for p in self.spec.runs if p.seed == seed]
+        fair = equal_spend(seed, [read_figures(p.arm, p.seed, p.config.run) for p in firsts])
+        if fair is None:
+            return []
+        self._check_same_cap(fair)
+        self.fair[seed] = fair
+        again = self.spec.again(fair)
+        for plan in again:
+            self._check_unchanged(plan)
+            self.states[plan.name] = self._entry(plan, run_status(plan.config.run))
+        self.plans += again
+        self._write()
+        self.say(f"seed {seed}: T = {fair.tokens} tokens, the spend of {fair.smallest}'s run, which stands; "
+                 + (f"equal-spend runs under a cap of T for {', '.join(fair.again)}" if fair.again
+                    else "every arm spent T: no equal-spend run to make"))
+        return [p for p in again if not run_status(p.config.run).finished]
 
     async def run_one(self, plan: RunPlan, listeners: list[Listener] | None = None) -> RunResult:
         """Run (or resume) one run to its end, then grade it."""
         self._update(plan, state="running")
-        self.say(f"started  {plan.arm} seed {plan.seed}: {plan.config.run}")
+        self.say(f"started  {_label(plan)}: {plan.config.run}")
         result = await self.start(plan, self.control, list(listeners or []))
         if result.reason.reason == StopReason.USER:
             self._update(plan, state=INTERRUPTED, reason=StopReason.USER.value)
-            self.say(f"stopped  {plan.arm} seed {plan.seed} by the user: the same command resumes it")
+            self.say(f"stopped  {_label(plan)} by the user: the same command resumes it")
         else:
             await self._graded(plan, fresh=True)
         return result
@@ -107,7 +160,7 @@ class Runner:
                      solved=figures.solved, graded=figures.graded, problems=len(figures.scores),
                      episodes=figures.episodes, tokens=figures.tokens)
         said = "finished" if fresh else "earlier "
-        said += f" {plan.arm} seed {plan.seed}" + ("" if fresh else " (not run again)")
+        said += f" {_label(plan)}" + ("" if fresh else " (not run again)")
         self.say(f"{said}: {figures.reason} ({figures.detail}); solved {figures.solved} of {len(figures.scores)}, "
                  f"{figures.episodes} episodes, {figures.tokens} tokens")
         if figures.reason in BROKEN:
@@ -117,7 +170,8 @@ class Runner:
             self.say(f"  {plan.name} left ungraded: {message}")
 
     def _entry(self, plan: RunPlan, status: RunStatus) -> dict:
-        return {"arm": plan.arm, "seed": plan.seed, "path": str(plan.config.run), "state": status.state,
+        return {"arm": plan.arm, "seed": plan.seed, "pass": 1 if plan.cap is None else 2, "cap": plan.cap,
+                "path": str(plan.config.run), "state": status.state,
                 "reason": status.reason, "detail": status.detail, "settings": self._settings(plan)}
 
     def _settings(self, plan: RunPlan) -> dict:
@@ -136,24 +190,57 @@ class Runner:
         data = {"name": spec.name, "spec": str(spec.path), "problems": str(spec.problem_set.path),
                 "baseline": spec.baseline, "budget": spec.budget.describe(), "seeds": list(spec.seeds),
                 "arms": spec.arms, "runs": [{"name": name, **entry} for name, entry in self.states.items()]}
+        if spec.budget.smallest:
+            data["equal_spend"] = [self.fair[seed].as_dict() | {"standing": standing(spec, self.fair[seed])}
+                                   if seed in self.fair else {"seed": seed, "tokens": None}
+                                   for seed in spec.seeds]
         path = spec.folder / JOURNAL
         part = path.with_suffix(".json.part")
         part.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         os.replace(part, path)
 
-    def _check_unchanged(self, recorded: dict[str, dict]) -> None:
+    def _check_unchanged(self, plan: RunPlan) -> None:
         """Refuse to resume a run under settings other than those it started with."""
-        for plan in self.spec.runs:
-            before = recorded.get(plan.name)
-            if before is None or run_status(plan.config.run).state == PENDING:
-                continue
-            now = self._settings(plan)
-            changed = sorted(k for k in set(before) & set(now) - {"run"} if before[k] != now[k])
-            if changed:
-                shown = ", ".join(f"{k}: {before[k]!r} -> {now[k]!r}" for k in changed)
-                raise SpecError(f"{self.spec.path}: the run {plan.name} in {self.spec.folder} started with other "
-                                f"settings ({shown}); put the changed experiment in a new folder (--out), or "
-                                f"remove {plan.config.run} to run it again")
+        before = self.recorded.get(plan.name)
+        if before is None or run_status(plan.config.run).state == PENDING:
+            return
+        now = self._settings(plan)
+        changed = sorted(k for k in set(before) & set(now) - {"run"} if before[k] != now[k])
+        if changed:
+            shown = ", ".join(f"{k}: {before[k]!r} -> {now[k]!r}" for k in changed)
+            raise SpecError(f"{self.spec.path}: the run {plan.name} in {self.spec.folder} started with other "
+                            f"settings ({shown}); put the changed experiment in a new folder (--out), or "
+                            f"remove {plan.config.run} to run it again")
+
+    def _check_same_cap(self, fair: EqualSpend) -> None:
+        """Refuse when a seed's pass 1 now gives another T than its equal-spend runs were made
+        under (a pass-1 run removed and made again): they would no longer be equal."""
+        firsts = [plan.config.run for plan in self.spec.runs if plan.seed == fair.seed]
+        other = [run for first in firsts for run in _capped_runs(first) if run.name != f"{first.name}-at-{fair.tokens}"
+                 and run_status(run).state != PENDING]
+        if other:
+            raise SpecError(f"{self.spec.path}: pass 1 of seed {fair.seed} now gives T = {fair.tokens} tokens (the "
+                            f"spend of {fair.smallest}), but {', '.join(str(r) for r in other)} ran under another "
+                            f"T: remove {'it' if len(other) == 1 else 'them'} to make the equal-spend runs again "
+                            "under the new T, or put the experiment in a new folder (--out)")
+
+
+def standing(spec: Spec, fair: EqualSpend) -> dict[str, str]:
+    """Which run stands for each arm in `fair`'s seed: its equal-spend run, or its pass-1 run
+    when it spent no more than T."""
+    again = {p.arm: p.name for p in spec.again(fair)}
+    return {p.arm: again.get(p.arm, p.name) for p in spec.runs if p.seed == fair.seed}
+
+
+def _capped_runs(first: Path) -> list[Path]:
+    """The equal-spend runs of the pass-1 run at `first` found beside it, under any cap."""
+    prefix = f"{first.name}-at-"
+    found = first.parent.glob(f"{prefix}*") if first.parent.is_dir() else []
+    return [p for p in found if p.name[len(prefix):].isdigit()]
+
+
+def _label(plan: RunPlan) -> str:
+    return f"{plan.arm} seed {plan.seed}" + (f" at {plan.cap} tokens" if plan.cap is not None else "")
 
 
 def _recorded(path: Path) -> dict[str, dict]:

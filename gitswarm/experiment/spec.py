@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from gitswarm.demo.solver import SOLVER_MODEL, SolverSettings
 from gitswarm.engine.config import GradeConfig, SolveConfig
+from gitswarm.experiment.budget import SMALLEST, Budget, EqualSpend
 from gitswarm.problems.model import ProblemSet
 
 KEYS = ("name", "problems", "seeds", "baseline", "budget", "solve", "scripted", "grade", "arms")
@@ -23,8 +24,6 @@ HELD = ("budget", "max_episodes", "max_total_tokens")
 """Settings the spec's [budget] sets for every arm alike: an arm or [solve] may not."""
 PER_RUN = ("problems", "run", "seed")
 """Settings the experiment gives each run itself."""
-UNBOUND = 1_000_000
-"""The episode budget and cap of a run under a token budget: never reached first."""
 SOLVER_LITELLM = f"openai/{SOLVER_MODEL}"
 """The scripted solver as litellm reaches it: an OpenAI-compatible fake server."""
 SOLVER_KEY = "scripted-solver-not-secret"
@@ -36,37 +35,26 @@ class SpecError(ValueError):
 
 
 @dataclass(frozen=True)
-class Budget:
-    """The budget every arm's run gets: `episodes` of any outcome, or `tokens` (in + out)."""
-
-    episodes: int | None = None
-    tokens: int | None = None
-
-    def settings(self) -> dict[str, int]:
-        """The run settings that hold it."""
-        if self.tokens is not None:
-            return {"max_total_tokens": self.tokens, "budget": UNBOUND, "max_episodes": UNBOUND}
-        return {"budget": self.episodes or 1, "max_episodes": self.episodes or 1}
-
-    def describe(self) -> str:
-        if self.tokens is not None:
-            return (f"{self.tokens} tokens per run: a run stops before a call once its tokens reach the cap, and "
-                    "the calls already in flight finish, so it passes the cap by at most one call per worker "
-                    "(within one episode's spend with one worker)")
-        return f"{self.episodes} episodes per run, of any outcome"
-
-
-@dataclass(frozen=True)
 class RunPlan:
     """One arm × seed: an ordinary run with its own repository."""
 
     arm: str
     seed: int
     config: SolveConfig
+    cap: int | None = None
+    """Of an equal-spend run (pass 2), T: the token cap it runs under; None in pass 1."""
 
     @property
     def name(self) -> str:
-        return f"{self.arm}-s{self.seed}"
+        return f"{self.arm}-s{self.seed}" + (f"-at-{self.cap}" if self.cap is not None else "")
+
+    def capped(self, tokens: int) -> RunPlan:
+        """This pass-1 run's equal-spend run: the same settings under a cap of `tokens`, in a
+        folder of its own beside it."""
+        again = RunPlan(self.arm, self.seed, self.config, tokens)
+        config = self.config.model_copy(update={"max_total_tokens": tokens,
+                                                "run": self.config.run.with_name(again.name)})
+        return RunPlan(self.arm, self.seed, config, tokens)
 
     def settings(self) -> dict:
         """Its settings as experiment.json records them (never the API key)."""
@@ -89,6 +77,11 @@ class Spec:
     grade: GradeConfig
     folder: Path
     runs: tuple[RunPlan, ...]
+    """Every arm × seed, seed by seed; under equal tokens, pass 1."""
+
+    def again(self, fair: EqualSpend) -> list[RunPlan]:
+        """The equal-spend runs (pass 2) of `fair`'s seed: one per arm that spent more than T."""
+        return [p.capped(fair.tokens) for p in self.runs if p.seed == fair.seed and p.arm in fair.again]
 
 
 def load_spec(path: Path, out: Path | None = None) -> Spec:
@@ -193,13 +186,24 @@ def _seeds(path: Path, seeds: object) -> tuple[int, ...]:
 
 
 def _budget(path: Path, budget: object) -> Budget:
-    if not isinstance(budget, dict) or len(budget) != 1 or next(iter(budget)) not in ("episodes", "tokens"):
+    if not isinstance(budget, dict) or not budget or not set(budget) <= {"episodes", "tokens"}:
         raise SpecError(f"{path}: [budget] must hold exactly one of episodes = N (episodes per run, of any "
-                        "outcome) or tokens = N (tokens per run)")
-    (key, value), = budget.items()
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise SpecError(f"{path}: [budget] {key} must be a positive whole number, not {value!r}")
-    return Budget(**{key: value})
+                        "outcome) or tokens = N (tokens per run), or both with tokens = \"smallest\" (equal "
+                        "tokens: those of each seed's cheapest arm)")
+    tokens = budget.get("tokens")
+    if tokens == SMALLEST and "episodes" not in budget:
+        raise SpecError(f"{path}: [budget] tokens = \"smallest\" needs episodes = N: every arm runs N episodes "
+                        "first, then the arms that spent more run again under the cheapest arm's tokens")
+    if tokens is not None and tokens != SMALLEST and "episodes" in budget:
+        raise SpecError(f"{path}: [budget] must hold exactly one of episodes = N or tokens = N (a fixed amount "
+                        f"per run); with both, tokens must be \"smallest\", not {tokens!r}")
+    for key, value in budget.items():
+        if key == "tokens" and value == SMALLEST:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            also = " or \"smallest\" (with episodes = N)" if key == "tokens" else ""
+            raise SpecError(f"{path}: [budget] {key} must be a positive whole number{also}, not {value!r}")
+    return Budget(budget.get("episodes"), None if tokens == SMALLEST else tokens, tokens == SMALLEST)
 
 
 def _solve(path: Path, data: dict) -> tuple[dict, SolverSettings | None]:
