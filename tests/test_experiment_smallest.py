@@ -137,3 +137,34 @@ def test_equal_tokens_killed_in_pass_2_and_resumed(tmp_path: Path):
     refused = runner.invoke(app, ["experiment", str(spec), "--no-tui", "--out", str(out)])
     assert refused.exit_code == 2, refused.output
     assert f"now gives T = {cap} tokens" in refused.output and "ran under another T" in refused.output
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_dashboard_runs_the_equal_spend_runs_as_their_seed_makes_them_ready(tmp_path: Path,
+                                                                                     anyio_backend: str):
+    from gitswarm.cli.experiment import dashboard, runner_for
+    from gitswarm.experiment.spec import load_spec
+
+    spec = load_spec(write_spec(tmp_path, 'episodes = 4\ntokens = "smallest"',
+                                "swarm = {}\nsingle = {workers = 1, verify = 0}", seeds="[0]"), tmp_path / "exp")
+    experiment = runner_for(spec, 1, None)
+    experiment.say = lambda line: None
+    todo, ran, made = experiment.prepare(), [], []
+    while todo:  # as `gitswarm experiment` runs them one dashboard after another
+        plan = todo.pop(0)
+        app = dashboard(experiment, plan)
+        async with app.run_test(size=(100, 30)) as pilot:
+            deadline = time.monotonic() + 60
+            while not app.finished:
+                assert time.monotonic() < deadline, "the run did not end in the dashboard"
+                await pilot.pause(0.1)
+        assert app.error is None
+        ran.append(plan.name)
+        followers = experiment.after(plan)
+        made.append([p.name for p in followers])
+        todo += followers
+    fair = experiment.fair[0]
+    assert made[:2] == [[], [f"{arm}-s0-at-{fair.tokens}" for arm in fair.again]]  # once the seed's pass 1 ended
+    assert ran == ["swarm-s0", "single-s0", *made[1]] and experiment.after(spec.runs[1]) == []  # made once
+    assert all(s.finished for s in experiment.statuses().values()) and len(experiment.statuses()) == 2 + len(made[1])

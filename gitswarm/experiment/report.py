@@ -62,7 +62,8 @@ def assemble(spec: Spec, figures: list[RunFigures], again: list[RunFigures] | No
             "arms": [_arm(spec, arm, [f for f in stand if f.arm == arm], [f for f in done if f.arm == arm])
                      for arm in spec.arms],
             "comparisons": comparisons, "runs": runs,
-            "equal_spend": [fair[seed].as_dict() if seed in fair else {"seed": seed, "tokens": None}
+            "equal_spend": [fair[seed].as_dict() | {"standing": spec.standing(fair[seed])} if seed in fair
+                            else {"seed": seed, "tokens": None}
                             for seed in spec.seeds] if spec.budget.smallest else None,
             "spent": {"tokens": sum(f.tokens for f in [*figures, *again]),
                       "cost_usd": round(sum(costs), 6) if None not in costs else None},

@@ -81,9 +81,11 @@ class Runner:
         if not self.spec.budget.smallest:
             return ""
         again = len(self.plans) - len(self.spec.runs)
-        return (f", and {again} equal-spend runs of {len(self.fair)} seeds whose pass 1 is finished (more follow "
-                "as pass 1 of a seed finishes)" if len(self.fair) < len(self.spec.seeds) else
-                f", and {again} equal-spend runs")
+        known = f", and {again} equal-spend runs of the {len(self.fair)} seeds whose pass 1 is finished"
+        later = "the equal-spend runs of each seed follow when its pass 1 finishes"
+        if not self.fair:
+            return f" in pass 1 ({later})"
+        return known if len(self.fair) == len(self.spec.seeds) else f"{known} ({later})"
 
     async def run(self) -> dict[str, RunStatus]:
         """Every run not finished, `parallel` at a time; returns where each stands at the end."""
@@ -191,7 +193,7 @@ class Runner:
                 "baseline": spec.baseline, "budget": spec.budget.describe(), "seeds": list(spec.seeds),
                 "arms": spec.arms, "runs": [{"name": name, **entry} for name, entry in self.states.items()]}
         if spec.budget.smallest:
-            data["equal_spend"] = [self.fair[seed].as_dict() | {"standing": standing(spec, self.fair[seed])}
+            data["equal_spend"] = [self.fair[seed].as_dict() | {"standing": spec.standing(self.fair[seed])}
                                    if seed in self.fair else {"seed": seed, "tokens": None}
                                    for seed in spec.seeds]
         path = spec.folder / JOURNAL
@@ -223,13 +225,6 @@ class Runner:
                             f"spend of {fair.smallest}), but {', '.join(str(r) for r in other)} ran under another "
                             f"T: remove {'it' if len(other) == 1 else 'them'} to make the equal-spend runs again "
                             "under the new T, or put the experiment in a new folder (--out)")
-
-
-def standing(spec: Spec, fair: EqualSpend) -> dict[str, str]:
-    """Which run stands for each arm in `fair`'s seed: its equal-spend run, or its pass-1 run
-    when it spent no more than T."""
-    again = {p.arm: p.name for p in spec.again(fair)}
-    return {p.arm: again.get(p.arm, p.name) for p in spec.runs if p.seed == fair.seed}
 
 
 def _capped_runs(first: Path) -> list[Path]:

@@ -83,6 +83,12 @@ class Spec:
         """The equal-spend runs (pass 2) of `fair`'s seed: one per arm that spent more than T."""
         return [p.capped(fair.tokens) for p in self.runs if p.seed == fair.seed and p.arm in fair.again]
 
+    def standing(self, fair: EqualSpend) -> dict[str, str]:
+        """Which run stands for each arm in `fair`'s seed: its equal-spend run, or its pass-1 run
+        when it spent no more than T."""
+        again = {p.arm: p.name for p in self.again(fair)}
+        return {p.arm: again.get(p.arm, p.name) for p in self.runs if p.seed == fair.seed}
+
 
 def load_spec(path: Path, out: Path | None = None) -> Spec:
     """Read and check the spec at `path`; the experiment's folder is `out`, default
