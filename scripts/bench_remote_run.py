@@ -86,7 +86,8 @@ def run(slots: list[int], latency: float, per_worker: int, problems: int = 0, pr
                                            str(total * per_worker), "--model", MODEL, "--api-base", merger_url,
                                            "--seed", "1", "--no-tui", "--json",
                                            *(["--prune-batch", str(prune)] if prune is not None else []))}
-            commands |= {f"w{i}": cli("worker", remote.as_uri(), "--model", MODEL, "--api-base", url, "-C", str(c),
+            commands |= {f"w{i}": cli("worker", remote.as_uri(), "--model", MODEL, "--api-base", url,
+                                      "--workers", str(c),
                                       "--name", f"w{i}", "--dir", str(root / f"w{i}"), "--patience", "120",
                                       "--json") for i, c in enumerate(slots)}
             cpu = _run_all(commands, env, root)

@@ -107,7 +107,8 @@ def solve(
     tui: TuiOpt = None,
     mirror: Annotated[Path | None, typer.Option(
         metavar="DIR", rich_help_panel=REMOTE,
-        help="The coordinator's local run repository, a mirror of the remote (default runs/<set>); its "
+        help="The coordinator's local run repository, a mirror of the remote (default runs/remotes/<host and "
+             "path of the URL>, e.g. runs/remotes/server-srv-git-imo); its "
              "in-process worker, with --workers, uses <mirror>.worker.")] = None,
     claim_ttl: Annotated[float, typer.Option(
         min=1, metavar="SECONDS", rich_help_panel=REMOTE,
@@ -154,7 +155,9 @@ def solve(
         url = run if run is not None and urls.is_remote(run) else None
         if workers == 0 and url is None:
             raise fail("--workers 0 only makes sense with --run URL (a coordinator with no workers of its own)")
-        folder = mirror if url is not None else (Path(run) if run is not None else None)
+        from gitswarm.remote.owner import default_mirror
+
+        folder = (mirror or default_mirror(url)) if url is not None else (Path(run) if run is not None else None)
         cfg = _config(problem_set, model, folder, from_file, merger_model=merger_model, api_base=api_base,
                       workers=workers or None, budget=budget, max_episodes=max_episodes, no_progress=no_progress,
                       verify=verify, isolation=isolation,

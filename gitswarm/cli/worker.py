@@ -29,7 +29,8 @@ def worker(
              "and its episodes' workers are <name>-w01, ... (default: the host name and process id).")] = None,
     folder: Annotated[Path | None, typer.Option(
         "--dir", metavar="DIR", rich_help_panel=RUN,
-        help="Its local run repository, a mirror of the remote (default runs/workers/<name>).")] = None,
+        help="Its local run repository, a mirror of the remote (default runs/workers/<host and path of the "
+             "URL>/<name>).")] = None,
     api_base: Annotated[str | None, typer.Option(
         metavar="URL", rich_help_panel=MODEL, help="OpenAI-compatible server URL for the model.")] = None,
     max_output_tokens: Annotated[int | None, typer.Option(
@@ -77,7 +78,9 @@ def worker(
                "idle_timeout_s": idle_timeout, "reply_timeout_s": reply_timeout,
                "max_concurrent_calls": max_concurrent_calls,
                "price_in_per_mtok": price_in, "price_out_per_mtok": price_out}
-        options = WorkerOptions(url, folder or Path("runs") / "workers" / name, name, slots,
+        from gitswarm.remote.owner import default_worker_folder
+
+        options = WorkerOptions(url, folder or default_worker_folder(url, name), name, slots,
                                 {k: v for k, v in own.items() if v is not None}, patience)
         outcome = _run_tui(options) if _want_tui(tui, as_json) else _run(options, as_json)
         if "error" in outcome:

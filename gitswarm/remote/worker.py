@@ -40,7 +40,7 @@ from gitswarm.remote.spending import Published
 from gitswarm.remote.transport import Remote
 
 MODEL_FIELDS = ("model", "api_base", "api_key", "max_output_tokens", "reasoning_effort", "tool_protocol",
-                "idle_timeout_s", "reply_timeout_s", "price_in_per_mtok", "price_out_per_mtok",
+                "idle_timeout_s", "reply_timeout_s", "max_concurrent_calls", "price_in_per_mtok", "price_out_per_mtok",
                 "price_cached_in_per_mtok", "price_cache_write_per_mtok")
 """The SolveConfig fields a worker sets itself: its model and how to reach it (never published)."""
 
