@@ -285,6 +285,7 @@ RUN_COMMANDS = {
     "grade": lambda p: ["grade", str(p)],
     "dashboard": lambda p: ["dashboard", str(p)],
     "report": lambda p: ["report", str(p)],
+    "show": lambda p: ["show", str(p), "demo-odd-sum"],
     "solve resume": lambda p: ["solve", "demo", "--run", str(p), *NO_SERVER],
 }
 

@@ -75,3 +75,15 @@ def test_the_demos_critical_review_is_a_progress_line(run: Path, capsys):
         show(event)
     assert any(line.endswith(": critical") and " reviewed attempts/" in line
                for line in capsys.readouterr().out.splitlines())
+
+
+def test_a_resumed_run_says_it_resumes_and_what_it_starts_from(capsys):
+    show = printer()
+    show(Event("run_started", {"run": "r", "workers": 4, "budget": 20, "charged": 14, "episodes": 17,
+                               "max_episodes": 60, "interrupted": 2}))
+    show(Event("run_started", {"run": "r", "workers": 4, "budget": 20, "charged": 0, "episodes": 0,
+                               "max_episodes": 60}))
+    first, fresh = capsys.readouterr().out.splitlines()
+    assert first == ("resuming run r: 14 of 20 episodes spent (17 in all, at most 60), 2 cut off by its last stop "
+                     "and run again where their problem is open; 4 workers")
+    assert fresh.startswith("run r: 4 workers, budget 20 episodes")

@@ -25,6 +25,10 @@ SHOWN = {
     "set_aside": "{problem} set aside: its last {episodes} episodes made no progress, {detail}",
     "run_stopped": "stopped ({reason}): {detail}; {episodes} episodes, {charged} charged, {tokens} tokens",
 }
+RESUMING = ("resuming run {run}: {charged} of {budget} episodes spent ({episodes} in all, at most "
+            "{max_episodes}), {interrupted} cut off by its last stop and run again where their problem is open; "
+            "{workers} workers")
+"""`run_started` of a run that has episodes already: what a resume starts from."""
 REVIEWED = "{bar} {episode} {worker} reviewed {reviews} on {problem}: {verdict}"
 """A committed review, when its event carries `verdict` (pass, gaps, critical) and `reviews`
 (the reviewed candidate's path in its problem folder, e.g. attempts/first-try-e00006.md)."""
@@ -46,10 +50,10 @@ def printer(as_json: bool = False):
         if as_json:
             typer.echo(event.to_json())
             return
-        template = REVIEWED if event.kind == "committed" and event.data.get("verdict") else SHOWN.get(event.kind)
+        template = _template(event)
         if template is None:
             return
-        data = dict(event.data)
+        data = {"interrupted": 0, **event.data}
         data["reviews"] = data.get("reviews") or "a candidate"
         data["commit_short"] = str(data.get("commit") or "")[:10]
         data["bar"] = bar(int(data.get("charged") or 0), budget["total"])
@@ -73,3 +77,12 @@ def ordinal(n: int) -> str:
 class _Default(dict):
     def __missing__(self, key: str) -> str:
         return "?"
+
+
+def _template(event: Event) -> str | None:
+    """The line an event prints: a review with its verdict, a resumed run as a resume."""
+    if event.kind == "committed" and event.data.get("verdict"):
+        return REVIEWED
+    if event.kind == "run_started" and event.data.get("episodes"):
+        return RESUMING
+    return SHOWN.get(event.kind)

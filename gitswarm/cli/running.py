@@ -184,7 +184,8 @@ async def signals(control, scope) -> None:
                 scope.cancel()
                 return
             control.stop.set()
-            typer.echo("gitswarm: finishing the episodes in flight (Ctrl-C again to stop now)", err=True)
+            typer.echo("gitswarm: finishing the episodes in flight (Ctrl-C again to stop now); the same command "
+                       "resumes the run", err=True)
 
 
 def usd(cost: float, known: bool) -> str:
@@ -202,3 +203,4 @@ def _summary(cfg, result) -> None:
         shown = f"{picked.path} ({picked.nominations} nominations)" if picked else "no candidate"
         typer.echo(f"  {problem:28} {shown}")
     typer.echo(f"\nRead the reasoning: git -C {cfg.run} log --graph --oneline main")
+    typer.echo(f"Read a solution: gitswarm show {cfg.run} PROBLEM   (--candidate PATH, --review PATH)")

@@ -123,6 +123,7 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
     events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget,
                 workers=cfg.workers, charged=ledger.charged, problems=problems,
                 episodes=ledger.totals.episodes, max_episodes=cfg.max_episodes,
+                interrupted=len(ledger.running()),
                 set_aside=sorted(streaks.set_aside & set(problems)),
                 stale_locks_removed=[str(p.relative_to(cfg.run)) for p in removed])
     try:
