@@ -308,3 +308,31 @@ def test_workers_exit_when_the_run_stops_and_come_back_on_resume():
     assert "in flight 0/1" in header_text(state, now=4.0)
     state.apply([started])
     assert state.workers["w01"].state == "idle"
+
+
+async def test_the_demo_grades_its_solutions_inside_the_dashboard(run: Path, tmp_path: Path):
+    """The run ends by itself, the dashboard stays up, and the grades `after` stores (the demo's
+    grading) show in its table before the user quits."""
+    import shutil
+    from types import SimpleNamespace
+
+    from gitswarm.cli.demo import _grade_quietly
+    from gitswarm.engine.stops import Stop, StopReason
+    from gitswarm.problems.loader import load_set
+    from gitswarm.resources import data_dir
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    subprocess.run(["git", "-C", str(copy), "update-ref", "-d", "refs/gitswarm/grades"], check=True)
+
+    async def engine(listener):
+        return SimpleNamespace(reason=Stop(StopReason.BUDGET, "budget of 60 episodes spent"))
+
+    demo = load_set(data_dir("problems") / "demo")
+    app = Dashboard(copy, engine=engine, after=lambda: _grade_quietly(copy, demo))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot, lambda: app.finished and app.state.problems)
+        await settle(pilot, lambda: all(row.grade != "-" for row in app.state.problems.values()), timeout=120)
+        await pilot.press("q")
+    graded = subprocess.run(["git", "-C", str(copy), "rev-parse", "--verify", "refs/gitswarm/grades"])
+    assert graded.returncode == 0  # stored by the grading in the dashboard, not read from before

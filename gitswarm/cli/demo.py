@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -63,7 +64,8 @@ def demo(
         problem_set = _load(str(data_dir("problems") / "demo"))
         cfg = _config(problem_set, model, run, workers=workers, seed=0, api_key="demo-key-not-secret", **settings)
     code = run_swarm(cfg, problem_set, as_json, responder=respond, faults=FaultPlan(latency_s=latency),
-                     tui=_want_tui(tui, as_json), personality=provider.value)
+                     tui=_want_tui(tui, as_json), personality=provider.value,
+                     after=functools.partial(_grade_quietly, run, problem_set))
     if code == 0:
         if as_json:  # stdout holds JSON lines only; the grades go to stderr
             with contextlib.redirect_stdout(sys.stderr):
@@ -73,6 +75,28 @@ def demo(
     raise typer.Exit(code)
 
 
+async def _grade_quietly(run: Path, problem_set) -> None:
+    """Grade the selected solutions inside the dashboard, printing nothing (the table shows the
+    grades); `grade_demo` prints them afterwards, from what is stored."""
+    from gitswarm.cli.grade import grade_all
+    from gitswarm.memory.repo import Memory
+
+    async with _judge() as judge:
+        await grade_all(Memory(run), list(problem_set.problems), judge, 3, False, False, 900.0)
+
+
+@contextlib.asynccontextmanager
+async def _judge():
+    """The demo's scripted judge, behind a fake server of its own."""
+    from gitswarm.demo.brain import respond
+    from gitswarm.demo.judge import JUDGE_MODEL
+    from gitswarm.fakeserver import serve
+    from gitswarm.models import LiteLLMModel, ModelConfig
+
+    async with serve(respond) as server:
+        yield LiteLLMModel(ModelConfig(JUDGE_MODEL, api_base=server.url, api_key="demo-key-not-secret"))
+
+
 def grade_demo(run: Path, problem_set) -> int:
     """Grade the demo's selected solutions: answers and programs for real, proofs by the
     scripted judge behind the fake server (it knows only the script's texts, and its grades
@@ -80,15 +104,11 @@ def grade_demo(run: Path, problem_set) -> int:
     import anyio
 
     from gitswarm.cli.grade import grade_and_print
-    from gitswarm.demo.brain import respond
     from gitswarm.demo.judge import JUDGE_MODEL
-    from gitswarm.fakeserver import serve
     from gitswarm.memory.repo import Memory
-    from gitswarm.models import LiteLLMModel, ModelConfig
 
     async def grade() -> int:
-        async with serve(respond) as server:
-            judge = LiteLLMModel(ModelConfig(JUDGE_MODEL, api_base=server.url, api_key="demo-key-not-secret"))
+        async with _judge() as judge:
             return await grade_and_print(Memory(run), list(problem_set.problems), judge)
 
     typer.echo(f"\nGrading the selected solutions (refs/gitswarm/grades): answers and programs against the "

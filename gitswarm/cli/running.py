@@ -58,10 +58,11 @@ def model_config(cfg, name: str, api_base: str | None = None, merger: bool = Fal
 
 
 def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui: bool = False,
-              personality: str = "openai", remote: RemoteRun | None = None) -> int:
+              personality: str = "openai", remote: RemoteRun | None = None, after=None) -> int:
     """Run on a fresh event loop with Ctrl-C handling (or inside the dashboard with `tui`);
     returns the exit code. With a `responder`, the models are served by the local fake
-    server playing `personality` (the offline demo)."""
+    server playing `personality` (the offline demo). `after` (async, no arguments) runs in the
+    dashboard once the run has ended by itself, so what it stores shows there."""
     from functools import partial
 
     from gitswarm.engine.swarm import Control
@@ -71,7 +72,7 @@ def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui:
     fake = partial(serve, responder, faults, personality=personality) if responder is not None else None
     if remote is not None and not (tui or as_json):
         _mirror_line(cfg, remote)
-    outcome = _run_tui(cfg, problem_set, fake, control, remote) if tui else _run_plain(
+    outcome = _run_tui(cfg, problem_set, fake, control, remote, after) if tui else _run_plain(
         cfg, problem_set, as_json, fake, control, remote)
     if "error" in outcome:
         with user_errors():
@@ -140,7 +141,7 @@ def _run_plain(cfg, problem_set, as_json: bool, fake, control, remote=None) -> d
     return outcome
 
 
-def _run_tui(cfg, problem_set, fake, control, remote=None) -> dict:
+def _run_tui(cfg, problem_set, fake, control, remote=None, after=None) -> dict:
     """The engine as an async worker inside the dashboard; the app stays open after the run
     until the user quits, unless stdin is not a terminal (then it exits when the run ends)."""
     from gitswarm.tui.app import Dashboard
@@ -149,7 +150,7 @@ def _run_tui(cfg, problem_set, fake, control, remote=None) -> dict:
         return run_engine(cfg, problem_set, [listener], control, fake, remote)
 
     app = Dashboard(cfg.run, engine=engine, control=control, exit_when_done=not sys.stdin.isatty(),
-                    max_usd=cfg.max_usd)
+                    max_usd=cfg.max_usd, after=after)
     app.run()
     outcome: dict = {}
     if app.error is not None:

@@ -54,10 +54,14 @@ class Dashboard(App):
     ]
 
     def __init__(self, run: Path, engine: Engine | None = None, control: Control | None = None,
-                 exit_when_done: bool = False, max_usd: float | None = None) -> None:
+                 exit_when_done: bool = False, max_usd: float | None = None,
+                 after: Callable[[], Awaitable[None]] | None = None) -> None:
         super().__init__()
         self.run_path = Path(run)
         self.engine = engine
+        self.after = after
+        """Work to do once the run has ended by itself (the demo grades its solutions), while the
+        dashboard stays up and shows what it stores."""
         self.control = control or Control()
         self.exit_when_done = exit_when_done
         self.state = DashState()
@@ -157,10 +161,25 @@ class Dashboard(App):
         self.flush()
         self.read_snapshot()
         reason = getattr(message.result, "reason", None) or f"error: {message.error}"
-        if self.exit_when_done:
+        stopped_by_user = getattr(reason, "reason", None) == "user"
+        if self.after is not None and message.result is not None and not stopped_by_user:
+            self.notify(f"run ended ({reason}); grading the selected solutions…", timeout=30)
+            self.run_worker(self._after(), name="after", group="after", exit_on_error=False)
+        elif self.exit_when_done:
             self.exit()
         else:
             self.notify(f"run ended ({reason}); press q to quit", timeout=30)
+
+    async def _after(self) -> None:
+        """The post-run work; the grades it stores show in the table at the next read."""
+        try:
+            await self.after()
+        finally:
+            self.read_snapshot()
+            if self.exit_when_done:
+                self.exit()
+            else:
+                self.notify("graded: the grades are in the table; press q to quit", timeout=30)
 
     def on_history_read(self, message: HistoryRead) -> None:
         if isinstance(self.screen, DetailScreen) and self.screen.problem == message.problem:
