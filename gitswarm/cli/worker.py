@@ -53,11 +53,17 @@ def worker(
     patience: Annotated[float, typer.Option(
         min=1, metavar="SECONDS", rich_help_panel=RUN,
         help="Seconds to wait with nothing to claim before giving up on the coordinator.")] = 600.0,
+    references: Annotated[Path | None, typer.Option(
+        metavar="SET", rich_help_panel=RUN,
+        help="The problem set the coordinator runs (a folder or a shipped set's name): the reference "
+             "executables of the run's reproduce problems are built from it, so this worker runs them too. "
+             "Without it, it leaves them to other workers.")] = None,
     as_json: JsonOpt = False,
     tui: TuiOpt = None,
 ) -> None:
     """Join a run on a git remote: read its settings from the repository (no problem files
-    needed), claim episodes, run them and push the results, until the coordinator stops the run.
+    needed, but for the reference executables of reproduce problems: --references), claim
+    episodes, run them and push the results, until the coordinator stops the run.
 
     Credentials are git's own (ssh keys, credential helpers); gitswarm never prints or stores
     them. Exit 0 when the run stopped, 1 on a model error no retry can fix or an unreachable
@@ -81,7 +87,7 @@ def worker(
         from gitswarm.remote.owner import default_worker_folder
 
         options = WorkerOptions(url, folder or default_worker_folder(url, name), name, slots,
-                                {k: v for k, v in own.items() if v is not None}, patience)
+                                {k: v for k, v in own.items() if v is not None}, patience, references)
         outcome = _run_tui(options) if _want_tui(tui, as_json) else _run(options, as_json)
         if "error" in outcome:
             raise outcome["error"]
@@ -156,4 +162,4 @@ async def join_and_work(options, listeners: list, control, say: Callable[[str], 
     from gitswarm.remote.worker import join_settings, run_worker
 
     cfg = await join_settings(options, say)
-    return await run_worker(options, LiteLLMModel(model_config(cfg, cfg.model)), listeners, control)
+    return await run_worker(options, LiteLLMModel(model_config(cfg, cfg.model)), listeners, control, say)

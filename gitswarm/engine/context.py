@@ -68,7 +68,8 @@ class EpisodeInfo:
     title: str
     start_commit: str
     executable: str | None = None
-    """The program's documented name (reproduce problems)."""
+    """The documented name of the reference executable on the shell's PATH (reproduce
+    problems); None when this process has no reference, and the prompt does not promise one."""
     isolated: bool = False
     """The episode sees only its problem's statement (`SolveConfig.isolation` independent): it
     starts from the run's first commit, with an empty index, and no other episode's news."""
@@ -187,7 +188,7 @@ def _code_work(ep: EpisodeInfo) -> str:
     """How to work with the shell, for the problems that have one ("" for the others)."""
     if ep.kind not in CODE_KINDS:
         return ""
-    return render("code_work.md.j2", kind=ep.kind, executable=ep.executable or "the program")
+    return render("code_work.md.j2", kind=ep.kind, executable=ep.executable)
 
 
 def _first_line(memory: Memory, path: str, at: str) -> str:

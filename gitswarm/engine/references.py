@@ -9,6 +9,10 @@ nor `chmod` it; the file is also setgid to `REFERENCE_GID`, so running it is a s
 execution (the dynamic loader ignores `LD_PRELOAD` and friends, and the process cannot be
 traced or dumped). Without root the program runs as the file's owner, who may change its
 mode: the reference is then runnable, but not guaranteed unreadable.
+
+A remote worker holds no hidden part of a problem: it builds references only from a set its
+user gives it (`gitswarm worker --references DIR`, the set the coordinator runs), all of them
+as it starts (`built_from`), so a set that cannot give them is refused before any episode.
 """
 
 from __future__ import annotations
@@ -34,6 +38,17 @@ class ReferenceUnavailable(Exception):
         super().__init__(f"the reference of {problem} is unavailable: {reason}")
         self.problem = problem
         self.reason = reason
+
+
+class ReferencesRefused(ValueError):
+    """A worker's `--references` set cannot give the reference of a reproduce problem of its
+    run: `problem` (None when the set itself is unusable) and `reason` say which and why."""
+
+    def __init__(self, folder: Path, problem: str | None, reason: str, wanted: list[str]) -> None:
+        super().__init__(f"--references {folder}: {reason}. Give the problem set the run's coordinator runs (it "
+                         f"holds the run's reproduce problems {', '.join(wanted)}), or leave --references out and "
+                         "this worker runs no reproduce problem")
+        self.folder, self.problem, self.reason = folder, problem, reason
 
 
 class References:
@@ -68,6 +83,11 @@ class References:
                     self._place, problem_id, limiter=self.limiter)
         return self._placed[problem_id]
 
+    def executable(self, problem_id: str) -> str | None:
+        """The documented name of the problem's reference, or None for a problem without one."""
+        found = next((p for p in self.problems.problems if p.id == problem_id), None)
+        return found.executable if found is not None and found.kind is Kind.REPRODUCE else None
+
     def _place(self, problem_id: str) -> Path:
         from gitswarm.referee.builds import ReproduceGradingError, reference_executable
         from gitswarm.sandbox import SandboxError
@@ -81,6 +101,39 @@ class References:
         if self.root is None:
             self.root = self._made = Path(tempfile.mkdtemp(prefix="gitswarm-references-"))
         return place(self.root / problem_id, str(problem.executable), data)
+
+
+async def built_from(folder: Path, wanted: dict[str, str], limiter: anyio.CapacityLimiter) -> References:
+    """The references of the reproduce problems `wanted` (id -> title, as the run has them),
+    every one built from the problem set in `folder` (or a shipped set's name); ReferencesRefused
+    when the set lacks one of them, holds another problem under its id, or cannot build it."""
+    from gitswarm.problems.loader import ProblemSetError, load_set
+    from gitswarm.resources import SetNotFound, find_set
+
+    ids = sorted(wanted)
+    try:
+        problem_set = load_set(find_set(folder))
+    except SetNotFound:
+        raise ReferencesRefused(folder, None, "no such problem set", ids) from None
+    except ProblemSetError as exc:
+        raise ReferencesRefused(folder, None, f"not a usable problem set ({exc.defects[0]})", ids) from None
+    found = {p.id: p for p in problem_set.problems}
+    for pid in ids:
+        problem = found.get(pid)
+        if problem is None or problem.kind is not Kind.REPRODUCE or not problem.executable:
+            raise ReferencesRefused(folder, pid, f"the set has no reproduce problem {pid}", ids)
+        if problem.title != wanted[pid]:
+            raise ReferencesRefused(folder, pid, f"its {pid} is titled {problem.title!r}, the run's "
+                                    f"{wanted[pid]!r}", ids)
+    references = References(problem_set, limiter)
+    try:
+        for pid in ids:
+            await references.folder(pid)
+    except ReferenceUnavailable as exc:
+        references.close()
+        raise ReferencesRefused(folder, exc.problem, f"the reference of {exc.problem} does not build here "
+                                f"({exc.reason})", ids) from None
+    return references
 
 
 def place(folder: Path, name: str, data: bytes) -> Path:

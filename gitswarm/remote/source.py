@@ -9,17 +9,20 @@ claim (`Claims.claim_next`, capped so the budget and the episode cap hold across
 worker), held by renewals while it runs, and closed with `Claims.finish` in the same atomic
 push as the episode's results under `refs/gitswarm/workers/<name>/` (episodes that end
 together go in one push: `results.py`). The worker stops when the coordinator publishes the run's stop.
+Problems the worker cannot run (`skip`: reproduce problems, when it has no references) are
+never claimed, nor their expired claims taken over; when only they are left open it says so.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
 import anyio.to_thread
 
-from gitswarm.engine import selection
+from gitswarm.engine import picking, selection
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.stops import Stop, StopReason
 from gitswarm.memory import books
@@ -82,6 +85,12 @@ class ClaimSource:
     streaks: RunStreaks | None = None
     """The scheduler's no-progress rule: the problems the coordinator set aside."""
     _reported: dict[str, tuple[int, float]] = field(default_factory=dict)
+    skip: frozenset[str] = frozenset()
+    """Problems this worker cannot run (reproduce problems without their references): the
+    scheduler never picks them, and their expired claims are left to other workers."""
+    say: Callable[[str], None] = lambda _: None
+    """Tells the user, once, that only problems it skips are left open."""
+    _told: bool = False
     results: ResultPush = field(init=False)
     """Pushes finished episodes with the claims they close (`results.py`)."""
 
@@ -118,10 +127,29 @@ class ClaimSource:
         shared.view.settled = selection.settled(shared.index, list(self.settings["problems"]),
                                                 cfg.settle_nominations, cfg.verify)
         self.stop = publish.read_stop(self.memory.repo)
+        self._only_skipped_open()
         if self.stop is None and not self.held and time.monotonic() - self.idle_since > self.patience_s:
             self.stop = Stop(StopReason.TIME_LIMIT, f"nothing to claim for {self.patience_s:.0f} s and no stop "
                              "published by the coordinator")
         return self.stop
+
+    def _only_skipped_open(self) -> None:
+        """Say once (on the console, and as a `skipped_only` event) that every open problem of
+        the run is one this worker skips, and what to pass to run them."""
+        if self._told or not self.skip or self.stop is not None:
+            return
+        view = self.shared.view
+        aside = self.streaks.set_aside if self.streaks is not None else set()
+        left = picking.open_problems(self.shared.index, list(self.settings["problems"]), view.settled, aside, [],
+                                     view.config)
+        if left and set(left) <= self.skip:
+            self._told = True
+            detail = (f"every open problem of the run ({', '.join(left)}) is a reproduce problem, and this worker "
+                      "has no reference executables: it waits for the coordinator's stop (at most its --patience). "
+                      "To run them, start a worker with --references SET, SET being the problem set the "
+                      "coordinator runs")
+            self.say(detail)
+            self._emit("skipped_only", problems=left, detail=detail)
 
     def _fetch(self) -> bool:
         """One fetch of main, the coordinator's ledger and the stop: those the remote has and
@@ -176,7 +204,8 @@ class ClaimSource:
         scheduler may keep picking another problem, and a claim left expired would hold its
         number for good)."""
         now = self.claims.clock()
-        expired = [c for c in self.claims.all().values() if c.expired(now) and not c.given_up(now)]
+        expired = [c for c in self.claims.all().values()
+                   if c.expired(now) and not c.given_up(now) and c.problem not in self.skip]
         for claim in sorted(expired, key=lambda c: (c.problem != problem, c.episode)):
             try:
                 return [self.claims.take_over(claim)]

@@ -5,13 +5,18 @@ same `Shared` and `Scheduler` a local run uses, with `source.ClaimSource` as the
 `EpisodeSource` and no merger (the coordinator composes main), and runs until the
 coordinator publishes the run's stop (or its own stops: the user, its time limit, a model
 error no retry can fix).
+
+The worker holds no hidden part of a problem. It runs the run's reproduce problems only when
+its user gave it the problem set (`WorkerOptions.references`): their reference executables
+are built from it as it starts, for its shells' PATH. Without it, it never claims them
+(`ClaimSource.skip`), so no episode is told of a reference its shell lacks.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import anyio
@@ -24,6 +29,7 @@ from gitswarm.engine.events import EventLog, Listener
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.references import References, built_from
 from gitswarm.engine.rngstate import restore_rng
 from gitswarm.engine.run import caps_check
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
@@ -31,6 +37,7 @@ from gitswarm.engine.stops import Stop
 from gitswarm.engine.swarm import Control, Scheduler
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
+from gitswarm.problems.model import Kind, ProblemSet
 from gitswarm.remote import owner, publish
 from gitswarm.remote.claims import Claims
 from gitswarm.remote.errors import MissingRef
@@ -65,6 +72,9 @@ class WorkerOptions:
     """The model's SolveConfig fields (model, api_base, prices, timeouts, ...)."""
     patience_s: float = 600.0
     """How long to wait with nothing to claim for the coordinator's stop."""
+    references: Path | None = None
+    """The problem set (folder or shipped name) the run's reproduce problems' references are
+    built from; None: this worker runs no reproduce problem."""
 
 
 RESUME_GRACE_S = 60.0
@@ -132,34 +142,76 @@ def _stop_of(remote: Remote) -> Stop | None:
 
 
 async def run_worker(options: WorkerOptions, model: Model, listeners: list[Listener] | None = None,
-                     control: Control | None = None) -> Stop:
-    """Claim and run the run's episodes until it stops; returns why this worker stopped."""
+                     control: Control | None = None, say: Callable[[str], None] = lambda _: None) -> Stop:
+    """Claim and run the run's episodes until it stops; returns why this worker stopped.
+    `say` tells the user what this worker leaves to others (`own_references`)."""
     held = owner.check_worker(options.folder, options.url, options.name)
     options.folder.mkdir(parents=True, exist_ok=True)
     remote = Remote(options.url, options.folder)
     settings = await anyio.to_thread.run_sync(join, remote, options.name)
     owner.bind_worker(options.folder, options.url, options.name, held)
     cfg = worker_config(options, settings)
+    sandbox = anyio.CapacityLimiter(2)
+    references = await own_references(options, settings, sandbox, say)
     git = GitThread()
-    memory = await git(Memory, options.folder)
-    with run_lock(options.folder):
-        await git(clear_stale_locks, options.folder)
-        return await _work(options, cfg, settings, remote, memory, git, model, listeners, control or Control())
+    try:
+        memory = await git(Memory, options.folder)
+        with run_lock(options.folder):
+            await git(clear_stale_locks, options.folder)
+            return await _work(options, cfg, settings, remote, memory, git, model, listeners, control or Control(),
+                               sandbox=sandbox, references=references, say=say)
+    finally:
+        if references is not None:
+            references.close()
 
 
-async def _work(options, cfg, settings, remote, memory, git, model, listeners, control) -> Stop:
+def reproduce_problems(settings: dict) -> dict[str, str]:
+    """The run's reproduce problems: id -> title."""
+    return {pid: p["title"] for pid, p in settings["problems"].items() if p["kind"] == Kind.REPRODUCE.value}
+
+
+async def own_references(options: WorkerOptions, settings: dict, limiter: anyio.CapacityLimiter,
+                         say: Callable[[str], None]) -> References | None:
+    """The references of the run's reproduce problems, every one built from the worker's
+    `references` set (`ReferencesRefused` when it cannot give one); None when the run has
+    none, or the worker no set: it then says which problems it leaves to others."""
+    wanted = reproduce_problems(settings)
+    if not wanted:
+        return None
+    ids = ", ".join(sorted(wanted))
+    if options.references is None:
+        say(f"this worker runs no reproduce problem ({ids}): it has no reference executables for them; to run "
+            "them, start it with --references SET, SET being the problem set the run's coordinator runs")
+        return None
+    say(f"building the reference executables of {ids} from {options.references}")
+    return await built_from(options.references, wanted, limiter)
+
+
+def _runnable(problem_set: ProblemSet, references: References | None) -> ProblemSet:
+    """The run's problems, each reproduce one with its reference's documented name when the
+    worker has its reference (so the prompt names the executable on the shell's PATH)."""
+    if references is None:
+        return problem_set
+    return replace(problem_set, problems=[replace(p, executable=references.executable(p.id))
+                                          if p.kind is Kind.REPRODUCE else p for p in problem_set.problems])
+
+
+async def _work(options, cfg, settings, remote, memory, git, model, listeners, control, *,
+                sandbox: anyio.CapacityLimiter, references: References | None, say: Callable[[str], None]) -> Stop:
     problems = list(settings["problems"])
+    skip = frozenset() if references is not None else frozenset(reproduce_problems(settings))
     ledger = await git(Ledger.load, memory)
     index = MemoryIndex()
     view = RunView(cfg, problems)
     events = EventLog(options.folder, listeners)
     spending, streaks = Published(options.name), RunStreaks(cfg.no_progress)
-    shared = Shared(memory, git, index, view, model, events, anyio.CapacityLimiter(2),
-                    caps_check(cfg, ledger, view, spending.elsewhere), ledger)
+    shared = Shared(memory, git, index, view, model, events, sandbox,
+                    caps_check(cfg, ledger, view, spending.elsewhere), ledger, references)
     claims = Claims(remote, options.name, ttl_s=float(settings["claim_ttl_s"]))
     source = ClaimSource(remote, claims, memory, shared, settings, claims.ttl_s, patience_s=options.patience_s,
-                         spending=spending, streaks=streaks)
-    scheduler = Scheduler(shared, ledger, None, publish.problem_set_of(settings), problems, control,
+                         spending=spending, streaks=streaks, skip=skip, say=say)
+    scheduler = Scheduler(shared, ledger, None, _runnable(publish.problem_set_of(settings), references),
+                          [p for p in problems if p not in skip], control,
                           restore_rng(f"{cfg.seed}/{options.name}", None), streaks,
                           free_workers=slots(options.name, options.slots), source=source)
     events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget, workers=cfg.workers,
