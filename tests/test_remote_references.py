@@ -15,11 +15,14 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import git
+from test_remote_claims import TTL, Clock
+from test_remote_claims import worker as claims_of
 
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.references import ReferencesRefused, built_from
 from gitswarm.memory.repo import Memory
 from gitswarm.remote.daemon import bare
+from gitswarm.remote.source import ClaimSource
 from gitswarm.resources import render, resolve_set
 
 MODEL = "openai/gitswarm-scripted"
@@ -109,6 +112,20 @@ def test_only_a_worker_given_the_set_runs_a_reproduce_problem(tmp_path: Path, mo
     assert "command not found" not in shown and "no reference executable" not in shown
     taken = [(r.process, r.problem) for r in Ledger.load(Memory(mirror)).episodes.values()]
     assert taken == [("held", SHOUT)] * 2
+
+
+def test_a_worker_without_references_leaves_the_expired_claims_of_reproduce_problems(tmp_path: Path):
+    """A dead worker's expired claims: one on the reproduce problem (first in line, as the
+    scheduler's pick names it) and one on another problem; only the other one is taken over."""
+    url, clock = bare(tmp_path / "remote.git").as_uri(), Clock()
+    dead = claims_of(url, tmp_path, "dead", clock)
+    on_shout, on_sum = dead.claim_next([SHOUT, "sum"], cap=100)
+    clock.now += TTL + 1
+    mine = claims_of(url, tmp_path, "mine", clock)
+    source = ClaimSource(mine.remote, mine, None, None, {}, TTL, skip=frozenset({SHOUT}))
+    assert [c.episode for c in source._take_expired(SHOUT)] == [on_sum.episode]
+    assert source._take_expired(SHOUT) == []  # the reproduce problem's claim is left to a worker with references
+    assert mine.read(on_shout.episode).worker == "dead"
 
 
 def test_a_set_without_the_problem_or_whose_reference_does_not_build_is_refused(tmp_path: Path):
