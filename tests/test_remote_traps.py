@@ -220,8 +220,8 @@ OFFLINE = """\
 python -m gitswarm.fakeserver --demo --port 8000 &        # the demo's scripted model, offline
 git init --bare --initial-branch=main /tmp/demo.git
 gitswarm solve problems/demo --run file:///tmp/demo.git --workers 0 --model openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1 --budget 20 --no-tui &
-gitswarm worker file:///tmp/demo.git --model openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1 --workers 2 --name box1 --no-tui &
-gitswarm worker file:///tmp/demo.git --model openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1 --workers 2 --name box2 --no-tui
+gitswarm worker file:///tmp/demo.git --model openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1 --workers 2 --name box1 --references problems/demo --no-tui &
+gitswarm worker file:///tmp/demo.git --model openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1 --workers 2 --name box2 --references problems/demo --no-tui
 gitswarm status file:///tmp/demo.git
 """  # noqa: E501  (as the README writes them)
 """The README's offline try of many machines, as it writes it ("Many machines")."""

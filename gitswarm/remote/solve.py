@@ -89,7 +89,8 @@ async def _run(cfg, coordinator: Coordinator, control: Control, url: str, model:
         stop_merger = anyio.Event()
         tg.start_soon(coordinator.merger.run, stop_merger)
         if local_slots:
-            options = WorkerOptions(url, local_worker_folder(cfg.run), LOCAL_NAME, local_slots, model_settings)
+            options = WorkerOptions(url, local_worker_folder(cfg.run), LOCAL_NAME, local_slots, model_settings,
+                                    references=cfg.problems)  # the coordinator holds the set, hidden parts too
             tg.start_soon(run_worker, options, model, None, Control())
         stop = await coordinator.run(control.stop)
         stop_merger.set()
