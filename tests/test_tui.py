@@ -336,3 +336,18 @@ async def test_the_demo_grades_its_solutions_inside_the_dashboard(run: Path, tmp
         await pilot.press("q")
     graded = subprocess.run(["git", "-C", str(copy), "rev-parse", "--verify", "refs/gitswarm/grades"])
     assert graded.returncode == 0  # stored by the grading in the dashboard, not read from before
+
+
+def test_the_demos_critical_review_is_in_the_feed_and_the_graph(run: Path):
+    """The demo's story in the dashboard's own panels: the review's verdict in the feed (from
+    the run's events) and in the problem's contribution graph (from the history)."""
+    from gitswarm.engine.events import read_events
+    from gitswarm.memory.repo import Memory
+    from gitswarm.tui.reader import graph_text
+
+    state = DashState()
+    state.feed = state.feed.__class__(maxlen=None)  # the whole run's feed, not the last screenful
+    state.apply(list(read_events(run)))
+    reviews = [item for item in state.feed if item.kind == "review"]
+    assert any(item.summary.startswith("attempts/") and item.summary.endswith(": critical") for item in reviews)
+    assert "[critical]" in graph_text(Memory(run), "demo-odd-sum")

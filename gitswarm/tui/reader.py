@@ -65,7 +65,8 @@ def graph_text(memory, problem: str) -> str:
     for node in reversed(list(mine.values())):
         inherited = sorted(graph.closure(node.parents[0], citations=False) & mine.keys()) if node.parents else []
         cited = [c[:7] for c in node.cited if c in graph.nodes]
-        lines.append(f"● {node.id[:7]} {node.kind:8} {node.author:5} {node.subject[:60]}")
+        verdict = f" [{node.verdict}]" if node.verdict else ""
+        lines.append(f"● {node.id[:7]} {node.kind:8} {node.author:5} {node.subject[:60]}{verdict}")
         if cited:
             lines.append(f"    ↖ cites     {', '.join(cited)}")
         if inherited:

@@ -235,8 +235,11 @@ def _ended(s: DashState, d: dict, t: float, kind: str) -> None:
             problem.nominated += 1
             problem.nominations = max(problem.nominations, problem.nominated)
             problem.state = "nominated" if problem.state != "selected" else problem.state
-        _feed(s, FeedItem(t, "nomination" if kind == "nominated" else "commit", problem.id, w.id,
-                               str(d.get("note") or d.get("episode") or ""), str(d.get("commit") or "")))
+        said = str(d.get("note") or d.get("episode") or "")
+        what = "nomination" if kind == "nominated" else "review" if d.get("verdict") else "commit"
+        if d.get("verdict"):  # a review says what it reviewed and its verdict
+            said = f"{d.get('reviews') or 'a candidate'}: {d['verdict']}"
+        _feed(s, FeedItem(t, what, problem.id, w.id, said, str(d.get("commit") or "")))
         s.dirty.add("feed")
     s.dirty |= {"workers", "problems", "header"}
 
