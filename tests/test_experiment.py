@@ -290,7 +290,7 @@ def test_the_independent_arm_samples_without_the_memory(tmp_path: Path):
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_each_run_in_the_dashboard_in_turn(tmp_path: Path, anyio_backend: str):
-    from gitswarm.cli.experiment import dashboard, runner_for
+    from gitswarm.cli.experiment import runner_for
     from gitswarm.experiment.spec import load_spec
 
     spec = load_spec(write_spec(tmp_path, "episodes = 4", "single = {workers = 1, verify = 0}", seeds="[0]"),
@@ -299,14 +299,23 @@ async def test_each_run_in_the_dashboard_in_turn(tmp_path: Path, anyio_backend: 
     experiment = runner_for(spec, 1, None)
     experiment.say = said.append
     (plan,) = experiment.prepare()
+    app = await run_in_dashboard(experiment, plan)
+    assert app.error is None and app.result.reason.reason == "budget"
+    assert app.state.header.stopped  # the dashboard saw the run end
+    journal = json.loads((tmp_path / "exp" / "experiment.json").read_text())
+    assert journal["runs"][0]["state"] == "finished" and journal["runs"][0]["episodes"] == 4
+    assert said[-1].startswith("finished single seed 0: budget")
+
+
+async def run_in_dashboard(experiment, plan):
+    """One run of the experiment inside its dashboard under the pilot, as `gitswarm experiment`
+    runs it on a terminal, until the run ends; the app, for what it saw."""
+    from gitswarm.cli.experiment import dashboard
+
     app = dashboard(experiment, plan)
     async with app.run_test(size=(100, 30)) as pilot:
         deadline = time.monotonic() + 60
         while not app.finished:
             assert time.monotonic() < deadline, "the run did not end in the dashboard"
             await pilot.pause(0.1)
-    assert app.error is None and app.result.reason.reason == "budget"
-    assert app.state.header.stopped  # the dashboard saw the run end
-    journal = json.loads((tmp_path / "exp" / "experiment.json").read_text())
-    assert journal["runs"][0]["state"] == "finished" and journal["runs"][0]["episodes"] == 4
-    assert said[-1].startswith("finished single seed 0: budget")
+    return app

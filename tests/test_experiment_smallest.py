@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git
-from test_experiment import THIRD, events, runner, status, write_spec
+from test_experiment import THIRD, events, run_in_dashboard, runner, status, write_spec
 
 from gitswarm.cli.main import app
 from gitswarm.experiment.budget import Budget, equal_spend
@@ -143,7 +143,7 @@ def test_equal_tokens_killed_in_pass_2_and_resumed(tmp_path: Path):
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_the_dashboard_runs_the_equal_spend_runs_as_their_seed_makes_them_ready(tmp_path: Path,
                                                                                      anyio_backend: str):
-    from gitswarm.cli.experiment import dashboard, runner_for
+    from gitswarm.cli.experiment import runner_for
     from gitswarm.experiment.spec import load_spec
 
     spec = load_spec(write_spec(tmp_path, 'episodes = 4\ntokens = "smallest"',
@@ -153,12 +153,7 @@ async def test_the_dashboard_runs_the_equal_spend_runs_as_their_seed_makes_them_
     todo, ran, made = experiment.prepare(), [], []
     while todo:  # as `gitswarm experiment` runs them one dashboard after another
         plan = todo.pop(0)
-        app = dashboard(experiment, plan)
-        async with app.run_test(size=(100, 30)) as pilot:
-            deadline = time.monotonic() + 60
-            while not app.finished:
-                assert time.monotonic() < deadline, "the run did not end in the dashboard"
-                await pilot.pause(0.1)
+        app = await run_in_dashboard(experiment, plan)
         assert app.error is None
         ran.append(plan.name)
         followers = experiment.after(plan)
