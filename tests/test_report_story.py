@@ -57,12 +57,14 @@ def test_every_candidate_has_its_reviews_and_the_revision_answers_the_critical_o
     assert [(r["commit"], r["verdict"]) for r in flawed["reviews"]] == [(critical[0], "critical")]
     for commit, c in told.items():  # every review git has, under the candidate it names
         assert {r["commit"] for r in c["reviews"]} == {s for s, (of, _) in reviews.items() if of == commit}
-    revision = next(c for c in told.values() if c["answers"])
-    assert revision["revises"] == [flawed["path"]] and revision["outcome"] == "selected"
-    assert [(a["commit"], a["verdict"], a["of"]) for a in revision["answers"]] == \
-        [(critical[0], "critical", flawed["path"])]
-    cited = git(run, "log", "-1", "--format=%(trailers:key=Gitswarm-Informed-By,valueonly)", revision["commit"])
-    assert critical[0] in cited and flawed["commit"] in cited
+    revisions = [c for c in told.values() if c["answers"]]  # two workers may revise it at once
+    assert [r["outcome"] for r in revisions].count("selected") == 1, revisions
+    for revision in revisions:
+        assert revision["revises"] == [flawed["path"]]
+        assert [(a["commit"], a["verdict"], a["of"]) for a in revision["answers"]] == \
+            [(critical[0], "critical", flawed["path"])]
+        cited = git(run, "log", "-1", "--format=%(trailers:key=Gitswarm-Informed-By,valueonly)", revision["commit"])
+        assert critical[0] in cited and flawed["commit"] in cited
 
 
 def test_markdown_and_html_show_the_critical_review_and_the_chain(run: Path, tmp_path: Path):
