@@ -307,6 +307,23 @@ def test_llama_cpp_interrupts_no_request_of_a_run_whose_streams_carry_no_usage(p
     assert line(plain.stdout, "tool calling").startswith("ok    tool calling: ping called through the text protocol")
 
 
+def test_a_whole_reply_without_ping_is_the_models_not_an_interruption(portal) -> None:
+    """A small model leaves ping out of one of the two calls at once. Sent unstreamed (the
+    llama-cpp server's streams carry no usage), no reply can have been cut: not `interrupts`."""
+    pairs: list[dict] = []
+
+    def forgetful(body: dict) -> FakeReply:
+        pairs.extend([body] if "numbers from 1 to" in json.dumps(body["messages"]) else [])
+        return FakeReply(content="I would rather count sheep.") if len(pairs) == 1 and pairs[0] is body \
+            else ping(body)
+
+    with fake(portal, forgetful, personality="llama-cpp", interrupt_requests=True) as server:
+        plain = doctor(server, "-m", "openai/qwen2.5-3b", "--tool-protocol", "text")
+    assert [bool(r.get("stream")) for r in server.requests] == [True, False, False]
+    assert line(plain.stdout, "concurrency").startswith("ok    concurrency: two requests at once both completed "
+                                                        "(one without its ping call: the model's answer"), plain.stdout
+
+
 def test_a_server_that_answers_two_at_once_in_parallel_is_ok(portal) -> None:
     with fake(portal, tokens_per_s=60) as server:
         plain = doctor(server, "-m", "openai/qwen2.5-3b", "--tool-protocol", "text")

@@ -77,6 +77,8 @@ class Calls:
     """The probe once more without streaming, when the streamed one brought no tool call."""
     pair: list[Outcome] = field(default_factory=list)
     """The two calls sent at once, as a run's workers would."""
+    pair_streamed: bool = True
+    """The two were streamed (a server can cut a stream for another request, never a whole reply)."""
 
     @property
     def answered(self) -> Probe | None:
@@ -140,7 +142,8 @@ def pair(calls: Calls) -> list[Outcome]:
     from gitswarm.models import LiteLLMModel
 
     learnt = calls.probe.llm
-    llm = LiteLLMModel(replace(learnt.config, stream=learnt.streams(with_tools=True),
+    calls.pair_streamed = learnt.streams(with_tools=True)
+    llm = LiteLLMModel(replace(learnt.config, stream=calls.pair_streamed,
                                max_output_tokens=learnt.output_limit,
                                tool_protocol=learnt.protocol))
     outcomes = [Outcome(), Outcome()]

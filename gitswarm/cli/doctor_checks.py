@@ -236,12 +236,16 @@ def concurrency_check(calls: Calls) -> Check:
     done = [o for o in calls.pair if _complete(o, calls.probe)]
     if len(done) == len(calls.pair):
         return _one_at_a_time(done) or Check("concurrency", "ok", f"two requests at once both completed (in "
-                                             f"{max(o.seconds for o in calls.pair):.1f} s)")
+                                             f"{max(o.seconds for o in calls.pair):.1f} s{_untold(done)})")
     errors = [o.error for o in calls.pair if o.error is not None]
     what = f"a {errors[0].kind} error" if errors else "a reply without its ping call"
     if done and errors and errors[0].kind == "rate_limit":
         return Check("concurrency", "warn", f"one of two requests at once was rate-limited ({what})",
                      "a run retries it; fewer --workers wait less")
+    if not errors and not calls.pair_streamed:  # a whole reply is never cut: the model left ping out
+        missing = "one" if done else "both"
+        return Check("concurrency", "ok", f"two requests at once both completed ({missing} without its ping call: "
+                     "the model's answer, since whole replies are not cut)")
     if done and (not errors or errors[0].kind in CUT_KINDS):
         return Check("concurrency", "FAIL", f"the server interrupts concurrent requests (one of two at once: "
                      f"{what})", INTERRUPTS)
@@ -258,6 +262,15 @@ def _one_at_a_time(pair: list) -> Check | None:
         return None
     return Check("concurrency", "warn", f"the server answers one request at a time (two at once: one took "
                  f"{fast:.1f} s, the other {slow:.1f} s, waiting in its queue)", SERIAL)
+
+
+def _untold(pair: list) -> str:
+    """What the timing cannot tell when the two replies were too unlike in length to compare."""
+    tokens = sorted(o.reply.usage.tokens_out for o in pair)
+    if tokens[1] <= QUEUED * max(tokens[0], 1):
+        return ""
+    return (f"; their replies, {tokens[0]} and {tokens[1]} tokens, are too unlike to tell whether the server "
+            "answers them one at a time")
 
 
 def _complete(outcome, probe: Probe) -> bool:
