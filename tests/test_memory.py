@@ -231,6 +231,20 @@ def test_open_rejects_folders_that_are_not_runs(tmp_path: Path, memory: Memory):
     assert Memory(memory.path).run_id == "test-run"
 
 
+def test_a_creation_cut_short_leaves_nothing_in_the_way(tmp_path: Path, memory: Memory):
+    """A run is made beside its folder and renamed into place: what a SIGKILL in the middle
+    leaves (here, as it would: a half-made repository in `.<name>.creating`) is cleared by the
+    next creation, and the run's folder, absent or empty, is never half-made."""
+    problems = load_set(tmp_path / "set")
+    cut = tmp_path / ".fresh.creating"
+    git(tmp_path, "init", "-q", "--bare", cut.name)
+    (tmp_path / "empty").mkdir()
+    for path in (tmp_path / "fresh", tmp_path / "empty", tmp_path / "deep" / "er" / "run"):
+        made = Memory.create(path, problems)
+        assert made.problems() and fsck_clean(path)
+    assert not cut.exists() and not list(tmp_path.rglob(".*.creating"))
+
+
 def test_pending_branches_are_found_loose_packed_and_deleted(memory: Memory):
     import pygit2
 

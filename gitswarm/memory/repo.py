@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import threading
 import time
@@ -63,11 +64,16 @@ class Memory:
             raise NotARun(f"{path} exists and is not empty (or not a folder); choose another --run folder")
         run_id = run_id or time.strftime("%Y-%m-%dT%H%M") + f"-{problem_set.name}"
         problems = [p for p in problem_set.problems if problem_ids is None or p.id in problem_ids]
-        existed = path.exists()
+        # Made whole beside the folder, then renamed into place: a run killed while it is made
+        # (SIGKILL too) leaves no half-made repository at `path` that would block the retry.
+        part = path.with_name(f".{path.name}.creating")
+        shutil.rmtree(part, ignore_errors=True)  # what a creation cut short left
+        path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            _init_run(path, problem_set, run_id, problems)
-        except BaseException:  # a full disk, Ctrl-C: a half-made run would block the retry
-            _discard(path, existed)
+            _init_run(part, problem_set, run_id, problems)
+            os.rename(part, path)  # onto an absent or empty folder
+        except BaseException:  # a full disk, Ctrl-C
+            shutil.rmtree(part, ignore_errors=True)
             raise
         return cls(path)
 
@@ -236,18 +242,6 @@ def _init_run(path: Path, problem_set: ProblemSet, run_id: str, problems: list[P
     meta_file = {"run.json": json.dumps(meta, indent=2).encode()}
     meta_tree = trees.update(repo, None, trees.blobs(repo, meta_file))
     repo.create_commit(META_REF, sig, sig, "gitswarm: run metadata\n", meta_tree, [])
-
-
-def _discard(path: Path, existed: bool) -> None:
-    """Remove what a failed create wrote (the folder was empty or absent before)."""
-    if not existed:
-        shutil.rmtree(path, ignore_errors=True)
-        return
-    for child in path.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
 
 
 CACHE_BYTES = 32 * 1024 * 1024
