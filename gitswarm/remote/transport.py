@@ -159,7 +159,7 @@ class Remote:
             if u.new is None:
                 if repo.references.get(u.ref) is not None:
                     repo.references.delete(u.ref)
-            else:
+            else:  # force: a mirror of what the remote accepted by its own lease, not a move of ours
                 repo.references.create(u.ref, u.new, force=True)
 
 
