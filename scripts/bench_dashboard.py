@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from gitswarm.engine.events import Event
+from gitswarm.core.events import Event
 from gitswarm.tui.app import Dashboard
 from gitswarm.tui.state import DashState
 

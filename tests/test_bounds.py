@@ -13,9 +13,9 @@ from pathlib import Path
 import anyio
 import pytest
 
+from gitswarm.core.stops import StopReason
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.setaside import Streaks
-from gitswarm.engine.stops import StopReason
 from gitswarm.fakeserver import FakeReply, serve
 from gitswarm.memory.repo import Memory
 

@@ -102,7 +102,7 @@ def test_log_shows_contributions_and_rejects_non_runs(memory: Memory, tmp_path: 
 
 def test_plain_progress_shows_the_budget_as_a_bar(capsys):
     from gitswarm.cli.progress import bar, printer
-    from gitswarm.engine.events import Event
+    from gitswarm.core.events import Event
 
     assert bar(6, 20, width=10) == "[###.......]  6/20"
     show = printer()

@@ -13,11 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
+from gitswarm.core.events import RUN_LOG
+from gitswarm.core.stops import StopReason
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.events import RUN_LOG
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.run import solve
-from gitswarm.engine.stops import StopReason
 from gitswarm.fakeserver import FakeReply, FaultPlan, serve
 from gitswarm.memory.repo import Memory
 from gitswarm.models import LiteLLMModel, ModelConfig

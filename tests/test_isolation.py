@@ -11,10 +11,10 @@ import anyio
 import pytest
 from conftest import git
 
+from gitswarm.core.stops import StopReason
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.majority import tally
 from gitswarm.engine.run import solve
-from gitswarm.engine.stops import StopReason
 from gitswarm.fakeserver import FakeReply, serve
 from gitswarm.models import LiteLLMModel, ModelConfig
 from gitswarm.problems.loader import load_set

@@ -29,9 +29,9 @@ from typer.testing import CliRunner
 
 from gitswarm.cli.common import STOP_EXIT
 from gitswarm.cli.main import app
+from gitswarm.core.stops import StopReason
 from gitswarm.engine.events import read_events
 from gitswarm.engine.ledger import Ledger
-from gitswarm.engine.stops import StopReason
 from gitswarm.memory.repo import Memory
 
 pytestmark = pytest.mark.local_model

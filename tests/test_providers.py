@@ -11,11 +11,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from gitswarm.core.stops import StopReason
 from gitswarm.demo.brain import respond
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.run import solve
-from gitswarm.engine.stops import StopReason
 from gitswarm.fakeserver import serve
 from gitswarm.memory.repo import Memory
 from gitswarm.models import LiteLLMModel, ModelConfig

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from gitswarm.core.stops import CapReached, StopReason
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.run import caps_check
-from gitswarm.engine.stops import CapReached, StopReason
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.remote import publish

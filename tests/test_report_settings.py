@@ -12,7 +12,8 @@ from demo_run import demo_run
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
-from gitswarm.engine.events import EVENT_LOG, EventLog
+from gitswarm.core.events import EVENT_LOG
+from gitswarm.engine.events import EventLog
 
 runner = CliRunner()
 

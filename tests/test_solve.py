@@ -15,7 +15,7 @@ import pytest
 from conftest import fsck_clean, git
 from demo_run import run_set
 
-from gitswarm.engine.stops import Stop, StopReason
+from gitswarm.core.stops import Stop, StopReason
 from gitswarm.fakeserver import FaultPlan
 from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set

@@ -9,7 +9,7 @@ import pytest
 from gitswarm.cli.common import STOP_EXIT, Exit
 from gitswarm.cli.running import run_swarm
 from gitswarm.cli.solve import _config
-from gitswarm.engine.stops import CapReached, Stop, StopReason
+from gitswarm.core.stops import CapReached, Stop, StopReason
 from gitswarm.fakeserver import FakeError, FakeReply
 from gitswarm.problems.loader import load_set
 

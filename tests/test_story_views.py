@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
 from gitswarm.cli.progress import printer
-from gitswarm.engine.events import Event, read_events
+from gitswarm.core.events import Event
+from gitswarm.engine.events import read_events
 from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.read import read_run
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from demo_run import demo_run, run_demo
 
-from gitswarm.engine.events import Event
+from gitswarm.core.events import Event
 from gitswarm.tui.app import Dashboard
 from gitswarm.tui.messages import EventsArrived
 from gitswarm.tui.screens import DetailScreen, GraphScreen, HelpScreen
@@ -115,7 +115,7 @@ async def test_attach_follows_a_run_another_process_writes(tmp_path: Path):
 
 
 async def test_live_engine_stops_gracefully_on_q(tmp_path: Path):
-    from gitswarm.engine.swarm import Control
+    from gitswarm.core.control import Control
     from gitswarm.fakeserver import FaultPlan
 
     control = Control()
@@ -317,7 +317,7 @@ async def test_the_demo_grades_its_solutions_inside_the_dashboard(run: Path, tmp
     from types import SimpleNamespace
 
     from gitswarm.cli.demo import _grade_quietly
-    from gitswarm.engine.stops import Stop, StopReason
+    from gitswarm.core.stops import Stop, StopReason
     from gitswarm.problems.loader import load_set
     from gitswarm.resources import data_dir
 

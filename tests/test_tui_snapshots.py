@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitswarm.engine.events import Event
+from gitswarm.core.events import Event
 from gitswarm.tui.app import Dashboard
 
 pytest.importorskip("pytest_textual_snapshot")

@@ -13,7 +13,7 @@ import pytest
 from conftest import git
 
 from gitswarm.cli.worker import STOP_ENDED, worker_engine
-from gitswarm.engine.swarm import Control
+from gitswarm.core.control import Control
 from gitswarm.remote.daemon import bare
 from gitswarm.remote.worker import WorkerOptions
 from gitswarm.resources import resolve_set

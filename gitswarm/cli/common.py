@@ -13,7 +13,7 @@ from typing import Any, Literal
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from gitswarm.engine.stops import StopReason
+from gitswarm.core.stops import StopReason
 
 try:  # newer typer vendors its own click
     from typer._click import exceptions as clicks

@@ -108,8 +108,8 @@ def runner_for(spec, parallel: int, judge):
 
     from gitswarm.cli.grade import grade_all
     from gitswarm.cli.running import run_engine
+    from gitswarm.core.control import Control
     from gitswarm.demo.solver import Solver
-    from gitswarm.engine.swarm import Control
     from gitswarm.experiment.runner import Runner
     from gitswarm.fakeserver import serve
     from gitswarm.memory.repo import Memory

@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from gitswarm.engine.events import Event
+from gitswarm.core.events import Event
 
 SHOWN = {
     "run_started": ("run {run}: {workers} workers, budget {budget} episodes ({charged} already spent), "

@@ -163,8 +163,8 @@ def _replayer(target, todo, base, solver, judge, say, parallel: int):
     from functools import partial
 
     from gitswarm.cli.running import run_engine
+    from gitswarm.core.control import Control
     from gitswarm.demo.solver import Solver
-    from gitswarm.engine.swarm import Control
     from gitswarm.experiment.replay_draws import Replayer
     from gitswarm.fakeserver import serve
 

@@ -65,7 +65,7 @@ def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui:
     dashboard once the run has ended by itself, so what it stores shows there."""
     from functools import partial
 
-    from gitswarm.engine.swarm import Control
+    from gitswarm.core.control import Control
     from gitswarm.fakeserver import serve
 
     control = Control()

@@ -114,7 +114,7 @@ def _default_name() -> str:
 def _run(options, as_json: bool) -> dict:
     """The worker on a fresh event loop with Ctrl-C handling, one line (or JSON) per event."""
     from gitswarm.cli.progress import printer
-    from gitswarm.engine.swarm import Control
+    from gitswarm.core.control import Control
 
     control, outcome = Control(), {}
 
@@ -136,7 +136,7 @@ def _run_tui(options) -> dict:
     """The worker inside the dashboard, as `solve` runs its engine there: this process's
     episodes live, its folder read as the run it mirrors. Stays open at the end until q,
     unless stdin is not a terminal."""
-    from gitswarm.engine.swarm import Control
+    from gitswarm.core.control import Control
     from gitswarm.tui.app import Dashboard
 
     control = Control()

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from gitswarm.core.stops import CapReached, Stop, StopReason
 from gitswarm.engine import context
 from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.events import EventLog
@@ -23,7 +24,6 @@ from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.references import References
-from gitswarm.engine.stops import CapReached, Stop, StopReason
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.model import Contribution

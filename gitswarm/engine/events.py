@@ -1,8 +1,7 @@
-"""What the engine tells the outside world: small event records, one JSON line each.
-
-The engine writes every event to `<run>/gitswarm-events.jsonl` (append-only, beside the
-git data, so a dashboard in another terminal can follow it) and hands it to the listeners
-given to it (the plain progress printer, the dashboard). Listeners never reach back in.
+"""The event log: the engine writes every event (`gitswarm.core.events.Event`) to
+`<run>/gitswarm-events.jsonl` (append-only, beside the git data, so a dashboard in another
+terminal can follow it) and hands it to the listeners given to it (the plain progress printer,
+the dashboard). Listeners never reach back in.
 """
 
 from __future__ import annotations
@@ -10,30 +9,9 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-EVENT_LOG = "gitswarm-events.jsonl"
-RUN_LOG = "gitswarm.log"
-"""Beside the event log: what a user needs to report a bug (an engine error's traceback)."""
-
-
-@dataclass(frozen=True)
-class Event:
-    """One thing that happened: `kind` names it, `data` carries its fields."""
-
-    kind: str
-    """run_started, episode_started, step, tool, retry, committed, nominated, abstain, failed,
-    set_aside, merged, conflict_resolved, summarised, merger_failed, selected, run_stopped."""
-    data: dict[str, object] = field(default_factory=dict)
-    time: float = field(default_factory=time.time)
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False, default=str)
-
-
-Listener = Callable[[Event], None]
+from gitswarm.core.events import EVENT_LOG, RUN_LOG, Event, Listener
 
 
 class EventLog:

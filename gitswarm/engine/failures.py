@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from gitswarm.engine.stops import Stop, StopReason
+from gitswarm.core.stops import Stop, StopReason
 
 FATAL_KINDS = frozenset({"auth", "permission", "not_found", "bad_request", "quota"})
 """Model failures that every later call would meet too: they stop the run at once."""

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from gitswarm.core.stops import CapReached
 from gitswarm.engine import selection
 from gitswarm.engine.episode import Shared
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
-from gitswarm.engine.stops import CapReached
 from gitswarm.memory.compose import Composed, Conflict, Resolution
 from gitswarm.resources import render
 

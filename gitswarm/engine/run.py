@@ -7,11 +7,14 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from gitswarm.core.control import Control
+from gitswarm.core.events import Listener
+from gitswarm.core.stops import CapReached, Stop, StopReason
 from gitswarm.engine import selection
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
 from gitswarm.engine.episode import Model, Shared
-from gitswarm.engine.events import EventLog, Listener
+from gitswarm.engine.events import EventLog
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
@@ -20,8 +23,7 @@ from gitswarm.engine.references import References
 from gitswarm.engine.rngstate import restore_rng
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.setaside import Streaks
-from gitswarm.engine.stops import CapReached, Stop, StopReason
-from gitswarm.engine.swarm import Control, Scheduler
+from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import ProblemSet

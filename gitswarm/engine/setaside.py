@@ -11,9 +11,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.failures import Failure
 from gitswarm.engine.ledger import CHARGED, EpisodeRecord
-from gitswarm.engine.stops import Stop, StopReason
 
 UNCHARGED = ("abstain", "failed")
 """Outcomes that make no progress. A `stopped` episode (cut short by a cap or a crash) says

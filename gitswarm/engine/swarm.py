@@ -10,26 +10,19 @@ from typing import Protocol
 
 import anyio
 
+from gitswarm.core.control import Control
+from gitswarm.core.events import RUN_LOG
+from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import picking
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import Shared, run_episode
-from gitswarm.engine.events import RUN_LOG
 from gitswarm.engine.failures import Breakers
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.rngstate import json_state
 from gitswarm.engine.setaside import Streaks
-from gitswarm.engine.stops import Stop, StopReason
 from gitswarm.problems.model import ProblemSet
-
-
-@dataclass
-class Control:
-    """How the outside (CLI, dashboard) steers a run: a graceful stop and a pause."""
-
-    stop: anyio.Event = field(default_factory=anyio.Event)
-    paused: bool = False
 
 
 class EpisodeSource(Protocol):

@@ -8,8 +8,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gitswarm.core.stops import StopReason
 from gitswarm.engine.events import read_events
-from gitswarm.engine.stops import StopReason
 
 PENDING, INTERRUPTED, FINISHED = "pending", "interrupted", "finished"
 """A run's states: no repository yet; started but cut (by Ctrl-C or a kill), resumed by the

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import anyio
 import pygit2
 
+from gitswarm.core.stops import StopReason
 from gitswarm.engine.index import candidate_path
-from gitswarm.engine.stops import StopReason
 from gitswarm.experiment.figures import FINISHED, SOLVED, run_status
 from gitswarm.experiment.replay import Target
 from gitswarm.experiment.replay_arms import Draw, prepare
@@ -23,8 +23,8 @@ from gitswarm.experiment.runner import BROKEN
 from gitswarm.memory import trees
 
 if TYPE_CHECKING:
+    from gitswarm.core.control import Control
     from gitswarm.engine.run import RunResult
-    from gitswarm.engine.swarm import Control
     from gitswarm.memory.repo import Memory
     from gitswarm.problems.model import Problem
 

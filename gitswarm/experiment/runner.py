@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from gitswarm.engine.stops import StopReason
+from gitswarm.core.stops import StopReason
 from gitswarm.experiment.budget import EqualSpend, equal_spend
 from gitswarm.experiment.figures import BROKEN, INTERRUPTED, PENDING, RunStatus, read_figures, run_status
 from gitswarm.experiment.spec import RunPlan, Spec, SpecError
@@ -24,9 +24,9 @@ from gitswarm.experiment.spec import RunPlan, Spec, SpecError
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from gitswarm.engine.events import Listener
+    from gitswarm.core.control import Control
+    from gitswarm.core.events import Listener
     from gitswarm.engine.run import RunResult
-    from gitswarm.engine.swarm import Control
 
 JOURNAL = "experiment.json"
 

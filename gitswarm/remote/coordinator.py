@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.to_thread
 
+from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import selection
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.setaside import Streaks
-from gitswarm.engine.stops import Stop, StopReason
 from gitswarm.memory.repo import META_REF, NOTES_REF
 from gitswarm.remote import intake, layout, publish
 from gitswarm.remote.claims import Claim, Claims

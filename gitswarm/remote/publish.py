@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 import pygit2
 
 from gitswarm import __version__
+from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.setaside import Streaks
-from gitswarm.engine.stops import Stop, StopReason
 from gitswarm.memory import refnames, trees
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.read import in_history

@@ -14,14 +14,15 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
+from gitswarm.core.control import Control
+from gitswarm.core.events import Listener
 from gitswarm.engine.episode import Model, Shared
-from gitswarm.engine.events import EventLog, Listener
+from gitswarm.engine.events import EventLog
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.run import RunResult, caps_check, load_state, open_run
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.setaside import Streaks
-from gitswarm.engine.swarm import Control
 from gitswarm.problems.model import ProblemSet
 from gitswarm.remote import owner, publish
 from gitswarm.remote.claims import Claims

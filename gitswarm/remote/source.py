@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.to_thread
 
+from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import picking, selection
 from gitswarm.engine.ledger import EpisodeRecord
-from gitswarm.engine.stops import Stop, StopReason
 from gitswarm.memory import books
 from gitswarm.memory.repo import META_REF, NOTES_REF, TRANSCRIPTS, Memory
 from gitswarm.remote import layout, publish

@@ -22,10 +22,13 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
+from gitswarm.core.control import Control
+from gitswarm.core.events import Listener
+from gitswarm.core.stops import Stop
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
 from gitswarm.engine.episode import Model, Shared
-from gitswarm.engine.events import EventLog, Listener
+from gitswarm.engine.events import EventLog
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
@@ -33,8 +36,7 @@ from gitswarm.engine.references import References, built_from
 from gitswarm.engine.rngstate import restore_rng
 from gitswarm.engine.run import caps_check
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
-from gitswarm.engine.stops import Stop
-from gitswarm.engine.swarm import Control, Scheduler
+from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import Kind, ProblemSet

@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gitswarm.engine.events import EVENT_LOG
+from gitswarm.core.events import EVENT_LOG
 from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.read import rule_of, scheduler_record
 

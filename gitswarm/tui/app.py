@@ -17,8 +17,8 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Footer
 from textual.worker import get_current_worker
 
-from gitswarm.engine.events import Event, Listener
-from gitswarm.engine.swarm import Control
+from gitswarm.core.control import Control
+from gitswarm.core.events import Event, Listener
 from gitswarm.memory.model import CommitInfo
 from gitswarm.tui import reader
 from gitswarm.tui.feed import Feed

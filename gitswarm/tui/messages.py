@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from gitswarm.engine.events import Event
+from gitswarm.core.events import Event
 from gitswarm.memory.model import CommitInfo
 from gitswarm.readmodel.model import RunState
 

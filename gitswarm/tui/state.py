@@ -10,7 +10,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from gitswarm.engine.events import Event
+from gitswarm.core.events import Event
 from gitswarm.readmodel.model import STATES, Counts, RunState
 
 FEED_SIZE = 200

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gitswarm.engine.events import EVENT_LOG, Event
+from gitswarm.core.events import EVENT_LOG, Event
 
 
 class LogTail:
