@@ -96,6 +96,11 @@ def ancestry(graph: CreditGraph, decay: float = DECAY) -> dict[str, float]:
     return credit
 
 
+def in_ancestry(graph: CreditGraph) -> set[str]:
+    """The selected solution's ancestry: its citation closure, itself included (empty without one)."""
+    return _closure(graph, graph.solution) if graph.solution is not None else set()
+
+
 def ancestry_reviews(graph: CreditGraph) -> dict[str, float]:
     """`ancestry`, plus the credit of critical reviews that blocked a candidate graded low."""
     credit = ancestry(graph)

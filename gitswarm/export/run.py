@@ -1,0 +1,87 @@
+"""`export`: a run's episodes as JSONL records, filtered, in the chosen layout."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.export.credit import step_rewards
+from gitswarm.export.labels import OUTCOMES, Links, RunFacts, labels, read_facts
+from gitswarm.export.records import Dialogue, chat_record, of_conversation, of_transcript, step_records
+from gitswarm.memory.repo import Memory
+
+Format = Literal["chat", "steps"]
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which episodes to export; None (or False) keeps every one."""
+
+    problem: str | None = None
+    outcome: str | None = None
+    """An outcome (contributed, nominated, abstained, failed, stopped, running), or a failure
+    class as failed:model, failed:provider, failed:engine."""
+    min_grade: float | None = None
+    """The problem's grade as a fraction of its maximum, at least this (an ungraded problem fails it)."""
+    ancestry_only: bool = False
+
+    def check(self, facts: RunFacts) -> None:
+        """Refuse values that can match nothing, naming those that can."""
+        if self.problem is not None and self.problem not in facts.problems:
+            raise ValueError(f"no problem {self.problem!r} in this run; its problems: {', '.join(facts.problems)}")
+        known = [*OUTCOMES.values(), "failed:model", "failed:provider", "failed:engine"]
+        if self.outcome is not None and self.outcome not in known:
+            raise ValueError(f"no outcome {self.outcome!r}; choose one of {', '.join(known)}")
+
+    def keep(self, label: dict) -> bool:
+        outcome = label["outcome"] if not label["failure"] else f"{label['outcome']}:{label['failure']}"
+        grade = (label["grade"] or {}).get("fraction")
+        return ((self.problem is None or label["problem"] == self.problem)
+                and (self.outcome is None or self.outcome in (label["outcome"], outcome))
+                and (self.min_grade is None or (grade is not None and grade >= self.min_grade))
+                and (not self.ancestry_only or label["in_ancestry"]))
+
+
+def export(memory: Memory, layout: Format = "chat", credit: str = "ancestry",
+           filters: Filters = Filters()) -> Iterator[dict]:
+    """The run's episodes, oldest first, as chat records (one per episode) or steps records
+    (one per model call)."""
+    facts = read_facts(memory, credit)
+    filters.check(facts)
+    links = Links.of(facts.graph)
+    read = _reader(memory)
+    for record in facts.records:
+        label = labels(facts, links, record)
+        if not filters.keep(label):
+            continue
+        dialogue = read(record, label["kind"])
+        if label["model"] is None and dialogue.model:
+            label["model"] = dialogue.model
+        if layout == "chat":
+            yield chat_record(dialogue, label)
+        else:
+            yield from step_records(dialogue, label, step_rewards(label["credit"], len(dialogue.steps)))
+
+
+def _reader(memory: Memory):
+    """How to read an episode's conversation: its lossless record where the run has one, else
+    its readable transcript."""
+    from gitswarm.engine.tools import tool_schemas
+
+    try:
+        from gitswarm.engine.conversation import read_conversation
+    except ImportError:  # a gitswarm without the lossless record
+        read_conversation = None
+
+    def read(record: EpisodeRecord, kind: str | None) -> Dialogue:
+        found = read_conversation(memory.repo, record.episode) if read_conversation else None
+        if found is not None:
+            return of_conversation(found)
+        text = memory.transcript(record.commit) if record.commit else None
+        if text is None and record.transcript:
+            text = memory.book_text(record.transcript)
+        return of_transcript(text, tool_schemas(kind if kind and kind != "?" else None))
+
+    return read
