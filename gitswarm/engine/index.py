@@ -1,8 +1,9 @@
 """What the engine knows of the memory without re-reading history: which commit wrote each
 item, how often each commit was cited, the nominations and the reviews of each problem.
 
-Built once from main's history (the commit messages' trailers only, no diffs) and then
-extended with each merge's new commits, so prompts and the scheduler never walk history.
+Built once from main's history (each commit's record, `commitmeta.decode`, and the files it
+changed, `commitmeta.changes`) and then extended with each merge's new commits, so prompts and
+the scheduler never walk history.
 """
 
 from __future__ import annotations
@@ -14,18 +15,19 @@ from dataclasses import dataclass, field
 import pygit2
 from pygit2.enums import SortMode
 
+from gitswarm.memory import commitmeta
+from gitswarm.memory.commitmeta import Kind, Verdict
 from gitswarm.memory.model import KIND_FOLDERS
-from gitswarm.memory.trailers import parse, split_ids
 
 ITEM_FOLDERS = tuple(KIND_FOLDERS.values())
-VERDICTS = ("pass", "gaps", "critical")
+VERDICTS = tuple(Verdict)
 """A review's verdict: no issue, justification gaps only, or a critical error."""
 CANDIDATE_FOLDERS = ("attempts/", "code/")
 
 
 @dataclass(frozen=True)
 class Review:
-    """One review of a candidate, from the review commit's trailers."""
+    """One review of a candidate, from the review commit's record."""
 
     commit: str
     worker: str
@@ -60,7 +62,7 @@ class MemoryIndex:
     files_of: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     """Commit -> (problem, files it wrote)."""
     authors: dict[str, str] = field(default_factory=dict)
-    """Commit -> the worker that wrote it (`Gitswarm-Worker`)."""
+    """Commit -> the worker that wrote it (its record's `worker`)."""
     answered: set[str] = field(default_factory=set)
     """Commits an attempt or a program cites: a critical review cited so has been answered."""
     seen_tip: str | None = None
@@ -76,7 +78,7 @@ class MemoryIndex:
         for commit in new:
             key = str(commit.id)
             self.taken.add(key)
-            self._add(key, parse(commit.message))
+            self._add(repo, commit)
         self.seen_tip = tip
 
     def _after_taken(self, repo: pygit2.Repository, tip: str) -> list[pygit2.Commit]:
@@ -103,31 +105,32 @@ class MemoryIndex:
                 stack.append((repo[parents[i]], 0))
         return found
 
-    def _add(self, commit: str, trailers: dict[str, str]) -> None:
-        problem, kind = trailers.get("Problem"), trailers.get("Kind")
-        if not problem or not kind or kind == "merge":
+    def _add(self, repo: pygit2.Repository, commit: pygit2.Commit) -> None:
+        meta = commitmeta.decode(commit.message)
+        problem, kind = getattr(meta, "problem", ""), getattr(meta, "kind", "")
+        if not problem or not kind or kind == Kind.MERGE:
             return
-        index = self.problems[problem]
+        key, index = str(commit.id), self.problems[problem]
         index.kinds[kind] += 1
-        files = [f for f in split_ids(trailers.get("Files", "")) if f]
-        self.files_of[commit] = (problem, files)
-        self.authors[commit] = trailers.get("Worker", "")
-        for path in files:
+        changed = commitmeta.changes(repo, commit, problem)
+        self.files_of[key] = (problem, list(changed.written))
+        worker = getattr(meta, "worker", "")
+        self.authors[key] = worker
+        for path in changed.written:
             if path.split("/")[0] in ITEM_FOLDERS:
                 index.items.pop(path, None)  # a rewritten item moves to the end: newest last
-                index.items[path] = commit
-        for path in split_ids(trailers.get("Deleted", "")):
+                index.items[path] = key
+        for path in changed.deleted:
             index.items.pop(path, None)
-        for cited in split_ids(trailers.get("Informed-By", "")):
-            self.cited[cited] += 1
-        if kind == "nomination" and trailers.get("Candidate"):
-            index.nominations[trailers["Candidate"]] += 1
-            index.nominators.add(trailers.get("Worker", ""))
-        if kind in ("attempt", "code"):
-            self.answered.update(split_ids(trailers.get("Informed-By", "")))
-        if kind == "review" and trailers.get("Reviews") and trailers.get("Verdict") in VERDICTS:
-            self._review(index, Review(commit, trailers.get("Worker", ""), trailers.get("Episode", ""),
-                                       trailers["Verdict"]), trailers["Reviews"])
+        cited = getattr(meta, "informed_by", ())
+        self.cited.update(cited)
+        if isinstance(meta, commitmeta.Nomination) and meta.candidate:
+            index.nominations[meta.candidate] += 1
+            index.nominators.add(worker)
+        if kind in (Kind.ATTEMPT, Kind.CODE):
+            self.answered.update(cited)
+        if isinstance(meta, commitmeta.Review) and meta.reviews and isinstance(meta.verdict, Verdict):
+            self._review(index, Review(key, worker, meta.episode, meta.verdict), meta.reviews)
 
     @staticmethod
     def _review(index: ProblemIndex, review: Review, candidate: str) -> None:

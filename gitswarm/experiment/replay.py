@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pygit2
 
+from gitswarm.errors import BadInput
 from gitswarm.memory import trees
+from gitswarm.memory.commitmeta import git_key
 from gitswarm.memory.paths import WRITABLE_TOP
 from gitswarm.memory.read import in_history, info
 from gitswarm.memory.repo import Memory
@@ -29,7 +31,7 @@ RECORD = "replay.json"
 """The replay's folder's record of what it replays and with which settings."""
 
 
-class ReplayError(ValueError):
+class ReplayError(BadInput):
     """Input a replay cannot start from: one paragraph naming the cause and the fix (exit 2)."""
 
 
@@ -48,7 +50,7 @@ class Target:
     start: str
     """C's first parent: the memory state C's episode started from."""
     cited: tuple[str, ...]
-    """The commits C's `Gitswarm-Informed-By` names."""
+    """The commits C cites (its record's `informed_by`)."""
     removed: tuple[str, ...]
     """The files of the cited commits present in the start state, relative to `problems/<P>/`:
     what the without-memory arm deletes."""
@@ -73,14 +75,14 @@ def check(run: Path, problem: str, candidate: str, set_path: Path | None = None)
     if found.problem != problem:
         what = f"a commit of problem {found.problem}" if found.problem else "not a contribution of any problem"
         raise ReplayError(f"{candidate} ({short}) is {what}, not of {problem}: give an attempt commit of "
-                          f"{problem} (git -C {run} log --grep='Gitswarm-Problem: {problem}' main)")
+                          f"{problem} (git -C {run} log --grep='{git_key('problem')}: {problem}' main)")
     if found.kind not in CANDIDATE_KINDS:
         raise ReplayError(f"{candidate} ({short}) is a {found.kind or 'commit without a kind'}, not an attempt: a "
                           "replay asks whether the memory an attempt (or code) built on caused its result; give an "
-                          f"attempt commit (git -C {run} log --grep='Gitswarm-Kind: attempt' main)")
+                          f"attempt commit (git -C {run} log --grep='{git_key('kind')}: attempt' main)")
     if not found.informed_by:
         raise ReplayError(f"{candidate} ({short}) cites nothing: there is no inherited memory to remove (its "
-                          "Gitswarm-Informed-By trailer is empty); give an attempt that cites earlier work")
+                          f"{git_key('informed_by')} trailer is empty); give an attempt that cites earlier work")
     start = str(commit.parent_ids[0])
     removed = _cited_files(memory.repo, problem, start, found.informed_by)
     if not removed:

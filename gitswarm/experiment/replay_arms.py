@@ -5,7 +5,7 @@ that fetches only the original's `main` and `refs/gitswarm/meta` (git reads the 
 writes nothing there), so none of its bookkeeping refs (ledger, grades, transcripts and notes,
 ops, swarm/ branches) comes along and budget, numbering and selection start fresh. `main` is
 then set to the start commit, or for the without-memory arm to one commit on top of it that
-deletes the cited files, with a `Gitswarm-Deleted` trailer so the engine's index drops those
+deletes the cited files (a `commitmeta.Removal` record), so the engine's index drops those
 items. Each draw is its own run because the engine starts a run's later episodes from the
 memory its earlier ones made: K runs of one episode are K fresh draws from the same state.
 """
@@ -20,16 +20,15 @@ from pathlib import Path
 import pygit2
 
 from gitswarm.experiment.replay import ReplayError, Target
-from gitswarm.memory import trees
+from gitswarm.memory import commitmeta, trees
 from gitswarm.memory.repo import META_REF
-from gitswarm.memory.trailers import Message
 from gitswarm.memory.write import COMMITTER
 
 WITH, WITHOUT = "with-memory", "without-memory"
 ARMS = (WITH, WITHOUT)
 MAIN = "refs/heads/main"
-REMOVAL_KIND = "replay"
-"""The `Gitswarm-Kind` of the commit that removes the cited memory."""
+REMOVAL_KIND = commitmeta.Kind.REPLAY
+"""The kind of the commit that removes the cited memory."""
 
 
 @dataclass(frozen=True)
@@ -98,9 +97,9 @@ def removal_commit(repo: pygit2.Repository, target: Target) -> str:
     body = (f"A replay of {short} asks whether the memory it cited caused its result. This arm starts from "
             f"its start state {target.start[:10]} without the files of the commits it cites "
             f"({', '.join(c[:10] for c in target.cited)}), so its episodes cannot read them.")
-    message = Message(f"replay({target.problem.id}): remove the memory {short} cited", body,
-                      {"Run": target.run_id, "Problem": target.problem.id, "Kind": REMOVAL_KIND,
-                       "Replays": target.candidate, "Deleted": ", ".join(target.removed)}).render()
+    record = commitmeta.Removal(run=target.run_id, problem=target.problem.id, replays=target.candidate,
+                                deleted=tuple(target.removed))
+    message = commitmeta.encode(record, f"replay({target.problem.id}): remove the memory {short} cited", body)
     sig = pygit2.Signature(*COMMITTER, start.commit_time, 0)
     return str(repo.create_commit(None, sig, sig, message, tree, [start.id]))
 

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 import pygit2
 from pygit2.enums import FileMode
 
-from gitswarm.memory import refnames, trees
+from gitswarm.memory import commitmeta, refnames, trees
 from gitswarm.memory.errors import Contention
-from gitswarm.memory.trailers import Message
 from gitswarm.memory.write import committer
 
 MAIN = "refs/heads/main"
@@ -202,15 +201,13 @@ def _hex(entry) -> str | None:
 
 
 def _message(run_id: str, repo, parents: list[pygit2.Oid], episodes: list[str]) -> str:
-    problems = sorted({repo[p].message_trailers.get("Gitswarm-Problem", "") for p in parents[1:]} - {""})
+    metas = [commitmeta.decode(repo[p].message) for p in parents[1:]]
+    problems = sorted({getattr(m, "problem", "") for m in metas} - {""})
     digest = hashlib.sha1(b"".join(p.raw for p in parents)).hexdigest()[:16]
-    return Message(
-        subject=f"merge: compose {len(episodes)} contribution(s) ({', '.join(problems) or 'no problem'})",
-        body="\n".join(f"- {e}: {repo[p].message.splitlines()[0]}"
-                       for e, p in zip(episodes, parents[1:], strict=True)),
-        trailers={"Run": run_id, "Op": f"merge-{digest}", "Kind": "merge",
-                  "Merged": ", ".join(episodes)},
-    ).render()
+    return commitmeta.encode(
+        commitmeta.Merge(run=run_id, op=f"merge-{digest}", merged=tuple(episodes)),
+        f"merge: compose {len(episodes)} contribution(s) ({', '.join(problems) or 'no problem'})",
+        "\n".join(f"- {e}: {repo[p].message.splitlines()[0]}" for e, p in zip(episodes, parents[1:], strict=True)))
 
 
 def _advance(repo, expected: pygit2.Oid, commit: pygit2.Oid | None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gitswarm.memory.trailers import split_ids
+from gitswarm.memory.commitmeta import Record
 from gitswarm.usage import Usage
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
@@ -42,10 +42,11 @@ class Contribution:
     usage: Usage = field(default_factory=Usage)
     self_assessment: str = ""
     trailers: dict[str, str] = field(default_factory=dict)
-    """More `Gitswarm-*` trailers, e.g. `Candidate` on a nomination."""
+    """The kind's own fields of its commit record (`commitmeta.Nomination.candidate`,
+    `commitmeta.Review.reviews` and `verdict`), by trailer key."""
     deleted: tuple[str, ...] = ()
     """Paths relative to `problems/<problem>/` the contribution removes (a file a code
-    worker's shell command deleted); named by the `Gitswarm-Deleted` trailer."""
+    worker's shell command deleted)."""
 
     def file_bytes(self) -> dict[str, bytes]:
         return {p: d.encode() if isinstance(d, str) else d for p, d in self.files.items()}
@@ -80,15 +81,18 @@ class CommitInfo:
     time: int
     parents: tuple[str, ...]
     trailers: dict[str, str]
+    """Its trailers as text (`trailers.parse`), for display; readers use `meta`."""
+    meta: Record | None = None
+    """Its record (`commitmeta.decode`); None for a commit without gitswarm trailers."""
 
     @property
     def problem(self) -> str:
-        return self.trailers.get("Problem", "")
+        return getattr(self.meta, "problem", "")
 
     @property
     def kind(self) -> str:
-        return self.trailers.get("Kind", "")
+        return str(getattr(self.meta, "kind", ""))
 
     @property
     def informed_by(self) -> list[str]:
-        return split_ids(self.trailers.get("Informed-By", ""))
+        return list(getattr(self.meta, "informed_by", ()))

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 import pygit2
 from pygit2.enums import FileMode, SortMode
 
+from gitswarm.memory import commitmeta, trailers
 from gitswarm.memory.model import KIND_FOLDERS, CommitInfo, Item
-from gitswarm.memory.trailers import parse
 
 
 def in_history(repo: pygit2.Repository, tip: str | pygit2.Oid | None, commit: str | pygit2.Oid | None) -> bool:
@@ -58,13 +58,12 @@ def file(repo: pygit2.Repository, path: str, at: str) -> bytes | None:
 
 
 def info(commit: pygit2.Commit) -> CommitInfo:
-    subject, _, body = commit.message.partition("\n")
-    trailers = parse(commit.message)
-    if trailers:
-        body = body.split("\nGitswarm-", 1)[0]
+    """A commit as readers see it: subject, body and its record (`commitmeta.decode`)."""
+    subject, body = trailers.body(commit.message)
     return CommitInfo(
-        id=str(commit.id), subject=subject, body=body.strip(), author=commit.author.name,
-        time=commit.commit_time, parents=tuple(str(p) for p in commit.parent_ids), trailers=trailers,
+        id=str(commit.id), subject=subject, body=body, author=commit.author.name,
+        time=commit.commit_time, parents=tuple(str(p) for p in commit.parent_ids),
+        trailers=trailers.parse(commit.message), meta=commitmeta.decode(commit.message),
     )
 
 

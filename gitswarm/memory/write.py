@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pygit2
 
-from gitswarm.memory import trees
+from gitswarm.memory import commitmeta, trees
 from gitswarm.memory.errors import Contention, PathRejected
 from gitswarm.memory.model import Contribution, Written, check_name
 from gitswarm.memory.paths import WriteLimits, check_files, check_path
-from gitswarm.memory.trailers import Message
 
 COMMITTER = ("gitswarm", "gitswarm@gitswarm.local")
 
@@ -34,20 +34,14 @@ def find_op(repo: pygit2.Repository, op: str) -> str | None:
 
 
 def message(run_id: str, c: Contribution) -> str:
+    """The commit message of contribution `c` (`commitmeta.encode` of its record)."""
     usage = c.usage
     cost = "unknown" if usage.cost_usd is None else f"{usage.cost_usd:.4f}"
-    return Message(
-        subject=f"{c.kind}({c.problem}): {c.title}",
-        body=c.summary,
-        trailers={
-            "Run": run_id, "Episode": c.episode, "Op": c.op, "Worker": c.worker,
-            "Problem": c.problem, "Kind": c.kind, "Informed-By": ", ".join(c.informed_by),
-            "Model": c.model, "Tokens": usage.trailer(),
-            "Cost-USD": cost, "Self-Assessment": c.self_assessment,
-            "Files": ", ".join(sorted(c.files)),
-            **({"Deleted": ", ".join(sorted(c.deleted))} if c.deleted else {}), **c.trailers,
-        },
-    ).render()
+    record = replace(commitmeta.from_trailers({**c.trailers, "Kind": c.kind}),
+                     run=run_id, episode=c.episode, op=c.op, worker=c.worker, problem=c.problem,
+                     informed_by=tuple(c.informed_by), model=c.model, tokens=usage.trailer(), cost_usd=cost,
+                     self_assessment=c.self_assessment, files=tuple(sorted(c.files)), deleted=tuple(sorted(c.deleted)))
+    return commitmeta.encode(record, f"{c.kind}({c.problem}): {c.title}", c.summary)
 
 
 def validate(repo: pygit2.Repository, c: Contribution, limits: WriteLimits) -> dict[str, bytes]:

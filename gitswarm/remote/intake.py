@@ -6,13 +6,14 @@ holding is never taken), and only if the commit passes the checks the local memo
 before it writes a contribution (`memory.write.validate`: names, path rules, sizes, that the
 problem exists, that cited commits exist), plus what a pushed commit could forge: one parent
 on main, changes only inside its problem folder (deletions too, as a code worker's shell
-makes them: under `code/` only, each named by the `Deleted` trailer), and trailers that agree with the claim and
-with the change (run, episode, op, worker, problem, kind, files, and the kind-specific
-`Candidate`, `Reviews`, `Verdict`). A commit that passes is adopted as it is (same id, so
-its transcript note and the worker's history stay valid): its branch and op ref are set in
-one ref transaction, and the merger composes it as any local branch.
+makes them: under `code/` only), and a record (`commitmeta.decode`) that agrees with the claim and
+with the change (run, episode, op, worker, problem, kind, the files it declares, and the kind's
+own fields: a nomination's candidate, a review's candidate and verdict). A commit that passes
+is adopted as it is (same id, so its transcript note and the worker's history stay valid):
+its branch and op ref are set in one ref transaction, and the merger composes it as any local
+branch.
 
-What the trailers name is checked by `named.check_named`: cited commits, a nomination's
+What the record names is checked by `named.check_named`: cited commits, a nomination's
 candidate and a review's are commits of main (the candidates of its own problem), and the
 files agree with the kind.
 """
@@ -24,18 +25,17 @@ from dataclasses import dataclass
 
 import pygit2
 
-from gitswarm.engine.index import VERDICTS
 from gitswarm.engine.ledger import EpisodeRecord
-from gitswarm.memory import books, write
+from gitswarm.memory import books, commitmeta, write
+from gitswarm.memory.commitmeta import Verdict
 from gitswarm.memory.errors import PathRejected
-from gitswarm.memory.model import KIND_FOLDERS, Contribution
+from gitswarm.memory.model import Contribution
 from gitswarm.memory.paths import WriteLimits
-from gitswarm.memory.trailers import parse, split_ids
 from gitswarm.remote import layout
 from gitswarm.remote.claims import Claim
 from gitswarm.remote.named import check_named, on_main
 
-KINDS = (*KIND_FOLDERS, "nomination", "summary")
+KINDS = commitmeta.CONTRIBUTION_KINDS
 
 
 class Refused(Exception):
@@ -77,8 +77,8 @@ def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
         return Refused(claim.episode, claim.worker, reason)
 
     commit = repo[item.commit].peel(pygit2.Commit)
-    trailers = parse(commit.message)
-    op = trailers.get("Op", "")
+    meta = commitmeta.decode(commit.message)
+    op = getattr(meta, "op", "")
     if op not in (f"{claim.episode}-final", f"{claim.episode}-incomplete"):
         raise refuse(f"its Op trailer {op!r} is not this episode's")
     if len(commit.parents) != 1:
@@ -87,27 +87,33 @@ def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
     if not on_main(repo, main, str(parent.id), known):
         raise refuse("its parent is not a commit of main")
     files, deleted = _changes(repo, parent.tree, commit.tree, claim.problem, refuse)
-    expect = {"Run": run_id, "Episode": claim.episode, "Problem": claim.problem}
-    for key, value in expect.items():
-        if trailers.get(key) != value:
-            raise refuse(f"its {key} trailer {trailers.get(key)!r} should be {value!r}")
-    if not owns(claim.worker, trailers.get("Worker", "")):
-        raise refuse(f"its Worker trailer {trailers.get('Worker')!r} is not one of {claim.worker}'s")
-    if sorted(split_ids(trailers.get("Files", ""))) != sorted(files):
-        raise refuse("its Files trailer does not list the files it changes")
-    if sorted(split_ids(trailers.get("Deleted", ""))) != sorted(deleted):
-        raise refuse("its Deleted trailer does not list the files it deletes")
-    _kind_trailers(trailers, refuse)
-    check_named(repo, main, claim.problem, claim.episode, trailers, files, refuse, known)
-    contribution = Contribution(problem=claim.problem, episode=claim.episode, worker=trailers["Worker"],
-                                kind=trailers.get("Kind", ""), title="", files=files, parent=str(parent.id),
-                                op=op, informed_by=tuple(split_ids(trailers.get("Informed-By", ""))),
-                                deleted=tuple(deleted))
+    if not isinstance(meta, commitmeta.Contribution):
+        raise refuse(f"kind {getattr(meta, 'kind', '')!r} is not one of a contribution's ({', '.join(sorted(KINDS))})")
+    _fields(meta, run_id, claim, files, deleted, refuse)
+    check_named(repo, main, claim.problem, claim.episode, meta, files, refuse, known)
+    contribution = Contribution(problem=claim.problem, episode=claim.episode, worker=meta.worker, kind=meta.kind,
+                                title="", files=files, parent=str(parent.id), op=op,
+                                informed_by=meta.informed_by, deleted=tuple(deleted))
     try:
         write.validate(repo, contribution, limits or WriteLimits())
     except (PathRejected, ValueError) as exc:
         raise refuse(str(exc)) from None
     return op
+
+
+def _fields(meta: commitmeta.Contribution, run_id: str, claim: Claim, files: dict[str, bytes],
+            deleted: list[str], refuse) -> None:
+    """The record agrees with the claim and with the change, and has its kind's fields only."""
+    for name, value in {"run": run_id, "episode": claim.episode, "problem": claim.problem}.items():
+        if getattr(meta, name) != value:
+            raise refuse(f"its {name.title()} trailer {getattr(meta, name)!r} should be {value!r}")
+    if not owns(claim.worker, meta.worker):
+        raise refuse(f"its Worker trailer {meta.worker!r} is not one of {claim.worker}'s")
+    if sorted(meta.files) != sorted(files):
+        raise refuse("its Files trailer does not list the files it changes")
+    if sorted(meta.deleted) != sorted(deleted):
+        raise refuse("its Deleted trailer does not list the files it deletes")
+    _kind_fields(meta, refuse)
 
 
 def _changes(repo, before: pygit2.Tree, after: pygit2.Tree, problem: str,
@@ -134,17 +140,19 @@ def _changes(repo, before: pygit2.Tree, after: pygit2.Tree, problem: str,
     return files, deleted
 
 
-def _kind_trailers(trailers: dict[str, str], refuse) -> None:
-    kind = trailers.get("Kind", "")
-    if kind not in KINDS:
-        raise refuse(f"unknown kind {kind!r}")
-    if (kind == "nomination") != bool(trailers.get("Candidate")):
-        raise refuse("a Candidate trailer belongs on a nomination, and only there")
-    if (kind == "review") != bool(trailers.get("Reviews") or trailers.get("Verdict")):
-        raise refuse("Reviews and Verdict trailers belong on a review, and only there")
-    if kind == "review" and trailers.get("Verdict") not in VERDICTS:
-        raise refuse(f"verdict {trailers.get('Verdict')!r} is not one of {', '.join(VERDICTS)}")
-    if kind == "review" and trailers.get("Reviews") not in split_ids(trailers.get("Informed-By", "")):
+def _kind_fields(meta: commitmeta.Contribution, refuse) -> None:
+    if meta.kind not in KINDS:
+        raise refuse(f"unknown kind {meta.kind!r}")
+    if commitmeta.stray(meta):
+        raise refuse(f"a {meta.kind} carries {', '.join(commitmeta.stray(meta))}, which belong to another kind "
+                     "(a candidate on a nomination, a reviewed commit and a verdict on a review)")
+    if isinstance(meta, commitmeta.Nomination) and not meta.candidate:
+        raise refuse("a nomination names its candidate")
+    if isinstance(meta, commitmeta.Review) and not meta.reviews:
+        raise refuse("a review names the commit it reviews")
+    if isinstance(meta, commitmeta.Review) and not isinstance(meta.verdict, Verdict):
+        raise refuse(f"verdict {meta.verdict!r} is not one of {', '.join(Verdict)}")
+    if isinstance(meta, commitmeta.Review) and meta.reviews not in meta.informed_by:
         raise refuse("the reviewed commit is not in Informed-By")
 
 

@@ -1,13 +1,13 @@
-"""What a pushed contribution's trailers name, checked against main and against its files.
+"""What a pushed contribution's record names, checked against main and against its files.
 
 A local episode can only name what it read, and it reads main: every commit it cites
-(`Informed-By`), the candidate it nominates (`Candidate`) and the one it reviews (`Reviews`)
-come from the index, which follows main, and the last two are an attempt or a program of its
+(`informed_by`), the candidate it nominates (`Nomination.candidate`) and the one it reviews
+(`Review.reviews`) come from the index, which follows main, and the last two are an attempt or a program of its
 own problem (`MemoryIndex.resolve`). Its tools also shape the files: a nomination is the one
 file `nominations/<episode>.md`, whose front matter names the candidate (`tool_nominate`), no
 other contribution writes there (`tool_write_file`), and every review file is headed by front
 matter naming what it reviews, the verdict and the episode (`Toolbox._stamped`). The run's
-read model and selection trust those trailers and that front matter once a commit is on
+read model and selection trust those records and that front matter once a commit is on
 main, so a pushed commit must show the same, or a worker could cite commits no one can read,
 nominate another problem's attempt, or vote under another episode's name.
 """
@@ -20,41 +20,40 @@ from collections.abc import Callable, Collection
 import pygit2
 
 from gitswarm.engine.index import CANDIDATE_FOLDERS
+from gitswarm.memory import commitmeta
 from gitswarm.memory.read import in_history
-from gitswarm.memory.trailers import parse, split_ids
 from gitswarm.readmodel.tree import front
 
 COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
 
 
-def check_named(repo: pygit2.Repository, main: str, problem: str, episode: str, trailers: dict[str, str],
+def check_named(repo: pygit2.Repository, main: str, problem: str, episode: str, meta: commitmeta.Contribution,
                 files: dict[str, bytes], refuse: Callable[[str], Exception],
                 known: Collection[str] = frozenset()) -> None:
-    """Raise `refuse(reason)` unless what the trailers name is on main and agrees with `files`
+    """Raise `refuse(reason)` unless what the record names is on main and agrees with `files`
     (paths relative to the problem folder). `known`: commits known to be on main (see `on_main`)."""
-    for cited in split_ids(trailers.get("Informed-By", "")):
+    for cited in meta.informed_by:
         if not on_main(repo, main, cited, known):
             raise refuse(f"it cites {cited[:40]!r}, which is not a commit of main")
-    kind = trailers.get("Kind", "")
-    for key in ("Candidate", "Reviews"):
-        if trailers.get(key) and not _candidate(repo, main, problem, trailers[key], known):
-            raise refuse(f"its {key} trailer {trailers[key][:40]!r} is not an attempt or program of "
-                         f"{problem} on main")
+    named = {"candidate": getattr(meta, "candidate", ""), "reviewed commit": getattr(meta, "reviews", "")}
+    for what, commit in named.items():
+        if commit and not _candidate(repo, main, problem, commit, known):
+            raise refuse(f"its {what} {commit[:40]!r} is not an attempt or program of {problem} on main")
     own = f"nominations/{episode}.md"
-    if kind == "nomination":
-        if set(files) != {own} or str(front(files[own]).get("candidate")) != trailers.get("Candidate"):
-            raise refuse(f"a nomination is the one file {own}, naming its Candidate")
+    if isinstance(meta, commitmeta.Nomination):
+        if set(files) != {own} or str(front(files[own]).get("candidate")) != meta.candidate:
+            raise refuse(f"a nomination is the one file {own}, naming its candidate")
     elif any(path.startswith("nominations/") for path in files):
         raise refuse("only a nomination writes under nominations/")
-    if kind == "review":
-        stamp = {"reviews": trailers.get("Reviews"), "verdict": trailers.get("Verdict"), "episode": episode}
+    if isinstance(meta, commitmeta.Review):
+        stamp = {"reviews": meta.reviews, "verdict": str(meta.verdict), "episode": episode}
         reviews = [path for path in files if path.startswith("reviews/")]
         if not reviews:
             raise refuse("a review writes its review under reviews/")
         for path in reviews:
             head = front(files[path])
             if any(str(head.get(k)) != v for k, v in stamp.items()):
-                raise refuse(f"{path} does not name the review's Reviews, Verdict and episode")
+                raise refuse(f"{path} does not name the review's reviewed commit, verdict and episode")
 
 
 def on_main(repo: pygit2.Repository, main: str, commit: str, known: Collection[str] = frozenset()) -> bool:
@@ -69,11 +68,13 @@ def on_main(repo: pygit2.Repository, main: str, commit: str, known: Collection[s
 
 
 def _candidate(repo: pygit2.Repository, main: str, problem: str, commit: str, known: Collection[str]) -> bool:
-    """An attempt or a program of `problem`: a commit of main that wrote one (its trailers are
-    trusted, since it passed these checks, or was written by the run itself)."""
+    """An attempt or a program of `problem`: a commit of main that wrote one (its record is
+    trusted, since it passed these checks, or was written by the run itself; its files are its
+    tree's change)."""
     if not on_main(repo, main, commit, known):
         return False
-    trailers = parse(repo[commit].peel(pygit2.Commit).message)
-    return trailers.get("Problem") == problem and any(
-        path.startswith(CANDIDATE_FOLDERS) for path in split_ids(trailers.get("Files", "")))
+    found = repo[commit].peel(pygit2.Commit)
+    if getattr(commitmeta.decode(found.message), "problem", "") != problem:
+        return False
+    return any(path.startswith(CANDIDATE_FOLDERS) for path in commitmeta.changes(repo, found, problem).written)
 

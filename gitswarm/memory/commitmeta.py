@@ -1,0 +1,271 @@
+"""The commit-metadata codec: one typed record per kind of gitswarm commit, one encoder, one
+decoder, and the files a commit changes (derived from its tree, never read from a trailer).
+
+Every reader of a commit's metadata goes through `decode`; every writer through `encode`. The
+trailer keys live here only (each record field names its key in its metadata). Lists are one
+trailer per item and no value is cut, so a 64-file contribution keeps its 64 files; commits of
+the first runs (lists joined by ", " on one line, values cut at 2,000 characters) decode to the
+same records, and their truncated `Files` lists do not matter since `changes` reads the tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from enum import StrEnum
+
+import pygit2
+
+from gitswarm.memory.trailers import PREFIX, Message, parse_all, split_ids
+
+
+class Kind(StrEnum):
+    """The `Kind` of a commit of the run."""
+
+    NOTE = "note"
+    LEMMA = "lemma"
+    ATTEMPT = "attempt"
+    REVIEW = "review"
+    CODE = "code"
+    SUMMARY = "summary"
+    NOMINATION = "nomination"
+    MERGE = "merge"
+    SOLUTION = "solution"
+    GRADE = "grade"
+    REPLAY = "replay"
+    """The commit a replay arm starts from: its start state without the memory a candidate cited."""
+
+
+CONTRIBUTION_KINDS = frozenset({Kind.NOTE, Kind.LEMMA, Kind.ATTEMPT, Kind.REVIEW, Kind.CODE, Kind.SUMMARY,
+                                Kind.NOMINATION})
+"""The kinds an episode writes (`memory.write`)."""
+
+
+class Verdict(StrEnum):
+    """A review's verdict: no issue, justification gaps only, or a critical error."""
+
+    PASS = "pass"
+    GAPS = "gaps"
+    CRITICAL = "critical"
+
+
+class Verification(StrEnum):
+    """Whether the candidate a solution commit selected passed verification."""
+
+    VERIFIED = "verified"
+    UNVERIFIED = "unverified"
+
+
+def _key(name: str, many: bool = False) -> str | tuple[str, ...]:
+    """A record field written as the trailer `name` (`many`: a tuple, one trailer per item)."""
+    if many:
+        return field(default=(), metadata={"key": name, "many": True})
+    return field(default="", metadata={"key": name})
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """An episode's commit: a note, lemma, attempt, code, summary (see `Nomination`, `Review`)."""
+
+    run: str = _key("Run")
+    episode: str = _key("Episode")
+    op: str = _key("Op")
+    worker: str = _key("Worker")
+    problem: str = _key("Problem")
+    kind: Kind | str = field(default=Kind.NOTE, metadata={"key": "Kind"})
+    informed_by: tuple[str, ...] = _key("Informed-By", many=True)
+    model: str = _key("Model")
+    tokens: str = _key("Tokens")
+    """`in=… out=…` and the cache and reasoning parts (`Usage.trailer`)."""
+    cost_usd: str = _key("Cost-USD")
+    """USD with four decimals, or `unknown`."""
+    self_assessment: str = _key("Self-Assessment")
+    files: tuple[str, ...] = _key("Files", many=True)
+    """The files it wrote, as its writer declared them (`changes` gives what its tree holds;
+    the remote intake checks that the two agree)."""
+    deleted: tuple[str, ...] = _key("Deleted", many=True)
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+    """Trailers no field of the record names, kept as they were."""
+
+
+@dataclass(frozen=True)
+class Nomination(Contribution):
+    """A vote for one candidate (an attempt or program of the same problem)."""
+
+    candidate: str = _key("Candidate")
+
+
+@dataclass(frozen=True)
+class Review(Contribution):
+    """A review of one candidate, with its verdict (a string that is not a `Verdict` when the
+    commit came from elsewhere with another word)."""
+
+    reviews: str = _key("Reviews")
+    verdict: Verdict | str = field(default="", metadata={"key": "Verdict"})
+
+
+@dataclass(frozen=True)
+class Merge:
+    """The merger's commit on main, composing episodes' branches."""
+
+    run: str = _key("Run")
+    op: str = _key("Op")
+    kind: Kind | str = field(default=Kind.MERGE, metadata={"key": "Kind"})
+    merged: tuple[str, ...] = _key("Merged", many=True)
+    """The episodes it composed."""
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Solution:
+    """`SOLUTION.md` written on main for a problem's selected candidate."""
+
+    run: str = _key("Run")
+    op: str = _key("Op")
+    problem: str = _key("Problem")
+    kind: Kind | str = field(default=Kind.SOLUTION, metadata={"key": "Kind"})
+    candidate: str = _key("Candidate")
+    verification: Verification | str = field(default="", metadata={"key": "Verification"})
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Grade:
+    """A referee's grade of a candidate, on the grades ref."""
+
+    run: str = _key("Run")
+    problem: str = _key("Problem")
+    kind: Kind | str = field(default=Kind.GRADE, metadata={"key": "Kind"})
+    candidate: str = _key("Candidate")
+    grader: str = _key("Grader")
+    model: str = _key("Model")
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A replay arm's start: the start state without the files of the commits a candidate cited."""
+
+    run: str = _key("Run")
+    problem: str = _key("Problem")
+    kind: Kind | str = field(default=Kind.REPLAY, metadata={"key": "Kind"})
+    replays: str = _key("Replays")
+    deleted: tuple[str, ...] = _key("Deleted", many=True)
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class ClaimNote:
+    """A remote worker's claim of an episode (on its claim ref, never on main)."""
+
+    episode: str = _key("Episode")
+    worker: str = _key("Worker")
+    problem: str = _key("Problem")
+    claim: str = _key("Claim")
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class Other:
+    """Any other commit with gitswarm trailers (a system write on main without a known kind)."""
+
+    run: str = _key("Run")
+    op: str = _key("Op")
+    problem: str = _key("Problem")
+    kind: str = _key("Kind")
+    extra: dict[str, str] = field(default_factory=dict, compare=False)
+
+
+Record = Contribution | Merge | Solution | Grade | Removal | ClaimNote | Other
+_BY_KIND: dict[str, type] = {Kind.NOMINATION: Nomination, Kind.REVIEW: Review, Kind.MERGE: Merge,
+                             Kind.SOLUTION: Solution, Kind.GRADE: Grade, Kind.REPLAY: Removal,
+                             **{k: Contribution for k in CONTRIBUTION_KINDS - {Kind.NOMINATION, Kind.REVIEW}}}
+_ENUMS = {"kind": Kind, "verdict": Verdict, "verification": Verification}
+_ALL_KEYS = frozenset(f.metadata["key"] for cls in (*_BY_KIND.values(), ClaimNote, Other)
+                      for f in fields(cls) if "key" in f.metadata)
+
+
+def encode(record: Record, subject: str, body: str = "") -> str:
+    """The commit message of `record`: `subject` (cut to one line), `body`, then its trailers
+    (empty fields left out, lists one trailer per item, nothing cut)."""
+    trailers: dict[str, str | tuple[str, ...]] = {}
+    for f in fields(record):
+        if "key" in f.metadata:
+            value = getattr(record, f.name)
+            trailers[f.metadata["key"]] = value if f.metadata.get("many") else str(value)
+    return Message(subject, body, {**trailers, **record.extra}).render()
+
+
+def decode(message: str) -> Record | None:
+    """The record a commit message carries, or None when it has no gitswarm trailers (the
+    run's first commit, a commit of someone else). Unknown trailers go to `extra`."""
+    found = parse_all(message)
+    return from_trailers(found) if found else None
+
+
+def from_trailers(trailers: Mapping[str, str | Sequence[str]]) -> Record:
+    """The record of trailer values (key -> value, or values for a repeated key): its class
+    follows `Kind`; a list value may also be one string of items joined by ", " (first runs)."""
+    found = {k: [v] if isinstance(v, str) else list(v) for k, v in trailers.items()}
+    kind = found.get("Kind", [""])[-1]
+    cls = _BY_KIND.get(kind) or (ClaimNote if "Claim" in found and not kind else Other)
+    values: dict[str, object] = {}
+    for f in fields(cls):
+        name = f.metadata.get("key")
+        if name not in found:
+            continue
+        raw = found.pop(name)
+        if f.metadata.get("many"):
+            values[f.name] = tuple(item for v in raw for item in split_ids(v))
+        else:
+            enum = _ENUMS.get(f.name)
+            values[f.name] = _as(enum, raw[-1]) if enum and cls is not Other else raw[-1]
+    return cls(**values, extra={k: ", ".join(v) for k, v in found.items()})
+
+
+def _as(enum: type[StrEnum], value: str) -> StrEnum | str:
+    try:
+        return enum(value)
+    except ValueError:
+        return value
+
+
+def stray(record: Record) -> list[str]:
+    """The trailers of `record` that belong to another kind of record (a `Candidate` on an
+    attempt, a `Verdict` on a nomination): a forged or garbled commit has them."""
+    return sorted(k for k in record.extra if k in _ALL_KEYS)
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What a commit changed in its problem's folder, relative to it (`notes/x.md`)."""
+
+    written: tuple[str, ...]
+    """Files added or changed, in path order."""
+    deleted: tuple[str, ...]
+
+
+def changes(repo: pygit2.Repository, commit: pygit2.Commit, problem: str) -> Changes:
+    """The files `commit` adds, changes and deletes under `problems/<problem>/`: its tree against
+    its first parent's (all its files for a root commit). The one source of "the files a
+    commit wrote"; the `Files` trailer is only what its writer declared."""
+    prefix = f"problems/{problem}/"
+    diff = repo.diff(commit.parents[0].tree, commit.tree) if commit.parents else commit.tree.diff_to_tree(swap=True)
+    written, deleted = [], []
+    for delta in diff.deltas:
+        path = delta.new_file.path
+        if not path.startswith(prefix):
+            continue
+        (deleted if delta.status_char() == "D" else written).append(path.removeprefix(prefix))
+    return Changes(tuple(sorted(written)), tuple(sorted(deleted)))
+
+
+
+def git_key(name: str) -> str:
+    """The trailer that record field `name` is written as, as plain git names it (`informed_by` ->
+    `Gitswarm-Informed-By`), for `git log --grep` and `--format=%(trailers:key=...)`."""
+    for cls in (Contribution, Nomination, Review, Merge, Solution, Grade, Removal, ClaimNote):
+        for f in fields(cls):
+            if f.name == name and "key" in f.metadata:
+                return PREFIX + f.metadata["key"]
+    raise KeyError(name)
