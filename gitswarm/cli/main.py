@@ -13,6 +13,7 @@ from gitswarm.cli.dashboard import dashboard
 from gitswarm.cli.demo import demo
 from gitswarm.cli.doctor import doctor
 from gitswarm.cli.experiment import experiment
+from gitswarm.cli.export import export
 from gitswarm.cli.grade import grade
 from gitswarm.cli.log import log
 from gitswarm.cli.replay import replay
@@ -47,6 +48,7 @@ app.command()(doctor)
 app.command()(worker)
 app.command()(experiment)
 app.command()(replay)
+app.command()(export)
 
 
 def _version(value: bool) -> None:

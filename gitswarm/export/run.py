@@ -13,6 +13,7 @@ from gitswarm.export.records import Dialogue, chat_record, of_conversation, of_t
 from gitswarm.memory.repo import Memory
 
 Format = Literal["chat", "steps"]
+OUTCOME_FILTERS = (*OUTCOMES.values(), "failed:model", "failed:provider", "failed:engine")
 
 
 @dataclass(frozen=True)
@@ -27,13 +28,14 @@ class Filters:
     """The problem's grade as a fraction of its maximum, at least this (an ungraded problem fails it)."""
     ancestry_only: bool = False
 
-    def check(self, facts: RunFacts) -> None:
-        """Refuse values that can match nothing, naming those that can."""
+    def refusal(self, facts: RunFacts) -> str | None:
+        """Why these filters can match nothing in this run, naming what they could match; None
+        when they can."""
         if self.problem is not None and self.problem not in facts.problems:
-            raise ValueError(f"no problem {self.problem!r} in this run; its problems: {', '.join(facts.problems)}")
-        known = [*OUTCOMES.values(), "failed:model", "failed:provider", "failed:engine"]
-        if self.outcome is not None and self.outcome not in known:
-            raise ValueError(f"no outcome {self.outcome!r}; choose one of {', '.join(known)}")
+            return f"no problem {self.problem!r} in this run; its problems: {', '.join(facts.problems)}"
+        if self.outcome is not None and self.outcome not in OUTCOME_FILTERS:
+            return f"no outcome {self.outcome!r}; choose one of {', '.join(OUTCOME_FILTERS)}"
+        return None
 
     def keep(self, label: dict) -> bool:
         outcome = label["outcome"] if not label["failure"] else f"{label['outcome']}:{label['failure']}"
@@ -44,12 +46,11 @@ class Filters:
                 and (not self.ancestry_only or label["in_ancestry"]))
 
 
-def export(memory: Memory, layout: Format = "chat", credit: str = "ancestry",
+def export(memory: Memory, layout: Format = "chat", facts: RunFacts | None = None,
            filters: Filters = Filters()) -> Iterator[dict]:
     """The run's episodes, oldest first, as chat records (one per episode) or steps records
-    (one per model call)."""
-    facts = read_facts(memory, credit)
-    filters.check(facts)
+    (one per model call); `facts` default to `read_facts` with the `ancestry` credit."""
+    facts = facts or read_facts(memory)
     links = Links.of(facts.graph)
     read = _reader(memory)
     for record in facts.records:
