@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 
 from gitswarm.core.stops import CapReached, Stop, StopReason
-from gitswarm.engine import context
+from gitswarm.engine import context, conversation
 from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.failures import FATAL_KINDS, Failure, of_model_error
@@ -28,6 +28,7 @@ from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
+from gitswarm.models.calls import CallLog
 from gitswarm.models.errors import ModelError
 from gitswarm.resources import render
 
@@ -95,6 +96,7 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
     tools = Toolbox(shared.memory, shared.git, index, shared.view, ep, shared.sandbox,
                     shared.references)
     messages: list[dict] = []
+    calls = CallLog.open()  # the client records each call of this task's episode in it
     stop, failure = None, Failure.MODEL
     try:
         head = context.header(shared.view, index, ep, 1, [])
@@ -116,6 +118,7 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
         final, failure = Final("failed", reason=f"engine error: {reason} (the traceback is in {log})"), Failure.ENGINE
     finally:
+        calls.close()
         shared.view.announcements.pop(ep.worker, None)
         tools.close()
     if final.action in ("failed", "stopped") and tools.staged and record.commit is None:
@@ -123,6 +126,8 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
     record.status, record.note = final.action, final.reason
     record.failure = failure.value if final.action == "failed" else ""
     await _keep_transcript(shared, record, messages)
+    lossless = conversation.of_episode(calls, ep, record, cfg.model)
+    await shared.git(conversation.keep, shared.memory, lossless, calls.secrets)
     return Ended(record, stop, _review_of(index, record, final))
 
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from gitswarm.models import capabilities, leaked, textproto
+from gitswarm.models import calls, capabilities, leaked, textproto
 from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS, ModelConfig
 from gitswarm.models.errors import (
     EmptyReply,
@@ -181,9 +181,6 @@ class LiteLLMModel:
 
     async def _attempt(self, messages: list[dict], tools: list[dict] | None, tool_choice: str | None,
                        attempt: int) -> Reply:
-        import openai  # loaded by litellm already
-
-        litellm = litellm_module()
         text = bool(tools) and self.protocol == "text"
         sent = textproto.to_text_messages(_for_text(messages), tools) if text else messages
         if self.config.api_base and not text:
@@ -192,6 +189,14 @@ class LiteLLMModel:
         config = self.config if streamed == self.config.stream else replace(self.config, stream=False)
         args = completion_args(config, sent, None if text else tools, output_limit=self.output_limit,
                                tool_choice=tool_choice, api_key=self.config.api_key or self._fallback_key)
+        with calls.attempt(args, tools, "text" if text else "native") as call:  # the episode's record
+            return await self._exchange(args, sent, streamed, text, tools, attempt, call)
+
+    async def _exchange(self, args: dict, sent: list[dict], streamed: bool, text: bool, tools: list[dict] | None,
+                        attempt: int, call: calls.Attempt) -> Reply:
+        import openai  # loaded by litellm already
+
+        litellm = litellm_module()
         chunks: list = []
         stream = None
         with anyio.move_on_after(self.config.reply_timeout_s) as scope:  # unstreamed, the only bound
@@ -222,6 +227,7 @@ class LiteLLMModel:
             raise self._failed(error, [], sent) from None
         if not counted:  # a whole reply streamed without the server's count: whole replies from now on
             self.stream_counts = False
+        call.replied(response, reply)
         return reply
 
     def _failed(self, error: ModelError, chunks: list, sent: list[dict], stream: Any = None) -> ModelError:
