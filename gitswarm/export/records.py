@@ -35,6 +35,8 @@ class Step:
     """The assistant message, None when the call failed."""
     raw: dict = field(default_factory=dict)
     """The call as the lossless record keeps it (reply with thinking, usage, times, error)."""
+    protocol: str | None = None
+    """native or text, as this call was made (a client may turn to text mid-episode)."""
 
 
 @dataclass(frozen=True)
@@ -59,21 +61,29 @@ class Dialogue:
 def of_conversation(conversation: dict) -> Dialogue:
     """A lossless record (`engine.conversation.read_conversation`) as a Dialogue."""
     params = conversation.get("params") or {}
-    text = params.get("tool_protocol") == "text"
-    steps = [Step(list((call.get("request") or {}).get("messages") or []),
-                  _reply_message(call["reply"], text) if call.get("reply") else None, call)
-             for call in conversation.get("calls") or []]
+    steps = []
+    for call in conversation.get("calls") or []:
+        request = call.get("request") or {}
+        protocol = request.get("protocol") or params.get("tool_protocol") or "native"
+        reply = _reply_message(call["reply"], protocol == "text") if call.get("reply") else None
+        steps.append(Step(list(request.get("messages") or []), reply, call, protocol))
     messages: list[dict] = []
+    protocol = params.get("tool_protocol") or "native"
     for step in steps:
         if step.reply is not None:
-            messages = [*step.context, step.reply]
-    return Dialogue(messages, [] if text else list(conversation.get("tools") or []), steps, "conversation",
-                    "text" if text else "native", params, conversation.get("model"))
+            messages, protocol = [*step.context, step.reply], step.protocol
+    tools = [] if protocol == "text" else list(conversation.get("tools") or [])
+    return Dialogue(messages, tools, steps, "conversation", protocol, params, conversation.get("model"))
 
 
 def _reply_message(reply: dict, text: bool) -> dict:
+    """The assistant turn as the engine kept it: in the text protocol its text; else the calls
+    the model made (`tool_calls`, arguments as sent) or, when it made none, those the engine
+    read from its prose (`read_calls`, made native); the tool turns after it answer their ids."""
     message = {"role": "assistant", "content": reply.get("content") or ""}
-    calls = reply.get("tool_calls") or []
+    if reply.get("reasoning_content"):
+        message["reasoning_content"] = reply["reasoning_content"]
+    calls = reply.get("tool_calls") or reply.get("read_calls") or []
     if calls and not text:
         message["content"] = message["content"] or None
         message["tool_calls"] = [{"id": c["id"], "type": "function", "function": {
@@ -105,7 +115,8 @@ def step_records(dialogue: Dialogue, labels: dict, rewards: list[float]) -> list
     for n, (step, reward) in enumerate(zip(dialogue.steps, rewards, strict=False), 1):
         raw = step.raw
         found.append({"episode": labels.get("episode"), "step": n, "steps": len(dialogue.steps),
-                      "context": step.context, "tools": dialogue.tools, "reply": step.reply,
+                      "context": step.context, "tools": [] if step.protocol == "text" else dialogue.tools,
+                      "protocol": step.protocol, "reply": step.reply,
                       "raw_reply": raw.get("reply"), "usage": raw.get("usage"), "error": raw.get("error"),
                       "started": raw.get("started"), "ended": raw.get("ended"),
                       "reward": reward, "return": credit, "labels": labels | _source(dialogue)})
