@@ -26,14 +26,15 @@ def put(repo: pygit2.Repository, book: str, records: dict[str, object], message:
     return put_blobs(repo, book, blobs, message)
 
 
-def put_blobs(repo: pygit2.Repository, book: str, blobs: dict[str, bytes], message: str) -> str | None:
-    """Write `blobs` (path -> bytes, a text file each) to the book in one commit; None if all
-    unchanged."""
+def put_blobs(repo: pygit2.Repository, book: str, blobs: dict[str, bytes | None], message: str) -> str | None:
+    """Write `blobs` (path -> bytes, a text file each; None removes the path) to the book in
+    one commit; None if all unchanged."""
     name = ref_name(book)
     ref = repo.references.get(name)
-    tip = repo[ref.target] if ref is not None else None
-    changes = {p: e for p, e in trees.blobs(repo, blobs).items()
-               if tip is None or trees.lookup(tip.tree, p) != e}
+    tip = repo[ref.target].peel(pygit2.Commit) if ref is not None else None
+    written = trees.blobs(repo, {path: data for path, data in blobs.items() if data is not None})
+    removed = {path: None for path, data in blobs.items() if data is None}
+    changes = {p: e for p, e in (written | removed).items() if trees.lookup(tip.tree if tip else None, p) != e}
     if not changes:
         return None
     return str(commit_changes(repo, name, tip, changes, message))

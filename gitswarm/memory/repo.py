@@ -26,7 +26,8 @@ from gitswarm.resources import render
 
 FORMAT = 1
 """Run format version, kept in run.json on refs/gitswarm/meta; a run of a higher format is refused."""
-META_REF = "refs/gitswarm/meta"
+META_BOOK = "meta"
+META_REF = books.ref_name(META_BOOK)
 NOTES_REF = "refs/notes/transcripts"
 TRANSCRIPTS = "transcripts"
 """The book (`refs/gitswarm/transcripts`) of the transcripts of episodes without a commit."""
@@ -122,6 +123,13 @@ class Memory:
         with self._lock:
             retry(lambda: books.put(self.repo, book, records, message))
 
+    def put_files(self, book: str, files: dict[str, bytes | None], message: str) -> str | None:
+        """Write (bytes) or remove (None) files of the book `refs/gitswarm/<book>` in one commit:
+        a compare-and-swap of the ref, under the lock and the retry. The new tip, or None when
+        nothing changed (so the ref did not move)."""
+        with self._lock:
+            return retry(lambda: books.put_blobs(self.repo, book, files, message))
+
     def record(self, book: str, path: str) -> object | None:
         """One bookkeeping record, or None if the book has no such record."""
         with self._lock:
@@ -147,9 +155,7 @@ class Memory:
         """Keep the transcript of an episode that has no commit (failed, abstained, stopped) in
         the transcripts book; returns where, as `git show` takes it."""
         path = f"episodes/{episode[:4]}/{episode}.md"
-        with self._lock:
-            retry(lambda: books.put_blobs(self.repo, TRANSCRIPTS, {path: text.encode("utf-8", "replace")},
-                                          f"transcript of {episode}"))
+        self.put_files(TRANSCRIPTS, {path: text.encode("utf-8", "replace")}, f"transcript of {episode}")
         return f"{books.ref_name(TRANSCRIPTS)}:{path}"
 
     def book_text(self, spec: str) -> str | None:

@@ -27,11 +27,10 @@ from gitswarm import __version__
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.setaside import Streaks
-from gitswarm.memory import refnames, trees
+from gitswarm.memory import books, refnames, trees
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.read import in_history
-from gitswarm.memory.repo import META_REF, Memory
-from gitswarm.memory.write import committer
+from gitswarm.memory.repo import META_BOOK, META_REF, Memory
 from gitswarm.problems.model import Kind, Problem, ProblemSet
 from gitswarm.remote.errors import OtherProtocol, PushRejected, RefMoved, RemoteError, StaleLease
 from gitswarm.remote.transport import Remote, Update
@@ -41,7 +40,9 @@ PROTOCOL = 1
 """The run protocol: what coordinator and workers exchange (the refs of `layout`, claim
 commits, ledger records, the spending record, these settings). Raised with any change one
 side would misread; a worker joins only a run of its own protocol (`OtherProtocol`)."""
-STOP_REF = "refs/gitswarm/stop"
+STOP_BOOK = "stop"
+STOP_REF = books.ref_name(STOP_BOOK)
+STOP_FILE = "stop.json"
 SHARED = ("budget", "max_episodes", "no_progress", "max_usd", "max_total_tokens", "verify",
           "settle_nominations", "max_steps", "episode_timeout_s", "context_tokens", "overview_cited",
           "overview_newest", "summary_every", "seed", "problem_ids")
@@ -59,18 +60,10 @@ def settings_of(cfg, problem_set: ProblemSet, problems: list[str], claim_ttl_s: 
 
 
 def write_settings(memory: Memory, settings: dict) -> bool:
-    """Put `settings` on the run's meta ref (a child commit); False when they are unchanged."""
-    repo = memory.repo
-    tip = repo[repo.references[META_REF].target].peel(pygit2.Commit)
+    """Put `settings` on the run's meta ref (a child commit, moved by compare-and-swap);
+    False when they are unchanged."""
     data = json.dumps(settings, indent=1, sort_keys=True).encode()
-    if trees.lookup(tip.tree, SETTINGS) == (repo.create_blob(data), pygit2.enums.FileMode.BLOB):
-        return False
-    tree = trees.update(repo, tip.tree, trees.blobs(repo, {SETTINGS: data}))
-    sig = committer()
-    commit = repo.create_commit(None, sig, sig, "gitswarm: the run's settings for remote workers\n", tree,
-                                [tip.id])
-    repo.references.create(META_REF, commit, force=True)
-    return True
+    return memory.put_files(META_BOOK, {SETTINGS: data}, "gitswarm: the run's settings for remote workers") is not None
 
 
 def read_settings(repo: pygit2.Repository, url: str = "the remote") -> dict:
@@ -99,25 +92,19 @@ def problem_set_of(settings: dict) -> ProblemSet:
 
 def write_stop(memory: Memory, stop: Stop | None) -> None:
     """Set (or with None, clear) the run's stop on the local repository. Each change is a
-    child of the last, so the stop only moves forward, as the coordinator's other refs do
-    (`Publisher` pushes nothing over a value outside their history)."""
-    repo = memory.repo
-    last = repo.references.get(STOP_REF)
-    if stop is None and (last is None or read_stop(repo) is None):
-        return
-    files = {} if stop is None else {"stop.json": json.dumps({"reason": stop.reason.value,
-                                                              "detail": stop.detail}).encode()}
-    subject = "gitswarm: the run goes on" if stop is None else f"gitswarm: run stopped: {stop.detail}"
-    tree = trees.update(repo, None, trees.blobs(repo, files))
-    sig = committer()
-    commit = repo.create_commit(None, sig, sig, f"{subject}\n", tree, [last.target] if last is not None else [])
-    repo.references.create(STOP_REF, commit, force=True)
+    child of the last, moved by compare-and-swap, so the stop only moves forward, as the
+    coordinator's other refs do (`Publisher` pushes nothing over a value outside their history)."""
+    if stop is None:
+        memory.put_files(STOP_BOOK, {STOP_FILE: None}, "gitswarm: the run goes on")
+    else:
+        data = json.dumps({"reason": stop.reason.value, "detail": stop.detail}).encode()
+        memory.put_files(STOP_BOOK, {STOP_FILE: data}, f"gitswarm: run stopped: {stop.detail}")
 
 
 def read_stop(repo: pygit2.Repository, ref: str = STOP_REF) -> Stop | None:
     """The stop at `ref`, or None while the run goes on (no stop, or a stop cleared)."""
     found = repo.references.get(ref)
-    entry = trees.lookup(repo[found.target].peel(pygit2.Commit).tree, "stop.json") if found is not None else None
+    entry = trees.lookup(repo[found.target].peel(pygit2.Commit).tree, STOP_FILE) if found is not None else None
     if entry is None:
         return None
     data = json.loads(repo[entry[0]].data)
