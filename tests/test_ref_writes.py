@@ -115,3 +115,22 @@ def test_no_ref_moves_by_force_without_saying_why():
             if "force=True" in line and not re.search(r"#\s*force:", line + (lines[n - 1] if n else "")):
                 unexplained.append(f"{path.name}:{n + 1}: {line.strip()}")
     assert unexplained == []
+
+
+def test_adopting_a_pushed_commit_sets_branch_and_op_once(memory: Memory):
+    repo = memory.repo
+    main = repo[repo.references["refs/heads/main"].target]
+    sig = pygit2.Signature("box1-w01", "box1-w01@gitswarm.local")
+    pushed = str(repo.create_commit(None, sig, sig, "a worker's contribution\n", main.tree.id, [main.id]))
+    branch = Path(memory.path, "refs/heads/swarm/e00007.lock")
+    branch.parent.mkdir(parents=True, exist_ok=True)
+    branch.write_text("another writer\n")
+    release = threading.Timer(0.3, branch.unlink)
+    release.start()
+    try:
+        assert memory.adopt("e00007", "op-7", pushed)
+    finally:
+        release.join()
+    assert memory.pending() == {"e00007": pushed}
+    assert memory.op_commit("op-7") == pushed
+    assert not memory.adopt("e00007", "op-7", pushed)

@@ -89,6 +89,12 @@ class Memory:
             files = write.validate(self.repo, contribution, self.limits)
             return retry(lambda: write.write(self.repo, self.run_id, contribution, files))
 
+    def adopt(self, episode: str, op: str, commit: str) -> bool:
+        """Put a commit a remote worker pushed, checked by intake, on `swarm/<episode>` with its
+        op ref; False when the op is already in the run (a retried intake)."""
+        with self._lock:
+            return retry(lambda: write.adopt(self.repo, episode, op, commit))
+
     def compose(self, episodes: list[str] | None = None,
                 resolutions: list[composer.Resolution] = ()) -> composer.Composed:
         """Merge pending branches (all, or `episodes`) into main; retried until main is ours."""

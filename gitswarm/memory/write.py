@@ -109,3 +109,18 @@ def write(repo: pygit2.Repository, run_id: str, c: Contribution, files: dict[str
         txn.set_target(branch, commit, message=f"gitswarm: {c.op}")
         txn.set_target(op_ref(c.op), commit, message=f"gitswarm: {c.op}")
     return Written(str(commit))
+
+
+def adopt(repo: pygit2.Repository, episode: str, op: str, commit: str) -> bool:
+    """Set `swarm/<episode>` and the op ref to a commit a remote worker pushed (checked by the
+    coordinator's intake), all or nothing; False when the op is already in the run."""
+    oid = pygit2.Oid(hex=commit)
+    branch = branch_ref(episode)
+    with repo.transaction() as txn:
+        txn.lock_ref(branch)
+        txn.lock_ref(op_ref(op))
+        if find_op(repo, op) is not None:
+            return False
+        txn.set_target(branch, oid, message=f"gitswarm: adopt {op}")
+        txn.set_target(op_ref(op), oid, message=f"gitswarm: adopt {op}")
+    return True
