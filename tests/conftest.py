@@ -1,4 +1,5 @@
-"""Shared fixtures: small problem sets and run repositories written under tmp_path."""
+"""Shared fixtures: small problem sets and run repositories written under tmp_path; the
+`needs_data` marker's skip and its line in the summary."""
 
 from __future__ import annotations
 
@@ -16,6 +17,47 @@ from gitswarm.problems.loader import load_set
 from gitswarm.remote.daemon import GitDaemon, bare, daemon_path
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+"""The third-party benchmark files beside a clone (`../shared/data`): read by the tests marked
+`needs_data`, which skip in a clone without them, and are counted in the summary either way."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the `needs_data` tests with one reason when ../shared/data is absent."""
+    if SHARED_DATA.is_dir():
+        return
+    skip = pytest.mark.skip(reason=f"needs_data: no benchmark files at {SHARED_DATA}")
+    for item in items:
+        if item.get_closest_marker("needs_data"):
+            item.add_marker(skip)
+
+
+_data_outcomes: dict[str, tuple[str, str]] = {}
+"""What became of each `needs_data` test: (passed | failed | skipped, the skip's reason)."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    # Reports carry their markers' names in `keywords`, also when an xdist worker sends them.
+    if "needs_data" not in report.keywords or _data_outcomes.get(report.nodeid, ("",))[0] == "failed":
+        return
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _data_outcomes[report.nodeid] = ("skipped", reason.removeprefix("Skipped: ").removeprefix("needs_data: "))
+    elif report.failed or report.when == "call":
+        _data_outcomes[report.nodeid] = (report.outcome, "")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """One line for the tests that read ../shared/data, so a run without it says so."""
+    if not _data_outcomes:
+        return
+    reasons = sorted({reason for outcome, reason in _data_outcomes.values() if outcome == "skipped"})
+    skipped = sum(outcome == "skipped" for outcome, _ in _data_outcomes.values())
+    line = f"needs_data: {len(_data_outcomes) - skipped} of {len(_data_outcomes)} test(s) ran against {SHARED_DATA}"
+    if skipped:
+        line += f"; {skipped} skipped: " + "; ".join(reasons)
+    terminalreporter.write_sep("-", "shared data")
+    terminalreporter.write_line(line, yellow=bool(skipped), green=not skipped)
+
 
 ANSWER = """---
 id: sum

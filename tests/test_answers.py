@@ -177,6 +177,7 @@ def rewrites(key: str) -> list[str]:
     return forms
 
 
+@pytest.mark.needs_data
 def test_answerbench_keys_equal_themselves_and_a_rewrite(worker: SymbolicWorker) -> None:
     keys = answerbench_keys()
     assert len(keys) == 400
@@ -221,6 +222,7 @@ def judge_pairs(pairs: list[tuple[str, str]], worker: SymbolicWorker) -> list[tu
     return false_positives
 
 
+@pytest.mark.needs_data
 def test_answerbench_sampled_different_keys_never_equal(worker: SymbolicWorker) -> None:
     keys = sorted(set(answerbench_keys()))
     rng = random.Random(4)
@@ -232,6 +234,7 @@ def test_answerbench_sampled_different_keys_never_equal(worker: SymbolicWorker) 
     assert judge_pairs(sorted(pairs), worker) == []
 
 
+@pytest.mark.needs_data
 @pytest.mark.slow
 def test_answerbench_all_different_keys_never_equal(worker: SymbolicWorker) -> None:
     keys = sorted(set(answerbench_keys()))

@@ -88,6 +88,7 @@ def test_ids_are_line_numbers_and_stable_under_limit(tmp_path: Path) -> None:
     assert "first 2 records" in (tmp_path / "small" / "set.toml").read_text()
 
 
+@pytest.mark.needs_data
 @pytest.mark.slow
 def test_real_gsm8k_first_20(tmp_path: Path) -> None:
     if not GSM8K_FILE.exists():

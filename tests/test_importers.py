@@ -221,6 +221,7 @@ def test_unknown_format_and_empty_file(tmp_path: Path) -> None:
 
 # --- the real benchmark files (skipped when shared/data is absent) ------------------------
 
+@pytest.mark.needs_data
 @pytest.mark.slow
 def test_real_proofbench(tmp_path: Path) -> None:
     source = real("imobench", "proofbench_v2.csv")
@@ -237,6 +238,7 @@ def test_real_proofbench(tmp_path: Path) -> None:
     assert set(loaded(tmp_path / "hard")) == hard
 
 
+@pytest.mark.needs_data
 @pytest.mark.slow
 def test_real_answerbench_fixed(tmp_path: Path) -> None:
     source = real("imobench", "answerbench_v2.pr18-fixed.csv")
@@ -245,6 +247,7 @@ def test_real_answerbench_fixed(tmp_path: Path) -> None:
     assert problems["imo-bench-algebra-036"].answer == r"$Y(x)=A+\frac{B}{x}-x$"
 
 
+@pytest.mark.needs_data
 @pytest.mark.slow
 def test_real_answerbench_broken_row(tmp_path: Path) -> None:
     fixed = real("imobench", "answerbench_v2.pr18-fixed.csv")
@@ -264,6 +267,7 @@ def test_real_answerbench_broken_row(tmp_path: Path) -> None:
     assert len(loaded(tmp_path / "broken")) == 399
 
 
+@pytest.mark.needs_data
 @pytest.mark.slow
 def test_real_matharena_jsonl(tmp_path: Path) -> None:
     source = real("matharena", "aime_2025_I.jsonl")

@@ -59,6 +59,7 @@ def harness(kind: str) -> dict[str, str]:
     return {r["name"]: r["status"] for r in results if r["name"].startswith("eval.")}
 
 
+@pytest.mark.needs_data
 @pytest.mark.parametrize("kind", ["correct", "incorrect"])
 def test_the_calculator_fixture_scores_as_the_harness_says(tmp_path: Path, kind: str) -> None:
     expected = harness(kind)

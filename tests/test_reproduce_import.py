@@ -44,6 +44,7 @@ def counted_per_branch(text: str) -> list[int]:
             for b in data.values()]
 
 
+@pytest.mark.needs_data
 @pytest.mark.parametrize("task", TASKS)
 def test_each_shared_task_imports(tmp_path: Path, task: str) -> None:
     source = SHARED / "tasks" / task
