@@ -14,6 +14,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from gitswarm.core.stops import StopReason
+from gitswarm.errors import BadInput, EnvironmentFault, Fault, RunFault
 
 try:  # newer typer vendors its own click
     from typer._click import exceptions as clicks
@@ -27,9 +28,10 @@ class Exit(IntEnum):
     OK = 0
     FAILED = 1
     """The command ran and failed (a run stopped by an error, a grade below the bar, a disk
-    that filled up, a run folder it may not write)."""
+    that filled up, a run folder it may not write; `errors.EnvironmentFault`, `errors.RunFault`)."""
     BAD_INPUT = 2
-    """Bad input: options, problem files, a folder that is not a run. Nothing was changed."""
+    """Bad input (`errors.BadInput`): options, problem files, a folder that is not a run.
+    Nothing was changed."""
     INTERRUPTED = 130
     """Stopped by Ctrl-C; running the same command again resumes."""
 
@@ -143,8 +145,9 @@ def usage_message(exc: clicks.ClickException) -> str:
 
 @contextmanager
 def user_errors() -> Iterator[None]:
-    """Turn the errors that bad input (or a full or read-only disk) causes into one-paragraph
-    messages, never tracebacks. Anything else is a bug and is raised as it is."""
+    """Turn the errors of a kind (gitswarm.errors), pydantic's settings errors and a full or
+    read-only disk into one-paragraph messages, never tracebacks. Anything else (a plain
+    `ValueError` included) is a bug and is raised as it is."""
     try:
         yield
     except KeyboardInterrupt:
@@ -158,34 +161,44 @@ def user_errors() -> Iterator[None]:
         raise fail(message, code) from None
 
 
+KIND_EXIT: dict[type[Fault], Exit] = {BadInput: Exit.BAD_INPUT, EnvironmentFault: Exit.FAILED,
+                                      RunFault: Exit.FAILED}
+"""The exit code of each kind of error (README.md, "Exit codes")."""
+RESUME = "what was committed is kept: run the same command again to resume"
+"""The fix a run fault that names none gets."""
+
+
 def describe(exc: BaseException) -> tuple[str, Exit] | None:
-    """The message and exit code for an error bad input or the environment causes, else None.
+    """The message and exit code for an error of a kind, a bad setting or path, or a disk
+    that refuses writes; else None.
 
     An exception group (from a task group) is described by its first error when every error
     in it is a known one: a full disk fails all the writers at once."""
     if isinstance(exc, BaseExceptionGroup):
         found = [describe(e) for e in exc.exceptions]
         return found[0] if found and all(found) else None
-    return _input_error(exc) or _remote_error(exc) or _os_error(exc)
+    return _by_kind(exc) or _input_error(exc) or _os_error(exc)
 
 
-def _remote_error(exc: BaseException) -> tuple[str, Exit] | None:
-    """A git remote that failed us: its message is masked and says what to do."""
-    from gitswarm.remote.errors import RemoteError
-
-    return (" ".join(str(exc).split()), Exit.FAILED) if isinstance(exc, RemoteError) else None
+def _by_kind(exc: BaseException) -> tuple[str, Exit] | None:
+    """An error of a kind: its own message (a run fault's ends with how to resume)."""
+    for kind, code in KIND_EXIT.items():
+        if isinstance(exc, kind):
+            text = " ".join(str(exc).split())
+            return (f"{text}; {RESUME}" if isinstance(exc, RunFault) and not exc.fix else text), code
+    return None
 
 
 def _input_error(exc: BaseException) -> tuple[str, Exit] | None:
+    """Bad settings (pydantic's report), a run another command holds, a path that is not there
+    or is in the way: refused before anything was changed."""
     from pydantic import ValidationError
 
     from gitswarm.engine.runlock import RunBusy
-    from gitswarm.memory.errors import NotARun, PathRejected
 
     if isinstance(exc, ValidationError):
         return _settings_message(exc), Exit.BAD_INPUT
-    if isinstance(exc, NotARun | PathRejected | RunBusy | FileNotFoundError | FileExistsError
-                  | NotADirectoryError | IsADirectoryError | ValueError):
+    if isinstance(exc, RunBusy | FileNotFoundError | FileExistsError | NotADirectoryError | IsADirectoryError):
         text = " ".join(str(exc).split())
         if isinstance(exc, OSError) and exc.filename and exc.strerror:
             text = f"{exc.filename}: {exc.strerror.lower()}; check the path and run the command again"

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from gitswarm.errors import BadInput
 from gitswarm.models.config import ReasoningEffort, ToolProtocol
 
 Isolation = Literal["shared", "independent"]
@@ -120,7 +121,7 @@ class SolveConfig(BaseModel):
         """K passes from workers other than the author need K + 1 workers: with fewer, no
         attempt could ever be verified, and no problem settle."""
         if self.verify and self.workers < self.verify + 1 and self.isolation == "shared":
-            raise ValueError(f"verify={self.verify} needs at least {self.verify + 1} workers (a review counts "
+            raise BadInput(f"verify={self.verify} needs at least {self.verify + 1} workers (a review counts "
                              f"only from a worker other than the attempt's author), not {self.workers}: give "
                              f"--workers {self.verify + 1} or more, or a smaller --verify (0: no review needed)")
         return self

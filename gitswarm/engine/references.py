@@ -24,6 +24,7 @@ from pathlib import Path
 
 import anyio
 
+from gitswarm.errors import BadInput
 from gitswarm.problems.model import Kind, ProblemSet
 
 REFERENCE_GID = (1 << 30) - 1
@@ -40,7 +41,7 @@ class ReferenceUnavailable(Exception):
         self.reason = reason
 
 
-class ReferencesRefused(ValueError):
+class ReferencesRefused(BadInput):
     """A worker's `--references` set cannot give the reference of a reproduce problem of its
     run: `problem` (None when the set itself is unusable) and `reason` say which and why."""
 

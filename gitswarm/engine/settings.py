@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 
 from gitswarm.engine.config import GradeConfig, SolveConfig
+from gitswarm.errors import BadInput
 from gitswarm.problems.model import ProblemSet
 
 CONFIG_ENV = "GITSWARM_CONFIG"
@@ -22,7 +23,7 @@ def config_file() -> Path | None:
     given = os.environ.get(CONFIG_ENV)
     if given:
         if not Path(given).is_file():
-            raise ValueError(f"{CONFIG_ENV}={given}: no such file")
+            raise BadInput(f"{CONFIG_ENV}={given}: no such file")
         return Path(given)
     for candidate in (Path("gitswarm.toml"), Path.home() / ".config" / "gitswarm" / "config.toml"):
         if candidate.is_file():
@@ -40,7 +41,7 @@ def file_settings(path: Path | None) -> dict[str, object]:
     """The `[solve]` table of a config file, checked against SolveConfig's fields."""
     table = _table(path, "solve", "model = \"openai/gpt-5.5\"")
     if "max_tokens" in table:
-        raise ValueError(f"{path}: max_tokens in [solve] {AMBIGUOUS_MAX_TOKENS}")
+        raise BadInput(f"{path}: max_tokens in [solve] {AMBIGUOUS_MAX_TOKENS}")
     _known(path, "solve", table, set(SolveConfig.model_fields) - {"problems", "run"})
     return table
 
@@ -64,12 +65,12 @@ def _table(path: Path | None, name: str, example: str) -> dict[str, object]:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{path}: invalid TOML: {exc}") from None
+        raise BadInput(f"{path}: invalid TOML: {exc}") from None
     except UnicodeDecodeError:
-        raise ValueError(f"{path}: not UTF-8 text; save the config file as UTF-8") from None
+        raise BadInput(f"{path}: not UTF-8 text; save the config file as UTF-8") from None
     table = data.get(name, {})
     if not isinstance(table, dict):
-        raise ValueError(f"{path}: [{name}] must be a table of settings, e.g. {example}")
+        raise BadInput(f"{path}: [{name}] must be a table of settings, e.g. {example}")
     return table
 
 
@@ -81,7 +82,7 @@ def _known(path: Path | None, name: str, table: dict[str, object], known: set[st
         return
     close = [m for u in unknown for m in difflib.get_close_matches(u, sorted(known), n=1)]
     hint = f"did you mean {', '.join(close)}?" if close else f"known: {', '.join(sorted(known))}"
-    raise ValueError(f"{path}: unknown setting(s) {', '.join(unknown)} in [{name}]; {hint}")
+    raise BadInput(f"{path}: unknown setting(s) {', '.join(unknown)} in [{name}]; {hint}")
 
 
 def merge(problem_set: ProblemSet, run: Path | None, given: dict[str, object],
@@ -92,7 +93,7 @@ def merge(problem_set: ProblemSet, run: Path | None, given: dict[str, object],
     settings |= {k: v for k, v in given.items() if v is not None and v != ()}
     unknown = set(settings.get("problem_ids", ())) - {p.id for p in problem_set.problems}
     if unknown:
-        raise ValueError(f"no problem {', '.join(sorted(unknown))} in {problem_set.path}")
+        raise BadInput(f"no problem {', '.join(sorted(unknown))} in {problem_set.path}")
     if not settings.get("model"):
         settings["model"] = ""
     return SolveConfig(problems=problem_set.path, run=run or Path("runs") / problem_set.name, **settings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gitswarm.errors import BadInput
 from gitswarm.memory.commitmeta import Record
 from gitswarm.usage import Usage
 
@@ -16,7 +17,7 @@ KIND_FOLDERS = {"note": "notes", "lemma": "lemmas", "attempt": "attempts", "revi
 def check_name(what: str, value: str) -> str:
     """Ids that become ref names or e-mail local parts must be plain and short."""
     if not SAFE_NAME.match(value) or ".." in value or value.endswith(".lock"):
-        raise ValueError(f"invalid {what} {value!r}: use letters, digits, '.', '_' and '-'")
+        raise BadInput(f"invalid {what} {value!r}: use letters, digits, '.', '_' and '-'")
     return value
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from gitswarm.errors import BadInput
+
 ReasoningEffort = Literal["low", "medium", "high"]
 ToolProtocol = Literal["auto", "native", "text"]
 DEFAULT_OUTPUT_TOKENS = 16_000
@@ -69,14 +71,14 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         if (self.price_in_per_mtok is None) != (self.price_out_per_mtok is None):
-            raise ValueError("give both the input and the output price per million tokens, or neither")
+            raise BadInput("give both the input and the output price per million tokens, or neither")
         if self.price_in_per_mtok is None and (self.price_cached_in_per_mtok is not None
                                                or self.price_cache_write_per_mtok is not None):
-            raise ValueError("a cached-input price needs the input and output prices too")
+            raise BadInput("a cached-input price needs the input and output prices too")
         if self.max_output_tokens is not None and self.max_output_tokens < 1:
-            raise ValueError("the output limit must be at least 1 token")
+            raise BadInput("the output limit must be at least 1 token")
         if self.max_concurrent_calls is not None and self.max_concurrent_calls < 1:
-            raise ValueError("at least 1 concurrent call, or no bound")
+            raise BadInput("at least 1 concurrent call, or no bound")
 
     @property
     def user_priced(self) -> bool:

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from types import ModuleType
 
+from gitswarm.errors import EnvironmentFault
 from gitswarm.usage import Usage
 
 RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection", "malformed", "stream_cut"})
@@ -31,8 +32,9 @@ _BY_STATUS = {401: "auth", 403: "permission", 404: "not_found", 408: "timeout", 
               429: "rate_limit"}
 
 
-class ModelError(Exception):
-    """A model call that failed for good: the kind of failure, and whether it was transient."""
+class ModelError(EnvironmentFault):
+    """A model call that failed for good: the kind of failure, and whether it was transient. The
+    provider (or the server at --api-base) is the outside world: an environment fault."""
 
     def __init__(self, kind: str, message: str, *, attempts: int, retry_after_s: float | None = None,
                  status: int | None = None) -> None:

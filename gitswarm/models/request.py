@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from gitswarm.errors import BadInput
 from gitswarm.models.config import ModelConfig
 from gitswarm.models.lib import litellm_module
 
@@ -56,7 +57,7 @@ def check_thinking_room(config: ModelConfig, output_limit: int) -> None:
 
     budget = getattr(constants, f"DEFAULT_REASONING_EFFORT_{config.reasoning_effort.upper()}_THINKING_BUDGET", 0)
     if output_limit <= budget:
-        raise ValueError(f"reasoning effort {config.reasoning_effort} gives {config.model} a thinking budget of "
+        raise BadInput(f"reasoning effort {config.reasoning_effort} gives {config.model} a thinking budget of "
                          f"{budget} tokens, which must be less than the output limit ({output_limit}): raise "
                          f"--max-output-tokens above {budget} or choose a lower --reasoning-effort")
 

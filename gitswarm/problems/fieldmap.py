@@ -13,6 +13,7 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 
+from gitswarm.errors import BadInput
 from gitswarm.problems.loader import ID_PATTERN
 from gitswarm.problems.records import Record, RowError
 
@@ -46,14 +47,14 @@ class FieldMap:
         for spec in specs:
             target, sep, path = (part.strip() for part in spec.partition("="))
             if target not in TARGETS or not sep or not all(path.split(".")):
-                raise ValueError(f"bad field mapping {spec!r}: write TARGET=PATH with TARGET one of "
+                raise BadInput(f"bad field mapping {spec!r}: write TARGET=PATH with TARGET one of "
                                  f"{', '.join(TARGETS)} and PATH a key or dotted path, e.g. answer=final.value")
             if target in given:
-                raise ValueError(f"{target!r} is mapped twice: give one --field {target}=PATH")
+                raise BadInput(f"{target!r} is mapped twice: give one --field {target}=PATH")
             paths[target] = path
             given.add(target)
         if answer_after is not None and not answer_after.strip():
-            raise ValueError("--answer-after needs a marker, e.g. '####'")
+            raise BadInput("--answer-after needs a marker, e.g. '####'")
         return replace(self, paths=paths, given=frozenset(given),
                        answer_after=answer_after if answer_after is not None else self.answer_after)
 
@@ -73,7 +74,7 @@ def read_jsonl(text: str, fields: FieldMap, id_prefix: str) -> tuple[list[Record
     numbered = "id" not in fields.given and not any(
         isinstance(obj, dict) and _lookup(obj, fields.paths["id"]) not in (_MISSING, None) for _, obj in parsed)
     if numbered and (not ID_PATTERN.match(f"{id_prefix}-0001") or ".." in id_prefix):
-        raise ValueError(f"the records have no ids, and the id prefix {id_prefix!r} makes no safe file name: "
+        raise BadInput(f"the records have no ids, and the id prefix {id_prefix!r} makes no safe file name: "
                          "give one that starts with a letter or digit (--id-prefix)")
     records: list[Record] = []
     errors: list[RowError] = []

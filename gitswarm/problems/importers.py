@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from gitswarm.errors import BadInput
 from gitswarm.problems import frontmatter
 from gitswarm.problems.fieldmap import GSM8K, JSONL, FieldMap, read_jsonl
 from gitswarm.problems.loader import ID_PATTERN
@@ -37,7 +38,7 @@ class ImportResult:
     """Problems written whose source has a figure the import did not carry."""
 
 
-class ImportRefused(Exception):
+class ImportRefused(BadInput):
     """Some records are malformed and on_error is "refuse": nothing was written."""
 
     def __init__(self, errors: list[RowError]) -> None:
@@ -77,7 +78,7 @@ def import_file(fmt: str, source: Path, out: Path, *, level: str | None = None,
     else:
         records, errors = csv_records(fmt, text)
     if not records and not errors:
-        raise ValueError(f"{source}: no records found: is it the right file?")
+        raise BadInput(f"{source}: no records found: is it the right file?")
     if level is not None:
         records = _filter_level(records, level)
     if limit is not None:
@@ -107,15 +108,15 @@ def _check_options(fmt: str, on_error: str, level: str | None, fields: FieldMap 
                    id_prefix: str | None, limit: int | None) -> None:
     """A ValueError for an option the format does not take or a value out of range."""
     if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
+        raise BadInput(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
     if on_error not in ("skip", "refuse"):
-        raise ValueError(f"on_error must be 'skip' or 'refuse', not {on_error!r}")
+        raise BadInput(f"on_error must be 'skip' or 'refuse', not {on_error!r}")
     if level is not None and fmt != "imo-proofbench":
-        raise ValueError("a level filter only applies to the imo-proofbench format")
+        raise BadInput("a level filter only applies to the imo-proofbench format")
     if (fields is not None or id_prefix is not None) and fmt not in MAPPED:
-        raise ValueError(f"a field mapping and an id prefix only apply to the {' and '.join(MAPPED)} formats")
+        raise BadInput(f"a field mapping and an id prefix only apply to the {' and '.join(MAPPED)} formats")
     if limit is not None and limit < 1:
-        raise ValueError(f"a limit must be at least 1, not {limit}")
+        raise BadInput(f"a limit must be at least 1, not {limit}")
 
 
 def _first(limit: int, records: list[Record], errors: list[RowError]) -> tuple[list[Record], list[RowError]]:
@@ -128,7 +129,7 @@ def _filter_level(records: list[Record], level: str) -> list[Record]:
     present = sorted({r.values["Level"] for r in records})
     wanted = level.strip().lower()
     if wanted not in {p.lower() for p in present}:
-        raise ValueError(f"no problems at level {level!r}; levels in the file: "
+        raise BadInput(f"no problems at level {level!r}; levels in the file: "
                          f"{', '.join(present)}")
     return [r for r in records if r.values["Level"].lower() == wanted]
 

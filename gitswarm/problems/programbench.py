@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from gitswarm.errors import BadInput
 from gitswarm.problems import frontmatter
 from gitswarm.problems.importers import safe_id
 from gitswarm.problems.loader import ID_PATTERN, Defect
@@ -43,7 +44,7 @@ status with the reference's. A copy of the reference executable scores nothing.
 """
 
 
-class TaskDefects(Exception):
+class TaskDefects(BadInput):
     """The task cannot be imported; nothing was written."""
 
     def __init__(self, defects: list[Defect]) -> None:

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitswarm.errors import BadInput
+
 COLUMNS = {
     "imo-proofbench": ("Problem ID", "Problem", "Solution", "Grading guidelines", "Category",
                        "Level", "Short Answer", "Source"),
@@ -56,7 +58,7 @@ def read_text(source: Path) -> str:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise ValueError(f"{source}:{line}: not UTF-8 text: save the file as UTF-8") from None
+        raise BadInput(f"{source}:{line}: not UTF-8 text: save the file as UTF-8") from None
 
 
 def csv_records(fmt: str, text: str) -> tuple[list[Record], list[RowError]]:
@@ -74,7 +76,7 @@ def _csv_records(text: str, columns: tuple[str, ...],
     header = [name.strip() for name in next(reader, [])]
     missing = [c for c in columns if c not in header]
     if missing:
-        raise ValueError(f"missing column(s) {', '.join(missing)}; found: {', '.join(header)}")
+        raise BadInput(f"missing column(s) {', '.join(missing)}; found: {', '.join(header)}")
     raw: list[tuple[int, int, list[str]]] = []
     first_line = reader.line_num + 1
     for row, fields in enumerate(reader, start=2):

@@ -22,6 +22,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gitswarm.errors import BadInput
 from gitswarm.problems.model import Problem
 from gitswarm.referee.junit import read_cases
 from gitswarm.sandbox import Limits, SandboxResult, run
@@ -85,7 +86,7 @@ def grade_program(problem: Problem, files: dict[str, bytes],
     """Run the hidden tests of `problem` against the candidate `files` (path -> content)."""
     stray = [name for name in files if name.split("/")[0] == TESTS_DIR]
     if stray:
-        raise ValueError(f"candidate files may not live under {TESTS_DIR}/: {stray[0]}")
+        raise BadInput(f"candidate files may not live under {TESTS_DIR}/: {stray[0]}")
     scratch = Path(tempfile.mkdtemp(prefix="gitswarm-grade-"))
     try:
         result = run(_argv(), files={**files, **hidden_tests(problem)}, workdir=scratch / "work",

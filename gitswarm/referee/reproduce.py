@@ -27,6 +27,7 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gitswarm.errors import BadInput
 from gitswarm.problems.model import Problem
 from gitswarm.problems.suite import SUITE_FILE, Branch, Suite, SuiteError, canonical, read_suite
 from gitswarm.referee.builds import (
@@ -164,7 +165,7 @@ def copy_candidate(candidate: Path | dict[str, bytes], tree: Path) -> None:
     for name, data in candidate.items():
         path = tree / name
         if not path.resolve().is_relative_to(tree.resolve()):
-            raise ValueError(f"candidate file {name!r} lies outside its folder")
+            raise BadInput(f"candidate file {name!r} lies outside its folder")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         if data.startswith(b"#!"):

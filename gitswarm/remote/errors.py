@@ -9,9 +9,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from gitswarm.errors import BadInput, EnvironmentFault
 
-class RemoteError(Exception):
-    """A git call against the remote failed; `url` is masked, `detail` is what git said."""
+
+class RemoteError(EnvironmentFault):
+    """A git call against the remote failed; `url` is masked (also `where`), `detail` is what
+    git said, `fix` the advice."""
 
     advice = "fix what git says, then run the same command again"
     silent = ("git gave no reason (it may have been stopped by a signal); run the same command again, and "
@@ -23,7 +26,7 @@ class RemoteError(Exception):
         self.detail = detail
         said = f" (git: {detail})" if detail else ""
         advice = self.advice if detail or type(self).advice != RemoteError.advice else self.silent
-        super().__init__(f"{what or self._what()}{said}; {advice}")
+        super().__init__(f"{what or self._what()}{said}", where=url, fix=advice)
 
     def _what(self) -> str:
         return f"git failed on the remote {self.url}"
@@ -166,7 +169,7 @@ class Outage:
         self.since = None
 
 
-class OtherProtocol(ValueError):
+class OtherProtocol(BadInput):
     """The run on the remote was published by a gitswarm that speaks another run protocol
     (the refs, claim commits and records coordinator and workers exchange) than this one."""
 
@@ -175,18 +178,18 @@ class OtherProtocol(ValueError):
         by = (f"gitswarm {version} (run protocol {theirs})" if theirs is not None
               else "a gitswarm from before run protocols were numbered")
         super().__init__(f"the run on {url} was published by {by}; this is gitswarm {our_version} (run protocol "
-                         f"{ours}), and one misreads the other's claims and records: install the coordinator's "
-                         "gitswarm here and start the worker again")
+                         f"{ours}), and one misreads the other's claims and records", where=url,
+                         fix="install the coordinator's gitswarm here and start the worker again")
 
 
 
-class ForeignFolder(ValueError):
+class ForeignFolder(BadInput):
     """A local folder (a coordinator's mirror, a worker's folder) was made for another remote,
     another run or another worker name than this command's; nothing was pushed or changed."""
 
     def __init__(self, folder: object, what: str, advice: str) -> None:
         self.folder = folder
-        super().__init__(f"{folder} {what}, and gitswarm will not mix the two: {advice}")
+        super().__init__(f"{folder} {what}, and gitswarm will not mix the two", where=str(folder), fix=advice)
 
 
 class PushesFailing(RemoteError):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from gitswarm.errors import BadInput
+
 SCHEMES = ("file", "git", "ssh", "http", "https")
 _USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@:\s]*):[^/@\s]*@")
 
@@ -32,7 +34,7 @@ def scheme(url: str) -> str:
     if found:
         name = found[1].lower()
         if name not in SCHEMES:
-            raise ValueError(f"remote {mask(url)!r}: unknown transport {name!r}; use one of "
+            raise BadInput(f"remote {mask(url)!r}: unknown transport {name!r}; use one of "
                              f"{', '.join(s + '://' for s in SCHEMES)} or user@host:path")
         return name
     head, colon, _ = url.partition(":")

@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitswarm.errors import EnvironmentFault
 from gitswarm.sandbox.processes import EXEC, Capture, UidPool, kill_everything, own_tasks, read_until
 from gitswarm.sandbox.scratch import chown_tree, scratch_folder, write_files
 
@@ -90,7 +91,7 @@ class SandboxResult:
         return self.exit_code == 0 and not self.timed_out
 
 
-class SandboxError(Exception):
+class SandboxError(EnvironmentFault):
     """The sandbox itself could not be set up (not a failure of the program)."""
 
 
