@@ -44,3 +44,20 @@ def test_a_process_of_a_stopped_run_has_exited(tmp_path: Path):
     assert {n: w.state for n, w in after.items()} == {"box1": "exited", "box2": "running"}
     assert after["box1"].cells()[1] == "exited" and after["box1"].episodes == 1
     assert WorkerState.from_dict(after["box1"].as_dict()) == after["box1"]  # the report's JSON round trip
+
+
+def test_a_process_that_marked_its_leaving_has_exited_while_the_run_goes_on(tmp_path: Path):
+    repo = pygit2.init_repository(str(tmp_path / "mirror"), bare=True)
+    commit(repo, "refs/gitswarm/workers/box1/gitswarm/ledger",
+           {"episodes/e00001/record.json": json.dumps({"status": "merged"}).encode()})
+    commit(repo, "refs/gitswarm/workers/box2/gitswarm/ledger",
+           {"episodes/e00002/record.json": json.dumps({"status": "merged"}).encode()})
+    left = {"reason": "user", "detail": "stopped by its user", "at": SIG.time}
+    commit(repo, "refs/gitswarm/workers/box1/gitswarm/exited", {"exit.json": json.dumps(left).encode()})
+    commit(repo, "refs/gitswarm/workers/box2/gitswarm/exited",
+           {"exit.json": json.dumps({**left, "at": SIG.time - 60}).encode()})  # it came back and pushed since
+    commit(repo, "refs/gitswarm/workers/box3/gitswarm/exited", {"exit.json": b"not json"})
+    found = {w.name: w for w in read_workers(repo, {})}
+    assert {n: w.state for n, w in found.items()} == {"box1": "exited", "box2": "idle"}
+    assert found["box1"].left == "stopped by its user" and found["box2"].left == ""
+    assert WorkerState.from_dict(found["box1"].as_dict()) == found["box1"]

@@ -40,7 +40,10 @@ class WorkerState:
     tokens: int = 0
     """Tokens its episodes spent, as the coordinator counted them."""
     exited: bool = False
-    """The run has stopped, so the process has left it (a worker exits when the run stops)."""
+    """The process has left: the run stopped (a worker exits when the run stops), or it marked
+    its leaving a run that goes on (`remote/exits.py`)."""
+    left: str = ""
+    """Why it left a run that goes on, as its mark says ("" without a mark)."""
 
     @property
     def state(self) -> str:
@@ -62,28 +65,34 @@ class WorkerState:
     def as_dict(self) -> dict:
         return {"name": self.name, "state": self.state, "episodes": self.episodes, "last_push": self.last_push,
                 "outcomes": dict(self.outcomes), "held": self.held, "expired": self.expired, "tokens": self.tokens,
-                "exited": self.exited}
+                "exited": self.exited, "left": self.left}
 
 
 def read_workers(repo: pygit2.Repository, scheduler: dict) -> tuple[WorkerState, ...]:
-    """Every worker process that pushed a ledger book or that the coordinator counted, by
-    name; `scheduler` is the run ledger's scheduler record. Once the run has stopped (its
-    stop ref holds a stop), a process that holds nothing has exited."""
+    """Every worker process that pushed a ledger book, marked its leaving, or that the
+    coordinator counted, by name; `scheduler` is the run ledger's scheduler record. Once the
+    run has stopped (its stop ref holds a stop), a process that holds nothing has exited; before
+    that, one whose mark is newer than its last push."""
+    from gitswarm.remote.exits import read_exits
     from gitswarm.remote.publish import read_stop
 
     spending = scheduler.get("spending") if isinstance(scheduler.get("spending"), dict) else {}
     counted = spending.get("processes") if isinstance(spending.get("processes"), dict) else {}
     books = {ref.removeprefix(WORKERS).removesuffix(BOOK): ref
              for ref in refnames.under(repo, WORKERS) if ref.endswith(BOOK)}
+    marks = read_exits(repo)
     found, stopped = [], bool(books or counted) and read_stop(repo) is not None
-    for name in sorted({*books, *counted}):
+    for name in sorted({*books, *counted, *marks}):
         live = counted.get(name) if isinstance(counted.get(name), dict) else {}
         outcomes, pushed = Counter(), 0
         if name in books:
             tip = repo[repo.references[books[name]].target].peel(pygit2.Commit)
             outcomes, pushed = Counter(_status(repo, blob) for blob in _records(repo, tip.tree)), tip.commit_time
+        mark = marks.get(name)
+        left = mark.detail if mark is not None and mark.after(pushed) else ""
         found.append(WorkerState(name, sum(outcomes.values()), pushed, dict(outcomes), int(live.get("held", 0)),
-                                 int(live.get("expired", 0)), int(live.get("tokens", 0)), stopped))
+                                 int(live.get("expired", 0)), int(live.get("tokens", 0)), stopped or bool(left),
+                                 left))
     return tuple(found)
 
 

@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
-from gitswarm.core.stops import Stop
+from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
 from gitswarm.engine.episode import Model, Shared
@@ -40,9 +40,9 @@ from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import Kind, ProblemSet
-from gitswarm.remote import owner, publish
+from gitswarm.remote import exits, owner, publish
 from gitswarm.remote.claims import Claims
-from gitswarm.remote.errors import MissingRef
+from gitswarm.remote.errors import MissingRef, NameInUse
 from gitswarm.remote.publish import RunStreaks
 from gitswarm.remote.source import ClaimSource, join, slots
 from gitswarm.remote.spending import Published
@@ -152,6 +152,7 @@ async def run_worker(options: WorkerOptions, model: Model, listeners: list[Liste
     remote = Remote(options.url, options.folder)
     settings = await anyio.to_thread.run_sync(join, remote, options.name)
     owner.bind_worker(options.folder, options.url, options.name, held)
+    await anyio.to_thread.run_sync(exits.clear, remote, options.name)
     cfg = worker_config(options, settings)
     sandbox = anyio.CapacityLimiter(2)
     references = await own_references(options, settings, sandbox, say)
@@ -219,13 +220,34 @@ async def _work(options, cfg, settings, remote, memory, git, model, listeners, c
     events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget, workers=cfg.workers,
                 charged=0, problems=problems, episodes=0, max_episodes=cfg.max_episodes, set_aside=[],
                 stale_locks_removed=[], worker=options.name, remote=remote.shown)
+    why: Stop | BaseException = Stop(StopReason.USER, "interrupted")
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(source.renew)
-            stop = await scheduler.loop()
+            why = stop = await scheduler.loop()
             tg.cancel_scope.cancel()
         events.emit("run_stopped", **stop.as_event(), charged=ledger.charged, episodes=ledger.totals.episodes,
                     tokens=ledger.tokens, worker=options.name)
         return stop
+    except NameInUse:
+        why = None  # the refs under this name are another process's: its mark is not ours to push
+        raise
+    except Exception as exc:
+        why = exc
+        raise
     finally:
+        if why is not None:
+            await _leave(remote, options.name, why, events)
         events.close()
+
+
+async def _leave(remote: Remote, name: str, why: Stop | BaseException, events: EventLog) -> None:
+    """Mark on the remote that this worker left a run that goes on (`exits.py`); the stop of a
+    run that stopped (as last fetched) says so for every worker already. Shielded from the
+    cancellation that may be ending the worker, and bounded by the transport's timeout."""
+    with anyio.CancelScope(shield=True):
+        if await anyio.to_thread.run_sync(publish.read_stop, remote.repo()) is not None:
+            return
+        failed = await anyio.to_thread.run_sync(exits.mark, remote, name, why)
+    if failed:
+        events.emit("exit_unmarked", worker=name, detail=failed)
