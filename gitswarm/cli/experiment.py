@@ -107,7 +107,7 @@ def runner_for(spec, parallel: int, judge):
     from functools import partial
 
     from gitswarm.cli.grade import grade_all
-    from gitswarm.cli.running import run_engine
+    from gitswarm.cli.running import RemoteRun, run_engine
     from gitswarm.core.control import Control
     from gitswarm.demo.solver import Solver
     from gitswarm.experiment.runner import Runner
@@ -120,7 +120,17 @@ def runner_for(spec, parallel: int, judge):
         fake = None
         if spec.scripted is not None:  # the test double is handed the keys; the engine never is
             fake = partial(serve, Solver(answers, spec.scripted, seed=plan.seed))
-        return await run_engine(plan.config, spec.problem_set, listeners, control, fake)
+        return await run_engine(plan.config, spec.problem_set, listeners, control, fake, on_remote(plan))
+
+    def on_remote(plan) -> RemoteRun | None:
+        """With the spec's [remote], the plan's run coordinated on its own remote repository."""
+        if spec.remote is None:
+            return None
+        url = spec.remote.ready(plan.name)
+        local = spec.remote.local_workers if spec.remote.local_workers is not None else plan.config.workers
+        runner.say(f"{plan.name}: coordinated on {url}; more workers join it with: gitswarm worker {url} "
+                   "--model ... --name NAME")
+        return RemoteRun(url, local, spec.remote.claim_ttl_s, spec.remote.patience_s)
 
     async def grade(plan) -> list[str]:
         memory = Memory(plan.config.run)
@@ -128,7 +138,8 @@ def runner_for(spec, parallel: int, judge):
         _, errors = await grade_all(memory, problems, judge, 3, False, False, 900.0)
         return [message for message, _ in errors]
 
-    return Runner(spec, start, grade, _say, Control(), parallel)
+    runner = Runner(spec, start, grade, _say, Control(), parallel)
+    return runner
 
 
 def _say(line: str) -> None:

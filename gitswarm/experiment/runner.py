@@ -172,8 +172,9 @@ class Runner:
             self.say(f"  {plan.name} left ungraded: {message}")
 
     def _entry(self, plan: RunPlan, status: RunStatus) -> dict:
+        remote = {"url": self.spec.remote.url_of(plan.name)} if self.spec.remote is not None else {}
         return {"arm": plan.arm, "seed": plan.seed, "pass": 1 if plan.cap is None else 2, "cap": plan.cap,
-                "path": str(plan.config.run), "state": status.state,
+                "path": str(plan.config.run), **remote, "state": status.state,
                 "reason": status.reason, "detail": status.detail, "settings": self._settings(plan)}
 
     def _settings(self, plan: RunPlan) -> dict:

@@ -15,10 +15,12 @@ from pydantic import ValidationError
 
 from gitswarm.demo.solver import SOLVER_MODEL, SolverSettings
 from gitswarm.engine.config import GradeConfig, SolveConfig
+from gitswarm.errors import BadInput
 from gitswarm.experiment.budget import SMALLEST, Budget, EqualSpend
+from gitswarm.experiment.remote import RemoteArms, remote_arms
 from gitswarm.problems.model import ProblemSet
 
-KEYS = ("name", "problems", "seeds", "baseline", "budget", "solve", "scripted", "grade", "arms")
+KEYS = ("name", "problems", "seeds", "baseline", "budget", "solve", "scripted", "grade", "arms", "remote")
 """The spec's top-level keys."""
 HELD = ("budget", "max_episodes", "max_total_tokens")
 """Settings the spec's [budget] sets for every arm alike: an arm or [solve] may not."""
@@ -30,7 +32,7 @@ SOLVER_KEY = "scripted-solver-not-secret"
 ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-class SpecError(ValueError):
+class SpecError(BadInput):
     """A defect of a spec: one paragraph naming the file and the key (bad input, exit 2)."""
 
 
@@ -78,6 +80,8 @@ class Spec:
     folder: Path
     runs: tuple[RunPlan, ...]
     """Every arm × seed, seed by seed; under equal tokens, pass 1."""
+    remote: RemoteArms | None = None
+    """With `[remote]`, each run is a coordinated run on a git remote (`experiment/remote.py`)."""
 
     def again(self, fair: EqualSpend) -> list[RunPlan]:
         """The equal-spend runs (pass 2) of `fair`'s seed: one per arm that spent more than T."""
@@ -106,10 +110,11 @@ def load_spec(path: Path, out: Path | None = None) -> Spec:
     budget = _budget(path, data.get("budget"))
     base, scripted = _solve(path, data)
     grade = _grade(path)
+    remote = remote_arms(path, data.get("remote"))
     runs = tuple(RunPlan(arm, seed, _config(path, problem_set, folder / "runs" / f"{arm}-s{seed}", arm,
                                             base, overrides | budget.settings() | {"seed": seed}))
                  for seed in seeds for arm, overrides in arms.items())  # seed by seed: pairs complete early
-    return Spec(path, name, problem_set, seeds, baseline, budget, arms, scripted, grade, folder, runs)
+    return Spec(path, name, problem_set, seeds, baseline, budget, arms, scripted, grade, folder, runs, remote)
 
 
 def _toml(path: Path) -> dict:
