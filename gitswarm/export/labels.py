@@ -4,7 +4,7 @@ Read once per export (`read_facts`): the ledger's episode records, one walk of t
 reachable from main and the unmerged branches (`report.graph.load`, whose trailers come from
 `memory.trailers.parse` and `split_ids`), the read model (selection, verification,
 nominations on main) and the grades. Each label can be recomputed with git alone
-(`tests/test_export_git.py` does): an episode's record is a file of `refs/gitswarm/ledger`,
+(`tests/test_export.py` does): an episode's record is a file of `refs/gitswarm/ledger`,
 its commit's trailers say its kind and what it cites, reviews and nominations name the
 commits they judge, SOLUTION.md on main names the selected candidate, and the grades are
 files of `refs/gitswarm/grades`.
