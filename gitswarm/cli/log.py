@@ -8,13 +8,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
+import pygit2
 import typer
 
 from gitswarm.cli.common import Exit, fail, user_errors
+from gitswarm.memory import commitmeta
 from gitswarm.memory.model import KIND_FOLDERS
 
 KINDS = (*KIND_FOLDERS, "summary", "nomination", "merge")
-"""The values of `Gitswarm-Kind` a commit of the memory carries: what `--kind` takes."""
+"""The kinds of commit of the memory (`commitmeta.Kind`) that `--kind` takes."""
 
 
 def log(
@@ -50,25 +52,24 @@ def log(
         commits = memory.log(problem, worker, kind, include_pending=pending, limit=limit)
     reviewed = Reviewed(memory)
     for c in commits:
-        verdict = c.trailers.get("Verdict") if c.kind == "review" else None
+        meta = c.meta
+        verdict = str(meta.verdict) if isinstance(meta, commitmeta.Review) and meta.verdict else None
         if oneline:
             typer.echo(f"{c.id[:10]} {c.author:<8} {c.subject}" + (f" [{verdict}]" if verdict else ""))
             continue
         when = datetime.datetime.fromtimestamp(c.time).strftime("%Y-%m-%d %H:%M:%S")
         typer.echo(f"commit {c.id}\n{c.author} · {when}"
-                   + (f" · episode {c.trailers['Episode']}" if "Episode" in c.trailers else ""))
+                   + (f" · episode {meta.episode}" if getattr(meta, "episode", "") else ""))
         typer.echo(f"\n    {c.subject}")
         if verdict:
-            typer.echo(f"    verdict: {verdict} · reviews {reviewed.path(c.trailers.get('Reviews', ''), c.problem)}")
+            typer.echo(f"    verdict: {verdict} · reviews {reviewed.path(meta.reviews, c.problem)}")
         if c.body:
             typer.echo("\n" + "\n".join(f"    {line}" for line in c.body.splitlines()))
         cited = c.informed_by
         if cited:
             typer.echo(f"\n    built on: {', '.join(x[:10] for x in cited)}")
-        usage = c.trailers.get("Tokens")
-        if usage:
-            typer.echo(f"    model {c.trailers.get('Model', '?')} · tokens {usage} · "
-                       f"USD {c.trailers.get('Cost-USD', '?')}")
+        if isinstance(meta, commitmeta.Contribution) and meta.tokens:
+            typer.echo(f"    model {meta.model or '?'} · tokens {meta.tokens} · USD {meta.cost_usd or '?'}")
         typer.echo("")
 
 
@@ -85,8 +86,8 @@ def nearest_first(value: str, valid: Iterable[str]) -> list[str]:
 
 
 class Reviewed:
-    """The path of the candidate a review reviews, from the reviewed commit's own trailers
-    (`Files`), each commit read once."""
+    """The path of the candidate a review reviews, from the files the reviewed commit wrote
+    (`commitmeta.changes`), each commit read once."""
 
     def __init__(self, memory) -> None:
         self.memory = memory
@@ -95,15 +96,15 @@ class Reviewed:
     def path(self, commit: str, problem: str) -> str:
         """`attempts/<name>` or `code/<slug>`, then the commit; the bare commit when its files do not say."""
         from gitswarm.engine.index import CANDIDATE_FOLDERS, candidate_path
-        from gitswarm.memory.trailers import parse, split_ids
 
         if not commit:
             return "?"
         if commit not in self.known:
             try:
-                files = split_ids(parse(self.memory.repo[commit].message).get("Files", ""))
-            except (KeyError, ValueError):
-                files = []
+                found = self.memory.repo[commit].peel(pygit2.Commit)
+                files = commitmeta.changes(self.memory.repo, found, problem).written
+            except (KeyError, ValueError, pygit2.GitError):
+                files = ()
             found = [candidate_path(f) for f in files if f.startswith(CANDIDATE_FOLDERS)]
             self.known[commit] = f"{found[0]} ({commit[:10]})" if found else commit[:10]
         return self.known[commit]

@@ -8,6 +8,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+from gitswarm.memory.commitmeta import git_key
+
 CHARGED = ("contribute", "nominate")
 
 
@@ -23,13 +25,14 @@ def reachable(run: Path) -> set[str]:
 
 
 def ops(run: Path) -> Counter:
-    """How often each Gitswarm-Op appears in the history of all refs (merges included)."""
-    text = git(run, "log", "--all", "--format=%(trailers:key=Gitswarm-Op,valueonly)")
+    """How often each op id (the records' `op` trailer) appears in the history of all refs
+    (merges included), as plain git reads it."""
+    text = git(run, "log", "--all", f"--format=%(trailers:key={git_key('op')},valueonly)")
     return Counter(text.split())
 
 
 def duplicated(run: Path) -> int:
-    """Extra copies of operations: every Gitswarm-Op must appear exactly once."""
+    """Extra copies of operations: every op id must appear exactly once."""
     return sum(n - 1 for n in ops(run).values())
 
 

@@ -58,7 +58,7 @@ class Counts:
 @dataclass(frozen=True)
 class ReviewCounts:
     """A candidate's reviews by verdict: the latest review by each worker other than its
-    author (`Gitswarm-Verdict` of review commits whose files are on main)."""
+    author (the verdicts of review commits whose files are on main, `commitmeta.Review`)."""
 
     passed: int = 0
     """`pass`: no issue found."""
@@ -72,7 +72,7 @@ class ReviewCounts:
         return self.passed + self.gaps + self.critical
 
     def as_dict(self) -> dict[str, int]:
-        """Keyed by the verdicts as the trailer spells them."""
+        """Keyed by the verdicts as `commitmeta.Verdict` spells them."""
         return {"pass": self.passed, "gaps": self.gaps, "critical": self.critical}
 
 
@@ -83,7 +83,7 @@ class ReviewEntry:
     worker: str
     episode: str
     verdict: str
-    """pass, gaps or critical (`Gitswarm-Verdict`)."""
+    """pass, gaps or critical (`commitmeta.Verdict`)."""
     commit: str
     """The review's commit."""
     path: str

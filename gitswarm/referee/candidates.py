@@ -5,7 +5,7 @@ The selection is `problems/<id>/SOLUTION.md`, written by the engine: YAML front 
 `code/<slug>` folder, in that commit's tree) and `nominations`; the body is the candidate's
 text. Candidates of `--all` are the files of `attempts/` (answer and proof problems) and the
 folders of `code/` (program problems); each is attributed to the contribution commit that
-last changed it, found by walking main's history for the problem's `Gitswarm-Problem` trailer.
+last changed it, found by walking main's history for the commits whose record names the problem.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def last_changed(repo: pygit2.Repository, head: str, problem: str,
                  paths: dict[str, trees.Entry]) -> dict[str, str]:
     """For each path, the newest contribution of `problem` that gave it its entry at `head`.
 
-    Only the problem's contribution commits (by trailer) are compared, and the walk stops
+    Only the problem's contribution commits (by their record) are compared, and the walk stops
     as soon as every path is attributed. A path whose content on `head` a merge composed
     from several contributions goes to the newest contribution that changed it.
     """

@@ -2,11 +2,11 @@
 
 Definitions (the report prints them too):
 
-- The *contributions* of a problem are the commits whose `Gitswarm-Problem` trailer names it
-  and whose `Gitswarm-Kind` is note, lemma, attempt, review or code (nominations, summaries,
+- The *contributions* of a problem are the commits whose record (`commitmeta`) names it
+  and whose kind is note, lemma, attempt, review or code (nominations, summaries,
   solutions and merges are not contributions), found on main and on unmerged branches.
 - A contribution c was *built on* when some other contribution d of the same problem
-  either cites c (`Gitswarm-Informed-By`) or inherited it: c is an ancestor (by parent
+  either cites c (its record's `informed_by`) or inherited it: c is an ancestor (by parent
   links) of d's start commit, the first parent of d. The *built-on share* is the number of
   contributions built on over the number of contributions.
 - The *ancestry* of the selected candidate is every commit reachable from it by following
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 import pygit2
 from pygit2.enums import SortMode
 
+from gitswarm.memory import commitmeta
 from gitswarm.memory.read import info
-from gitswarm.memory.trailers import split_ids
 
 CONTRIBUTION_KINDS = ("note", "lemma", "attempt", "review", "code")
 
@@ -43,15 +43,15 @@ class Node:
     candidate: str = ""
     """The nominated candidate, on a nomination."""
     episode: str = ""
-    """The episode that made it (`Gitswarm-Episode`)."""
+    """The episode that made it."""
     worker: str = ""
-    """The worker that made it (`Gitswarm-Worker`)."""
+    """The worker that made it."""
     files: tuple[str, ...] = ()
-    """The files it wrote, relative to its problem's folder (`Gitswarm-Files`)."""
+    """The files it wrote, relative to its problem's folder (`commitmeta.changes`)."""
     reviews: str = ""
-    """The reviewed candidate's commit, on a review (`Gitswarm-Reviews`)."""
+    """The reviewed candidate's commit, on a review."""
     verdict: str = ""
-    """pass, gaps or critical, on a review (`Gitswarm-Verdict`)."""
+    """pass, gaps or critical, on a review."""
 
 
 @dataclass
@@ -85,11 +85,12 @@ def load(repo: pygit2.Repository, heads: list[str]) -> Graph:
     graph = Graph()
     for commit in walker:
         c = info(commit)
-        t = c.trailers
-        graph.nodes[c.id] = Node(c.id, c.kind, c.problem, c.author, c.subject, c.parents,
-                                 tuple(split_ids(t.get("Informed-By", ""))), t.get("Candidate", ""),
-                                 t.get("Episode", ""), t.get("Worker", ""), tuple(split_ids(t.get("Files", ""))),
-                                 t.get("Reviews", ""), t.get("Verdict", ""))
+        meta = c.meta
+        files = commitmeta.changes(repo, commit, c.problem).written if c.problem and c.kind != "merge" else ()
+        graph.nodes[c.id] = Node(c.id, c.kind, c.problem, c.author, c.subject, c.parents, tuple(c.informed_by),
+                                 getattr(meta, "candidate", ""), getattr(meta, "episode", ""),
+                                 getattr(meta, "worker", ""), files, getattr(meta, "reviews", ""),
+                                 str(getattr(meta, "verdict", "")))
     return graph
 
 

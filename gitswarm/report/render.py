@@ -14,7 +14,7 @@ from gitswarm.report.settings import RunSettings
 
 DEFINITIONS = (
     "**Built on**: a contribution (a note, lemma, attempt, review or code commit of a problem) counts as "
-    "built on when another contribution of the same problem cites it (`Gitswarm-Informed-By`) or "
+    "built on when another contribution of the same problem cites it (its commit's `informed_by`) or "
     "inherited it (it is an ancestor, by parent links, of the other's start commit). "
     "**In ancestry**: a contribution counts when it is reachable from the selected candidate by "
     "parent links and citations, the candidate included. Each share is over all contributions "

@@ -2,8 +2,8 @@
 revision chain: which candidate revises which, answering which review.
 
 Read from the history the report walks anyway (`graph.load`): a candidate is an attempt or
-code commit; its reviews are the review commits whose `Gitswarm-Reviews` names it; a
-candidate *revises* the candidates it cites (`Gitswarm-Informed-By`) and *answers* the
+code commit; its reviews are the review commits whose record (`commitmeta.Review.reviews`)
+names it; a candidate *revises* the candidates it cites (`informed_by`) and *answers* the
 reviews it cites, as the engine's index counts a critical review answered.
 """
 
