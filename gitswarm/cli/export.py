@@ -70,9 +70,18 @@ def export(
         refused = filters.refusal(facts)
         if refused:
             raise fail(refused, Exit.BAD_INPUT)
+        empty: list[str] = []
+        count = 0
         with _sink(out) as sink:
-            for record in records(memory, layout, facts, filters):
+            for record in records(memory, layout, facts, filters, empty):
                 sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+                count += 1
+    if empty:
+        shown = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+        typer.echo(f"gitswarm: {len(empty)} episode(s) left out, with no conversation to export (cut off "
+                   f"before their first reply): {shown}", err=True)
+    if out is not None:
+        typer.echo(f"gitswarm: wrote {count} {layout} record(s) to {out}", err=True)
 
 
 @contextmanager

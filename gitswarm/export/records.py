@@ -86,10 +86,16 @@ def _reply_message(reply: dict, text: bool) -> dict:
     calls = reply.get("tool_calls") or reply.get("read_calls") or []
     if calls and not text:
         message["content"] = message["content"] or None
-        message["tool_calls"] = [{"id": c["id"], "type": "function", "function": {
-            "name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str)
-            else json.dumps(c["arguments"], ensure_ascii=False)}} for c in calls]
+        message["tool_calls"] = [_call(c, n) for n, c in enumerate(calls)]
     return message
+
+
+def _call(call: dict, n: int) -> dict:
+    arguments = call.get("arguments")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
+    return {"id": call.get("id") or f"call_{n}", "type": "function",
+            "function": {"name": call.get("name") or "", "arguments": arguments}}
 
 
 def of_transcript(text: str | None, tools: list[dict]) -> Dialogue:

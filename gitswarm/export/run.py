@@ -47,9 +47,11 @@ class Filters:
 
 
 def export(memory: Memory, layout: Format = "chat", facts: RunFacts | None = None,
-           filters: Filters = Filters()) -> Iterator[dict]:
+           filters: Filters = Filters(), empty: list[str] | None = None) -> Iterator[dict]:
     """The run's episodes, oldest first, as chat records (one per episode) or steps records
-    (one per model call); `facts` default to `read_facts` with the `ancestry` credit."""
+    (one per model call); `facts` default to `read_facts` with the `ancestry` credit. An
+    episode without a conversation (cut off by a crash before its first reply) makes no
+    record; its id is added to `empty`."""
     facts = facts or read_facts(memory)
     links = Links.of(facts.graph)
     read = _reader(memory)
@@ -60,7 +62,10 @@ def export(memory: Memory, layout: Format = "chat", facts: RunFacts | None = Non
         dialogue = read(record, label["kind"])
         if label["model"] is None and dialogue.model:
             label["model"] = dialogue.model
-        if layout == "chat":
+        if not dialogue.messages:
+            if empty is not None:
+                empty.append(record.episode)
+        elif layout == "chat":
             yield chat_record(dialogue, label)
         else:
             yield from step_records(dialogue, label, step_rewards(label["credit"], len(dialogue.steps)))
