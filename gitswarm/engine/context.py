@@ -37,7 +37,8 @@ def clip(text: str, budget_tokens: int, hint: str) -> str:
 
 @dataclass
 class RunView:
-    """The run's state as every step's header shows it (kept current by the scheduler)."""
+    """The run's state as every step's header shows it. Each fact has one writer method, which
+    the run's owner (scheduler, coordinator, merger) calls; episodes only announce."""
 
     config: SolveConfig
     problems: list[str] = field(default_factory=list)
@@ -49,12 +50,38 @@ class RunView:
     settled: set[str] = field(default_factory=set)
     episodes: int = 0
     """Episodes of any outcome so far, in flight included (the episode cap counts them)."""
-    max_episodes: int = 0
-    """The episode cap."""
     set_aside: set[str] = field(default_factory=set)
     """Problems no episode is started on any more: their last episodes all abstained or failed."""
     announcements: dict[str, str] = field(default_factory=dict)
     """Worker -> "problem: intent" of the episodes in flight."""
+
+    @property
+    def max_episodes(self) -> int:
+        """The episode cap."""
+        return self.config.max_episodes
+
+    def counted(self, charged: int, episodes: int) -> None:
+        """The episodes so far: those charged to the budget, and those of any outcome."""
+        self.charged, self.episodes = charged, episodes
+
+    def spent(self, tokens: int, cost: float, cost_known: bool) -> None:
+        """What the run spent so far (every process's, in a run on a remote)."""
+        self.tokens, self.cost, self.cost_known = tokens, cost, cost_known
+
+    def settle(self, settled: set[str]) -> None:
+        """The problems settled now, by the selection rule over the index."""
+        self.settled = settled
+
+    def put_aside(self, problems: set[str]) -> None:
+        """The problems set aside now (the no-progress rule)."""
+        self.set_aside = problems
+
+    def announce(self, worker: str, intent: str | None) -> None:
+        """What `worker`'s episode works on ("problem: intent"); None when the episode ended."""
+        if intent is None:
+            self.announcements.pop(worker, None)
+        else:
+            self.announcements[worker] = intent
 
 
 @dataclass(frozen=True)

@@ -119,7 +119,7 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
         final, failure = Final("failed", reason=f"engine error: {reason} (the traceback is in {log})"), Failure.ENGINE
     finally:
         calls.close()
-        shared.view.announcements.pop(ep.worker, None)
+        shared.view.announce(ep.worker, None)
         tools.close()
     if final.action in ("failed", "stopped") and tools.staged and record.commit is None:
         final = await _keep_staged(shared, record, tools, final)

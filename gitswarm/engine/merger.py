@@ -117,8 +117,8 @@ class Merger:
         tip = result.commit
         await shared.git(shared.index.update, shared.memory.repo, tip)
         view = shared.view
-        view.settled = selection.settled(shared.index, view.problems, view.config.settle_nominations,
-                                         view.config.verify)
+        view.settle(selection.settled(shared.index, view.problems, view.config.settle_nominations,
+                                      view.config.verify))
         shared.events.emit("merged", commit=tip, episodes=result.merged, parents=len(result.merged) + 1)
         for episode in result.merged:
             record = self.ledger.episodes.get(episode)

@@ -75,9 +75,8 @@ def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView,
     on a remote, `elsewhere` gives the tokens and USD the rest of the run spent meanwhile."""
     def check() -> None:
         more_tokens, more_usd = elsewhere() if elsewhere is not None else (0, 0.0)
-        view.tokens = ledger.tokens + more_tokens
-        cost, view.cost_known = ledger.cost
-        view.cost = cost + more_usd
+        cost, known = ledger.cost
+        view.spent(ledger.tokens + more_tokens, cost + more_usd, known)
         if cfg.max_total_tokens is not None and view.tokens >= cfg.max_total_tokens:
             raise CapReached(Stop(StopReason.TOKEN_CAP, f"token cap of {cfg.max_total_tokens} reached"))
         if cfg.max_usd is not None and view.cost >= cfg.max_usd:
@@ -103,7 +102,7 @@ async def load_state(cfg: SolveConfig, memory: Memory, git: GitThread,
     index = MemoryIndex()
     await git(index.update, memory.repo, memory.main())
     view = RunView(cfg, problems)
-    view.settled = selection.settled(index, problems, cfg.settle_nominations, cfg.verify)
+    view.settle(selection.settled(index, problems, cfg.settle_nominations, cfg.verify))
     ledger.selection = {"verify": cfg.verify, "settle_nominations": cfg.settle_nominations}
     return ledger, index, view
 

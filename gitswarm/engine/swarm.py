@@ -274,10 +274,9 @@ class Scheduler:
     def _show(self) -> None:
         """Bring the run's view (what every step's header shows) up to date with the ledger."""
         view = self.shared.view
-        view.charged, view.tokens = self.ledger.charged, self.ledger.tokens
-        view.cost, view.cost_known = self.ledger.cost
-        view.episodes = self.ledger.totals.episodes
-        view.max_episodes, view.set_aside = self.config.max_episodes, self.streaks.set_aside
+        view.counted(self.ledger.charged, self.ledger.totals.episodes)
+        view.spent(self.ledger.tokens, *self.ledger.cost)
+        view.put_aside(self.streaks.set_aside)
 
     def _report(self, record: EpisodeRecord, review: dict[str, str]) -> None:
         """The event of an ended episode (a review's with its verdict and what it reviews)."""

@@ -152,7 +152,7 @@ class Toolbox(FinalActions):
         return render("tool_result.md.j2", fenced=True, source="announcements", text="\n".join(others))
 
     async def tool_announce(self, intent: str) -> str:
-        self.view.announcements[self.ep.worker] = f"{self.ep.problem_id}: {intent.strip()[:160]}"
+        self.view.announce(self.ep.worker, f"{self.ep.problem_id}: {intent.strip()[:160]}")
         return "announced"
 
     async def tool_write_file(self, path: str, content: str, append: bool = False) -> str:

@@ -198,8 +198,8 @@ class Coordinator:
 
     def _show(self) -> None:
         view = self.shared.view
-        view.charged, view.episodes = self.ledger.charged, self.ledger.totals.episodes
-        (view.tokens, view.cost), view.cost_known = self.spending.total(self.ledger), self.ledger.cost[1]
+        view.counted(self.ledger.charged, self.ledger.totals.episodes)
+        view.spent(*self.spending.total(self.ledger), self.ledger.cost[1])
 
     def stop(self, user: bool) -> Stop | None:
         """Why the run ends now, or None; the order is the local scheduler's (`swarm._stop`).
