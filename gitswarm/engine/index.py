@@ -112,7 +112,7 @@ class MemoryIndex:
             return
         key, index = str(commit.id), self.problems[problem]
         index.kinds[kind] += 1
-        changed = commitmeta.changes(repo, commit, problem)
+        changed = commitmeta.changes(repo, commit, problem, meta)
         self.files_of[key] = (problem, list(changed.written))
         worker = getattr(meta, "worker", "")
         self.authors[key] = worker

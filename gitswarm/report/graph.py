@@ -86,7 +86,7 @@ def load(repo: pygit2.Repository, heads: list[str]) -> Graph:
     for commit in walker:
         c = info(commit)
         meta = c.meta
-        files = commitmeta.changes(repo, commit, c.problem).written if c.problem and c.kind != "merge" else ()
+        files = commitmeta.changes(repo, commit, c.problem, meta).written if c.problem and c.kind != "merge" else ()
         graph.nodes[c.id] = Node(c.id, c.kind, c.problem, c.author, c.subject, c.parents, tuple(c.informed_by),
                                  getattr(meta, "candidate", ""), getattr(meta, "episode", ""),
                                  getattr(meta, "worker", ""), files, getattr(meta, "reviews", ""),
