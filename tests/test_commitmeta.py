@@ -155,3 +155,31 @@ def test_a_coordinator_takes_in_the_64_file_contribution_of_a_remote_worker(memo
     tip = str(memory.repo.references["refs/heads/swarm/e2"].target)
     claim = Claim("e2", "a", "sum", 1, 0.0, 0.0, done=True, id="0" * 40)
     assert intake.check(memory.repo, memory.run_id, memory.main(), intake.Pushed(claim, tip)) == "e2-final"
+
+
+def test_changes_read_from_the_record_agree_with_the_tree(memory: Memory):
+    written = memory.contribute(big(memory, "e3")).commit
+    commit = memory.repo[written]
+    from_record = commitmeta.changes(memory.repo, commit, "sum")
+    from_tree = commitmeta.changes(memory.repo, commit, "sum", commitmeta.Other())
+    assert from_record == from_tree and from_tree.written == FILES
+
+
+def test_log_shows_a_review_from_its_record(memory: Memory):
+    """`gitswarm log` reads the verdict, the reviewed candidate's path, the episode and the spend
+    from the records."""
+    from gitswarm.usage import Usage
+
+    attempt = memory.contribute(Contribution(problem="sum", episode="e4", worker="w01", kind="attempt",
+                                             title="seven", files={"attempts/seven.md": "7\n"},
+                                             parent=memory.main(), op="e4-final")).commit
+    memory.compose(["e4"])
+    memory.contribute(Contribution(problem="sum", episode="e5", worker="w02", kind="review", title="checks seven",
+                                   files={"reviews/r.md": "ok\n"}, parent=memory.main(), op="e5-final",
+                                   informed_by=(attempt,), model="openai/m", usage=Usage.of_call(12, 3, 0.5),
+                                   trailers={"Reviews": attempt, "Verdict": "gaps"}))
+    memory.compose(["e5"])
+    result = CliRunner().invoke(app, ["log", str(memory.path)])
+    assert result.exit_code == 0, result.output
+    assert f"verdict: gaps · reviews attempts/seven.md ({attempt[:10]})" in result.output
+    assert "episode e5" in result.output and "model openai/m · tokens in=12 out=3 · USD 0.5000" in result.output
