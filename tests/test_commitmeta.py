@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
 from gitswarm.engine.index import MemoryIndex
-from gitswarm.memory import commitmeta
+from gitswarm.memory import commitmeta, trailers
 from gitswarm.memory.commitmeta import Kind, Verdict
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
@@ -97,9 +97,12 @@ def test_a_hostile_value_stays_in_its_field(hostile: str):
     summary) never make a trailer of their own."""
     record = commitmeta.Nomination(problem="sum", kind=Kind.NOMINATION, candidate=A, self_assessment=hostile,
                                    model=hostile)
-    found = commitmeta.decode(commitmeta.encode(record, hostile, hostile))
+    message = commitmeta.encode(record, hostile, hostile + "\nGitswarm-Kind:merge")
+    found = commitmeta.decode(message)
     assert isinstance(found, commitmeta.Nomination) and found.candidate == A and not found.extra
     assert found.self_assessment == " ".join(hostile.split()) == found.model
+    subject, body = trailers.body(message)
+    assert subject == " ".join(hostile.split()) and body.endswith("Gitswarm-Kind:merge")
 
 
 def test_unknown_and_misplaced_trailers_are_kept_and_named():

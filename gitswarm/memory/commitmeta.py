@@ -252,7 +252,7 @@ def changes(repo: pygit2.Repository, commit: pygit2.Commit, problem: str, meta: 
     never cuts, and the remote intake refuses a commit whose lists differ from its tree), so
     they are read from `meta` (decoded here when not given); a list the first runs cut (it ends
     in "…", which no path holds) or a commit without lists is read from its tree against its
-    first parent (a diff is some 50 times the cost of the decode on a run of a thousand commits)."""
+    first parent (a diff for every commit made building the index 2.5 times slower)."""
     meta = decode(commit.message) if meta is None else meta
     if isinstance(meta, Contribution) and meta.files and not any("…" in p for p in meta.files + meta.deleted):
         return Changes(tuple(sorted(meta.files)), tuple(sorted(meta.deleted)))

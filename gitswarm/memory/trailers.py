@@ -66,10 +66,11 @@ def parse(message: str) -> dict[str, str]:
 
 
 def body(message: str) -> tuple[str, str]:
-    """(subject, body) of a message, without its trailer block."""
+    """(subject, body) of a message, without its trailer block (its last paragraph)."""
     subject, _, rest = message.partition("\n")
+    rest = rest.strip()
     if parse_all(message):
-        rest = rest.split(f"\n{PREFIX}", 1)[0]
+        rest = rest.rpartition("\n\n")[0]
     return subject, rest.strip()
 
 
