@@ -4,6 +4,7 @@ returned it, through the real engine, litellm and the fake server; no key and no
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -27,6 +28,7 @@ from gitswarm.fakeserver import FakeError, FakeReply, ScriptedResponder, serve
 from gitswarm.memory.repo import Memory
 from gitswarm.models import LiteLLMModel, ModelConfig
 from gitswarm.problems.loader import load_set
+from gitswarm.remote import layout
 from gitswarm.resources import resolve_set
 
 PROBLEM = "demo-odd-sum"
@@ -152,6 +154,30 @@ def test_the_demo_keeps_a_record_of_every_episode_without_its_key_or_hidden_part
     sizes = [len(json.dumps(c).encode()) for c in all_conversations(repo)]
     print(f"conversation records: {len(sizes)}, {sum(sizes) // len(sizes)} bytes each on average, "
           f"{len(data)} bytes stored in all")
+
+
+def test_a_remote_worker_pushes_its_records_and_the_run_reads_them(tmp_path: Path, model_server: str):
+    from test_remote_run import cli, coordinator, env, finish, server_repo
+
+    remote = server_repo(tmp_path / "run.git")
+    url = f"file://{remote}"
+    coord = coordinator(url, tmp_path / "mirror", model_server)
+    one = subprocess.Popen(cli("worker", url, "--name", "solo", "--workers", "2", "--model", "openai/gitswarm-scripted",
+                               "--api-base", model_server, "--dir", str(tmp_path / "solo"), "--references", "demo",
+                               "--patience", "60"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                           env=env())
+    code, _, err = finish(coord, 300)
+    assert code == 0, err
+    assert finish(one)[0] == 0
+    pushed = layout.worker_ref("solo", CONVERSATIONS_REF)
+    assert pygit2.Repository(str(remote)).references.get(pushed) is not None
+    mirror = pygit2.Repository(str(tmp_path / "mirror"))
+    ran = {e: r for e, r in Ledger.load(Memory(tmp_path / "mirror")).episodes.items() if r.calls and e != "merger"}
+    assert ran
+    for episode, record in ran.items():
+        conv = read_conversation(mirror, episode)
+        assert conv is not None and conv["worker"] == record.worker and len(conv["calls"]) == record.calls
+    assert {c["episode"] for c in all_conversations(mirror)} == set(ran)
 
 
 def test_a_run_without_records_reads_none(memory: Memory):

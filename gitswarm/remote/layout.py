@@ -13,8 +13,9 @@
 A worker runs its episodes in a local run repository laid out as today's, and its local ref
 `refs/<ref>` goes to the remote as `refs/gitswarm/workers/<name>/<ref>`: its branches
 (`heads/swarm/<episode>`), op refs (`gitswarm/ops/<op>`), ledger book (`gitswarm/ledger`),
-transcript notes (`notes/transcripts`) and the transcripts of its episodes without a commit
-(`gitswarm/transcripts`). No two workers push the same ref, so the only ref
+transcript notes (`notes/transcripts`), the transcripts of its episodes without a commit
+(`gitswarm/transcripts`) and their lossless conversations (`gitswarm/conversations`, which
+stay there: `engine.conversation` reads them). No two workers push the same ref, so the only ref
 they contend on is a claim. Leases on a worker's own refs still matter: two processes
 started with the same name fail at their first push instead of overwriting each other.
 """

@@ -1,7 +1,7 @@
 """A worker's results pushed back to the run's remote, with the claims they close.
 
 Episodes that end together go in one push (`Claims.finish`: the claims closed, each commit's
-branch and op ref, the worker's ledger book and transcript notes, all under
+branch and op ref, the worker's ledger book, transcript notes and conversations, all under
 `refs/gitswarm/workers/<name>/`, atomically). A push can fail three ways, each handled here:
 a claim lost to another holder (`ClaimLost`: that episode is dropped, the rest pushed
 again; unless the run's ledger has the episode from us, `taken_in`: our close landed with its
@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gitswarm.engine.conversation import CONVERSATIONS_REF
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.memory import books, write
 from gitswarm.memory.read import in_history
@@ -155,15 +156,15 @@ class ResultPush:
 
     def updates(self, batch: list[EpisodeRecord]) -> list[Update]:
         """The pushes of a batch's results: each commit's branch and op ref, then the worker's
-        ledger book, transcript notes and transcripts book (episodes without a commit), each leased
-        on what the remote had from us."""
+        ledger book, transcript notes, transcripts book (episodes without a commit) and the lossless
+        conversations book (`engine.conversation`), each leased on what the remote had from us."""
         repo = self.memory.repo
         local = []
         for r in batch:
             if r.commit:
                 op = parse(repo[r.commit].message).get("Op", f"{r.episode}-final")
                 local += [write.branch_ref(r.episode), write.op_ref(op)]
-        local += ["refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS)]
+        local += ["refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS), CONVERSATIONS_REF]
         updates = []
         for ref in local:
             found = repo.references.get(ref)
