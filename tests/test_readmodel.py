@@ -67,7 +67,7 @@ def test_a_problem_moves_through_every_state(memory: Memory):
     sum_ = read_run(memory).problem("sum")
     assert sum_.state == "candidate" and sum_.counts.as_dict() == {
         "notes": 1, "lemmas": 0, "attempts": 1, "reviews": 0, "code": 0}
-    assert [(c.path, c.commit) for c in sum_.candidates] == [("problems/sum/attempts/a.md", None)]
+    assert [(c.path, c.commit) for c in sum_.candidates] == [("problems/sum/attempts/a.md", attempt)]
     nominate(memory, "e3", attempt)
     sum_ = read_run(memory).problem("sum")
     assert sum_.state == "nominated" and sum_.leading == attempt and sum_.nominations == {attempt: 1}

@@ -102,8 +102,8 @@ async def load_state(cfg: SolveConfig, memory: Memory, git: GitThread,
     index = MemoryIndex()
     await git(index.update, memory.repo, memory.main())
     view = RunView(cfg, problems)
-    view.settle(selection.settled(index, problems, cfg.settle_nominations, cfg.verify))
-    ledger.selection = {"verify": cfg.verify, "settle_nominations": cfg.settle_nominations}
+    view.settle(selection.settled(index, problems, selection.Rule.of(cfg)))
+    ledger.selection = selection.Rule.of(cfg).as_record()
     return ledger, index, view
 
 

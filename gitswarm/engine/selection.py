@@ -1,6 +1,6 @@
 """Selection and settling: the verified candidate with the most nominations becomes SOLUTION.md.
 
-One rule, used by the engine (from its index) and by the read model (from main's tree):
+One rule, over the engine's index (`MemoryIndex`), which the read model builds too:
 
 - a candidate is *verified* when it has at least K `pass` reviews from distinct workers other
   than its author and no `critical` one (K = `SolveConfig.verify`; K = 0 verifies every
@@ -10,6 +10,10 @@ One rule, used by the engine (from its index) and by the read model (from main's
   score, then to the commit id; when no candidate is verified, the plurality winner among the
   nominated ones, marked unverified;
 - a problem settles when its leader is verified and has `settle_nominations` nominations.
+
+`Rule` holds K and the nominations that settle, with their defaults; `SolveConfig` and the
+read model take them from here, and `settled` is the one place that says which problems are
+settled (the engine, the merger, a remote worker and the read model all call it).
 """
 
 from __future__ import annotations
@@ -17,9 +21,39 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gitswarm.engine.index import MemoryIndex
+from gitswarm.engine.index import CANDIDATE_FOLDERS, MemoryIndex, candidate_path
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.frontmatter import render
+
+VERIFY = 2
+"""K by default: the `pass` reviews that verify a candidate."""
+SETTLE_NOMINATIONS = 3
+"""The nominations of a verified leader that settle its problem, by default."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A run's selection rule: K, and the nominations of a verified leader that settle a problem."""
+
+    verify: int = VERIFY
+    settle_nominations: int = SETTLE_NOMINATIONS
+
+    @classmethod
+    def of(cls, config) -> Rule:
+        """The rule of a `SolveConfig` (or anything with `verify` and `settle_nominations`)."""
+        return cls(config.verify, config.settle_nominations)
+
+    @classmethod
+    def from_record(cls, record: object) -> Rule:
+        """The rule the ledger's scheduler record holds (`as_record`); a default for each value
+        it lacks (a run from before the record)."""
+        values = record if isinstance(record, dict) else {}
+        verify, needed = values.get("verify"), values.get("settle_nominations")
+        return cls(verify if isinstance(verify, int) else VERIFY,
+                   needed if isinstance(needed, int) else SETTLE_NOMINATIONS)
+
+    def as_record(self) -> dict[str, int]:
+        return {"verify": self.verify, "settle_nominations": self.settle_nominations}
 
 
 @dataclass(frozen=True)
@@ -95,9 +129,19 @@ def settles(choice: Choice | None, votes_needed: int) -> bool:
     return choice is not None and choice.verified and choice.nominations >= votes_needed
 
 
-def settled(index: MemoryIndex, problems: list[str], votes_needed: int, verify: int) -> set[str]:
-    """Problems whose leader is verified and has enough nominations: no more episodes go there."""
-    return {p for p in problems if settles(leader(index, p, verify), votes_needed)}
+def settled(index: MemoryIndex, problems: list[str], rule: Rule) -> set[str]:
+    """Problems whose leader is verified and has enough nominations: no more episodes go there.
+    (The referee's scores only break ties between leaders with the same nominations, so they
+    cannot change whether a problem is settled.)"""
+    return {p for p in problems if settles(leader(index, p, rule.verify), rule.settle_nominations)}
+
+
+def path_of(index: MemoryIndex, commit: str) -> str | None:
+    """The candidate `commit` wrote, below its problem's folder (`attempts/<file>` or
+    `code/<slug>`); None when the index knows no candidate of that commit."""
+    files = index.files_of.get(commit, ("", []))[1]
+    shown = next((f for f in files if f.startswith(CANDIDATE_FOLDERS)), None)
+    return candidate_path(shown) if shown else None
 
 
 def select(memory: Memory, index: MemoryIndex, problem: str, verify: int,
@@ -108,8 +152,7 @@ def select(memory: Memory, index: MemoryIndex, problem: str, verify: int,
     if chosen is None:
         return None
     files = index.files_of[chosen.commit][1]
-    shown = next(f for f in files if f.startswith(("attempts/", "code/")))
-    path = "/".join(shown.split("/")[:2]) if shown.startswith("code/") else shown
+    path = path_of(index, chosen.commit)
     body = _candidate_text(memory, problem, chosen.commit, path, files)
     mark = "verified" if chosen.verified else "unverified"
     text = render({"problem": problem, "candidate": chosen.commit, "path": f"problems/{problem}/{path}",

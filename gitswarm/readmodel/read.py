@@ -1,20 +1,24 @@
-"""Read a run into its read model: main's tree, the ledger's totals and the grades, once.
+"""Read a run into its read model: the engine's index over main, main's tree, the ledger's
+totals and the grades, once.
 
-Never walks the history: every figure comes from one tree lookup per problem folder, the
-ledger's scheduler record (`Ledger.summary`), the grades ref, and the trailers of the few
-review commits and reviewed candidates (`reviews.read_reviews`).
+Candidates, reviews, verification, nominations, settling and the leader come from the same
+code the engine selects with: a `MemoryIndex` over main's history (the commits' trailers)
+and `engine.selection`'s rule over it, so a view cannot show a leader selection would not
+write. Main's tree gives the rest (item counts, the kind, SOLUTION.md); the ledger's
+scheduler record the rule the run uses and the problems set aside.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 import pygit2
-from pygit2.enums import FileMode
 
+from gitswarm.engine import selection
+from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import BOOK, Ledger, Totals
-from gitswarm.engine.selection import Standing, choose, is_verified, settles
+from gitswarm.engine.selection import SETTLE_NOMINATIONS, VERIFY, Rule, is_verified
 from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.model import (
     FOLDERS,
@@ -31,28 +35,27 @@ from gitswarm.readmodel.tree import blob, front, subtree
 from gitswarm.readmodel.workers import read_workers
 from gitswarm.referee.grades import Grade, GradeStore
 
-SETTLE_NOMINATIONS = 3
-VERIFY = 2
-"""`SolveConfig.settle_nominations` and `verify` defaults (a test pins them together), for a
-run whose ledger does not record the values it runs with (importing the engine's config
-would cost `status` 90 ms of start-up)."""
+__all__ = ["SETTLE_NOMINATIONS", "VERIFY", "read_run", "rule_of", "scheduler_record", "shown_grade"]
 KIND = re.compile(r"^- kind:\s*(\w+)", re.M)
 
 
-def read_run(memory: Memory) -> RunState:
-    """The read model of the run `memory` opens, as it stands now."""
-    root = main_tree(memory)
+def read_run(memory: Memory, index: MemoryIndex | None = None) -> RunState:
+    """The read model of the run `memory` opens, as it stands now. `index` is one a caller
+    keeps from read to read (brought up to main here, so only new commits are read); without
+    it, one is built over main's whole history."""
+    tip = memory.main()  # once: the index and the tree read the same main
+    root = memory.repo[tip].peel(pygit2.Tree)
+    index = index if index is not None else MemoryIndex()
+    index.update(memory.repo, tip)
     state = scheduler_record(memory)
     aside = {str(p) for p in state.get("set_aside") or ()}
-    rule = rule_of(state)
+    rule = Rule.from_record(state.get("selection"))
     store = GradeStore(memory)
-    problems = tuple(read_problem(memory, pid, root, store, pid in aside, rule) for pid in memory.problems())
+    pids = memory.problems()
+    settled = selection.settled(index, pids, rule)
+    problems = tuple(read_problem(memory, pid, root, index, store, rule, pid in aside, pid in settled)
+                     for pid in pids)
     return RunState(run_totals(memory, Ledger.summary(memory)), problems, read_workers(memory.repo, state))
-
-
-def main_tree(memory: Memory) -> pygit2.Tree:
-    """Main's tree, resolved once per read."""
-    return memory.repo.revparse_single(memory.main()).peel(pygit2.Tree)
 
 
 def scheduler_record(memory: Memory) -> dict:
@@ -64,10 +67,8 @@ def scheduler_record(memory: Memory) -> dict:
 
 def rule_of(state: dict) -> tuple[int, int]:
     """(verify, settle_nominations) as the run records them, else the engine's defaults."""
-    rule = state.get("selection") if isinstance(state.get("selection"), dict) else {}
-    verify, needed = rule.get("verify"), rule.get("settle_nominations")
-    return (verify if isinstance(verify, int) else VERIFY,
-            needed if isinstance(needed, int) else SETTLE_NOMINATIONS)
+    rule = Rule.from_record(state.get("selection"))
+    return rule.verify, rule.settle_nominations
 
 
 def run_totals(memory: Memory, spent: Totals) -> RunTotals:
@@ -84,83 +85,60 @@ def shown_grade(grades: list[Grade]) -> Grade | None:
     return max(grades, key=lambda g: (g.graded, g.time, g.key), default=None)
 
 
-def read_problem(memory: Memory, pid: str, root: pygit2.Tree, store: GradeStore, aside: bool,
-                 rule: tuple[int, int] = (VERIFY, SETTLE_NOMINATIONS)) -> ProblemState:
-    """One problem's state from main's tree (`root`) and its grades, judged by `rule`
-    (verify, settle_nominations): `engine.selection`'s rule, on what main's tree shows."""
+def read_problem(memory: Memory, pid: str, root: pygit2.Tree, index: MemoryIndex, store: GradeStore,
+                 rule: Rule, aside: bool, settled: bool) -> ProblemState:
+    """One problem's state: its candidates, reviews, nominations and leader from `index` by
+    `engine.selection`'s rule (`settled`: `selection.settled` says so), its counts, kind and
+    selection from main's tree (`root`), its grades from `store`."""
     repo = memory.repo
-    verify, needed = rule
     base = subtree(repo, root, f"problems/{pid}")
     counts = Counts(**{f: _count(repo, base, f) for f in FOLDERS})
-    votes, named = _nominations(repo, base, pid)
+    votes = index.problems[pid].nominations
     grades = store.for_problem(pid)
-    reviews = read_reviews(repo, base, pid)
-    candidates = _candidates(repo, base, pid, votes, named, grades, reviews, verify)
-    chosen = choose((Standing(c.commit, c.nominations, c.reviews.passed, c.reviews.critical)
-                     for c in candidates if c.commit), verify, store.scores(pid) if grades else None)
+    candidates = _candidates(index, pid, grades, read_reviews(index, pid), rule.verify)
+    chosen = selection.leader(index, pid, rule.verify, store.scores(pid) if grades else None)
     selected = _selection(repo, base)
     stands_on = selected.candidate if selected else chosen.commit if chosen else None
     grade = shown_grade([g for g in grades if g.candidate == stands_on]) if stands_on else None
-    state = _state(counts, votes, selected, settles(chosen, needed), aside)
+    state = _state(counts, bool(votes), selected, settled, aside)
     verified = selected.verified if selected else chosen.verified if chosen else None
     return ProblemState(pid, _kind(repo, base), state, counts, candidates, selected,
-                        chosen.commit if chosen else None, grade, verified, verify)
+                        chosen.commit if chosen else None, grade, verified, rule.verify)
 
 
-def _state(counts: Counts, votes: Counter, selected: Selection | None, is_settled: bool, aside: bool) -> str:
+def _state(counts: Counts, nominated: bool, selected: Selection | None, is_settled: bool, aside: bool) -> str:
     if selected:
         return "selected"
     if is_settled:
         return "settled"
     if aside:
         return "set aside"
-    if votes:
+    if nominated:
         return "nominated"
     return "candidate" if counts.candidates else "in progress" if counts.work else "open"
 
 
-def _nominations(repo: pygit2.Repository, base, pid: str) -> tuple[Counter, dict[str, str]]:
-    """Votes per candidate commit, and the path each nominated commit was nominated as."""
-    votes: Counter = Counter()
-    named: dict[str, str] = {}
-    for entry in subtree(repo, base, "nominations") or ():
-        values = front(repo[entry.id].data) if entry.filemode != FileMode.TREE else {}
-        commit = str(values.get("candidate") or "")
-        if commit:
-            votes[commit] += 1
-            named.setdefault(commit, f"problems/{pid}/{values.get('path') or ''}".rstrip("/"))
-    return votes, named
-
-
-def _candidates(repo, base, pid: str, votes: Counter, named: dict[str, str], grades: list[Grade],
-                reviews: ProblemReviews, verify: int) -> tuple[Candidate, ...]:
-    """Nominated, graded and reviewed candidates, then those on main's tree that none names."""
+def _candidates(index: MemoryIndex, pid: str, grades: list[Grade], reviews: ProblemReviews,
+                verify: int) -> tuple[Candidate, ...]:
+    """Every candidate selection weighs (each on main, each nominated), then those a grade or a
+    review names: the most nominated first."""
+    votes = index.problems[pid].nominations
     graded: dict[str, list[Grade]] = defaultdict(list)
     for g in grades:
         graded[g.candidate].append(g)
-    keys = dict.fromkeys([(path, commit) for commit, path in named.items()]
-                         + [(g.path, g.candidate) for g in grades]
-                         + [(path, commit) for commit, path in reviews.paths.items()])
-    known = {path for path, _ in keys}
-    keys.update(dict.fromkeys((path, None) for path in _on_tree(repo, base, pid) if path not in known))
+    commits = dict.fromkeys([*(s.commit for s in selection.standings(index, pid)), *reviews.paths, *graded])
     found = []
-    for path, commit in keys:
-        counted = reviews.counts.get(commit, ReviewCounts()) if commit else ReviewCounts()
-        found.append(Candidate(path, commit, votes.get(commit, 0) if commit else 0,
-                               shown_grade(graded.get(commit, [])) if commit else None, counted,
-                               bool(commit) and is_verified(counted.passed, counted.critical, verify),
-                               reviews.trails.get(commit, ()) if commit else ()))
+    for commit in commits:
+        path = _path(index, pid, commit) or next((g.path for g in graded.get(commit, ())), f"problems/{pid}")
+        counted = reviews.counts.get(commit, ReviewCounts())
+        found.append(Candidate(path, commit, votes.get(commit, 0), shown_grade(graded.get(commit, [])), counted,
+                               is_verified(counted.passed, counted.critical, verify), reviews.trails.get(commit, ())))
     return tuple(sorted(found, key=lambda c: (-c.nominations, c.path, c.commit or "")))
 
 
-def _on_tree(repo, base, pid: str) -> list[str]:
-    """Attempt files and program folders on main."""
-    found = []
-    for folder, want_tree in (("attempts", False), ("code", True)):
-        for entry in subtree(repo, base, folder) or ():
-            if (entry.filemode == FileMode.TREE) == want_tree:
-                found.append(f"problems/{pid}/{folder}/{entry.name}")
-    return found
+def _path(index: MemoryIndex, pid: str, commit: str) -> str | None:
+    path = selection.path_of(index, commit)
+    return f"problems/{pid}/{path}" if path else None
 
 
 def _selection(repo, base) -> Selection | None:

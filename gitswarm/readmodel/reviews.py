@@ -1,27 +1,21 @@
-"""A problem's review verdicts, read from main's tree and a few commits' trailers.
+"""A problem's review verdicts, as the engine's index holds them.
 
-Each review file on main starts with the front matter `tools.Toolbox._stamped` writes
-(`reviews`, `path`, `verdict`, `episode`). The front matter only points at the review's
-commit, through the op ref `refs/gitswarm/ops/<episode>-final`; what counts is that commit's
-trailers (`Kind: review`, `Reviews`, `Verdict`, `Worker`), so a file that merely looks like
-a review counts for nothing. The reviewed commit's own `Worker` trailer is its author, whose
-reviews of it are left out. Cost: one blob, one ref and one commit per review file, one
-commit per reviewed candidate; never the history. A review file rewritten at the same path
-by a later episode hides the earlier review here (the engine's index still has it).
+The index (`engine.index.MemoryIndex`) keeps each worker's latest review of each candidate,
+from the review commits' trailers (`Kind: review`, `Reviews`, `Verdict`, `Worker`,
+`Episode`), so a file that merely looks like a review counts for nothing, and a review file
+rewritten at the same path by a later episode leaves the earlier review standing. What counts
+is what selection counts (`MemoryIndex.reviews_of`: its author's own reviews left out).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pygit2
-from pygit2.enums import FileMode
-
-from gitswarm.engine.index import CANDIDATE_FOLDERS, VERDICTS, candidate_path, episode_order
-from gitswarm.memory.trailers import parse, split_ids
-from gitswarm.memory.write import find_op
+from gitswarm.engine.index import VERDICTS, MemoryIndex, Review, episode_order
+from gitswarm.engine.selection import path_of
 from gitswarm.readmodel.model import ReviewCounts, ReviewEntry
-from gitswarm.readmodel.tree import front, subtree
+
+REVIEWS = "reviews/"
 
 
 @dataclass(frozen=True)
@@ -38,63 +32,29 @@ class ProblemReviews:
     included (marked not counted)."""
 
 
-def read_reviews(repo: pygit2.Repository, base, pid: str) -> ProblemReviews:
-    """The counted reviews of every candidate that a review file on main names."""
-    latest: dict[tuple[str, str], ReviewEntry] = {}
-    for path, data in _files(repo, subtree(repo, base, "reviews"), f"problems/{pid}/reviews"):
-        found = _review(repo, str(front(data).get("episode") or ""), path)
-        if found is not None:
-            candidate, entry = found
-            key = (candidate, entry.worker)
-            if key not in latest or episode_order(latest[key].episode) <= episode_order(entry.episode):
-                latest[key] = entry
-    tallies: dict[str, dict[str, int]] = {}
+def read_reviews(index: MemoryIndex, pid: str) -> ProblemReviews:
+    """The reviews of every candidate of `pid` that a review names, as `index` holds them."""
+    counts: dict[str, ReviewCounts] = {}
     paths: dict[str, str] = {}
-    trails: dict[str, list[ReviewEntry]] = {}
-    for (candidate, worker), entry in latest.items():
-        author = _author_and_path(repo, candidate, pid)
-        if author is None:
+    trails: dict[str, tuple[ReviewEntry, ...]] = {}
+    for candidate, by_worker in index.problems[pid].reviews.items():
+        path = path_of(index, candidate)
+        if path is None:
             continue
-        paths[candidate] = author[1]
-        counted = author[0] != worker  # one's own attempt: named, not counted
-        trails.setdefault(candidate, []).append(entry if counted else entry.uncounted())
-        if counted:
-            tally = tallies.setdefault(candidate, dict.fromkeys(VERDICTS, 0))
-            tally[entry.verdict] += 1
-    counts = {c: ReviewCounts(t["pass"], t["gaps"], t["critical"]) for c, t in tallies.items()}
-    ordered = {c: tuple(sorted(t, key=lambda e: episode_order(e.episode))) for c, t in trails.items()}
-    return ProblemReviews(counts, paths, ordered)
+        paths[candidate] = f"problems/{pid}/{path}"
+        tally = dict.fromkeys(VERDICTS, 0)
+        for review in index.reviews_of(pid, candidate):
+            tally[review.verdict] += 1
+        if any(tally.values()):
+            counts[candidate] = ReviewCounts(tally["pass"], tally["gaps"], tally["critical"])
+        author = index.authors.get(candidate)
+        entries = [_entry(index, pid, r, r.worker != author) for r in by_worker.values()]
+        trails[candidate] = tuple(sorted(entries, key=lambda e: episode_order(e.episode)))
+    return ProblemReviews(counts, paths, trails)
 
 
-def _files(repo: pygit2.Repository, tree, prefix: str) -> list[tuple[str, bytes]]:
-    """(path, bytes) of every file below `tree` (reviews may sit in subfolders)."""
-    found: list[tuple[str, bytes]] = []
-    for entry in tree or ():
-        obj, path = repo[entry.id], f"{prefix}/{entry.name}"
-        found += _files(repo, obj, path) if entry.filemode == FileMode.TREE else [(path, obj.data)]
-    return found
-
-
-def _review(repo: pygit2.Repository, episode: str, path: str) -> tuple[str, ReviewEntry] | None:
-    """(candidate, the review) of episode `episode`'s review commit, from its trailers; None
-    when that episode made no review with a verdict."""
-    commit = find_op(repo, f"{episode}-final") if episode else None
-    if commit is None:
-        return None
-    trailers = parse(repo[commit].message)
-    verdict, candidate = trailers.get("Verdict"), trailers.get("Reviews")
-    if trailers.get("Kind") != "review" or verdict not in VERDICTS or not candidate:
-        return None
-    return candidate, ReviewEntry(trailers.get("Worker", ""), episode, verdict, str(commit), path)
-
-
-def _author_and_path(repo: pygit2.Repository, candidate: str, pid: str) -> tuple[str, str] | None:
-    """The worker that wrote `candidate` and its candidate path, from its trailers."""
-    try:
-        trailers = parse(repo[candidate].message)
-    except (KeyError, ValueError):
-        return None
-    files = [f for f in split_ids(trailers.get("Files", "")) if f.startswith(CANDIDATE_FOLDERS)]
-    if not files:
-        return None
-    return trailers.get("Worker", ""), f"problems/{pid}/{candidate_path(files[0])}"
+def _entry(index: MemoryIndex, pid: str, review: Review, counted: bool) -> ReviewEntry:
+    """`review` as the read model shows it, with the review file its commit wrote."""
+    files = index.files_of.get(review.commit, ("", []))[1]
+    path = next((f"problems/{pid}/{f}" for f in files if f.startswith(REVIEWS)), "")
+    return ReviewEntry(review.worker, review.episode, review.verdict, review.commit, path, counted)
