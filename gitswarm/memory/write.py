@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pygit2
 
+from gitswarm.errors import BadInput
 from gitswarm.memory import commitmeta, trees
 from gitswarm.memory.errors import Contention, PathRejected
 from gitswarm.memory.model import Contribution, Written, check_name
@@ -68,7 +69,7 @@ def _commit(repo: pygit2.Repository, rev: str, what: str) -> pygit2.Commit:
         obj = repo.revparse_single(rev)
         return obj.peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-        raise ValueError(f"{what} {rev!r} is not a commit of this run") from None
+        raise BadInput(f"{what} {rev!r} is not a commit of this run") from None
 
 
 def to_main(repo: pygit2.Repository, files: dict[str, bytes], message: str, op: str) -> Written:
