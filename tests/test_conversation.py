@@ -20,13 +20,13 @@ from gitswarm.engine.conversation import (
     all_conversations,
     read_conversation,
     restored,
-    stored,
 )
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FakeError, FakeReply, ScriptedResponder, serve
 from gitswarm.memory.repo import Memory
 from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.models.calls import CallLog
 from gitswarm.problems.loader import load_set
 from gitswarm.remote import layout
 from gitswarm.resources import resolve_set
@@ -62,16 +62,16 @@ async def one_episode(run: Path, replies: list, *, personality: str = "openai",
 def book_bytes(run: Path) -> bytes:
     """Every blob ever written to the conversations ref, as stored."""
     repo = pygit2.Repository(str(run))
-    found = b""
+    found: dict[pygit2.Oid, bytes] = {}
     for commit in repo.walk(repo.references[CONVERSATIONS_REF].target):
-        found += b"".join(blobs(repo, commit.tree))
-    return found
+        found |= dict(blobs(repo, commit.tree))
+    return b"".join(found.values())
 
 
 def blobs(repo: pygit2.Repository, tree: pygit2.Tree):
     for entry in tree:
         obj = repo[entry.id]
-        yield from blobs(repo, obj) if entry.type_str == "tree" else [obj.data]
+        yield from blobs(repo, obj) if entry.type_str == "tree" else [(entry.id, obj.data)]
 
 
 @pytest.mark.anyio
@@ -152,8 +152,8 @@ def test_the_demo_keeps_a_record_of_every_episode_without_its_key_or_hidden_part
                 if len(needle) >= 12 and needle not in public and not needle.startswith(("import ", "from ", "def ")):
                     assert needle not in text, f"{problem.id}: {needle[:70]!r}"
     sizes = [len(json.dumps(c).encode()) for c in all_conversations(repo)]
-    print(f"conversation records: {len(sizes)}, {sum(sizes) // len(sizes)} bytes each on average, "
-          f"{len(data)} bytes stored in all")
+    print(f"conversation records: {len(sizes)}, {sum(sizes) // len(sizes)} bytes each on average as read, "
+          f"{len(data) // len(sizes)} as stored")
 
 
 def test_a_remote_worker_pushes_its_records_and_the_run_reads_them(tmp_path: Path, model_server: str):
@@ -185,13 +185,24 @@ def test_a_run_without_records_reads_none(memory: Memory):
     assert list(all_conversations(memory.repo)) == []
 
 
-def test_messages_are_stored_as_deltas_and_read_back_whole():
+def test_messages_are_kept_as_deltas_and_read_back_whole():
     system, user = {"role": "system", "content": "s"}, {"role": "user", "content": "u"}
     turn = {"role": "assistant", "content": "a"}
-    calls = [{"request": {"messages": m}} for m in
-             ([system, user], [system, user, turn, user], [{"role": "system", "content": "other"}, user])]
-    record = {"calls": calls}
-    kept = stored(record)
+    sent = [[system, user], [system, user, turn, user], [{"role": "system", "content": "other"}, user]]
+    log = CallLog()
+    kept = {"calls": [{"request": log.delta(messages)} for messages in sent]}
     assert [c["request"]["kept"] for c in kept["calls"]] == [0, 2, 0]
     assert [len(c["request"]["messages"]) for c in kept["calls"]] == [2, 2, 2]
-    assert restored(kept) == record | {"calls": [{"request": c["request"] | {}} for c in calls]}
+    assert restored(kept) == {"calls": [{"request": {"messages": messages}} for messages in sent]}
+
+
+@pytest.mark.anyio
+async def test_a_text_protocol_call_is_kept_as_the_text_sent(tmp_path: Path):
+    prose = FakeReply(content="Let me think about the parity of the sum first.")
+    await one_episode(tmp_path / "run", [prose] * 4)  # two in prose: the client turns to the text protocol
+    conv = read_conversation(pygit2.Repository(str(tmp_path / "run")), "e00001")
+    assert conv["params"]["tool_protocol"] == "native" and conv["outcome"] == "failed"
+    assert [c["request"]["protocol"] for c in conv["calls"]] == ["native", "native", "text", "text"]
+    text = conv["calls"][2]["request"]
+    assert "tools" not in text and "<call name=" in text["messages"][0]["content"]
+    assert conv["calls"][1]["request"]["tool_choice"] == "required"

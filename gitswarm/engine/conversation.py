@@ -37,8 +37,8 @@ One entry per attempt: a retried call appears once per attempt, the failed ones 
 and `reply` None. `read_calls` are the calls the engine ran: the model's own, or those it wrote
 as text (the text protocol, a call leaked into prose), whose ids the engine made; the tool
 results in the next request answer these ids. Stored, each call keeps only the messages that
-differ from the previous call's (`kept`: how many of those it starts with); reading restores
-the whole list. No api key is stored (a request's key is never recorded, and any text equal
+differ from the previous call's (`kept`: how many of those it starts with; `CallLog.delta`);
+reading restores the whole list. No api key is stored (a request's key is never recorded, and any text equal
 to one is replaced before writing), and no hidden part of a problem: workers never see one.
 """
 
@@ -81,9 +81,9 @@ def of_episode(log: CallLog, ep: EpisodeInfo, record: EpisodeRecord, model: str)
 
 
 def keep(memory: Memory, conversation: dict, secrets: Iterable[str] = ()) -> None:
-    """Write the record to the run's book, its messages as deltas, any text equal to one of
+    """Write the record to the run's book (its messages as `CallLog.delta` kept them), any text equal to one of
     `secrets` (the api keys its requests carried) removed."""
-    memory.put_records(BOOK, {path_of(conversation["episode"]): _redacted(stored(conversation), secrets)},
+    memory.put_records(BOOK, {path_of(conversation["episode"]): _redacted(conversation, secrets)},
                        f"conversation of {conversation['episode']}")
 
 
@@ -91,38 +91,28 @@ def read_conversation(repo: pygit2.Repository, episode: str) -> dict | None:
     """The episode's record (the contract's form), or None: an episode of an older run, or
     one that never ran."""
     path = path_of(episode)
-    for ref in _books(repo):
-        found = books.get(repo, ref.removeprefix("refs/gitswarm/"), path)
+    for book in _preferred(repo, _books(repo), episode):
+        found = books.get(repo, book, path)
         if isinstance(found, dict):
             return restored(found)
     return None
 
 
 def all_conversations(repo: pygit2.Repository) -> Iterator[dict]:
-    """Every episode's record, in episode order, each once (the run's book first)."""
-    seen: set[str] = set()
-    for ref in _books(repo):
-        records = books.all_records(repo, ref.removeprefix("refs/gitswarm/"), "episodes")
-        for path in sorted(records):
-            record = records[path]
-            if isinstance(record, dict) and record.get("episode") not in seen:
-                seen.add(record.get("episode"))
-                yield restored(record)
-
-
-def stored(conversation: dict) -> dict:
-    """The record with each call's messages cut to those that differ from the previous call's."""
-    calls, before = [], []
-    for call in conversation["calls"]:
-        messages = call["request"]["messages"]
-        kept = _common(before, messages)
-        calls.append({**call, "request": {**call["request"], "kept": kept, "messages": messages[kept:]}})
-        before = messages
-    return {**conversation, "calls": calls}
+    """Every episode's record, in episode order, each once."""
+    found: dict[str, dict[str, dict]] = {}  # episode -> book -> stored record
+    for book in _books(repo):
+        for record in books.all_records(repo, book, "episodes").values():
+            if isinstance(record, dict) and isinstance(record.get("episode"), str):
+                found.setdefault(record["episode"], {})[book] = record
+    for episode in sorted(found):
+        held = found[episode]
+        book = next(b for b in _preferred(repo, list(held), episode) if b in held)
+        yield restored(held[book])
 
 
 def restored(record: dict) -> dict:
-    """`stored` undone: every call's whole list of messages."""
+    """A stored record with every call's whole list of messages (`CallLog.delta` undone)."""
     calls, before = [], []
     for call in record.get("calls", []):
         request = dict(call["request"])
@@ -130,14 +120,6 @@ def restored(record: dict) -> dict:
         calls.append({**call, "request": {**request, "messages": messages}})
         before = messages
     return {**record, "calls": calls}
-
-
-def _common(before: list[dict], after: list[dict]) -> int:
-    """How many messages `after` starts with that `before` also starts with."""
-    n = 0
-    while n < min(len(before), len(after)) and before[n] == after[n]:
-        n += 1
-    return n
 
 
 def _redacted(record: dict, secrets: Iterable[str]) -> dict:
@@ -151,7 +133,19 @@ def _redacted(record: dict, secrets: Iterable[str]) -> dict:
 
 
 def _books(repo: pygit2.Repository) -> list[str]:
-    """The run's book, then each remote worker's, as their refs exist here."""
-    own = [CONVERSATIONS_REF] if repo.references.get(CONVERSATIONS_REF) is not None else []
+    """The books that hold records here (names under refs/gitswarm/): the run's, then each
+    remote worker's as pushed."""
+    own = [BOOK] if repo.references.get(CONVERSATIONS_REF) is not None else []
     pushed = sorted(r for r in refnames.under(repo, WORKERS) if r.endswith(f"/gitswarm/{BOOK}"))
-    return own + pushed
+    return own + [r.removeprefix("refs/gitswarm/") for r in pushed]
+
+
+def _preferred(repo: pygit2.Repository, found: list[str], episode: str) -> list[str]:
+    """`found` with the run's book first, then the book of the worker the run's ledger says
+    closed the episode: a worker whose claim was taken over may have pushed a record too."""
+    if len(found) < 2:
+        return found
+    ledger = books.get(repo, "ledger", path_of(episode))
+    process = ledger.get("process") if isinstance(ledger, dict) else None
+    closer = f"{WORKERS.removeprefix('refs/gitswarm/')}{process}/gitswarm/{BOOK}" if process else None
+    return sorted(found, key=lambda book: (book != BOOK, book != closer))

@@ -41,6 +41,7 @@ class CallLog:
     secrets: set[str] = field(default_factory=set, repr=False)
     """The api keys the requests carried, for `engine.conversation` to make sure none is stored."""
     _token: Token | None = field(default=None, repr=False)
+    _last: list[dict] = field(default_factory=list, repr=False)
 
     @classmethod
     def open(cls) -> CallLog:
@@ -53,6 +54,16 @@ class CallLog:
         if self._token is not None:
             _CURRENT.reset(self._token)
             self._token = None
+
+    def delta(self, messages: list[dict]) -> dict:
+        """A request's messages as kept: how many it shares with the previous request's from the
+        start (`kept`), and the rest. An episode's messages grow call by call, and whole copies
+        of each would hold its context once per step."""
+        kept, last = 0, self._last
+        while kept < min(len(last), len(messages)) and last[kept] == messages[kept]:
+            kept += 1
+        self._last = messages
+        return {"kept": kept, "messages": messages[kept:]}
 
 
 class Attempt:
@@ -97,7 +108,7 @@ def attempt(args: dict, tools: list[dict] | None, protocol: str) -> Iterator[Att
                       "temperature": args.get("temperature"), "stream": bool(args.get("stream"))}
     if args.get("api_key"):
         log.secrets.add(args["api_key"])
-    request = {"messages": _plain(args["messages"]), "protocol": protocol,
+    request = {**log.delta(_plain(args["messages"])), "protocol": protocol,
                **_plain({k: v for k, v in args.items() if k not in _NOT_KEPT})}
     entry = {"started": time.time(), "ended": None, "request": request, "reply": None, "usage": None, "error": None}
     log.calls.append(entry)
