@@ -123,13 +123,13 @@ def test_a_run_on_a_remote_is_read_from_its_url(run: Path):
 def test_a_problem_without_a_selection_lists_its_candidates(memory: Memory, tmp_path: Path):
     out = show(str(memory.path), "odd")
     assert "odd (proof): open; no solution is selected yet" in out and "no candidates yet." in out
-    memory.contribute(Contribution(problem="odd", episode="e1", worker="w01", kind="attempt", title="a try",
-                                   files={"attempts/try.md": "Odd times odd is odd."}, parent=memory.main(),
-                                   op="e1-final"))
+    attempt = memory.contribute(Contribution(
+        problem="odd", episode="e1", worker="w01", kind="attempt", title="a try",
+        files={"attempts/try.md": "Odd times odd is odd."}, parent=memory.main(), op="e1-final")).commit
     memory.compose()
     out = show(str(memory.path), "odd")
     assert "odd (proof): candidate; no solution is selected yet" in out
-    assert "\n  attempts/try.md  -  0 nominations  0 pass, 0 gaps, 0 critical  unverified" in out
+    assert f"\n  attempts/try.md  {attempt[:10]}  0 nominations  0 pass, 0 gaps, 0 critical  unverified" in out
     assert "Odd times odd is odd." in show(str(memory.path), "odd", "--candidate", "try.md")
     assert json.loads(show(str(memory.path), "odd", "--json"))["selected"] is None
     assert "not a gitswarm run" in show(str(tmp_path), "odd", code=2)
