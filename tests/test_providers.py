@@ -2,7 +2,11 @@
 litellm, the scripted model behind a server that enforces the provider's documented rules.
 Each run must finish with no request refused (but the refusals that teach the client what
 the model takes), bill what the provider bills, and, where prompts are cached, read most of
-its input from the cache."""
+its input from the cache.
+
+The default run keeps one provider end to end (Anthropic with thinking: tool turns, cache,
+bill, transcripts); the rest are `e2e`, for CI. Each provider's rules are pinned at the
+client level (test_fakeserver_personalities.py, test_model_rules.py)."""
 
 from __future__ import annotations
 
@@ -49,7 +53,7 @@ def finished(result) -> bool:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("effort", [None, "high"])
+@pytest.mark.parametrize("effort", [pytest.param(None, marks=pytest.mark.e2e), "high"])
 async def test_anthropic_thinking_tool_turns_are_never_refused_and_mostly_cached(tmp_path: Path, effort):
     result, totals, server, _ = await demo_over("anthropic", "anthropic/claude-sonnet-4-5", tmp_path / "run",
                                                 reasoning_effort=effort)
@@ -67,6 +71,7 @@ async def test_anthropic_thinking_tool_turns_are_never_refused_and_mostly_cached
         assert "<thinking>" in notes  # the model's thinking is in the readable history
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_an_anthropic_model_litellm_does_not_know_adopts_the_stated_limit(tmp_path: Path):
     result, totals, server, client = await demo_over("anthropic", "anthropic/claude-fake-9", tmp_path / "run")
@@ -78,6 +83,7 @@ async def test_an_anthropic_model_litellm_does_not_know_adopts_the_stated_limit(
     assert totals.failed_calls == len(server.rejections)
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_an_openai_reasoning_model_runs_and_bills_reasoning(tmp_path: Path):
     result, totals, server, _ = await demo_over("openai-reasoning", "openai/o4-mini", tmp_path / "run",
@@ -88,6 +94,7 @@ async def test_an_openai_reasoning_model_runs_and_bills_reasoning(tmp_path: Path
     assert totals.cost_usd == pytest.approx(server.bill_usd(), rel=0.01)
 
 
+@pytest.mark.e2e
 @pytest.mark.anyio
 async def test_a_local_server_without_tools_completes_through_the_text_protocol(tmp_path: Path):
     result, totals, server, client = await demo_over("local-no-tools", "openai/llama-local", tmp_path / "run")
@@ -98,6 +105,7 @@ async def test_a_local_server_without_tools_completes_through_the_text_protocol(
 
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("provider", ["anthropic", "openai-reasoning", "local-no-tools"])
 def test_gitswarm_demo_runs_over_each_provider(tmp_path: Path, provider: str):
     """The real command: `gitswarm demo --provider P` ends with a solution per problem, and
