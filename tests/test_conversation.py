@@ -119,12 +119,14 @@ async def test_thinking_blocks_and_their_signatures_are_kept(tmp_path: Path):
 
 
 @pytest.mark.anyio
-async def test_a_key_quoted_by_an_error_is_not_stored(tmp_path: Path):
-    refused = FakeError(401, f"Incorrect API key provided: {KEY}.", kind="authentication_error")
+async def test_a_key_quoted_by_an_error_is_not_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    other = "env-key-of-another-provider-42"
+    monkeypatch.setenv("GITSWARM_TEST_API_KEY", other)
+    refused = FakeError(401, f"Incorrect API key provided: {KEY} (nor {other}).", kind="authentication_error")
     await one_episode(tmp_path / "run", [refused])
     conv = read_conversation(pygit2.Repository(str(tmp_path / "run")), "e00001")
-    assert conv["outcome"] == "failed" and "[redacted]" in conv["calls"][0]["error"]
-    assert KEY.encode() not in book_bytes(tmp_path / "run")
+    assert conv["outcome"] == "failed" and conv["calls"][0]["error"].count("[redacted]") == 2
+    assert KEY.encode() not in book_bytes(tmp_path / "run") and other.encode() not in book_bytes(tmp_path / "run")
 
 
 def test_the_demo_keeps_a_record_of_every_episode_without_its_key_or_hidden_parts(tmp_path: Path):

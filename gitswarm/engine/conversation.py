@@ -73,11 +73,10 @@ def path_of(episode: str) -> str:
 
 def of_episode(log: CallLog, ep: EpisodeInfo, record: EpisodeRecord, model: str) -> dict:
     """The whole record of a finished episode (the contract's form)."""
-    started = log.calls[0]["started"] if log.calls else record.started
     return {"version": VERSION, "episode": ep.episode, "problem": ep.problem_id, "worker": ep.worker,
             "kind": ep.kind, "model": model, "params": log.params, "tools": log.tools, "calls": log.calls,
             "outcome": record.status, "failure": record.failure, "note": record.note, "commit": record.commit,
-            "started": started, "ended": time.time()}
+            "started": record.started, "ended": time.time()}
 
 
 def keep(memory: Memory, conversation: dict, secrets: Iterable[str] = ()) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from collections.abc import Iterator
 from contextvars import ContextVar, Token
@@ -39,7 +40,8 @@ class CallLog:
     tools: list[dict] = field(default_factory=list)
     calls: list[dict] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set, repr=False)
-    """The api keys the requests carried, for `engine.conversation` to make sure none is stored."""
+    """The api keys the requests carried or litellm may have read from the environment
+    (`*_API_KEY`), for `engine.conversation` to make sure none is stored."""
     _token: Token | None = field(default=None, repr=False)
     _last: list[dict] = field(default_factory=list, repr=False)
 
@@ -106,6 +108,7 @@ def attempt(args: dict, tools: list[dict] | None, protocol: str) -> Iterator[Att
         log.params = {"model": args.get("model"), "reasoning_effort": args.get("reasoning_effort"),
                       "max_output_tokens": args.get("max_tokens"), "tool_protocol": protocol,
                       "temperature": args.get("temperature"), "stream": bool(args.get("stream"))}
+    log.secrets.update(v for k, v in os.environ.items() if k.endswith("_API_KEY") and v)  # litellm's fallback
     if args.get("api_key"):
         log.secrets.add(args["api_key"])
     request = {**log.delta(_plain(args["messages"])), "protocol": protocol,
