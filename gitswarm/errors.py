@@ -15,9 +15,10 @@ raised as it is. Existing error classes keep their names and data and inherit a 
 from __future__ import annotations
 
 
-class Fault(Exception):
-    """What failed (`what`, the message's first part), where (`where`: a path, a URL, a
-    setting; data for callers, named in `what` when a reader needs it) and the fix (`fix`)."""
+class GitswarmError(Exception):
+    """An error gitswarm raises on purpose, of one of the kinds below: what failed (`what`,
+    the message's first part), where (`where`: a path, a URL, a setting; data for callers,
+    named in `what` when a reader needs it) and the fix (`fix`, after a semicolon)."""
 
     def __init__(self, what: str, *, where: str = "", fix: str = "") -> None:
         self.what = what
@@ -26,7 +27,7 @@ class Fault(Exception):
         super().__init__(f"{what}; {fix}" if fix else what)
 
 
-class BadInput(Fault, ValueError):
+class BadInput(GitswarmError, ValueError):
     """Input that was validated and refused; nothing was changed.
 
     It stays a `ValueError` for three reasons: pydantic turns only a `ValueError` (or an
@@ -36,11 +37,11 @@ class BadInput(Fault, ValueError):
     refused contribution (engine/episode.py, remote/intake.py)."""
 
 
-class EnvironmentFault(Fault):
+class EnvironmentFault(GitswarmError):
     """The machine or the outside world failed: a remote, a model provider, a disk, a missing
     tool. Trying again later, or after fixing what `fix` says, may succeed."""
 
 
-class RunFault(Fault):
+class RunFault(GitswarmError):
     """A run that began went wrong inside (e.g. a ref kept moving under us past every retry).
     What was committed is kept; the same command resumes."""

@@ -14,7 +14,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from gitswarm.core.stops import StopReason
-from gitswarm.errors import BadInput, EnvironmentFault, Fault, RunFault
+from gitswarm.errors import BadInput, EnvironmentFault, GitswarmError, RunFault
 
 try:  # newer typer vendors its own click
     from typer._click import exceptions as clicks
@@ -161,8 +161,8 @@ def user_errors() -> Iterator[None]:
         raise fail(message, code) from None
 
 
-KIND_EXIT: dict[type[Fault], Exit] = {BadInput: Exit.BAD_INPUT, EnvironmentFault: Exit.FAILED,
-                                      RunFault: Exit.FAILED}
+KIND_EXIT: dict[type[GitswarmError], Exit] = {BadInput: Exit.BAD_INPUT, EnvironmentFault: Exit.FAILED,
+                                              RunFault: Exit.FAILED}
 """The exit code of each kind of error (README.md, "Exit codes")."""
 RESUME = "what was committed is kept: run the same command again to resume"
 """The fix a run fault that names none gets."""
