@@ -11,8 +11,9 @@ records. Not a note: a note hangs on a commit, and the episodes that end without
 abstained, stopped) would need a second home, as their transcripts do; keyed by the episode,
 every record has one address, derived from the episode id alone, and `git log` of the ref shows
 when each was written. A remote worker pushes its book as `refs/gitswarm/workers/<name>/
-gitswarm/conversations` (`remote.results`), which stays on the remote; `read_conversation`
-looks there when the run's own book lacks the episode.
+gitswarm/conversations` (`remote.results`), which stays on the remote (the coordinator prunes
+only per-episode refs); `read_conversation` looks there when the run's own book lacks the
+episode, preferring the book of the worker the run's ledger says closed it.
 
 Contract (version 1), as `read_conversation` returns it:
 
@@ -36,10 +37,13 @@ Contract (version 1), as `read_conversation` returns it:
 One entry per attempt: a retried call appears once per attempt, the failed ones with `error`
 and `reply` None. `read_calls` are the calls the engine ran: the model's own, or those it wrote
 as text (the text protocol, a call leaked into prose), whose ids the engine made; the tool
-results in the next request answer these ids. Stored, each call keeps only the messages that
-differ from the previous call's (`kept`: how many of those it starts with; `CallLog.delta`);
-reading restores the whole list. No api key is stored (a request's key is never recorded, and any text equal
-to one is replaced before writing), and no hidden part of a problem: workers never see one.
+results in the next request answer these ids. An episode's last reply has no request after
+it: the results of its calls (a final action's commit) are in the readable transcript and the
+ledger. Stored, each call keeps only the messages after those it shares with the previous
+call's (`kept`: how many; `CallLog.delta`); reading restores the whole list. No api key is
+stored (a request's key is never recorded, and any text equal to one, or to an `*_API_KEY` of
+the environment, is replaced before writing), and no hidden part of a problem: workers never
+see one. Calls outside an episode (the merger's summaries, the referee's judge) have no record.
 """
 
 from __future__ import annotations
