@@ -158,6 +158,7 @@ def test_the_demo_keeps_a_record_of_every_episode_without_its_key_or_hidden_part
           f"{len(data) // len(sizes)} as stored")
 
 
+@pytest.mark.e2e  # a coordinator and a worker in processes of their own: two minutes
 def test_a_remote_worker_pushes_its_records_and_the_run_reads_them(tmp_path: Path, model_server: str):
     from test_remote_run import cli, coordinator, env, finish, server_repo
 
