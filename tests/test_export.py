@@ -30,7 +30,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return where
 
 
-def export(run: Path, tmp: Path, *options: str) -> list[dict]:
+def export(run: Path | str, tmp: Path, *options: str) -> list[dict]:
     out = tmp / "out.jsonl"
     result = runner.invoke(app, ["export", str(run), "--out", str(out), *options])
     assert result.exit_code == 0, result.output
@@ -132,6 +132,8 @@ def test_filters_and_a_folder_that_is_not_a_run(run: Path, tmp_path: Path):
     expected = {r["labels"]["episode"] for r in every
                 if r["labels"]["in_ancestry"] and r["labels"]["problem"] == "demo-odd-sum"}
     assert only and {r["labels"]["episode"] for r in only} == expected
+    remote = export(f"file://{run}", tmp_path, "--problem", "demo-odd-sum")  # a URL, as `status` takes it
+    assert [r["labels"] for r in remote] == [r["labels"] for r in every if r["labels"]["problem"] == "demo-odd-sum"]
     abstained = export(run, tmp_path, "--outcome", "abstained")
     assert all(r["labels"]["outcome"] == "abstained" for r in abstained)
     for args in (["export", str(tmp_path)], ["export", str(run), "--outcome", "won"],
