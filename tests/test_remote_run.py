@@ -92,7 +92,7 @@ def check_pruned(mirror: Path, remote: Path) -> None:
     assert git(remote, "for-each-ref", layout.CLAIMS) == ""
     kept = {ref.split("/", 4)[4] for ref in git(remote, "for-each-ref", "--format=%(refname)",
                                                  layout.WORKERS).split()}
-    assert kept <= {"gitswarm/ledger", "notes/transcripts"}, kept
+    assert kept <= {"gitswarm/ledger", "notes/transcripts", "gitswarm/conversations"}, kept
     [mark] = git(remote, "for-each-ref", "--format=%(refname:lstrip=3)", layout.HIGH_WATER).split()
     episodes = {e for e in Ledger.load(Memory(mirror)).episodes if e != "merger"}
     assert episodes == {f"e{n:05d}" for n in range(1, int(mark[1:]) + 1)}

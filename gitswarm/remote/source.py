@@ -24,6 +24,7 @@ import anyio.to_thread
 
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import picking, selection
+from gitswarm.engine.conversation import CONVERSATIONS_REF
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.memory import books
 from gitswarm.memory.repo import META_REF, NOTES_REF, TRANSCRIPTS, Memory
@@ -49,7 +50,7 @@ def join(remote: Remote, name: str) -> dict:
     A worker restarted in a fresh folder under the same name goes on from its pushed book."""
     remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}", layout.workers_refspec(name)])
     repo = remote.repo()
-    for local in ("refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS)):
+    for local in ("refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS), CONVERSATIONS_REF):
         pushed = repo.references.get(layout.worker_ref(name, local))
         if pushed is not None and repo.references.get(local) is None:
             repo.references.create(local, pushed.target)
