@@ -51,18 +51,15 @@ async def build(run: Path, episodes: int, problems: int, workers: int) -> None:
 
 def baseline(run: Path) -> int:
     """Every episode's record read and written as JSON, nothing else; returns the episodes."""
+    from gitswarm.engine.conversation import read_conversation
     from gitswarm.engine.ledger import Ledger
     from gitswarm.memory.repo import Memory
 
-    try:
-        from gitswarm.engine.conversation import read_conversation
-    except ImportError:
-        read_conversation = None
     memory = Memory(run)
     sink = io.StringIO()
     records = [r for r in Ledger.load(memory).episodes.values() if r.episode != "merger"]
     for record in records:
-        found = read_conversation(memory.repo, record.episode) if read_conversation else None
+        found = read_conversation(memory.repo, record.episode)
         if found is None:
             found = memory.transcript(record.commit) if record.commit else memory.book_text(record.transcript or ":")
         sink.write(json.dumps(found, ensure_ascii=False) + "\n")

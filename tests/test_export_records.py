@@ -4,6 +4,8 @@ records that break the layout."""
 
 from __future__ import annotations
 
+import json
+
 from gitswarm.engine.episode import transcript
 from gitswarm.export.credit import step_rewards
 from gitswarm.export.records import chat_record, check_chat, of_conversation, of_transcript, step_records
@@ -128,3 +130,31 @@ def test_the_chat_checker_names_each_break_of_the_layout():
     swapped = {**good, "messages": [good["messages"][1], good["messages"][0], *good["messages"][2:]]}
     assert any("system after user" in p for p in check_chat(swapped))
     assert check_chat({"messages": []}) == ["no messages"]
+
+
+def test_an_old_run_with_an_abstention_and_an_episode_cut_off(tmp_path):
+    """A run without lossless records: the abstention's transcript (in the transcripts book) is
+    read back and said to be one; the episode a crash cut off has nothing and is named."""
+    from conftest import write_set
+    from typer.testing import CliRunner
+
+    from gitswarm.cli.main import app
+    from gitswarm.engine.ledger import EpisodeRecord, Ledger
+    from gitswarm.memory.repo import Memory
+    from gitswarm.problems.loader import load_set
+
+    memory = Memory.create(tmp_path / "run", load_set(write_set(tmp_path / "set")))
+    messages = [*ENGINE_MESSAGES[:2], {"role": "assistant", "content": None,
+                                       "tool_calls": [call("x1", "abstain", '{"reason": "nothing new"}')]}]
+    abstained = EpisodeRecord("e00001", "w01", "sum", status="abstain",
+                              transcript=memory.put_transcript("e00001", transcript(messages)))
+    ledger = Ledger()
+    ledger.save(memory, abstained)
+    ledger.save(memory, EpisodeRecord("e00002", "w02", "odd"))  # running: the crash came first
+    result = CliRunner().invoke(app, ["export", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["labels"]["episode"] for r in records] == ["e00001"]
+    assert check_chat(records[0]) == [] and records[0]["labels"]["source"] == "transcript"
+    assert records[0]["labels"]["outcome"] == "abstained" and records[0]["messages"][-1]["role"] == "tool"
+    assert "1 episode(s) left out" in result.stderr and "e00002" in result.stderr

@@ -78,7 +78,7 @@ def export(
                 count += 1
     if empty:
         shown = ", ".join(empty[:5]) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
-        typer.echo(f"gitswarm: {len(empty)} episode(s) left out, with no conversation to export (cut off "
+        typer.echo(f"gitswarm: {len(empty)} episode(s) left out, with nothing to export (cut off by a crash "
                    f"before their first reply): {shown}", err=True)
     if out is not None:
         typer.echo(f"gitswarm: wrote {count} {layout} record(s) to {out}", err=True)

@@ -50,8 +50,8 @@ def export(memory: Memory, layout: Format = "chat", facts: RunFacts | None = Non
            filters: Filters = Filters(), empty: list[str] | None = None) -> Iterator[dict]:
     """The run's episodes, oldest first, as chat records (one per episode) or steps records
     (one per model call); `facts` default to `read_facts` with the `ancestry` credit. An
-    episode without a conversation (cut off by a crash before its first reply) makes no
-    record; its id is added to `empty`."""
+    episode with nothing to lay out (no reply for a chat record, no call for steps: cut off
+    by a crash first) makes no record; its id is added to `empty`."""
     facts = facts or read_facts(memory)
     links = Links.of(facts.graph)
     read = _reader(memory)
@@ -62,7 +62,7 @@ def export(memory: Memory, layout: Format = "chat", facts: RunFacts | None = Non
         dialogue = read(record, label["kind"])
         if label["model"] is None and dialogue.model:
             label["model"] = dialogue.model
-        if not dialogue.messages:
+        if not (dialogue.messages if layout == "chat" else dialogue.steps):
             if empty is not None:
                 empty.append(record.episode)
         elif layout == "chat":
@@ -74,15 +74,11 @@ def export(memory: Memory, layout: Format = "chat", facts: RunFacts | None = Non
 def _reader(memory: Memory):
     """How to read an episode's conversation: its lossless record where the run has one, else
     its readable transcript."""
+    from gitswarm.engine.conversation import read_conversation
     from gitswarm.engine.tools import tool_schemas
 
-    try:
-        from gitswarm.engine.conversation import read_conversation
-    except ImportError:  # a gitswarm without the lossless record
-        read_conversation = None
-
     def read(record: EpisodeRecord, kind: str | None) -> Dialogue:
-        found = read_conversation(memory.repo, record.episode) if read_conversation else None
+        found = read_conversation(memory.repo, record.episode)
         if found is not None:
             return of_conversation(found)
         text = memory.transcript(record.commit) if record.commit else None
