@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
-from gitswarm.core.stops import CapReached, Stop, StopReason
+from gitswarm.core.stops import Stop
 from gitswarm.engine import selection
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import RunView
-from gitswarm.engine.episode import Model, Shared
-from gitswarm.engine.events import EventLog
+from gitswarm.engine.episode import Model
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.localsource import LocalSource
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.references import References
 from gitswarm.engine.rngstate import restore_rng
+from gitswarm.engine.runcontext import RunContext
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
-from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
@@ -40,6 +38,12 @@ class RunResult:
     cost: float
     cost_known: bool
     selected: dict[str, selection.Selected | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, stop: Stop, ledger: Ledger, selected: dict[str, selection.Selected | None]) -> RunResult:
+        """The result of a run that stopped on `stop`, as its ledger counts it."""
+        cost, known = ledger.cost
+        return cls(stop, ledger.charged, ledger.totals.episodes, ledger.tokens, cost, known, selected)
 
 
 def open_run(cfg: SolveConfig, problem_set: ProblemSet) -> Memory:
@@ -68,22 +72,6 @@ def _select(memory: Memory, index: MemoryIndex, problem: str, verify: int,
     return selection.select(memory, index, problem, verify, GradeStore(memory).scores(problem))
 
 
-def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView,
-               elsewhere: Callable[[], tuple[int, float]] | None = None):
-    """The check made before every model call: CapReached once the ledger's totals, which
-    hold every call charged so far (failed ones too), reach the token or USD cap. In a run
-    on a remote, `elsewhere` gives the tokens and USD the rest of the run spent meanwhile."""
-    def check() -> None:
-        more_tokens, more_usd = elsewhere() if elsewhere is not None else (0, 0.0)
-        cost, known = ledger.cost
-        view.spent(ledger.tokens + more_tokens, cost + more_usd, known)
-        if cfg.max_total_tokens is not None and view.tokens >= cfg.max_total_tokens:
-            raise CapReached(Stop(StopReason.TOKEN_CAP, f"token cap of {cfg.max_total_tokens} reached"))
-        if cfg.max_usd is not None and view.cost >= cfg.max_usd:
-            raise CapReached(Stop(StopReason.USD_CAP, f"USD cap of {cfg.max_usd:.2f} reached"))
-    return check
-
-
 async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_model: Model,
                 listeners: list[Listener] | None = None, control: Control | None = None) -> RunResult:
     """Run the swarm on `problem_set` until a stop condition; resumable at any instant."""
@@ -94,38 +82,18 @@ async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_
         return await _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed)
 
 
-async def load_state(cfg: SolveConfig, memory: Memory, git: GitThread,
-                     problems: list[str]) -> tuple[Ledger, MemoryIndex, RunView]:
-    """The ledger, the index brought up to main and the run's view, as a run starts or
-    resumes; the ledger records the selection rule the run uses, for `status`."""
-    ledger = await git(Ledger.load, memory)
-    index = MemoryIndex()
-    await git(index.update, memory.repo, memory.main())
-    view = RunView(cfg, problems)
-    view.settle(selection.settled(index, problems, selection.Rule.of(cfg)))
-    ledger.selection = selection.Rule.of(cfg).as_record()
-    return ledger, index, view
-
-
 async def _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed) -> RunResult:
     problems = [p for p in memory.problems() if not cfg.problem_ids or p in cfg.problem_ids]
-    ledger, index, view = await load_state(cfg, memory, git, problems)
-    events = EventLog(cfg.run, listeners)
     sandbox = anyio.CapacityLimiter(2)
-    references = References(problem_set, sandbox)  # removed when the run ends (finally, below)
-    shared = Shared(memory, git, index, view, model, events, sandbox, caps_check(cfg, ledger, view),
-                    ledger, references)
+    run = await RunContext.build(cfg, memory, git, problems, model, listeners, sandbox=sandbox,
+                                 references=References(problem_set, sandbox))  # removed by run.close()
+    shared, ledger, index = run.shared, run.ledger, run.shared.index
     control = control or Control()
     merger = Merger(shared, ledger, merger_model)
-    streaks = Streaks.from_records(cfg.no_progress, ledger.episodes.values())
-    scheduler = Scheduler(shared, ledger, merger, problem_set, problems, control,
-                          restore_rng(cfg.seed, ledger.rng_state), streaks,
+    scheduler = Scheduler(shared, ledger, LocalSource(shared, ledger, merger), problem_set, problems, control,
+                          restore_rng(cfg.seed, ledger.rng_state), run.streaks,
                           free_workers=[f"w{i:02d}" for i in range(1, cfg.workers + 1)])
-    events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget,
-                workers=cfg.workers, charged=ledger.charged, problems=problems,
-                episodes=ledger.totals.episodes, max_episodes=cfg.max_episodes,
-                interrupted=len(ledger.running()),
-                set_aside=sorted(streaks.set_aside & set(problems)),
+    run.started(interrupted=len(ledger.running()),
                 stale_locks_removed=[str(p.relative_to(cfg.run)) for p in removed])
     try:
         async with anyio.create_task_group() as tg:
@@ -137,15 +105,8 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
         await git(memory.pack_refs)
         isolated = cfg.isolation == "independent"
         chosen = {p: await git(_select, memory, index, p, cfg.verify, isolated) for p in problems}
-        for problem, picked in chosen.items():
-            events.emit("selected", problem=problem, path=picked.path if picked else None,
-                        nominations=picked.nominations if picked else 0,
-                        verified=picked.verified if picked else None)
-        cost, known = ledger.cost
-        result = RunResult(stop, ledger.charged, ledger.totals.episodes, ledger.tokens, cost, known, chosen)
-        events.emit("run_stopped", **stop.as_event(), charged=result.charged, episodes=result.episodes,
-                    tokens=result.tokens)
-        return result
+        run.selected(chosen)
+        run.stopped(stop)
+        return RunResult.of(stop, ledger, chosen)
     finally:
-        events.close()
-        references.close()
+        run.close()

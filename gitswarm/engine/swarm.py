@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -19,21 +20,34 @@ from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import Shared, run_episode
 from gitswarm.engine.failures import Breakers
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
-from gitswarm.engine.merger import Merger
 from gitswarm.engine.rngstate import json_state
 from gitswarm.engine.setaside import Streaks
 from gitswarm.problems.model import ProblemSet
 
 
 class EpisodeSource(Protocol):
-    """Where a scheduler's episodes come from when the run is not its own: a remote run's
-    claims (`gitswarm.remote.worker`). The run's owner then decides when it ends (budget,
-    settling, caps); the scheduler keeps only the stops that are its own (an error, the
-    user, its time limit) and restarts nothing after a crash (an expired claim is run again
-    by whoever takes it over)."""
+    """Where a scheduler's episodes come from: a local run's own (`engine.localsource`), or a
+    remote run's claims (`remote.source`). For a remote run the run's owner decides when it
+    ends (budget, settling, caps); the scheduler keeps only the stops that are its own (an
+    error, the user, its time limit) and restarts nothing after a crash (an expired claim is
+    run again by whoever takes it over)."""
+
+    batch: bool
+    """Several picks are claimed at once (one push for them all), or one at a time."""
 
     async def refresh(self) -> Stop | None:
         """Catch up with the run (its main, its state); the stop its owner published, if any."""
+
+    def stops_on(self, own: Stop) -> bool:
+        """Whether the scheduler's `own` stop ends this process's part of the run."""
+
+    def may_start(self, starting: int) -> bool:
+        """Whether one more episode may start, `starting` being this process's in flight or
+        being claimed: the run's budget and episode cap, where this process holds them."""
+
+    async def resume(self, restart: Callable[[EpisodeRecord], Awaitable[bool]]) -> None:
+        """As the scheduler starts: settle the episodes a crash cut off, `restart` starting one
+        again (False when it may not)."""
 
     async def claim(self, picks: list[tuple[str, str]]) -> list[tuple[str, str] | None]:
         """For each (problem, worker) of `picks`, the (episode id, its problem) now held, or
@@ -53,8 +67,8 @@ class Scheduler:
 
     shared: Shared
     ledger: Ledger
-    merger: Merger | None
-    """None for a remote worker: the run's coordinator composes main."""
+    source: EpisodeSource
+    """Where the episodes come from: the run's own (`LocalSource`), or a remote run's claims."""
     problem_set: ProblemSet
     problems: list[str]
     control: Control
@@ -72,8 +86,6 @@ class Scheduler:
     unmerged: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     """Commit -> (problem, worker, status) of finished episodes the index does not hold yet (the
     merger has not composed them): their authors and nominations are known before main is."""
-    source: EpisodeSource | None = None
-    """Episode ids from a remote run's claims instead of the ledger's numbering."""
     claiming: list[str] = field(default_factory=list)
     """The problems of picks whose ids the source is claiming: busy, as if in flight."""
     _changed: anyio.Event = field(default_factory=anyio.Event)
@@ -91,8 +103,7 @@ class Scheduler:
         started = time.monotonic()
         self._show()
         async with anyio.create_task_group() as tg:
-            if self.source is None:
-                await self._resume(tg)
+            await self.source.resume(lambda record: self._restart(tg, record))
             while (stop := await self._next_stop(started)) is None:
                 held = await self._new_ids(self._picks())
                 if not held:
@@ -102,28 +113,21 @@ class Scheduler:
             return stop
 
     async def _next_stop(self, started: float) -> Stop | None:
-        """`_stop`, or with a source its own stops and the one the run's owner published."""
-        if self.source is None:
-            return self._stop(started)
+        """`_stop` where it is the source's to end on, else the stop the run's owner published."""
         published = await self.source.refresh()
         own = self._stop(started)
-        if own is not None and own.reason in (StopReason.MODEL_FATAL, StopReason.TOKEN_CAP, StopReason.USD_CAP,
-                                              StopReason.PROVIDER_FAILING, StopReason.ENGINE_ERRORS,
-                                              StopReason.USER,
-                                              StopReason.TIME_LIMIT):
-            return own
-        return published
+        return own if own is not None and self.source.stops_on(own) else published
 
     def _picks(self) -> list[tuple[str, str]]:
         """The (problem, worker) pairs to start now, their workers taken from the free ones:
-        one, or with a source every pair that may start, each pick seeing those before it, so
-        that the source claims them together."""
+        one, or for a source that claims in batches every pair that may start, each pick seeing
+        those before it, so that the source claims them together."""
         picks: list[tuple[str, str]] = []
         while self._may_start() and (picked := self._pick()) is not None:
             picks.append(picked)
             self.free_workers.remove(picked[1])
             self.claiming.append(picked[0])
-            if self.source is None:
+            if not self.source.batch:
                 break
         return picks
 
@@ -133,10 +137,7 @@ class Scheduler:
         if not picks:
             return []
         try:
-            if self.source is None:
-                ids: list[tuple[str, str] | None] = [(self.ledger.new_id(), problem) for problem, _ in picks]
-            else:
-                ids = await self.source.claim(picks)
+            ids = await self.source.claim(picks)
         finally:
             self.claiming.clear()
         self.free_workers[:0] = [worker for held, (_, worker) in zip(ids, picks, strict=True) if held is None]
@@ -170,16 +171,10 @@ class Scheduler:
         return self.streaks.no_progress(aside) if aside else Stop(StopReason.SETTLED, "every problem is settled")
 
     def _may_start(self) -> bool:
-        """A worker is free, and neither the budget nor the episode cap may be passed by one
-        more episode (the episodes in flight are already in the ledger's count). With a
-        source, the run's claims hold both across every process, and this process's own
-        ledger (which counts as charged what the run's owner may refuse) does not decide."""
-        cfg = self.config
-        if self.source is not None:
-            return not self.control.paused and bool(self.free_workers)
-        reserved = self.ledger.charged + len(self.in_flight) + len(self.claiming)
-        return (not self.control.paused and bool(self.free_workers) and reserved < cfg.budget
-                and self.ledger.totals.episodes < cfg.max_episodes)
+        """A worker is free, not paused, and the source lets one more episode start (a local
+        run's budget and episode cap; a remote run's claims hold both across every process)."""
+        return (not self.control.paused and bool(self.free_workers)
+                and self.source.may_start(len(self.in_flight) + len(self.claiming)))
 
     async def _wait(self) -> None:
         with anyio.move_on_after(0.5):
@@ -204,29 +199,18 @@ class Scheduler:
         """`picking.pick` over `_open`, counting as busy the episodes in flight, being
         claimed, and other processes' too."""
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
-        busy += self.source.elsewhere() if self.source else []
+        busy += self.source.elsewhere()
         return picking.pick(self.shared.index, self._open(), busy, self.free_workers, self._unmerged(),
                             self.config.verify, self.rng, waiting=bool(self.in_flight or self.claiming))
 
-    async def _resume(self, tg) -> None:
-        """Finish the records of episodes a crash cut off, and restart the unfinished ones."""
-        memory = self.shared.memory
-        for record in self.ledger.running():
-            done = await self.shared.git(memory.op_commit, f"{record.episode}-final")
-            if done is not None:
-                info = await self.shared.git(memory.commit, done)
-                record.status = "nominate" if info.kind == "nomination" else "contribute"
-                record.commit, record.ended = done, time.time()
-                record.note = "finished before a crash; recorded on resume"
-                await self.ledger.write(self.shared.git, memory, record)
-            elif record.worker in self.free_workers and record.problem not in self.shared.view.settled:
-                self.free_workers.remove(record.worker)
-                await self._start(tg, [(record.episode, record.worker, record.problem)], restarted=True)
-            else:
-                record.status, record.note = "stopped", "cut off by a crash, not restarted"
-                record.ended = time.time()
-                await self.ledger.write(self.shared.git, memory, record)
-        self.merger.kick()
+    async def _restart(self, tg, record: EpisodeRecord) -> bool:
+        """Start again an episode a crash cut off, on its own worker, if that worker is free
+        and its problem not settled."""
+        if record.worker not in self.free_workers or record.problem in self.shared.view.settled:
+            return False
+        self.free_workers.remove(record.worker)
+        await self._start(tg, [(record.episode, record.worker, record.problem)], restarted=True)
+        return True
 
     async def _start(self, tg, starts: list[tuple[str, str, str]], restarted: bool = False) -> None:
         """Start each (episode, worker, problem) of `starts` from main's tip, once their
@@ -257,8 +241,7 @@ class Scheduler:
         aside = self.streaks.add(record)
         self.ledger.set_aside = sorted(self.streaks.set_aside)  # written with the record, for status
         await self.ledger.write(shared.git, shared.memory, record)
-        if self.source is not None:
-            await self.source.finished(record)
+        await self.source.finished(record)
         self._report(record, ended.review or {})
         if aside:
             shared.events.emit("set_aside", problem=record.problem, episodes=self.config.no_progress,
@@ -267,8 +250,6 @@ class Scheduler:
         self.free_workers.append(record.worker)  # last in line: the longest idle goes first
         if record.commit:
             self.unmerged[record.commit] = (record.problem, record.worker, record.status)
-            if self.merger is not None:
-                self.merger.kick(record.episode)
         self._changed.set()
 
     def _show(self) -> None:

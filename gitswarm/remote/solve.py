@@ -8,7 +8,6 @@ the name `LOCAL_NAME`), so local and remote workers follow one path.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -16,13 +15,12 @@ import anyio.to_thread
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
-from gitswarm.engine.episode import Model, Shared
-from gitswarm.engine.events import EventLog
+from gitswarm.engine.episode import Model
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.merger import Merger
-from gitswarm.engine.run import RunResult, caps_check, load_state, open_run
+from gitswarm.engine.run import RunResult, open_run
+from gitswarm.engine.runcontext import RunContext
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
-from gitswarm.engine.setaside import Streaks
 from gitswarm.problems.model import ProblemSet
 from gitswarm.remote import owner, publish
 from gitswarm.remote.claims import Claims
@@ -63,29 +61,22 @@ async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, mer
         await git(publish.write_stop, memory, None)  # a resumed run goes on
         publisher = await anyio.to_thread.run_sync(publish.Publisher, remote, OWN_REFS)
         await anyio.to_thread.run_sync(publisher.push, OWN_REFS)
-        ledger, index, view = await load_state(cfg, memory, git, problems)
-        events = EventLog(cfg.run, listeners)
-        spending = Spending.of(ledger.episodes.values(), ledger.spending)
-        shared = Shared(memory, git, index, view, merger_model, events, anyio.CapacityLimiter(2),
-                        caps_check(cfg, ledger, view, spending.in_flight), ledger)
-        merger = Merger(shared, ledger, merger_model)
-        streaks = Streaks.from_records(cfg.no_progress, ledger.episodes.values())
-        coordinator = Coordinator(shared, ledger, merger, remote, streaks,
+        run = await RunContext.build(cfg, memory, git, problems, model, listeners)
+        spending = Spending.of(run.ledger.episodes.values(), run.ledger.spending)
+        run.counting(spending.in_flight)
+        merger = Merger(run.shared, run.ledger, merger_model)
+        coordinator = Coordinator(run.shared, run.ledger, merger, remote, run.streaks,
                                   Claims(remote, LOCAL_NAME, ttl_s=claim_ttl_s), publisher, spending=spending,
                                   patience_s=patience_s, pruner=Pruner(prune_batch))
-        events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget, workers=local_slots,
-                    charged=ledger.charged, problems=problems, episodes=ledger.totals.episodes,
-                    max_episodes=cfg.max_episodes, set_aside=sorted(streaks.set_aside & set(problems)),
-                    stale_locks_removed=[], remote=remote.shown)
+        run.started(workers=local_slots, remote=remote.shown)
         try:
-            return await _run(cfg, coordinator, control, url, model, local_slots, model_settings or {})
+            return await _run(cfg, run, coordinator, control, url, model, local_slots, model_settings or {})
         finally:
-            events.close()
+            run.close()
 
 
-async def _run(cfg, coordinator: Coordinator, control: Control, url: str, model: Model, local_slots: int,
-               model_settings: dict) -> RunResult:
-    shared, ledger = coordinator.shared, coordinator.ledger
+async def _run(cfg, run: RunContext, coordinator: Coordinator, control: Control, url: str, model: Model,
+               local_slots: int, model_settings: dict) -> RunResult:
     async with anyio.create_task_group() as tg:
         stop_merger = anyio.Event()
         tg.start_soon(coordinator.merger.run, stop_merger)
@@ -97,12 +88,7 @@ async def _run(cfg, coordinator: Coordinator, control: Control, url: str, model:
         stop_merger.set()
     chosen = await coordinator.select()
     await coordinator.pruner.end(coordinator)  # the end state is published: what is left goes
-    for problem, picked in chosen.items():
-        shared.events.emit("selected", problem=problem, path=picked.path if picked else None,
-                           nominations=picked.nominations if picked else 0,
-                           verified=picked.verified if picked else None)
-    cost, known = ledger.cost
-    result = RunResult(stop, ledger.charged, ledger.totals.episodes, ledger.tokens, cost, known, chosen)
-    shared.events.emit("run_stopped", **stop.as_event(), charged=result.charged, episodes=result.episodes,
-                       tokens=result.tokens)
-    return replace(result)
+    run.selected(chosen)
+    run.stopped(stop)
+    return RunResult.of(stop, run.ledger, chosen)
+

@@ -26,15 +26,12 @@ from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import RunView
-from gitswarm.engine.episode import Model, Shared
+from gitswarm.engine.episode import Model
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.gitio import GitThread
-from gitswarm.engine.index import MemoryIndex
-from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.references import References, built_from
 from gitswarm.engine.rngstate import restore_rng
-from gitswarm.engine.run import caps_check
+from gitswarm.engine.runcontext import RunContext
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory.errors import NotARun
@@ -203,31 +200,26 @@ async def _work(options, cfg, settings, remote, memory, git, model, listeners, c
                 sandbox: anyio.CapacityLimiter, references: References | None, say: Callable[[str], None]) -> Stop:
     problems = list(settings["problems"])
     skip = frozenset() if references is not None else frozenset(reproduce_problems(settings))
-    ledger = await git(Ledger.load, memory)
-    index = MemoryIndex()
-    view = RunView(cfg, problems)
-    events = EventLog(options.folder, listeners)
-    spending, streaks = Published(options.name), RunStreaks(cfg.no_progress)
-    shared = Shared(memory, git, index, view, model, events, sandbox,
-                    caps_check(cfg, ledger, view, spending.elsewhere), ledger, references)
+    spending = Published(options.name)
+    run = await RunContext.build(cfg, memory, git, problems, model, listeners, sandbox=sandbox,
+                                 references=references, elsewhere=spending.elsewhere,
+                                 streaks=RunStreaks(cfg.no_progress))
+    shared, ledger, events = run.shared, run.ledger, run.events
     claims = Claims(remote, options.name, ttl_s=float(settings["claim_ttl_s"]))
     source = ClaimSource(remote, claims, memory, shared, settings, claims.ttl_s, patience_s=options.patience_s,
-                         spending=spending, streaks=streaks, skip=skip, say=say)
-    scheduler = Scheduler(shared, ledger, None, _runnable(publish.problem_set_of(settings), references),
+                         spending=spending, streaks=run.streaks, skip=skip, say=say)
+    scheduler = Scheduler(shared, ledger, source, _runnable(publish.problem_set_of(settings), references),
                           [p for p in problems if p not in skip], control,
-                          restore_rng(f"{cfg.seed}/{options.name}", None), streaks,
-                          free_workers=slots(options.name, options.slots), source=source)
-    events.emit("run_started", run=memory.run_id, model=cfg.model, budget=cfg.budget, workers=cfg.workers,
-                charged=0, problems=problems, episodes=0, max_episodes=cfg.max_episodes, set_aside=[],
-                stale_locks_removed=[], worker=options.name, remote=remote.shown)
+                          restore_rng(f"{cfg.seed}/{options.name}", None), run.streaks,
+                          free_workers=slots(options.name, options.slots))
+    run.started(charged=0, episodes=0, worker=options.name, remote=remote.shown)
     why: Stop | BaseException = Stop(StopReason.USER, "interrupted")
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(source.renew)
             why = stop = await scheduler.loop()
             tg.cancel_scope.cancel()
-        events.emit("run_stopped", **stop.as_event(), charged=ledger.charged, episodes=ledger.totals.episodes,
-                    tokens=ledger.tokens, worker=options.name)
+        run.stopped(stop, worker=options.name)
         return stop
     except NameInUse:
         why = None  # the refs under this name are another process's: its mark is not ours to push
@@ -238,7 +230,7 @@ async def _work(options, cfg, settings, remote, memory, git, model, listeners, c
     finally:
         if why is not None:
             await _leave(remote, options.name, why, events)
-        events.close()
+        events.close()  # the references are the caller's (`run_worker`)
 
 
 async def _leave(remote: Remote, name: str, why: Stop | BaseException, events: EventLog) -> None:
