@@ -37,9 +37,9 @@ runner = CliRunner()
 
 RUNS = [  # (seed, workers, verify, settle_nominations, budget): a run takes 40 s on 2 busy cores
     pytest.param(29, 4, 1, 1, 20, id="settles-some"),  # three problems settled at the stop, two not
-    pytest.param(11, 3, 2, 3, 24, id="default-rule", marks=pytest.mark.slow),
-    pytest.param(47, 5, 0, 2, 30, id="plurality", marks=pytest.mark.slow),
-    pytest.param(83, 4, 2, 3, 9, id="stopped-early", marks=pytest.mark.slow),  # candidates, no nomination
+    pytest.param(11, 3, 2, 3, 24, id="default-rule", marks=pytest.mark.e2e),
+    pytest.param(47, 5, 0, 2, 30, id="plurality", marks=pytest.mark.e2e),
+    pytest.param(83, 4, 2, 3, 9, id="stopped-early", marks=pytest.mark.e2e),  # candidates, no nomination
 ]
 
 
