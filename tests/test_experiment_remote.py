@@ -6,11 +6,15 @@ for anyone with the URL. A bad `[remote]` is one message naming the file and the
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pygit2
 import pytest
-from conftest import git
+from conftest import brain_server, git
 from test_experiment import KEYS, write_set
 from typer.testing import CliRunner
 
@@ -64,3 +68,40 @@ def test_arms_run_as_coordinated_runs_on_git_remotes(tmp_path: Path):
 def test_a_bad_remote_table_is_named(tmp_path: Path, table: str, said: str):
     done = runner.invoke(app, ["experiment", str(spec_with(tmp_path, table)), "--no-tui"])
     assert done.exit_code == 2 and said in done.output and "spec.toml" in done.output, done.output
+
+
+@pytest.fixture
+def demo_model() -> Iterator[str]:
+    yield from brain_server("0.05")
+
+
+@pytest.mark.e2e
+def test_a_worker_follows_the_experiment_from_run_to_run(tmp_path: Path, demo_model: str):
+    """The coordinators run no episode of their own (local_workers = 0): one `gitswarm worker
+    BASE --experiment` process runs every episode of both runs, joining each as it starts,
+    and ends once the experiment says every run is finished."""
+    base = tmp_path / "remotes"
+    spec = tmp_path / "spec.toml"
+    spec.write_text(f'problems = "demo"\nseeds = [0]\nbaseline = "single"\n[budget]\nepisodes = 4\n'
+                    f'[solve]\nmodel = "openai/gitswarm-scripted"\napi_base = "{demo_model}"\nworkers = 3\n'
+                    f'[arms]\nswarm = {{}}\nsingle = {{workers = 1, verify = 0}}\n'
+                    f'[remote]\nurl = "file://{base}"\nlocal_workers = 0\nclaim_ttl = 30\npatience = 300\n')
+    env = {**os.environ, "OPENAI_API_KEY": "not-secret"}
+    exp = subprocess.Popen([sys.executable, "-m", "gitswarm", "experiment", str(spec), "--out", str(tmp_path / "exp"),
+                            "--no-tui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    follower = subprocess.Popen([sys.executable, "-m", "gitswarm", "worker", f"file://{base}", "--experiment",
+                                 "--name", "box", "--workers", "3", "--model", "openai/gitswarm-scripted",
+                                 "--api-base", demo_model, "--dir", str(tmp_path / "box"), "--patience", "300",
+                                 "--no-tui"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    out, err = exp.communicate(timeout=900)
+    assert exp.returncode == 0, out + err
+    f_out, f_err = follower.communicate(timeout=120)
+    assert follower.returncode == 0, f_out + f_err
+    assert "every run of the experiment is finished (2 of them joined)" in f_out + f_err
+    for run in ("swarm-s0", "single-s0"):
+        assert f"joining the experiment's run {run} on file://{base}/{run}.git" in f_err
+        book = git(base / f"{run}.git", "for-each-ref", "--format=%(refname)", "refs/gitswarm/workers/box/")
+        assert "refs/gitswarm/workers/box/gitswarm/ledger" in book  # its episodes, pushed by the follower
+        assert (tmp_path / "box" / run / "HEAD").exists()
+    listed = json.loads(git(base / "experiment.git", "show", "refs/gitswarm/experiment:runs.json"))
+    assert listed["finished"] and {r["state"] for r in listed["runs"]} == {"finished"}

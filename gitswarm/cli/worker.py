@@ -58,6 +58,10 @@ def worker(
         help="The problem set the coordinator runs (a folder or a shipped set's name): the reference "
              "executables of the run's reproduce problems are built from it, so this worker runs them too. "
              "Without it, it leaves them to other workers.")] = None,
+    experiment: Annotated[bool, typer.Option(
+        "--experiment", rich_help_panel=RUN,
+        help="URL is the [remote] url of a `gitswarm experiment` spec: join the experiment's runs one after "
+             "another (each in DIR/<run>), until every run is finished.")] = False,
     as_json: JsonOpt = False,
     tui: TuiOpt = None,
 ) -> None:
@@ -88,7 +92,10 @@ def worker(
 
         options = WorkerOptions(url, folder or default_worker_folder(url, name), name, slots,
                                 {k: v for k, v in own.items() if v is not None}, patience, references)
-        outcome = _run_tui(options) if _want_tui(tui, as_json) else _run(options, as_json)
+        if experiment and tui:
+            raise fail("the dashboard shows one run, and --experiment joins one after another: give --no-tui")
+        outcome = _run_tui(options) if _want_tui(tui, as_json) and not experiment else _run(options, as_json,
+                                                                                            experiment)
         if "error" in outcome:
             raise outcome["error"]
     stop = outcome.get("stop")
@@ -111,8 +118,9 @@ def _default_name() -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "-", socket.gethostname())[:40] + f"-{os.getpid()}"
 
 
-def _run(options, as_json: bool) -> dict:
-    """The worker on a fresh event loop with Ctrl-C handling, one line (or JSON) per event."""
+def _run(options, as_json: bool, experiment: bool = False) -> dict:
+    """The worker on a fresh event loop with Ctrl-C handling, one line (or JSON) per event;
+    with `experiment`, following the experiment's runs one after another."""
     from gitswarm.cli.progress import printer
     from gitswarm.core.control import Control
 
@@ -122,8 +130,9 @@ def _run(options, as_json: bool) -> dict:
         async with anyio.create_task_group() as tg:
             tg.start_soon(signals, control, tg.cancel_scope)
             try:
-                outcome["stop"] = await join_and_work(options, [printer(as_json)], control,
-                                                      lambda text: typer.echo(f"gitswarm: {text}", err=True))
+                work = follow_and_work if experiment else join_and_work
+                outcome["stop"] = await work(options, [printer(as_json)], control,
+                                             lambda text: typer.echo(f"gitswarm: {text}", err=True))
             except Exception as exc:  # handed to user_errors() outside the loop
                 outcome["error"] = exc
             tg.cancel_scope.cancel()
@@ -163,3 +172,11 @@ async def join_and_work(options, listeners: list, control, say: Callable[[str], 
 
     cfg = await join_settings(options, say)
     return await run_worker(options, LiteLLMModel(model_config(cfg, cfg.model)), listeners, control, say)
+
+
+async def follow_and_work(options, listeners: list, control, say: Callable[[str], None]):
+    """`join_and_work` on each run of the experiment at `options.url`, one after another
+    (`remote/follow.py`); returns why this worker stopped."""
+    from gitswarm.remote.follow import follow
+
+    return await follow(options, lambda one: join_and_work(one, listeners, control, say), control, say)

@@ -7,8 +7,9 @@ episodes of the coordinator's own and any `gitswarm worker <url>/<run>.git` that
 Under a `file://` base the experiment makes each bare repository; under any other scheme
 they must exist (an empty bare repository each, HEAD on main), as for `solve --run URL`.
 
-A worker joins one run: the experiment names each run's URL as the run starts, and a worker
-started on it leaves when that run stops.
+The experiment publishes its list of runs (name, URL, state) to `<url>/experiment.git`, ref
+`refs/gitswarm/experiment`, each time a run's state changes: `gitswarm worker URL --experiment`
+reads it and joins the experiment's runs one after another (`remote/follow.py`).
 """
 
 from __future__ import annotations
@@ -38,20 +39,57 @@ class RemoteArms:
     def url_of(self, run: str) -> str:
         return f"{self.url.rstrip('/')}/{run}.git"
 
+    def index_url(self) -> str:
+        from gitswarm.remote.follow import index_url
+
+        return index_url(self.url)
+
     def ready(self, run: str) -> str:
         """The run's URL; under `file://`, its bare repository made if missing."""
-        url = self.url_of(run)
-        parsed = urlparse(url)
-        if parsed.scheme == "file":
-            folder = Path(unquote(parsed.path))
-            if not folder.exists():
-                from gitswarm.remote.daemon import bare
-                from gitswarm.remote.gitcli import run as git
+        return _made(self.url_of(run))
 
-                folder.parent.mkdir(parents=True, exist_ok=True)
-                bare(folder)
-                git(folder, ("symbolic-ref", "HEAD", "refs/heads/main"), url)
-        return url
+    def publish(self, folder: Path, runs: list[dict], finished: bool) -> str | None:
+        """Push the list of `runs` (each with its name, url and state) to the index; `finished`:
+        no run is left to run. Returns None when pushed, else why not (the experiment goes on:
+        workers that follow it see the list of the last push)."""
+        import contextlib
+        import json
+
+        from gitswarm.memory import trees
+        from gitswarm.memory.write import committer
+        from gitswarm.remote.errors import MissingRef, RemoteError
+        from gitswarm.remote.follow import INDEX_REF
+        from gitswarm.remote.transport import Remote, Update
+
+        try:
+            remote = Remote(_made(self.index_url()), folder / "index.git")
+            if remote.local(INDEX_REF) is None:
+                with contextlib.suppress(MissingRef):  # none yet; else a resumed experiment's last list
+                    remote.fetch([f"+{INDEX_REF}:{INDEX_REF}"])
+            repo, last = remote.repo(), remote.local(INDEX_REF)
+            listed = [{"name": r["name"], "url": r["url"], "state": r["state"]} for r in runs]
+            data = json.dumps({"runs": listed, "finished": finished}, indent=1).encode()
+            tree = trees.update(repo, None, trees.blobs(repo, {"runs.json": data}))
+            sig = committer()
+            commit = repo.create_commit(None, sig, sig, "gitswarm: the experiment's runs\n", tree,
+                                        [last] if last is not None else [])
+            remote.push([Update(INDEX_REF, str(commit), last)])
+        except RemoteError as exc:
+            return str(exc)
+        return None
+
+
+def _made(url: str) -> str:
+    """`url`; under `file://`, its bare repository made if missing (HEAD on main)."""
+    parsed = urlparse(url)
+    if parsed.scheme == "file" and not (folder := Path(unquote(parsed.path))).exists():
+        from gitswarm.remote.daemon import bare
+        from gitswarm.remote.gitcli import run as git
+
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        bare(folder)
+        git(folder, ("symbolic-ref", "HEAD", "refs/heads/main"), url)
+    return url
 
 
 def remote_arms(path: Path, table: object) -> RemoteArms | None:

@@ -18,7 +18,7 @@ import anyio
 
 from gitswarm.core.stops import StopReason
 from gitswarm.experiment.budget import EqualSpend, equal_spend
-from gitswarm.experiment.figures import BROKEN, INTERRUPTED, PENDING, RunStatus, read_figures, run_status
+from gitswarm.experiment.figures import BROKEN, FINISHED, INTERRUPTED, PENDING, RunStatus, read_figures, run_status
 from gitswarm.experiment.spec import RunPlan, Spec, SpecError
 
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ class Runner:
     """Under equal tokens, each seed's T, once every arm of it finished pass 1."""
     recorded: dict[str, dict] = field(default_factory=dict)
     """Each run's settings as experiment.json recorded them when the runner prepared."""
+    _unpublished: bool = False
 
     def prepare(self) -> list[RunPlan]:
         """Check the runs already made against the spec, write experiment.json, and return the
@@ -201,6 +202,19 @@ class Runner:
         part = path.with_suffix(".json.part")
         part.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         os.replace(part, path)
+        if spec.remote is not None:
+            self._publish(data["runs"])
+
+    def _publish(self, runs: list[dict]) -> None:
+        """The list of runs for workers that follow the experiment (`experiment/remote.py`);
+        a failed push is told once, and the experiment goes on."""
+        ended = all(r["state"] == FINISHED for r in runs) and (
+            not self.spec.budget.smallest or len(self.fair) == len(self.spec.seeds))
+        failed = self.spec.remote.publish(self.spec.folder, runs, ended)
+        if failed and not self._unpublished:
+            self.say(f"could not publish the list of runs to {self.spec.remote.index_url()} (workers started "
+                     f"with --experiment follow the last list pushed): {failed}")
+        self._unpublished = bool(failed)
 
     def _check_unchanged(self, plan: RunPlan) -> None:
         """Refuse to resume a run under settings other than those it started with."""
