@@ -470,7 +470,8 @@ def read_only_run(where: Where):
         subprocess.run(["chmod", "-R", "u+w", str(where.run)], check=True)
 
 
-@pytest.mark.parametrize("args", [["grade", "{run}", "--force"], ["demo", "--run", "{run}", "--no-tui"]],
+@pytest.mark.parametrize("args", [["grade", "{run}", "--force"],
+                                  pytest.param(["demo", "--run", "{run}", "--no-tui"], marks=pytest.mark.e2e)],
                          ids=["grade", "demo resume"])
 def test_read_only_run(args: list[str], read_only_run: Path, where: Where):
     before = state(read_only_run)
@@ -487,7 +488,8 @@ def test_read_only_run_still_reads(read_only_run: Path, where: Where):
         assert done.returncode == 0 and not done.stderr, done.stderr
 
 
-@pytest.mark.parametrize("args", [["demo", "--run", "{run}", "--no-tui"], ["grade", "{run}", "--force"]],
+@pytest.mark.parametrize("args", [pytest.param(["demo", "--run", "{run}", "--no-tui"], marks=pytest.mark.e2e),
+                                  ["grade", "{run}", "--force"]],
                          ids=["demo resume", "grade"])
 def test_full_disk_leaves_the_run_intact(args: list[str], where: Where):
     before = state(where.run)

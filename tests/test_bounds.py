@@ -75,6 +75,7 @@ def worker_calls(run: Path) -> int:
     return sum(r.calls for key, r in Ledger.load(Memory(run)).episodes.items() if key != "merger")
 
 
+@pytest.mark.e2e  # the CLI in a subprocess; bounds and exit codes in-process: test_stops.py, test_failures.py
 @pytest.mark.anyio
 @pytest.mark.parametrize("provider", PROVIDERS, ids=[p for p, _ in PROVIDERS])
 async def test_a_model_that_always_abstains_stops_at_the_episode_cap(tmp_path: Path, problem_dir: Path, provider):
@@ -96,6 +97,7 @@ async def test_a_model_that_always_abstains_stops_at_the_episode_cap(tmp_path: P
     assert not requests and Ledger.summary(Memory(run)).episodes == 6  # resume keeps counting
 
 
+@pytest.mark.e2e  # the CLI in a subprocess; bounds and exit codes in-process: test_stops.py, test_failures.py
 @pytest.mark.anyio
 async def test_refused_tool_calls_set_every_problem_aside(tmp_path: Path, problem_dir: Path):
     run = tmp_path / "run"
@@ -144,6 +146,7 @@ def test_streaks_follow_the_order_episodes_ended_in():
     assert streaks.add(record(9, "a", "nominate", 9)) is False and streaks.set_aside == set()
 
 
+@pytest.mark.e2e  # the CLI in a subprocess; bounds and exit codes in-process: test_stops.py, test_failures.py
 @pytest.mark.anyio
 async def test_refused_tool_calls_stop_by_the_no_progress_rule_over_anthropic(tmp_path: Path, problem_dir: Path):
     """The same model over Anthropic's rules: each refused call answered as a tool_result the

@@ -211,6 +211,7 @@ def test_the_token_cap_holds_across_worker_processes(tmp_path: Path, slow_model_
     assert cut  # a worker stopped its own episode at the cap, which only the others' spending reached
 
 
+@pytest.mark.e2e
 def test_a_worker_claims_its_free_slots_in_one_push(tmp_path: Path, model_server: str):
     """Each episode is a claim, but a worker claims every slot it has free in one push: its
     first push creates one claim per slot, and in all it pushes less than twice per episode
@@ -239,6 +240,7 @@ def test_status_by_url_of_a_remote_with_no_run(tmp_path: Path):
     assert "Traceback" not in done.stderr + missing.stderr
 
 
+@pytest.mark.e2e
 def test_an_idle_coordinator_looks_less_often_and_stops_after_its_patience(tmp_path: Path, model_server: str):
     """No worker ever joins: each look (a fetch of the claims) finds what the last one found,
     so the waits double from `POLL_S` to `IDLE_S`; after its patience (8 s) it stops as
@@ -259,6 +261,9 @@ def test_the_pace_doubles_while_nothing_moves_and_is_quick_again_once_something_
 def test_a_worker_refuses_a_run_of_another_protocol(tmp_path: Path, memory: Memory, problem_dir: Path):
     """A run published by a gitswarm of another run protocol (or of none, before they were
     numbered): the worker says which, and what to do, and exits 2 at once (not after its patience)."""
+    from typer.testing import CliRunner
+
+    from gitswarm.cli.main import app
     from gitswarm.engine.config import SolveConfig
     from gitswarm.problems.loader import load_set
     from gitswarm.remote import publish
@@ -272,8 +277,8 @@ def test_a_worker_refuses_a_run_of_another_protocol(tmp_path: Path, memory: Memo
                          (None, "a gitswarm from before run protocols were numbered")):
         publish.write_settings(memory, {**settings, "protocol": theirs, "gitswarm": "9.9"})
         publish.Publisher(Remote(url, memory.path), OWN_REFS).push(OWN_REFS)
-        done = subprocess.run(cli("worker", url, "--model", "openai/m", "--dir", str(tmp_path / "w"), "--patience",
-                                  "60"), capture_output=True, text=True, env=env(), timeout=60)
-        assert done.returncode == 2, done.stderr
+        done = CliRunner().invoke(app, ["worker", url, "--model", "openai/m", "--dir", str(tmp_path / "w"),
+                                        "--patience", "60"], env=env())
+        assert done.exit_code == 2, done.stderr
         assert said in done.stderr and "install the coordinator's gitswarm here" in done.stderr, done.stderr
         assert "Traceback" not in done.stderr

@@ -72,6 +72,7 @@ async def test_token_cap_stops_cleanly(tmp_path: Path, problem_dir: Path):
     assert fsck_clean(tmp_path / "run")
 
 
+@pytest.mark.e2e  # every fault kind over the demo stays in the default run: test_chaos.py
 @pytest.mark.anyio
 async def test_provider_faults_are_retried_or_end_episodes_cleanly(tmp_path: Path):
     faults = FaultPlan(rate=0.2, seed=7, kinds=("rate_limit", "server_error", "reset",
