@@ -31,7 +31,7 @@ from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.model import ProblemState
 from gitswarm.readmodel.read import read_run
 from gitswarm.resources import resolve_set
-from gitswarm.tui.reader import snapshot
+from gitswarm.tui.reader import Snapshots
 
 runner = CliRunner()
 
@@ -152,11 +152,11 @@ def before_selection(run: Path, copy: Path) -> Path:
     return copy
 
 
-def add(memory: Memory, episode: str, worker: str, kind: str, files: dict[str, str], **trailers: str) -> str:
+def add(memory: Memory, episode: str, worker: str, kind: str, files: dict[str, str], **record: str) -> str:
     """One contribution to `sum` by `worker`, composed into main; returns its commit."""
     written = memory.contribute(Contribution(
         problem="sum", episode=episode, worker=worker, kind=kind, title=f"{kind} of {episode}", files=files,
-        parent=memory.main(), op=f"{episode}-final", trailers=trailers))
+        parent=memory.main(), op=f"{episode}-final", **record))
     memory.compose()
     return written.commit
 
@@ -164,12 +164,12 @@ def add(memory: Memory, episode: str, worker: str, kind: str, files: dict[str, s
 def review(memory: Memory, episode: str, worker: str, candidate: str, verdict: str, path: str) -> None:
     """A review as the contribute tool writes it: front matter naming its episode, and trailers."""
     head = f"---\nreviews: {candidate}\npath: attempts/a.md\nverdict: {verdict}\nepisode: {episode}\n---\n\n"
-    add(memory, episode, worker, "review", {path: head + f"{verdict}."}, Reviews=candidate, Verdict=verdict)
+    add(memory, episode, worker, "review", {path: head + f"{verdict}."}, reviews=candidate, verdict=verdict)
 
 
 def nominate(memory: Memory, episode: str, worker: str, candidate: str, path: str) -> None:
     add(memory, episode, worker, "nomination",
-        {f"nominations/{episode}.md": f"---\ncandidate: {candidate}\npath: {path}\n---\n\nbest\n"}, Candidate=candidate)
+        {f"nominations/{episode}.md": f"---\ncandidate: {candidate}\npath: {path}\n---\n\nbest\n"}, candidate=candidate)
 
 
 def test_a_review_file_rewritten_at_the_same_path_hides_nothing_from_any_view(memory: Memory):
@@ -195,7 +195,7 @@ def test_a_review_file_rewritten_at_the_same_path_hides_nothing_from_any_view(me
     assert selection.settled(index, ["sum"], rule) == set()
 
     def check(state: str, verification: str) -> None:
-        for problem in (read_run(Memory(run)).problem("sum"), snapshot(Memory(run)).problem("sum")):
+        for problem in (read_run(Memory(run)).problem("sum"), Snapshots().read(Memory(run)).problem("sum")):
             assert (problem.state, problem.leading, problem.verification) == (state, b, verification)
             by_commit = {c.commit: c for c in problem.candidates}
             assert by_commit[a].reviews.as_dict() == {"pass": 2, "gaps": 0, "critical": 1}

@@ -73,6 +73,7 @@ class Dashboard(App):
         self.error: BaseException | None = None
         self.finished = engine is None
         self._memory = None
+        self._snapshots = reader.Snapshots()
         self._ticks = 0
 
     def compose(self) -> ComposeResult:
@@ -128,7 +129,7 @@ class Dashboard(App):
     def read_snapshot(self) -> None:
         memory = self.memory()
         if memory is not None:
-            self.post_message(SnapshotRead(reader.snapshot(memory)))
+            self.post_message(SnapshotRead(self._snapshots.read(memory)))
 
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
     def load_history(self, problem: str) -> None:

@@ -1,11 +1,13 @@
 """Read-only views of a run repository for the dashboard (run in a worker thread).
 
 Each periodic read is the run's read model (`gitswarm.readmodel`), the same that `status` and
-the report show; the history is read only for one problem on demand. Never writes to the run.
+the report show, over one engine index (`Snapshots`) kept from read to read, so a read takes in
+only the commits main gained since the last. Never writes to the run.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from gitswarm.memory.model import CommitInfo
@@ -18,11 +20,28 @@ def open_memory(run: Path):
     return Memory(run)
 
 
-def snapshot(memory) -> RunState:
-    """The run's read model: each problem's state, counts, selection and grade, and the totals."""
-    from gitswarm.readmodel.read import read_run
+class Snapshots:
+    """The run's read model, read again and again over one `MemoryIndex` kept between reads.
 
-    return read_run(memory)
+    The first read takes in main's whole history; each later one only the commits main gained
+    since. One read at a time: a snapshot worker textual has cancelled may still be reading in
+    its thread when the next starts, and the index is not safe to update from two threads."""
+
+    def __init__(self) -> None:
+        self._index = None
+        self._lock = threading.Lock()
+
+    def read(self, memory) -> RunState:
+        """Each problem's state, counts, selection and grade, and the totals, as main stands now."""
+        from gitswarm.engine.index import MemoryIndex
+        from gitswarm.readmodel.read import read_run
+
+        with self._lock:
+            index = self._index if self._index is not None else MemoryIndex()
+            self._index = None  # a read that fails part way leaves an index half taken in: start over next time
+            state = read_run(memory, index)
+            self._index = index
+            return state
 
 
 def history(memory, problem: str, limit: int = 200) -> list[CommitInfo]:
