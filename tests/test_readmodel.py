@@ -21,7 +21,7 @@ from gitswarm.engine import selection
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
-from gitswarm.readmodel.read import SETTLE_NOMINATIONS, VERIFY, read_run, shown_grade
+from gitswarm.readmodel.read import SETTLE_NOMINATIONS, VERIFY, read_run, rule_of, shown_grade
 from gitswarm.referee.grades import Grade, GradeStore
 
 runner = CliRunner()
@@ -29,11 +29,11 @@ PACKAGE = Path(__file__).resolve().parents[1] / "gitswarm"
 
 
 def contribute(memory: Memory, episode: str, kind: str, files: dict[str, str], worker: str = "w01",
-               **trailers: str) -> str:
+               **record: str) -> str:
     """One contribution to `sum`, composed into main; returns its commit."""
     written = memory.contribute(Contribution(
         problem="sum", episode=episode, worker=worker, kind=kind, title=f"{kind} of {episode}", files=files,
-        parent=memory.main(), op=f"{episode}-final", trailers=trailers))
+        parent=memory.main(), op=f"{episode}-final", **record))
     memory.compose()
     return written.commit
 
@@ -41,14 +41,14 @@ def contribute(memory: Memory, episode: str, kind: str, files: dict[str, str], w
 def nominate(memory: Memory, episode: str, candidate: str, path: str = "attempts/a.md") -> None:
     contribute(memory, episode, "nomination", {f"nominations/{episode}.md":
                                                f"---\ncandidate: {candidate}\npath: {path}\n---\n\nbest\n"},
-               Candidate=candidate)
+               candidate=candidate)
 
 
 def review(memory: Memory, episode: str, worker: str, candidate: str, verdict: str) -> str:
     """A review as the contribute tool writes it: front matter naming its episode, trailers."""
     head = f"---\nreviews: {candidate}\npath: attempts/a.md\nverdict: {verdict}\nepisode: {episode}\n---\n\n"
     return contribute(memory, episode, "review", {f"reviews/{episode}.md": head + "checked"}, worker,
-                      Reviews=candidate, Verdict=verdict)
+                      reviews=candidate, verdict=verdict)
 
 
 def grade(candidate: str, score: float | None, when: int, model: str | None = None,
@@ -136,10 +136,13 @@ def test_the_grade_rule(memory: Memory):
 
 
 def test_the_rule_of_a_run_without_a_record_is_the_engines_default():
+    """A run whose ledger has no selection record yet (or a broken one) reads with the rule a
+    run started with the default settings selects by."""
     from gitswarm.engine.config import SolveConfig
 
-    assert SolveConfig.model_fields["settle_nominations"].default == SETTLE_NOMINATIONS
-    assert SolveConfig.model_fields["verify"].default == VERIFY
+    default = (SolveConfig.model_fields["verify"].default, SolveConfig.model_fields["settle_nominations"].default)
+    assert rule_of({}) == rule_of({"selection": "broken"}) == default
+    assert rule_of({"selection": {"verify": 0, "settle_nominations": 5}}) == (0, 5)
 
 
 def test_the_dashboard_imports_nothing_from_the_cli():

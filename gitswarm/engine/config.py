@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from gitswarm.engine.selection import SETTLE_NOMINATIONS, VERIFY
 from gitswarm.errors import BadInput
 from gitswarm.models.config import ReasoningEffort, ToolProtocol
 
@@ -82,9 +83,9 @@ class SolveConfig(BaseModel):
     """Items the overview shows for being the most cited (the rest: list_items, search)."""
     overview_newest: int = Field(8, ge=0)
     """Items the overview shows besides: the newest (more of them when fewer are cited)."""
-    settle_nominations: int = Field(3, ge=1)
+    settle_nominations: int = Field(SETTLE_NOMINATIONS, ge=1)
     """A problem is settled once its leading candidate is verified and has this many nominations."""
-    verify: int = Field(2, ge=0)
+    verify: int = Field(VERIFY, ge=0)
     """K: a candidate is verified by K `pass` reviews from distinct workers other than its
     author and no `critical` review; only a verified candidate is selected as verified, and
     only one settles a problem. 0: plain plurality of nominations, no review needed."""
