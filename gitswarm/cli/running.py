@@ -38,7 +38,7 @@ def model_config(cfg, name: str, api_base: str | None = None, merger: bool = Fal
     by litellm.
 
     The merger's replies are not streamed: litellm handles a stream chunk by chunk (about
-    0.5 ms of CPU each, ARCHITECTURE.md "What litellm costs per call"), and the merger's
+    0.5 ms of CPU each, docs/benchmarks.md "What litellm costs per call"), and the merger's
     replies are whole files, long, in the one process and event loop the workers share. A
     reasoning merger keeps the run's reply timeout, since it may think for long."""
     from gitswarm.models import ModelConfig

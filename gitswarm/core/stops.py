@@ -17,7 +17,9 @@ class StopReason(StrEnum):
     EPISODE_CAP = "episode_cap"
     """The cap on episodes of any outcome (charged or not) is reached."""
     SETTLED = "settled"
-    """Every problem is settled: one candidate has enough nominations."""
+    """Every problem is settled: its leader is verified (K `pass` reviews, no `critical`;
+    any leader when K is 0) and has the rule's `settle_nominations` nominations
+    (`engine.selection.settled`)."""
     NO_PROGRESS = "no_progress"
     """Every open problem is set aside: its last episodes all abstained or failed."""
     TOKEN_CAP = "token_cap"

@@ -20,7 +20,7 @@ def litellm_module() -> ModuleType:
     # Nothing more: no setting of litellm's trims its CPU per call. Its callback lists are empty
     # already, and the switches that sound like it (disable_streaming_logging, logging, no-log,
     # disable_end_user_cost_tracking, ...) measure at no gain; the cost is its stream handling
-    # (ARCHITECTURE.md, "What litellm costs per call"; scripts/bench_litellm.py).
+    # (docs/benchmarks.md, "What litellm costs per call"; scripts/bench_litellm.py).
     if "LITELLM_LOG" not in os.environ:  # the user asked for litellm's logs: keep them
         for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
             logging.getLogger(name).setLevel(logging.ERROR)

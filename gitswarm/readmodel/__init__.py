@@ -1,11 +1,15 @@
 """The read model of a run: where each problem stands, computed once for every view.
 
-`read.read_run(memory)` reads main's tree, the ledger's running totals (its scheduler
-record), the grades and the trailers of the review commits whose files are on main (each
-candidate's review counts, `reviews.read_reviews`); never the history, so it costs the same on a run of 100 commits and
-on one of 100,000. `gitswarm status`, `gitswarm report` and the dashboard all show what it
-returns (the types of `readmodel.model`), so they cannot disagree on a problem's state,
-selection, nominations, counts or grade.
+`read.read_run(memory, index)` reads the engine's index (`engine.index.MemoryIndex`) over
+main's history, and with it `engine.selection`'s rule, for each problem's candidates, reviews,
+verification, nominations, settling and leader, so a view shows what selection would write;
+main's tree for item counts, kinds and SOLUTION.md; the ledger's running totals and scheduler
+record; the grades. Built afresh, the index walks main's whole history (a second or so on a
+run of thousands of commits); a caller that reads again and again keeps one and passes it
+(the dashboard does, `tui.reader.Snapshots`), and each read takes in only the new commits.
+`gitswarm status`, `gitswarm report` and the dashboard all show what it returns (the types of
+`readmodel.model`), so they cannot disagree on a problem's state, selection, nominations,
+counts or grade.
 
 **The grade shown** for a problem is the grade of the candidate it stands on: the selected
 candidate (SOLUTION.md on main), else the candidate `engine.selection.choose` would select

@@ -58,7 +58,8 @@ class Counts:
 @dataclass(frozen=True)
 class ReviewCounts:
     """A candidate's reviews by verdict: the latest review by each worker other than its
-    author (the verdicts of review commits whose files are on main, `commitmeta.Review`)."""
+    author, from the review commits on main as the engine's index holds them (their
+    `commitmeta.Review` records, whatever became of the review files since)."""
 
     passed: int = 0
     """`pass`: no issue found."""
@@ -106,14 +107,16 @@ class Candidate:
     path: str
     """Its path in the repository: `problems/<id>/attempts/<name>` or `problems/<id>/code/<slug>`."""
     commit: str | None
-    """The commit that holds it, as a nomination or a grade names it; None for a candidate on
-    main's tree that no nomination or grade names (finding its commit would take the history)."""
+    """The commit that wrote it, as the engine's index, a nomination, a review or a grade names
+    it. `read_run` always knows it (from the index over main's history); the type still allows
+    None, and the views test for it."""
     nominations: int = 0
     """Nominations of this commit on main."""
     grade: Grade | None = None
     """Its grade by the rule of `read.shown_grade`, or None when it has none."""
     reviews: ReviewCounts = ReviewCounts()
-    """Its reviews by verdict (`reviews.read_reviews`); none for a candidate without a commit."""
+    """Its counted reviews by verdict, as selection counts them (`reviews.read_reviews` over the
+    index)."""
     verified: bool = False
     """Verified by `engine.selection.is_verified` with the run's K: enough passes, no critical."""
     trail: tuple[ReviewEntry, ...] = ()
@@ -143,7 +146,8 @@ class Selection:
 
 @dataclass(frozen=True)
 class ProblemState:
-    """Where one problem stands, from main's tree, the ledger and the grades."""
+    """Where one problem stands, from the engine's index over main, main's tree, the ledger
+    and the grades."""
 
     id: str
     kind: str
@@ -157,8 +161,9 @@ class ProblemState:
     selected: Selection | None
     """What SOLUTION.md on main says, or None before the run selected one."""
     leading: str | None
-    """The commit `engine.selection.choose` selects now from main's nominations and the
-    referee's scores (None without nominations): the selection a stop would write."""
+    """The commit `engine.selection.choose` selects now from main's nominations, reviews and
+    the referee's scores (None when no candidate is verified and none is nominated): the
+    selection a stop would write."""
     grade: Grade | None
     """The grade shown (the package docstring's rule), or None."""
     verified: bool | None = None
