@@ -52,6 +52,9 @@ class Dialogue:
     """native or text; None when the record does not say."""
     params: dict = field(default_factory=dict)
     model: str | None = None
+    offered: list[dict] = field(default_factory=list)
+    """The tool schemas the native calls were sent (`tools` is the chat layout's: empty when the
+    episode ended in the text protocol, though its first calls were native)."""
 
     @property
     def missing(self) -> list[str]:
@@ -72,8 +75,9 @@ def of_conversation(conversation: dict) -> Dialogue:
     for step in steps:
         if step.reply is not None:
             messages, protocol = [*step.context, step.reply], step.protocol
-    tools = [] if protocol == "text" else list(conversation.get("tools") or [])
-    return Dialogue(messages, tools, steps, "conversation", protocol, params, conversation.get("model"))
+    offered = list(conversation.get("tools") or [])
+    return Dialogue(messages, [] if protocol == "text" else offered, steps, "conversation", protocol, params,
+                    conversation.get("model"), offered)
 
 
 def _reply_message(reply: dict, text: bool) -> dict:
@@ -104,7 +108,7 @@ def of_transcript(text: str | None, tools: list[dict]) -> Dialogue:
         return Dialogue([], tools, [], "none")
     messages = read_messages(text, [t["function"]["name"] for t in tools])
     steps = [Step(messages[:i], m) for i, m in enumerate(messages) if m["role"] == "assistant"]
-    return Dialogue(messages, tools, steps, "transcript")
+    return Dialogue(messages, tools, steps, "transcript", offered=tools)
 
 
 def chat_record(dialogue: Dialogue, labels: dict) -> dict:
@@ -115,18 +119,27 @@ def chat_record(dialogue: Dialogue, labels: dict) -> dict:
 
 
 def step_records(dialogue: Dialogue, labels: dict, rewards: list[float]) -> list[dict]:
-    """One record per model call: the context it saw, its reply, its reward and return."""
+    """One record per model call: the context it saw, the tools and other arguments it was sent
+    with (`request`: enough to send it again as it was), its reply, its reward and return."""
     credit = labels.get("credit", 0.0)
     found = []
     for n, (step, reward) in enumerate(zip(dialogue.steps, rewards, strict=False), 1):
         raw = step.raw
         found.append({"episode": labels.get("episode"), "step": n, "steps": len(dialogue.steps),
-                      "context": step.context, "tools": [] if step.protocol == "text" else dialogue.tools,
-                      "protocol": step.protocol, "reply": step.reply,
+                      "context": step.context, "tools": [] if step.protocol == "text" else dialogue.offered,
+                      "protocol": step.protocol, "request": _arguments(raw), "reply": step.reply,
                       "raw_reply": raw.get("reply"), "usage": raw.get("usage"), "error": raw.get("error"),
                       "started": raw.get("started"), "ended": raw.get("ended"),
                       "reward": reward, "return": credit, "labels": labels | _source(dialogue)})
     return found
+
+
+def _arguments(call: dict) -> dict:
+    """The call's other `litellm.acompletion` arguments as sent (model, max_tokens, tool_choice,
+    stream, ...): they change within an episode (a forced tool call after prose, a lower output
+    limit a provider named), so the episode's `params` cannot stand in for them."""
+    request = call.get("request") or {}
+    return {k: v for k, v in request.items() if k not in ("messages", "kept", "protocol")}
 
 
 def _source(dialogue: Dialogue) -> dict:
