@@ -180,7 +180,7 @@ def test_log_shows_a_review_from_its_record(memory: Memory):
     memory.contribute(Contribution(problem="sum", episode="e5", worker="w02", kind="review", title="checks seven",
                                    files={"reviews/r.md": "ok\n"}, parent=memory.main(), op="e5-final",
                                    informed_by=(attempt,), model="openai/m", usage=Usage.of_call(12, 3, 0.5),
-                                   trailers={"Reviews": attempt, "Verdict": "gaps"}))
+                                   reviews=attempt, verdict="gaps"))
     memory.compose(["e5"])
     result = CliRunner().invoke(app, ["log", str(memory.path)])
     assert result.exit_code == 0, result.output

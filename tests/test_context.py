@@ -32,11 +32,11 @@ def grow(memory: Memory, size: int, batch: int = 25) -> list[str]:
             kind = ("note", "lemma", "attempt", "review")[k % 4]
             path = f"{kind}s/{kind}-{k:04d}.md"
             cited = tuple(commits[: k % HOT + 1]) if k >= HOT else ()
-            verdict = {"Reviews": commits[k - 1], "Verdict": VERDICTS[k % 3]} if kind == "review" else {}
+            review = {"reviews": commits[k - 1], "verdict": VERDICTS[k % 3]} if kind == "review" else {}
             written = memory.contribute(Contribution(
                 "sum", f"s{k:04d}", f"w{k % 5:02d}", kind, f"{kind} {k}",
                 {path: f"# {kind.title()} {k}\n\nText {k}.\n"}, start, f"s{k:04d}-final", informed_by=cited,
-                trailers=verdict))
+                **review))
             commits.append(written.commit)
             paths.append(path)
             episodes.append(f"s{k:04d}")

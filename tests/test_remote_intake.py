@@ -9,7 +9,7 @@ import pygit2
 import pytest
 from conftest import fsck_clean
 
-from gitswarm.memory import trees
+from gitswarm.memory import commitmeta, trees
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.trailers import parse
@@ -70,7 +70,7 @@ def test_a_deletion_outside_code_is_refused(memory: Memory, victim: str):
     memory.contribute(contribution(memory, "e1", {"code/x/a.py": "a\n", "reviews/r.md": "pass\n"}))
     memory.compose(["e1"])
     if victim.startswith("nominations/"):
-        memory.commit_to_main({f"problems/sum/{victim}": b"vote\n"}, "a vote", "vote-op")
+        memory.commit_to_main({f"problems/sum/{victim}": b"vote\n"}, "a vote", commitmeta.Other(op="vote-op"))
     tip = memory.repo[memory.main()]
     tree = trees.update(memory.repo, tip.tree, {f"problems/sum/{victim}": None})
     message = memory.repo[memory.op_commit("e1-final")].message.replace("e1", "e3")

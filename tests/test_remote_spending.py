@@ -15,6 +15,7 @@ from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.runcontext import caps_check
+from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.remote import publish
@@ -133,7 +134,7 @@ def test_a_worker_looks_less_often_while_the_run_stands_still(tmp_path: Path, me
     assert anyio.run(ask, 6.0) == [0.2, 0.4, 0.8, 1.6, 2.0]  # the first look is new
     looks = git_commands(trace)["ls-remote"]
     assert 4 <= looks <= 8  # looking every POLL_S it would have made 30
-    memory.commit_to_main({"problems/sum/SUMMARY.md": b"moved\n"}, "summary moved", "op-moved")
+    memory.commit_to_main({"problems/sum/SUMMARY.md": b"moved\n"}, "summary moved", commitmeta.Other(op="op-moved"))
     publisher.push(OWN_REFS)
     assert 0.2 in anyio.run(ask, 2.5)  # seen within IDLE_S, and quick again
 

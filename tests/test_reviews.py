@@ -46,11 +46,11 @@ def prebuilt(run: Path) -> Memory:
 
 
 def add(memory: Memory, episode: str, worker: str, kind: str, files: dict[str, str], cites: tuple[str, ...] = (),
-        **trailers: str) -> str:
+        **record: str) -> str:
     """One contribution to PROBLEM by `worker`, composed into main; returns its commit."""
     written = memory.contribute(Contribution(
         problem=PROBLEM, episode=episode, worker=worker, kind=kind, title=f"{kind} by {worker}", files=files,
-        parent=memory.main(), op=f"{episode}-final", informed_by=cites, trailers=trailers))
+        parent=memory.main(), op=f"{episode}-final", informed_by=cites, **record))
     memory.compose()
     return written.commit
 
@@ -144,13 +144,13 @@ async def test_a_review_of_ones_own_attempt_is_committed_but_does_not_count(tmp_
 def test_later_reviews_replace_earlier_ones_and_lookalike_files_count_for_nothing(tmp_path: Path):
     memory = prebuilt(tmp_path / "run")
     attempt = add(memory, "x0001", "w02", "attempt", {ATTEMPT: "# Induction\n"})
-    verdict = {"Reviews": attempt}
+    reviewed = {"reviews": attempt}
     add(memory, "x0002", "w03", "review", {"reviews/a.md": "---\nepisode: x0002\n---\nbad\n"},
-        **verdict, Verdict="critical")
+        **reviewed, verdict="critical")
     add(memory, "x0003", "w03", "review", {"reviews/b.md": "---\nepisode: x0003\n---\nfixed\n"},
-        **verdict, Verdict="pass")
+        **reviewed, verdict="pass")
     add(memory, "x0004", "w04", "review", {"reviews/c.md": "---\nepisode: x0004\n---\nbad\n"},
-        **verdict, Verdict="critical")
+        **reviewed, verdict="critical")
     add(memory, "x0005", "w05", "note", {"reviews/forged.md": f"---\nreviews: {attempt}\nverdict: critical\n"
                                                               "episode: x0005\n---\n"})
     index = MemoryIndex()
@@ -164,7 +164,7 @@ def test_later_reviews_replace_earlier_ones_and_lookalike_files_count_for_nothin
 def review(memory: Memory, episode: str, worker: str, attempt: str, verdict: str) -> str:
     """A review by `worker` of `attempt`, as the tool writes it (it cites what it reviews)."""
     return add(memory, episode, worker, "review", {f"reviews/{episode}.md": f"verdict {verdict}"}, (attempt,),
-               Reviews=attempt, Verdict=verdict)
+               reviews=attempt, verdict=verdict)
 
 
 async def header_and_overview(run: Path, **options) -> tuple[str, str]:
@@ -223,7 +223,7 @@ async def test_a_verified_candidate_is_nominated_before_other_candidates_are_rev
         good = add(memory, "x0001", "w02", "attempt", {"attempts/good.md": "# Good\n"})
         review(memory, "x0002", "w03", good, "pass")
         review(memory, "x0003", "w04", good, "pass")
-        add(memory, "x0004", nominated_by, "nomination", {"nominations/x0004.md": "good\n"}, (good,), Candidate=good)
+        add(memory, "x0004", nominated_by, "nomination", {"nominations/x0004.md": "good\n"}, (good,), candidate=good)
         other = add(memory, "x0005", "w05", "attempt", {"attempts/other.md": "# Another\n"})
         return good, other
 

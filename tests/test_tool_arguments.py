@@ -160,7 +160,8 @@ async def test_the_toolbox_checks_before_it_runs_and_tells_what_it_changed(toolb
                       "note: `append` 'true' read as true; ignored `x`: write_file has no such argument")
     final = await toolbox.call("contribute", attempt)
     assert isinstance(final, Final) and final.action == "contribute"
-    assert final.contribution.trailers == {} and final.contribution.kind == "attempt"
+    c = final.contribution
+    assert (c.candidate, c.reviews, c.verdict, c.kind) == ("", "", "", "attempt")
     with pytest.raises(ToolError, match=r"^a review ends with a verdict"):  # a review still needs both
         await toolbox.call("contribute", {**attempt, "kind": "review", "verdict": None})
     with pytest.raises(ToolError, match=r"^there is no tool 'shell'"):

@@ -96,20 +96,19 @@ def solution_view(memory, p, run: str) -> View:
 
 def candidate_view(memory, p, c) -> View:
     """One candidate: who wrote it, its nominations, reviews and grade, then its text."""
-    from gitswarm.memory.trailers import parse
-
-    trailers = parse(memory.repo[c.commit].message) if c.commit else {}
+    meta = memory.commit(c.commit).meta if c.commit else None
+    worker, episode = getattr(meta, "worker", "") or None, getattr(meta, "episode", "") or None
     chosen = p.selected is not None and p.selected.candidate == c.commit
     lines = [f"candidate {c.path} of {p.id}" + (" (the selected solution)" if chosen else ""),
-             (f"commit {c.commit[:10]} · {trailers.get('Worker', '?')} · episode {trailers.get('Episode', '?')}"
+             (f"commit {c.commit[:10]} · {worker or '?'} · episode {episode or '?'}"
               if c.commit else "commit unknown: no nomination, grade or review names it"),
              f"nominations {c.nominations} · {'verified' if c.verified else 'unverified'} ({tally(c)}; "
              f"{rule(p.verify)}) · grade: {grade_line(c.grade)}"]
     lines += trail_lines(c)
     text, where = candidate_text(memory, c)
     lines += ["", f"--- {c.path} ({where}) ---", text.rstrip("\n")]
-    return lines, {"problem": p.id, **c.as_dict(), "selected": chosen, "worker": trailers.get("Worker"),
-                   "episode": trailers.get("Episode"), "text": text}
+    return lines, {"problem": p.id, **c.as_dict(), "selected": chosen, "worker": worker,
+                   "episode": episode, "text": text}
 
 
 def review_view(memory, p, spec: str, run: str) -> View:

@@ -133,9 +133,9 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
 
 def _review_of(index: MemoryIndex, record: EpisodeRecord, final: Final) -> dict[str, str] | None:
     """The verdict of a committed review and the path of what it reviews."""
-    trailers = final.contribution.trailers if final.contribution is not None and record.commit else {}
-    found = index.resolve(record.problem, trailers["Reviews"]) if "Verdict" in trailers else None
-    return {"verdict": trailers["Verdict"], "reviews": found[1]} if found else None
+    c = final.contribution
+    found = index.resolve(record.problem, c.reviews) if c is not None and record.commit and c.verdict else None
+    return {"verdict": c.verdict, "reviews": found[1]} if found else None
 
 
 async def _keep_transcript(shared: Shared, record: EpisodeRecord, messages: list[dict]) -> None:

@@ -62,14 +62,14 @@ class FinalActions:
             raise ToolError(problem)
         reviewed = self._reviewed(kind, reviews, verdict)
         cited = [*(reviewed[:1] if reviewed else []), *(self._commit(ref) for ref in (informed_by or []))]
-        files, trailers, title = dict(self.staged), {}, title.strip()[:100]
+        files, review, title = dict(self.staged), {}, title.strip()[:100]
         if kind in ("attempt", "code"):
             title = self._revision_title(cited, title)
         if reviewed:
             files.update(self._stamped(*reviewed, str(verdict)))
-            trailers = {"Reviews": reviewed[0], "Verdict": str(verdict)}
+            review = {"reviews": reviewed[0], "verdict": str(verdict)}
         return Final("contribute", replace(self._contribution(kind, title, summary, files, cited,
-                                                              self_assessment, trailers),
+                                                              self_assessment, **review),
                                            deleted=tuple(sorted(self.deleted))))
 
     def _revision_title(self, cited: list[str], title: str) -> str:
@@ -119,18 +119,18 @@ class FinalActions:
         text = f"---\ncandidate: {commit}\npath: {path}\n---\n\n{rationale.strip()}\n"
         files = {f"nominations/{self.ep.episode}.md": text}
         return Final("nominate", self._contribution("nomination", f"nominate {path}", rationale, files,
-                                                    [commit], "", {"Candidate": commit}))
+                                                    [commit], "", candidate=commit))
 
     async def tool_abstain(self, reason: str) -> Final:
         return Final("abstain", reason=reason.strip()[:500])
 
-    def _contribution(self, kind, title, summary, files, cited, assessment, trailers) -> Contribution:
+    def _contribution(self, kind, title, summary, files, cited, assessment, **record: str) -> Contribution:
+        """The episode's contribution; `record`: its kind's own fields (`candidate`, `reviews`, `verdict`)."""
         return Contribution(
             problem=self.ep.problem_id, episode=self.ep.episode, worker=self.ep.worker, kind=kind,
             title=title.strip()[:160] or kind, files=dict(files), parent=self.ep.start_commit,
             op=f"{self.ep.episode}-final", summary=summary.strip()[:2000],
-            informed_by=tuple(dict.fromkeys(cited)), self_assessment=assessment.strip()[:200],
-            trailers=trailers)
+            informed_by=tuple(dict.fromkeys(cited)), self_assessment=assessment.strip()[:200], **record)
 
     def _commit(self, reference: str) -> str:
         """A cited commit, named by an item's path or by (a prefix of) its id."""

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.selection import Selected
+from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.frontmatter import render
 
@@ -71,6 +72,6 @@ def select_by_answers(memory: Memory, index: MemoryIndex, problem: str) -> Selec
     written = memory.commit_to_main(
         {f"problems/{problem}/SOLUTION.md": text.encode()},
         f"solution({problem}): {path}, by the majority of answers ({vote})",
-        f"select-{problem}-{commit[:16]}-majority-{votes}-of-{len(answers)}",
-        {"Problem": problem, "Kind": "solution", "Candidate": commit, "Verification": "unverified"})
+        commitmeta.Solution(op=f"select-{problem}-{commit[:16]}-majority-{votes}-of-{len(answers)}",
+                            problem=problem, candidate=commit, verification=commitmeta.Verification.UNVERIFIED))
     return Selected(problem, commit, f"problems/{problem}/{path}", 0, False, written.commit)

@@ -13,6 +13,7 @@ from gitswarm.core.stops import CapReached
 from gitswarm.engine import selection
 from gitswarm.engine.episode import Shared
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.memory import commitmeta
 from gitswarm.memory.compose import Composed, Conflict, Resolution
 from gitswarm.resources import render
 
@@ -157,8 +158,9 @@ class Merger:
         op = f"summary-{problem}-{shared.index.seen_tip[:16]}"
         written = await shared.git(shared.memory.commit_to_main,
                                    {f"problems/{problem}/SUMMARY.md": text.encode()},
-                                   f"summary({problem}): the merger's summary of the problem", op,
-                                   {"Problem": problem, "Kind": "summary", "Worker": "merger"})
+                                   f"summary({problem}): the merger's summary of the problem",
+                                   commitmeta.Contribution(op=op, problem=problem, kind=commitmeta.Kind.SUMMARY,
+                                                           worker="merger"))
         await shared.git(shared.index.update, shared.memory.repo, written.commit)
         shared.events.emit("summarised", problem=problem, commit=written.commit)
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gitswarm.engine.index import CANDIDATE_FOLDERS, MemoryIndex, candidate_path
+from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.frontmatter import render
 
@@ -161,8 +162,8 @@ def select(memory: Memory, index: MemoryIndex, problem: str, verify: int,
     op = f"select-{problem}-{chosen.commit[:16]}-{chosen.nominations}-{mark}-{chosen.passes}"
     written = memory.commit_to_main(
         {f"problems/{problem}/SOLUTION.md": text.encode()},
-        f"solution({problem}): {path}, {mark}, with {chosen.nominations} nomination(s)", op,
-        {"Problem": problem, "Kind": "solution", "Candidate": chosen.commit, "Verification": mark})
+        f"solution({problem}): {path}, {mark}, with {chosen.nominations} nomination(s)",
+        commitmeta.Solution(op=op, problem=problem, candidate=chosen.commit, verification=mark))
     return Selected(problem, chosen.commit, f"problems/{problem}/{path}", chosen.nominations,
                     chosen.verified, written.commit)
 

@@ -1,11 +1,12 @@
 """Credit from the commit graph: how much of a problem's grade each contribution earned.
 
-A run's memory is a graph. Each contribution is a commit that cites (`Gitswarm-Informed-By`)
-the commits it built on; a review names the candidate it judged (`Gitswarm-Reviews`) and its
-verdict; the referee grades the selected solution (SOLUTION.md on main) and any other
-candidate it was asked to. A *credit rule* maps that graph to a number per commit; an
-episode's credit is the credit of its commit (none without one). Every rule here is a
-small pure function of a `CreditGraph`, so it can be tested on graphs built by hand.
+A run's memory is a graph. Each contribution is a commit that cites (its record's
+`informed_by`, `memory.commitmeta`) the commits it built on; a review names the candidate it
+judged (`commitmeta.Review.reviews`) and its verdict; the referee grades the selected
+solution (SOLUTION.md on main) and any other candidate it was asked to. A *credit rule*
+maps that graph to a number per commit; an episode's credit is the credit of its commit
+(none without one). Every rule here is a small pure function of a `CreditGraph`, so it can
+be tested on graphs built by hand.
 
 `ancestry` (the default): the selected solution's grade g (its score over its maximum, 0
 to 1) flows back along its citations. The solution receives g; a commit that received x
@@ -45,7 +46,7 @@ class Work:
 
     id: str
     cites: tuple[str, ...] = ()
-    """The commits it names in `Gitswarm-Informed-By`, in order."""
+    """The commits its record names in `informed_by`, in order."""
     reviews: str = ""
     """On a review, the candidate commit it judged."""
     verdict: str = ""

@@ -1,11 +1,11 @@
 """What a run's git says about each episode: the labels every exported record carries.
 
 Read once per export (`read_facts`): the ledger's episode records, one walk of the history
-reachable from main and the unmerged branches (`report.graph.load`, whose trailers come from
-`memory.trailers.parse` and `split_ids`), the read model (selection, verification,
+reachable from main and the unmerged branches (`report.graph.load`, whose fields come from
+each commit's record, `memory.commitmeta.decode`), the read model (selection, verification,
 nominations on main) and the grades. Each label can be recomputed with git alone
 (`tests/test_export.py` does): an episode's record is a file of `refs/gitswarm/ledger`,
-its commit's trailers say its kind and what it cites, reviews and nominations name the
+its commit's record says its kind and what it cites, reviews and nominations name the
 commits they judge, SOLUTION.md on main names the selected candidate, and the grades are
 files of `refs/gitswarm/grades`.
 """
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.export.credit import RULES, CreditGraph, Work, in_ancestry
+from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
-from gitswarm.memory.trailers import parse
 from gitswarm.readmodel.model import ProblemState
 from gitswarm.readmodel.read import read_run, shown_grade
 from gitswarm.referee.grades import Grade, GradeStore
@@ -48,7 +48,7 @@ class RunFacts:
     """The commits in the citation closure of a problem's selected solution."""
     rule: str
     models: dict[str, str]
-    """Each episode commit's `Gitswarm-Model`."""
+    """Each episode commit's model (its record's `model`)."""
 
 
 def read_facts(memory: Memory, rule: str = "ancestry") -> RunFacts:
@@ -85,7 +85,7 @@ def credit_graph(graph: Graph, problem: str, solution: str | None, grades: dict[
 
 def _model(memory: Memory, commit: str) -> str:
     try:
-        return parse(memory.repo[commit].message).get("Model", "")
+        return getattr(commitmeta.decode(memory.repo[commit].message), "model", "")
     except (KeyError, ValueError):
         return ""
 

@@ -26,12 +26,15 @@ def put(repo: pygit2.Repository, book: str, records: dict[str, object], message:
     return put_blobs(repo, book, blobs, message)
 
 
-def put_blobs(repo: pygit2.Repository, book: str, blobs: dict[str, bytes | None], message: str) -> str | None:
+def put_blobs(repo: pygit2.Repository, book: str, blobs: dict[str, bytes | None], message: str,
+              keep: bool = False) -> str | None:
     """Write `blobs` (path -> bytes, a text file each; None removes the path) to the book in
-    one commit; None if all unchanged."""
+    one commit; None if all unchanged. `keep`: a path the book already holds is left as it is."""
     name = ref_name(book)
     ref = repo.references.get(name)
     tip = repo[ref.target].peel(pygit2.Commit) if ref is not None else None
+    if keep:
+        blobs = {path: data for path, data in blobs.items() if trees.lookup(tip.tree if tip else None, path) is None}
     written = trees.blobs(repo, {path: data for path, data in blobs.items() if data is not None})
     removed = {path: None for path, data in blobs.items() if data is None}
     changes = {p: e for p, e in (written | removed).items() if trees.lookup(tip.tree if tip else None, p) != e}
@@ -45,13 +48,13 @@ def commit_changes(repo: pygit2.Repository, name: str, tip: pygit2.Commit | None
     """Commit `changes` on top of `tip` and move ref `name` there, if it still points at `tip`."""
     tree = trees.update(repo, tip.tree if tip else None, changes)
     sig = committer()
-    commit = repo.create_commit(None, sig, sig, f"{message}\n", tree, [tip.id] if tip else [])
+    commit = repo.create_commit(None, sig, sig, f"{message.rstrip()}\n", tree, [tip.id] if tip else [])
     with repo.transaction() as txn:
         txn.lock_ref(name)
         now = repo.references.get(name)
         if (now.target if now else None) != (tip.id if tip else None):
             raise Contention(f"{name} moved")
-        txn.set_target(name, commit, message=message)
+        txn.set_target(name, commit, message=message.partition("\n")[0])
     return commit
 
 

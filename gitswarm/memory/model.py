@@ -42,9 +42,12 @@ class Contribution:
     model: str = ""
     usage: Usage = field(default_factory=Usage)
     self_assessment: str = ""
-    trailers: dict[str, str] = field(default_factory=dict)
-    """The kind's own fields of its commit record (`commitmeta.Nomination.candidate`,
-    `commitmeta.Review.reviews` and `verdict`), by trailer key."""
+    candidate: str = ""
+    """A nomination's candidate commit (`commitmeta.Nomination.candidate`)."""
+    reviews: str = ""
+    """A review's reviewed commit (`commitmeta.Review.reviews`)."""
+    verdict: str = ""
+    """A review's verdict (`commitmeta.Review.verdict`)."""
     deleted: tuple[str, ...] = ()
     """Paths relative to `problems/<problem>/` the contribution removes (a file a code
     worker's shell command deleted)."""

@@ -8,19 +8,19 @@ import os
 import shutil
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pygit2
 from pygit2.enums import ObjectType, RepositoryOpenFlag
 
 from gitswarm import __version__
-from gitswarm.memory import books, read, trees, write
+from gitswarm.memory import books, commitmeta, read, trees, write
 from gitswarm.memory import compose as composer
 from gitswarm.memory.errors import NotARun, RunTooNew
 from gitswarm.memory.model import CommitInfo, Contribution, Item, Written
 from gitswarm.memory.paths import WriteLimits
 from gitswarm.memory.retry import is_transient, retry
-from gitswarm.memory.trailers import Message
 from gitswarm.problems.model import Problem, ProblemSet
 from gitswarm.resources import render
 
@@ -32,6 +32,8 @@ NOTES_REF = "refs/notes/transcripts"
 TRANSCRIPTS = "transcripts"
 """The book (`refs/gitswarm/transcripts`) of the transcripts of episodes without a commit."""
 INITIAL_SUMMARY = "# Summary\n\nNo work on this problem yet.\n"
+MainRecord = commitmeta.Solution | commitmeta.Contribution | commitmeta.Merge | commitmeta.Other
+"""The records of a system write on main (`Memory.commit_to_main`): each has its run and op."""
 
 
 class Memory:
@@ -114,27 +116,27 @@ class Memory:
                 if not is_transient(exc):
                     raise  # a held lock only means someone else is writing: pack next time
 
-    def commit_to_main(self, files: dict[str, bytes], subject: str, op: str,
-                       trailers: dict[str, str] | None = None) -> Written:
-        """A system write straight onto main (SOLUTION.md, the merger's summaries); idempotent."""
+    def commit_to_main(self, files: dict[str, bytes], subject: str, record: MainRecord) -> Written:
+        """A system write straight onto main (SOLUTION.md, the merger's summaries), idempotent by
+        `record.op`; the record's run is this run."""
         with self._lock:
-            done = write.find_op(self.repo, op)
+            done = write.find_op(self.repo, record.op)
             if done is not None:
                 return Written(done, existed=True)
-            message = Message(subject, "", {"Run": self.run_id, "Op": op, **(trailers or {})}).render()
-            return retry(lambda: write.to_main(self.repo, files, message, op))
+            message = commitmeta.encode(replace(record, run=self.run_id), subject)
+            return retry(lambda: write.to_main(self.repo, files, message, record.op))
 
     def put_records(self, book: str, records: dict[str, object], message: str) -> None:
         """Write bookkeeping records (ledger, grades) agents never read; see books.py."""
         with self._lock:
             retry(lambda: books.put(self.repo, book, records, message))
 
-    def put_files(self, book: str, files: dict[str, bytes | None], message: str) -> str | None:
+    def put_files(self, book: str, files: dict[str, bytes | None], message: str, keep: bool = False) -> str | None:
         """Write (bytes) or remove (None) files of the book `refs/gitswarm/<book>` in one commit:
         a compare-and-swap of the ref, under the lock and the retry. The new tip, or None when
-        nothing changed (so the ref did not move)."""
+        nothing changed (so the ref did not move). `keep`: files the book holds stay as they are."""
         with self._lock:
-            return retry(lambda: books.put_blobs(self.repo, book, files, message))
+            return retry(lambda: books.put_blobs(self.repo, book, files, message, keep))
 
     def record(self, book: str, path: str) -> object | None:
         """One bookkeeping record, or None if the book has no such record."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 
 import pygit2
 
@@ -38,10 +37,16 @@ def message(run_id: str, c: Contribution) -> str:
     """The commit message of contribution `c` (`commitmeta.encode` of its record)."""
     usage = c.usage
     cost = "unknown" if usage.cost_usd is None else f"{usage.cost_usd:.4f}"
-    record = replace(commitmeta.from_trailers({**c.trailers, "Kind": c.kind}),
-                     run=run_id, episode=c.episode, op=c.op, worker=c.worker, problem=c.problem,
-                     informed_by=tuple(c.informed_by), model=c.model, tokens=usage.trailer(), cost_usd=cost,
-                     self_assessment=c.self_assessment, files=tuple(sorted(c.files)), deleted=tuple(sorted(c.deleted)))
+    common = dict(run=run_id, episode=c.episode, op=c.op, worker=c.worker, problem=c.problem,
+                  informed_by=tuple(c.informed_by), model=c.model, tokens=usage.trailer(), cost_usd=cost,
+                  self_assessment=c.self_assessment, files=tuple(sorted(c.files)), deleted=tuple(sorted(c.deleted)))
+    record: commitmeta.Contribution
+    if c.kind == commitmeta.Kind.NOMINATION:
+        record = commitmeta.Nomination(kind=commitmeta.Kind.NOMINATION, candidate=c.candidate, **common)
+    elif c.kind == commitmeta.Kind.REVIEW:
+        record = commitmeta.Review(kind=commitmeta.Kind.REVIEW, reviews=c.reviews, verdict=c.verdict, **common)
+    else:
+        record = commitmeta.Contribution(kind=c.kind, **common)
     return commitmeta.encode(record, f"{c.kind}({c.problem}): {c.title}", c.summary)
 
 

@@ -6,7 +6,8 @@ The ref is a chain of commits; each adds or replaces one file
 
 so there is one entry per (problem, candidate commit, grader, model): grading again finds
 the entry and does nothing, unless asked to replace it (`--force`), and every earlier
-version stays in the chain's history. The ref moves by compare-and-swap only.
+version stays in the chain's history. The ref moves through `Memory.put_files` only (the
+lock, the retry and the compare-and-swap of every ref move).
 """
 
 from __future__ import annotations
@@ -20,14 +21,11 @@ from dataclasses import asdict, dataclass, field
 import pygit2
 from pygit2.enums import FileMode
 
-from gitswarm.memory import trees
-from gitswarm.memory.errors import Contention
+from gitswarm.memory import books, commitmeta, trees
 from gitswarm.memory.repo import Memory
-from gitswarm.memory.retry import retry
-from gitswarm.memory.trailers import Message
-from gitswarm.memory.write import committer
 
-GRADES_REF = "refs/gitswarm/grades"
+GRADES_BOOK = "grades"
+GRADES_REF = books.ref_name(GRADES_BOOK)
 NO_MODEL = "none"
 
 
@@ -83,6 +81,7 @@ class GradeStore:
     """Read and write the grades of one run."""
 
     def __init__(self, memory: Memory) -> None:
+        self.memory = memory
         self.repo = memory.repo
         self.run_id = memory.run_id
 
@@ -128,38 +127,19 @@ class GradeStore:
         """
         if not grade.time:
             grade = Grade(**{**asdict(grade), "time": int(time.time())})
-        return retry(lambda: self._put_once(grade, replace))
-
-    def _put_once(self, grade: Grade, replace: bool) -> tuple[Grade, bool]:
-        ref = self.repo.references.get(GRADES_REF)
-        tip = self.repo[ref.target].peel(pygit2.Commit) if ref is not None else None
-        existing = trees.lookup(tip.tree if tip else None, grade.key)
-        if existing is not None and not replace:
-            return Grade.from_json(self.repo[existing[0]].data), False
-        blob = self.repo.create_blob(grade.to_json())
-        tree = trees.update(self.repo, tip.tree if tip else None, {grade.key: (blob, FileMode.BLOB)})
-        parents = [tip.id] if tip else []
-        commit = self.repo.create_commit(None, committer(), committer(), self._message(grade),
-                                         tree, parents)
-        self._advance(tip.id if tip else None, commit)
+        written = self.memory.put_files(GRADES_BOOK, {grade.key: grade.to_json()}, self._message(grade),
+                                        keep=not replace)
+        if written is None and not replace:  # an entry of the same key was there: it stays
+            kept = self.get(grade.problem, grade.candidate, grade.grader, grade.model)
+            if kept is not None:
+                return kept, False
         return grade, True
-
-    def _advance(self, expected: pygit2.Oid | None, commit: pygit2.Oid) -> None:
-        with self.repo.transaction() as txn:
-            txn.lock_ref(GRADES_REF)
-            now = self.repo.references.get(GRADES_REF)
-            if (now.target if now is not None else None) != expected:
-                raise Contention(f"{GRADES_REF} moved while grading")
-            txn.set_target(GRADES_REF, commit, message="gitswarm: grade")
 
     def _message(self, grade: Grade) -> str:
         score = "ungraded" if grade.score is None else f"{grade.score:g}/{grade.max:g}"
-        return Message(
-            subject=f"grade({grade.problem}): {grade.grader} {score} for {grade.candidate[:12]}",
-            trailers={"Run": self.run_id, "Problem": grade.problem, "Kind": "grade",
-                      "Candidate": grade.candidate, "Grader": grade.grader,
-                      "Model": grade.model or ""},
-        ).render()
+        record = commitmeta.Grade(run=self.run_id, problem=grade.problem, candidate=grade.candidate,
+                                  grader=grade.grader, model=grade.model or "")
+        return commitmeta.encode(record, f"grade({grade.problem}): {grade.grader} {score} for {grade.candidate[:12]}")
 
     def _tree(self) -> pygit2.Tree | None:
         ref = self.repo.references.get(GRADES_REF)

@@ -37,9 +37,8 @@ from dataclasses import replace
 import pygit2
 from pygit2.enums import FileMode
 
-from gitswarm.memory import refnames
+from gitswarm.memory import commitmeta, refnames
 from gitswarm.memory.model import check_name
-from gitswarm.memory.trailers import Message
 from gitswarm.memory.write import COMMITTER
 from gitswarm.remote import highwater, layout
 from gitswarm.remote.claimcommit import FILE, Claim, ClaimGivenUp, ClaimHeld, ClaimLost, ClaimPruned, Spent, load, when
@@ -260,9 +259,8 @@ class Claims:
         author = pygit2.Signature(self.worker, f"{self.worker}@gitswarm.local", stamp, 0)
         committer = pygit2.Signature(*COMMITTER, stamp, 0)
         until = "done" if claim.done else f"until {when(claim.expires)}"
-        message = Message(f"{verb}: {claim.episode} by {claim.worker} ({claim.op}, {until})", "", {
-            "Episode": claim.episode, "Worker": claim.worker, "Problem": claim.problem,
-            "Claim": claim.op}).render()
+        note = commitmeta.ClaimNote(episode=claim.episode, worker=claim.worker, problem=claim.problem, claim=claim.op)
+        message = commitmeta.encode(note, f"{verb}: {claim.episode} by {claim.worker} ({claim.op}, {until})")
         parents = [pygit2.Oid(hex=before.id)] if before is not None else []
         commit = str(repo.create_commit(None, author, committer, message, builder.write(), parents))
         ref = layout.claim_ref(claim.episode)

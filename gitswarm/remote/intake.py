@@ -10,8 +10,8 @@ makes them: under `code/` only), and a record (`commitmeta.decode`) that agrees 
 with the change (run, episode, op, worker, problem, kind, the files it declares, and the kind's
 own fields: a nomination's candidate, a review's candidate and verdict). A commit that passes
 is adopted as it is (same id, so its transcript note and the worker's history stay valid):
-its branch and op ref are set in one ref transaction, and the merger composes it as any local
-branch.
+`Memory.adopt` sets its branch and op ref in one ref transaction, and the merger composes it
+as any local branch.
 
 What the record names is checked by `named.check_named`: cited commits, a nomination's
 candidate and a review's are commits of main (the candidates of its own problem), and the
@@ -156,21 +156,6 @@ def _kind_fields(meta: commitmeta.Contribution, refuse) -> None:
         raise refuse("the reviewed commit is not in Informed-By")
 
 
-def adopt(repo: pygit2.Repository, episode: str, op: str, commit: str) -> bool:
-    """Set `swarm/<episode>` and the op ref to the checked commit, all or nothing; False when
-    the op is already in the run (a retried intake)."""
-    oid = pygit2.Oid(hex=commit)
-    branch, op_ref = write.branch_ref(episode), write.op_ref(op)
-    with repo.transaction() as txn:
-        txn.lock_ref(branch)
-        txn.lock_ref(op_ref)
-        if write.find_op(repo, op) is not None:
-            return False
-        txn.set_target(branch, oid, message=f"gitswarm: adopt {op}")
-        txn.set_target(op_ref, oid, message=f"gitswarm: adopt {op}")
-    return True
-
-
 def transcript(repo: pygit2.Repository, worker: str, commit: str) -> str | None:
     """The transcript note the worker pushed for `commit`, if any."""
     try:
@@ -193,7 +178,7 @@ def take(memory, item: Pushed, taken: Collection[str]) -> str | None:
     transcript as the worker pushed it. `taken`: main's commits, no walk of history for them."""
     claim = item.claim
     op = check(memory.repo, memory.run_id, memory.main(), item, memory.limits, taken)
-    adopt(memory.repo, claim.episode, op, item.commit)
+    memory.adopt(claim.episode, op, item.commit)
     return transcript(memory.repo, claim.worker, item.commit)
 
 

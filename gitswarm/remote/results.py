@@ -23,10 +23,9 @@ from dataclasses import dataclass
 
 from gitswarm.engine.conversation import CONVERSATIONS_REF
 from gitswarm.engine.ledger import EpisodeRecord
-from gitswarm.memory import books, write
+from gitswarm.memory import books, commitmeta, write
 from gitswarm.memory.read import in_history
 from gitswarm.memory.repo import NOTES_REF, TRANSCRIPTS, Memory
-from gitswarm.memory.trailers import parse
 from gitswarm.remote import layout
 from gitswarm.remote.claims import Claim, ClaimLost, Claims
 from gitswarm.remote.errors import NameInUse, PushesFailing, RemoteError, Unreachable
@@ -162,7 +161,7 @@ class ResultPush:
         local = []
         for r in batch:
             if r.commit:
-                op = parse(repo[r.commit].message).get("Op", f"{r.episode}-final")
+                op = getattr(commitmeta.decode(repo[r.commit].message), "op", "") or f"{r.episode}-final"
                 local += [write.branch_ref(r.episode), write.op_ref(op)]
         local += ["refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS), CONVERSATIONS_REF]
         updates = []
