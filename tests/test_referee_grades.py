@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from conftest import git
 
+from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
 from gitswarm.referee.grades import GRADES_REF, Grade, GradeStore, describe, entry_path, slug
 
@@ -66,3 +68,25 @@ def test_concurrent_writers_lose_nothing(memory: Memory):
         t.join()
     assert len(GradeStore(memory).for_problem("sum")) == 30
     assert len(git(memory.path, "rev-list", GRADES_REF).split()) == 30
+
+
+def test_a_held_lock_is_waited_for_and_the_commit_carries_a_grade_record(memory: Memory):
+    """The grades ref moves through `Memory.put_files` (its lock and retry): a writer holding
+    `refs/gitswarm/grades.lock` is waited for, and the first entry of a key still wins."""
+    store = GradeStore(memory)
+    store.put(_grade(1.0, candidate="b" * 40))  # the ref exists, as a loose file
+    lock = Path(memory.path, f"{GRADES_REF}.lock")
+    lock.write_text("another writer\n")
+    release = threading.Timer(0.3, lock.unlink)
+    release.start()
+    try:
+        stored, written = store.put(_grade(0.5, model="openai/gpt-4o"))
+    finally:
+        release.join()
+    assert written and store.get("sum", "a" * 40, "answer", "openai/gpt-4o") == stored
+    assert store.put(_grade(0.0, model="openai/gpt-4o")) == (stored, False)
+    record = memory.commit(GRADES_REF).meta
+    assert record == commitmeta.Grade(run=memory.run_id, problem="sum", candidate="a" * 40, grader="answer",
+                                      model="openai/gpt-4o")
+    subject = git(memory.path, "log", "-1", "--format=%s", GRADES_REF).strip()
+    assert subject == f"grade(sum): answer 0.5/1 for {'a' * 12}"

@@ -130,6 +130,9 @@ def test_a_problem_without_a_selection_lists_its_candidates(memory: Memory, tmp_
     out = show(str(memory.path), "odd")
     assert "odd (proof): candidate; no solution is selected yet" in out
     assert f"\n  attempts/try.md  {attempt[:10]}  0 nominations  0 pass, 0 gaps, 0 critical  unverified" in out
-    assert "Odd times odd is odd." in show(str(memory.path), "odd", "--candidate", "try.md")
+    candidate = show(str(memory.path), "odd", "--candidate", "try.md")
+    assert "Odd times odd is odd." in candidate and f"commit {attempt[:10]} · w01 · episode e1\n" in candidate
+    shown = json.loads(show(str(memory.path), "odd", "--candidate", "try.md", "--json"))
+    assert (shown["worker"], shown["episode"]) == ("w01", "e1")
     assert json.loads(show(str(memory.path), "odd", "--json"))["selected"] is None
     assert "not a gitswarm run" in show(str(tmp_path), "odd", code=2)

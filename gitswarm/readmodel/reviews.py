@@ -1,8 +1,8 @@
 """A problem's review verdicts, as the engine's index holds them.
 
 The index (`engine.index.MemoryIndex`) keeps each worker's latest review of each candidate,
-from the review commits' trailers (`Kind: review`, `Reviews`, `Verdict`, `Worker`,
-`Episode`), so a file that merely looks like a review counts for nothing, and a review file
+from the review commits' records (`memory.commitmeta.Review`: its `reviews`, `verdict`,
+`worker` and `episode`), so a file that merely looks like a review counts for nothing, and a review file
 rewritten at the same path by a later episode leaves the earlier review standing. What counts
 is what selection counts (`MemoryIndex.reviews_of`: its author's own reviews left out).
 """
