@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from gitswarm.problems.loader import check_set, load_set
+from gitswarm.cli.common import Exit, describe
+from gitswarm.errors import BadInput
+from gitswarm.problems.loader import ProblemSetError, check_set, load_set
 from gitswarm.problems.model import Kind
 
 
@@ -21,6 +23,17 @@ def test_fixture_set_loads_with_typed_hidden_parts(problem_dir: Path):
     for problem in problems.values():
         visible = b"".join(problem.visible_files().values()).decode()
         assert "HIDDEN-" not in visible
+
+
+def test_a_defective_set_is_bad_input_that_names_the_set_and_the_check(tmp_path: Path):
+    """Any command that lets it reach the CLI's boundary exits 2 with the set and the fix named."""
+    (tmp_path / "a.md").write_text("x")
+    with pytest.raises(ProblemSetError) as raised:
+        load_set(tmp_path)
+    assert isinstance(raised.value, BadInput) and raised.value.defects and raised.value.where == str(tmp_path)
+    message, code = describe(raised.value)
+    assert code is Exit.BAD_INPUT
+    assert str(tmp_path) in message and f"gitswarm problems check {tmp_path}" in message
 
 
 def one_defect(folder: Path, name: str, content: str | bytes) -> str:

@@ -95,12 +95,12 @@ def list_(
     from gitswarm.problems.loader import ProblemSetError, load_set
     from gitswarm.resources import find_set
 
-    try:
-        with user_errors():
+    with user_errors():
+        try:
             problem_set = load_set(find_set(directory))
-    except ProblemSetError as exc:
-        raise fail(f"{directory} has {len(exc.defects)} defect(s); run `gitswarm problems check "
-                   f"{directory}` to see them") from None
+        except ProblemSetError as exc:  # caught before user_errors would: the set as typed, and what lists its defects
+            raise fail(f"{directory} has {len(exc.defects)} defect(s); run `gitswarm problems check "
+                       f"{directory}` to see them") from None
     rows = [{"id": p.id, "kind": p.kind.value, "title": p.title, "source": p.source}
             for p in natural(problem_set.problems, key=lambda p: p.id)]
     if as_json:

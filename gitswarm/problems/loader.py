@@ -8,6 +8,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitswarm.errors import BadInput
 from gitswarm.problems import frontmatter, reproduce
 from gitswarm.problems.model import Kind, Problem, ProblemSet
 
@@ -33,11 +34,14 @@ class Defect:
         return f"{where}: {self.message}"
 
 
-class ProblemSetError(Exception):
-    """A problem set has defects; the CLI prints them all."""
+class ProblemSetError(BadInput):
+    """A problem set has defects (`defects`, every one); the CLI prints them all. Bad input:
+    nothing was changed."""
 
-    def __init__(self, defects: list[Defect]) -> None:
-        super().__init__(f"{len(defects)} defect(s) in the problem set")
+    def __init__(self, defects: list[Defect], where: str = "") -> None:
+        named = f"the problem set {where}" if where else "the problem set"
+        super().__init__(f"{named} has {len(defects)} defect(s)", where=where,
+                         fix=f"`gitswarm problems check {where or 'SET'}` lists each")
         self.defects = defects
 
 
@@ -50,7 +54,7 @@ def load_set(directory: Path) -> ProblemSet:
     """Load a problem set, or raise ProblemSetError listing every defect."""
     problem_set, defects = check_set(directory)
     if defects or problem_set is None:
-        raise ProblemSetError(defects)
+        raise ProblemSetError(defects, str(directory))
     return problem_set
 
 
