@@ -205,7 +205,7 @@ class OpRefs:
     Listing the mirror's refs at every step (claims, every worker's branches, ops and books,
     the adopted branches: thousands in a long run) and reading each op ref at every push cost
     more the longer the run (3% of the coordinator's busy samples at C=256). An op ref appears
-    only when the coordinator takes an episode in (`intake.adopt`) or writes main (a summary, a
+    only when the coordinator takes an episode in (`Memory.adopt`) or writes main (a summary, a
     selection), so the list is read again only when main or the ledger's episodes changed; and
     it is written once and never moves, so once a push put it on the remote it is not offered
     again."""
