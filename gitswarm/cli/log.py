@@ -8,15 +8,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
-import pygit2
 import typer
 
 from gitswarm.cli.common import Exit, fail, user_errors
-from gitswarm.memory import commitmeta
-from gitswarm.memory.model import KIND_FOLDERS
 
-KINDS = (*KIND_FOLDERS, "summary", "nomination", "merge")
-"""The kinds of commit of the memory (`commitmeta.Kind`) that `--kind` takes."""
+# The memory's modules load pygit2: imported in the commands, so `gitswarm --help` starts light.
 
 
 def log(
@@ -38,13 +34,14 @@ def log(
     Plain `git -C RUN log` shows the same commits; this view adds who built on what.
     `--episode ID` shows one episode's record and transcript instead.
     """
+    from gitswarm.memory import commitmeta
     from gitswarm.memory.repo import Memory
 
     if episode is not None:
         show_episode(run, episode)
         return
-    if kind is not None and kind not in KINDS:
-        raise unknown(f"--kind {kind!r} is not a kind", kind, KINDS, "the kinds")
+    if kind is not None and kind not in kinds():
+        raise unknown(f"--kind {kind!r} is not a kind", kind, kinds(), "the kinds")
     with user_errors():
         memory = Memory(run)
         if problem is not None and problem not in memory.problems():
@@ -73,6 +70,13 @@ def log(
         typer.echo("")
 
 
+def kinds() -> tuple[str, ...]:
+    """The kinds of commit of the memory (`commitmeta.Kind`) that `--kind` takes."""
+    from gitswarm.memory.model import KIND_FOLDERS
+
+    return (*KIND_FOLDERS, "summary", "nomination", "merge")
+
+
 def unknown(what: str, value: str, valid: Iterable[str], named: str) -> typer.Exit:
     """The exit for a value that names nothing: `what`, then the valid values, nearest first."""
     return fail(f"{what}; {named}, nearest first: {', '.join(nearest_first(value, valid)) or '(none)'}",
@@ -95,7 +99,10 @@ class Reviewed:
 
     def path(self, commit: str, problem: str) -> str:
         """`attempts/<name>` or `code/<slug>`, then the commit; the bare commit when its files do not say."""
+        import pygit2
+
         from gitswarm.engine.index import CANDIDATE_FOLDERS, candidate_path
+        from gitswarm.memory import commitmeta
 
         if not commit:
             return "?"
