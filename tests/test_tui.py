@@ -352,3 +352,33 @@ def test_the_demos_critical_review_is_in_the_feed_and_the_graph(run: Path):
     reviews = [item for item in state.feed if item.kind == "review"]
     assert any(item.summary.startswith("attempts/") and item.summary.endswith(": critical") for item in reviews)
     assert "[critical]" in graph_text(Memory(run), "demo-odd-sum")
+
+
+def test_reads_over_one_kept_index_agree_with_a_fresh_read_as_commits_land(run: Path, tmp_path: Path):
+    """The dashboard keeps one index between reads: main moved forward step by step (the demo
+    run's merges replayed on a copy), each read over it equals a fresh read of the same main."""
+    import shutil
+
+    import pygit2
+
+    from gitswarm.memory.compose import MAIN
+    from gitswarm.memory.repo import Memory
+    from gitswarm.readmodel.read import read_run
+    from gitswarm.tui.reader import Snapshots
+
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    memory, snapshots = Memory(copy), Snapshots()
+    walker = memory.repo.walk(memory.repo.references[MAIN].target)
+    walker.simplify_first_parent()
+    tips = [str(c.id) for c in walker][::-1]
+    assert len(tips) >= 8
+    seen = []
+    for tip in [*tips[1::max(1, len(tips) // 6)], tips[-1]]:
+        memory.repo.references.create(MAIN, pygit2.Oid(hex=tip), force=True)  # the test moves main; no run does
+        kept = snapshots.read(memory)
+        assert kept == read_run(Memory(copy)), tip
+        seen.append(kept)
+    assert seen[0] != seen[-1]
+    assert sum(p.nomination_total for p in seen[0].problems) < sum(p.nomination_total for p in seen[-1].problems)
+    assert all(p.state == "selected" for p in seen[-1].problems)
