@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from gitswarm.engine.selection import SETTLE_NOMINATIONS, VERIFY
+from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY
 from gitswarm.errors import BadInput
 from gitswarm.models.config import ReasoningEffort, ToolProtocol
 

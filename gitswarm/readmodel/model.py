@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
+from gitswarm.core.rule import VERIFY
 from gitswarm.memory.model import KIND_FOLDERS
 
 if TYPE_CHECKING:
@@ -169,7 +170,7 @@ class ProblemState:
     verified: bool | None = None
     """Whether the candidate it stands on (the selected one, else the leading one) is verified;
     None when there is none."""
-    verify: int = 2
+    verify: int = VERIFY
     """K of the run's rule: the `pass` reviews a candidate needs (0: none, plain plurality)."""
 
     @property

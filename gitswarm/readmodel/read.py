@@ -15,10 +15,11 @@ from collections import defaultdict
 
 import pygit2
 
+from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
 from gitswarm.engine import selection
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import BOOK, Ledger, Totals
-from gitswarm.engine.selection import SETTLE_NOMINATIONS, VERIFY, Rule, is_verified
+from gitswarm.engine.selection import is_verified
 from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.model import (
     FOLDERS,
