@@ -481,6 +481,7 @@ def test_read_only_run(args: list[str], read_only_run: Path, where: Where):
     assert state(read_only_run) == before
 
 
+@pytest.mark.e2e
 def test_read_only_run_still_reads(read_only_run: Path, where: Where):
     """Status and report only read: they work on a run nobody may write."""
     for args in (["status", str(read_only_run)], ["report", str(read_only_run), "-f", "json"]):
@@ -499,6 +500,7 @@ def test_full_disk_leaves_the_run_intact(args: list[str], where: Where):
     assert state(where.run) == before
 
 
+@pytest.mark.e2e
 def test_full_disk_while_creating_leaves_no_half_run(where: Where):
     """A run that could not be created is removed, so running the command again just works."""
     done = cli(["demo", "--run", str(where.new_run), "--no-tui"], where.tmp, file_size_limit(300))

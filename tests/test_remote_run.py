@@ -113,6 +113,7 @@ def check_run(mirror: Path, remote: Path) -> None:
     assert git(remote, "rev-parse", "refs/gitswarm/stop").strip()
 
 
+@pytest.mark.e2e  # five processes; a coordinator process and a worker end to end: test_worker_tui.py
 def test_a_coordinator_and_three_workers_over_file_url(tmp_path: Path, model_server: str):
     remote = server_repo(tmp_path / "run.git")
     url = f"file://{remote}"

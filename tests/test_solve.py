@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -90,15 +88,17 @@ async def test_provider_faults_are_retried_or_end_episodes_cleanly(tmp_path: Pat
 
 
 def test_no_model_prints_guidance(tmp_path: Path):
-    env = {k: v for k, v in os.environ.items()
-           if not k.endswith(("_API_KEY", "_API_BASE")) and k != "GITSWARM_MODEL"}
-    done = subprocess.run([sys.executable, "-m", "gitswarm", "solve", "demo", "--run", str(tmp_path / "r")],
-                          capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 2
+    from typer.testing import CliRunner
+
+    from gitswarm.cli.main import app
+
+    env = {k: None for k in os.environ if k.endswith(("_API_KEY", "_API_BASE")) or k == "GITSWARM_MODEL"}
+    done = CliRunner().invoke(app, ["solve", "demo", "--run", str(tmp_path / "r")], env=env)
+    assert done.exit_code == 2
     assert "No model is configured" in done.stderr and "gitswarm demo" in done.stderr
-    done = subprocess.run([sys.executable, "-m", "gitswarm", "solve", "demo", "--model", "openai/gpt-4o",
-                           "--run", str(tmp_path / "r")], capture_output=True, text=True, env=env, timeout=120)
-    assert done.returncode == 2 and "OPENAI_API_KEY" in done.stderr
+    done = CliRunner().invoke(app, ["solve", "demo", "--model", "openai/gpt-4o", "--run", str(tmp_path / "r")],
+                              env=env)
+    assert done.exit_code == 2 and "OPENAI_API_KEY" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "r").exists()
 
 
