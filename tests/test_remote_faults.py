@@ -163,7 +163,7 @@ FORGERIES = {
     "op": "its Op trailer 'e00001-final' is not this episode's",
     "replay": "-final' is not this episode's",
     "cites": "which is not a commit of main",
-    "candidate": "its Candidate trailer",
+    "candidate": "is not an attempt or program of",
     "kind": "only a nomination writes under nominations/",
 }
 """Each way `_hostile` forges a pushed episode, and what the coordinator's refusal says."""
