@@ -18,7 +18,6 @@ import json
 from pathlib import Path
 
 import anyio
-import litellm
 import openai
 import pytest
 from test_conversation import CONTRIBUTE, KEY, WRITE, one_episode
@@ -26,6 +25,7 @@ from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
 from gitswarm.fakeserver import FakeError, FakeReply, ScriptedResponder, serve
+from gitswarm.models.lib import litellm_module
 from gitswarm.models.textproto import format_calls
 
 PROSE = FakeReply(content="Let me think about the parity of the sum first.")
@@ -75,6 +75,7 @@ async def replay(step: dict, url: str) -> dict | None:
     if step["tools"]:
         args["tools"] = step["tools"]
     try:
+        litellm = litellm_module()  # offline: litellm's price map from its package, no fetch
         response = await litellm.acompletion(**args)
         if args.get("stream"):
             response = litellm.stream_chunk_builder([chunk async for chunk in response], messages=step["context"])

@@ -98,7 +98,9 @@ def totals(run: Path) -> dict:
 
 def test_the_proxy_notes_what_the_server_sent(local_server: LocalServer, tmp_path: Path):
     """The plumbing the other tests stand on, in seconds: one short reply, whole and streamed."""
-    import litellm
+    from gitswarm.models.lib import litellm_module
+
+    litellm = litellm_module()  # offline: no fetch of litellm's price map
 
     record = tmp_path / "responses.jsonl"
     asked = {"model": MODEL, "api_key": "sk-no-key-needed", "max_tokens": 8,
