@@ -114,8 +114,7 @@ class ClaimSource:
         self.outage.ok()
         return result
 
-    batch = True
-    """The picks of one step are claimed in one push."""
+    batch = True  # the picks of one step are claimed in one push
     OWN_STOPS = frozenset({StopReason.MODEL_FATAL, StopReason.TOKEN_CAP, StopReason.USD_CAP,
                            StopReason.PROVIDER_FAILING, StopReason.ENGINE_ERRORS, StopReason.USER,
                            StopReason.TIME_LIMIT})
@@ -125,11 +124,10 @@ class ClaimSource:
         return own.reason in self.OWN_STOPS
 
     def may_start(self, starting: int) -> bool:
-        return True  # the run's claims hold its budget and episode cap across every process; this
-        # process's ledger counts as charged what the coordinator may refuse, so it does not decide
+        return True  # the run's claims hold its budget and episode cap across every process
 
     async def resume(self, restart) -> None:
-        return None  # an episode a crash cut off is its claim's: it expires and whoever takes it runs it
+        return None  # a crash's episode is its claim's: whoever takes it over runs it
 
     async def refresh(self) -> Stop | None:
         if self.stop is not None or time.monotonic() - self._fetched < self.pace.wait_s:
