@@ -14,7 +14,7 @@ from gitswarm.core.stops import CapReached, StopReason
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
-from gitswarm.engine.runcontext import caps_check
+from gitswarm.engine.run import caps_check
 from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set

@@ -1,64 +1,84 @@
 """The scheduler: keeps C episodes in flight until the budget is spent, every problem is
-settled or set aside, a cap is reached or the user stops; then selects each problem's solution."""
+settled or set aside, a cap is reached or the user stops.
+
+Which problem it starts an episode on next, and which free worker runs it, are pure functions
+of the index and of what is busy (`open_problems`, `worker_for`, `pick`); the random tie-break
+is the scheduler's seeded generator, so a resumed run picks as the run before it would have.
+"""
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import anyio
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import RUN_LOG
 from gitswarm.core.stops import Stop, StopReason
-from gitswarm.engine import picking
+from gitswarm.engine import selection
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import Shared, run_episode
 from gitswarm.engine.failures import Breakers
+from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.rngstate import json_state
 from gitswarm.engine.setaside import Streaks
+from gitswarm.engine.source import EpisodeSource
 from gitswarm.problems.model import ProblemSet
 
+Unmerged = Mapping[str, tuple[str, str, str]]
+"""Commit -> (problem, worker, status) of finished episodes the index does not hold yet."""
 
-class EpisodeSource(Protocol):
-    """Where a scheduler's episodes come from: a local run's own (`engine.localsource`), or a
-    remote run's claims (`remote.source`). For a remote run the run's owner decides when it
-    ends (budget, settling, caps); the scheduler keeps only the stops that are its own (an
-    error, the user, its time limit) and restarts nothing after a crash (an expired claim is
-    run again by whoever takes it over)."""
 
-    batch: bool
-    """Several picks are claimed at once (one push for them all), or one at a time."""
+def open_problems(index: MemoryIndex, problems: list[str], settled: Collection[str], aside: Collection[str],
+                  busy: list[str], cfg: SolveConfig) -> list[str]:
+    """Problems an episode may start on: not settled, not set aside, and not covered (a
+    verified leader with enough nominations, made or in the making, to settle it: more
+    episodes would only vote). `busy` holds one problem per nomination in the making."""
 
-    async def refresh(self) -> Stop | None:
-        """Catch up with the run (its main, its state); the stop its owner published, if any."""
+    def covered(p: str) -> bool:
+        top = selection.leader(index, p, cfg.verify)
+        return (top is not None and top.verified
+                and top.nominations + busy.count(p) >= cfg.settle_nominations)
 
-    def stops_on(self, own: Stop) -> bool:
-        """Whether the scheduler's `own` stop ends this process's part of the run."""
+    return [p for p in problems if p not in settled and p not in aside and not covered(p)]
 
-    def may_start(self, starting: int) -> bool:
-        """Whether one more episode may start, `starting` being this process's in flight or
-        being claimed: the run's budget and episode cap, where this process holds them."""
 
-    async def resume(self, restart: Callable[[EpisodeRecord], Awaitable[bool]]) -> None:
-        """As the scheduler starts: settle the episodes a crash cut off, `restart` starting one
-        again (False when it may not)."""
+def worker_for(index: MemoryIndex, problem: str, verify: int, free_workers: list[str],
+               unmerged: Unmerged) -> str | None:
+    """The first free worker whose review of `problem`'s candidates still short of
+    verification would count: not their author (an author's review of its own attempt
+    does not count), not a worker that reviewed them already, nor the author of work
+    not yet merged there. With no such candidate, the first free worker; None when no
+    free worker would count."""
+    short = [s.commit for s in selection.standings(index, problem) if not s.critical and s.passes < verify]
+    recent = {worker for where, worker, _ in unmerged.values() if where == problem}
+    if not short:
+        return next((w for w in free_workers if w not in recent), None)
+    done = {c: {index.authors.get(c), *index.problems[problem].reviews.get(c, {})} for c in short}
+    return next((w for w in free_workers if w not in recent and any(w not in d for d in done.values())),
+                None)
 
-    async def claim(self, picks: list[tuple[str, str]]) -> list[tuple[str, str] | None]:
-        """For each (problem, worker) of `picks`, the (episode id, its problem) now held, or
-        None when it may not start now; all in one go, so that one push can claim them. The
-        problem is the pick's for a new episode; an expired claim taken over keeps its own."""
 
-    async def finished(self, record: EpisodeRecord) -> None:
-        """Hand over a finished episode's results (its record is already saved locally)."""
-
-    def elsewhere(self) -> list[str]:
-        """The problems the run's other processes have episodes on now, one per episode."""
+def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: list[str], unmerged: Unmerged,
+         verify: int, rng: random.Random, waiting: bool) -> tuple[str, str] | None:
+    """A problem of `open_` and a free worker: unsolved problems first, then the least worked
+    (contributions, and 2 for each episode `busy` on it), then `rng`, each given to a worker
+    whose review of its candidates would count (`worker_for`). When no such pair exists and
+    nothing is in flight or being claimed (not `waiting`, so nothing will change by
+    waiting), the first problem goes to the first free worker."""
+    open_ = sorted(open_, key=lambda p: (bool(index.problems[p].nominations),
+                                         sum(index.problems[p].kinds.values()) + 2 * busy.count(p),
+                                         rng.random()))
+    for problem in open_:
+        worker = worker_for(index, problem, verify, free_workers, unmerged)
+        if worker is not None:
+            return problem, worker
+    return (open_[0], free_workers[0]) if open_ and not waiting else None
 
 
 @dataclass
@@ -182,11 +202,11 @@ class Scheduler:
         self._changed = anyio.Event()
 
     def _open(self) -> list[str]:
-        """`picking.open_problems`, counting as nominations in the making the episodes in
+        """`open_problems`, counting as nominations in the making the episodes in
         flight or being claimed and the nominations not yet merged."""
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
         busy += [p for p, _, status in self._unmerged().values() if status == "nominate"]
-        return picking.open_problems(self.shared.index, self.problems, self.shared.view.settled,
+        return open_problems(self.shared.index, self.problems, self.shared.view.settled,
                                      self.streaks.set_aside, busy, self.config)
 
     def _unmerged(self) -> dict[str, tuple[str, str, str]]:
@@ -196,11 +216,11 @@ class Scheduler:
         return self.unmerged
 
     def _pick(self) -> tuple[str, str] | None:
-        """`picking.pick` over `_open`, counting as busy the episodes in flight, being
+        """`pick` over `_open`, counting as busy the episodes in flight, being
         claimed, and other processes' too."""
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
         busy += self.source.elsewhere()
-        return picking.pick(self.shared.index, self._open(), busy, self.free_workers, self._unmerged(),
+        return pick(self.shared.index, self._open(), busy, self.free_workers, self._unmerged(),
                             self.config.verify, self.rng, waiting=bool(self.in_flight or self.claiming))
 
     async def _restart(self, tg, record: EpisodeRecord) -> bool:

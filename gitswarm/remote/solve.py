@@ -18,8 +18,7 @@ from gitswarm.core.events import Listener
 from gitswarm.engine.episode import Model
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.merger import Merger
-from gitswarm.engine.run import RunResult, open_run
-from gitswarm.engine.runcontext import RunContext
+from gitswarm.engine.run import RunContext, RunResult, open_run
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.problems.model import ProblemSet
 from gitswarm.remote import owner, publish

@@ -23,9 +23,10 @@ import anyio
 import anyio.to_thread
 
 from gitswarm.core.stops import Stop, StopReason
-from gitswarm.engine import picking, selection
+from gitswarm.engine import selection
 from gitswarm.engine.conversation import CONVERSATIONS_REF
 from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.engine.swarm import open_problems
 from gitswarm.memory import books
 from gitswarm.memory.repo import META_REF, NOTES_REF, TRANSCRIPTS, Memory
 from gitswarm.remote import layout, publish
@@ -155,7 +156,7 @@ class ClaimSource:
             return
         view = self.shared.view
         aside = self.streaks.set_aside if self.streaks is not None else set()
-        left = picking.open_problems(self.shared.index, list(self.settings["problems"]), view.settled, aside, [],
+        left = open_problems(self.shared.index, list(self.settings["problems"]), view.settled, aside, [],
                                      view.config)
         if left and set(left) <= self.skip:
             self._told = True

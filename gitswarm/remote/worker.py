@@ -31,7 +31,7 @@ from gitswarm.engine.events import EventLog
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.references import References, built_from
 from gitswarm.engine.rngstate import restore_rng
-from gitswarm.engine.runcontext import RunContext
+from gitswarm.engine.run import RunContext
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory.errors import NotARun
