@@ -1,5 +1,6 @@
 """A run: `RunContext`, its records and what its episodes share, built in one place; and
-`solve()`, a local run: open or create the run, resume its state, run the swarm, select.
+`solve()`, a local run: open or create the run, resume its state, run the swarm with its
+own episodes (`LocalSource`), select.
 
 Three kinds of process run a run: a local `solve`, the coordinator of a run on a git remote
 (`remote/solve.py`) and a remote worker (`remote/worker.py`). Each loads the same records from
@@ -11,7 +12,8 @@ spending of other processes, its references, its event fields).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -26,14 +28,13 @@ from gitswarm.engine.episode import Model, Shared
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
-from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.references import References
 from gitswarm.engine.rngstate import restore_rng
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.selection import Selected
 from gitswarm.engine.setaside import Streaks
-from gitswarm.engine.source import LocalSource
 from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
@@ -160,6 +161,61 @@ class RunResult:
         """The result of a run that stopped on `stop`, as its ledger counts it."""
         cost, known = ledger.cost
         return cls(stop, ledger.charged, ledger.totals.episodes, ledger.tokens, cost, known, selected)
+
+
+@dataclass
+class LocalSource:
+    """The episodes of a local run, the scheduler's own: ids from the ledger's numbering, one
+    start at a time, the run's budget and episode cap checked against its ledger, every stop of
+    the scheduler's own its run's stop, the episodes a crash cut off finished or started again
+    as the run resumes, and the merger told of each commit."""
+
+    shared: Shared
+    ledger: Ledger
+    merger: Merger
+    batch: bool = False
+    """One pick claimed at a time: each sees the one before it start."""
+
+    async def refresh(self) -> Stop | None:
+        return None  # nobody else decides when this run ends
+
+    def stops_on(self, own: Stop) -> bool:
+        return True
+
+    def may_start(self, starting: int) -> bool:
+        """The budget and the episode cap may not be passed by one more episode (those in
+        flight or `starting` are counted already, or about to be)."""
+        cfg = self.shared.view.config
+        return self.ledger.charged + starting < cfg.budget and self.ledger.totals.episodes < cfg.max_episodes
+
+    async def claim(self, picks: list[tuple[str, str]]) -> list[tuple[str, str] | None]:
+        return [(self.ledger.new_id(), problem) for problem, _ in picks]
+
+    async def resume(self, restart: Callable[[EpisodeRecord], Awaitable[bool]]) -> None:
+        """Finish the records of the episodes a crash cut off: those whose commit was made
+        are recorded as made; the others start again (`restart`, when their worker is free and
+        their problem not settled) or are recorded as stopped."""
+        memory, git = self.shared.memory, self.shared.git
+        for record in self.ledger.running():
+            done = await git(memory.op_commit, f"{record.episode}-final")
+            if done is not None:
+                info = await git(memory.commit, done)
+                record.status = "nominate" if info.kind == "nomination" else "contribute"
+                record.commit, record.ended = done, time.time()
+                record.note = "finished before a crash; recorded on resume"
+                await self.ledger.write(git, memory, record)
+            elif not await restart(record):
+                record.status, record.note = "stopped", "cut off by a crash, not restarted"
+                record.ended = time.time()
+                await self.ledger.write(git, memory, record)
+        self.merger.kick()
+
+    async def finished(self, record: EpisodeRecord) -> None:
+        if record.commit:
+            self.merger.kick(record.episode)
+
+    def elsewhere(self) -> list[str]:
+        return []
 
 
 def open_run(cfg: SolveConfig, problem_set: ProblemSet) -> Memory:
