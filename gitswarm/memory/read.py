@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
 
 import pygit2
 from pygit2.enums import FileMode, SortMode
 
 from gitswarm.memory import commitmeta, trailers
 from gitswarm.memory.model import KIND_FOLDERS, CommitInfo, Item
+
+T = TypeVar("T")
 
 
 def in_history(repo: pygit2.Repository, tip: str | pygit2.Oid | None, commit: str | pygit2.Oid | None) -> bool:
@@ -83,3 +87,27 @@ def log(repo: pygit2.Repository, heads: list[str], problem: str | None, worker: 
         if worker is not None and found.author != worker:
             continue
         yield found
+
+
+class ParsedBlobs(Generic[T]):
+    """What `parse` makes of a blob, made once per blob id: a blob's content never changes, so
+    neither does its parse. A reader kept from read to read (the dashboard's) then parses only
+    the blobs that are new since. Keeps the last `limit` parses; what it gives is shared, so
+    callers must not change it. Safe to use from several threads."""
+
+    def __init__(self, parse: Callable[[bytes], T], limit: int = 4096) -> None:
+        self._parse, self._limit = parse, limit
+        self._kept: dict[pygit2.Oid, T] = {}
+        self._lock = threading.Lock()
+
+    def get(self, repo: pygit2.Repository, oid: pygit2.Oid) -> T:
+        """The parse of the blob `oid` of `repo`."""
+        with self._lock:
+            if oid in self._kept:
+                return self._kept[oid]
+        found = self._parse(repo[oid].data)
+        with self._lock:
+            if len(self._kept) >= self._limit:
+                del self._kept[next(iter(self._kept))]
+            self._kept[oid] = found
+        return found

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import yaml
+
+# libyaml's parser when PyYAML was built with it (10x faster); the constructor and resolver are
+# PyYAML's own either way, so the values are the same.
+FAST: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# Where libyaml reads YAML otherwise than PyYAML (it accepts tabs PyYAML refuses and `|#`
+# headers, drops a byte order mark PyYAML keeps and gives `!` on an empty value another
+# type), PyYAML alone reads it.
+_PYYAML_ONLY = re.compile(r"[\t!\ufeff]|[|>][-+0-9]*#")
 
 
 @dataclass(frozen=True)
@@ -37,8 +46,7 @@ def split(text: str) -> Parsed:
         raise FrontMatterError("the front matter is never closed: add a '---' line after it", 1)
     yaml_text = "".join(lines[1:end])
     try:
-        node = yaml.compose(yaml_text, Loader=yaml.SafeLoader)
-        values = yaml.safe_load(yaml_text)
+        pairs, values = _parse(yaml_text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 2 if mark is not None else 1
@@ -50,20 +58,45 @@ def split(text: str) -> Parsed:
     except yaml.YAMLError as exc:
         raise FrontMatterError(f"invalid YAML: {exc}", 2) from None
     if values is None:
-        values, node = {}, None
+        values, pairs = {}, []
     if not isinstance(values, dict):
         raise FrontMatterError("the front matter must be a mapping of keys to values", 2)
     values = {str(k): v for k, v in values.items()}
     key_lines: dict[str, int] = {}
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = str(key_node.value)
-            key_lines[key] = key_node.start_mark.line + 2
-            if isinstance(value_node, yaml.ScalarNode):
-                # The text as written: YAML would turn `010` into 8 and `1:30` into 90.
-                values[key] = None if value_node.tag.endswith(":null") else value_node.value
+    for key_node, value_node in pairs:
+        key = str(key_node.value)
+        key_lines[key] = key_node.start_mark.line + 2
+        if isinstance(value_node, yaml.ScalarNode):
+            # The text as written: YAML would turn `010` into 8 and `1:30` into 90.
+            values[key] = None if value_node.tag.endswith(":null") else value_node.value
     body = "".join(lines[end + 1 :])
     return Parsed(values, key_lines, body, end + 2)
+
+
+Pairs = list[tuple[yaml.Node, yaml.Node]]
+
+
+def _parse(yaml_text: str) -> tuple[Pairs, object]:
+    """The document's top-level (key, value) nodes as written, and its value, parsed once: by
+    libyaml, else (or when it fails) by PyYAML, whose error words and marks are those users
+    have always been shown."""
+    if FAST is not yaml.SafeLoader and not _PYYAML_ONLY.search(yaml_text):
+        try:
+            return _load(yaml_text, FAST)
+        except (yaml.YAMLError, UnicodeEncodeError):  # libyaml reads UTF-8: a lone surrogate stops it
+            pass
+    return _load(yaml_text, yaml.SafeLoader)
+
+
+def _load(yaml_text: str, loader: type) -> tuple[Pairs, object]:
+    parser = loader(yaml_text)
+    try:
+        node = parser.get_single_node()
+        # Copied first: constructing a mapping takes its `<<` merge keys out of the node.
+        pairs = list(node.value) if isinstance(node, yaml.MappingNode) else []
+        return pairs, None if node is None else parser.construct_document(node)
+    finally:
+        parser.dispose()
 
 
 class _Dumper(yaml.SafeDumper):
