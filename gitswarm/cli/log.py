@@ -47,7 +47,7 @@ def log(
         if problem is not None and problem not in memory.problems():
             raise unknown(f"{run} has no problem {problem!r}", problem, memory.problems(), "its problems")
         commits = memory.log(problem, worker, kind, include_pending=pending, limit=limit)
-    reviewed = Reviewed(memory)
+    reviewed = Reviewed(memory.snapshot())
     for c in commits:
         meta = c.meta
         verdict = str(meta.verdict) if isinstance(meta, commitmeta.Review) and meta.verdict else None
@@ -93,24 +93,20 @@ class Reviewed:
     """The path of the candidate a review reviews, from the files the reviewed commit wrote
     (`commitmeta.changes`), each commit read once."""
 
-    def __init__(self, memory) -> None:
-        self.memory = memory
+    def __init__(self, snapshot) -> None:
+        self.snapshot = snapshot
         self.known: dict[str, str] = {}
 
     def path(self, commit: str, problem: str) -> str:
         """`attempts/<name>` or `code/<slug>`, then the commit; the bare commit when its files do not say."""
-        import pygit2
-
         from gitswarm.engine.index import CANDIDATE_FOLDERS, candidate_path
-        from gitswarm.memory import commitmeta
 
         if not commit:
             return "?"
         if commit not in self.known:
             try:
-                found = self.memory.repo[commit].peel(pygit2.Commit)
-                files = commitmeta.changes(self.memory.repo, found, problem).written
-            except (KeyError, ValueError, pygit2.GitError):
+                files = self.snapshot.changes(self.snapshot.commit(commit), problem).written
+            except (KeyError, ValueError):
                 files = ()
             found = [candidate_path(f) for f in files if f.startswith(CANDIDATE_FOLDERS)]
             self.known[commit] = f"{found[0]} ({commit[:10]})" if found else commit[:10]

@@ -168,37 +168,25 @@ def match(spec: str, aliases: dict[str, tuple[str, ...]], what: str, named: str,
 
 def candidate_text(memory, c) -> tuple[str, str]:
     """The candidate's text (a program: each of its files) and where it was read: main, else its commit."""
-    import pygit2
-
-    from gitswarm.memory import trees
-
-    for at, where in ((memory.main(), "on main"), (c.commit, f"at {(c.commit or '')[:10]}")):
+    snapshot = memory.snapshot()
+    for at, where in ((snapshot.main, "on main"), (c.commit, f"at {(c.commit or '')[:10]}")):
         if at is None:
             continue
-        tree = memory.repo.revparse_single(at).peel(pygit2.Tree)
-        entry = trees.lookup(tree, c.path)
-        if entry is None:
-            continue
-        if entry[1] != TREE_MODE:
-            return memory.repo[entry[0]].data.decode("utf-8", "replace"), where
-        return program_text(memory.repo, memory.repo[entry[0]], c.path), where
+        tree = snapshot.tree(at)
+        data = snapshot.blob(tree, c.path)
+        if data is not None:
+            return data.decode("utf-8", "replace"), where
+        folder = snapshot.subtree(tree, c.path)
+        if folder is not None:
+            return program_text(snapshot, folder, c.path), where
     return "(its text is neither on main nor in its commit)", "missing"
 
 
-TREE_MODE = 0o040000
-"""git's file mode of a tree (pygit2's FileMode.TREE), without loading pygit2 when the CLI starts."""
-
-
-def program_text(repo, tree, path: str, prefix: str = "") -> str:
-    """Each file of a program folder under a heading, in a fenced block."""
-    parts = []
-    for entry in tree:
-        if entry.filemode == TREE_MODE:
-            parts.append(program_text(repo, repo[entry.id], path, f"{prefix}{entry.name}/"))
-            continue
-        text = repo[entry.id].data.decode("utf-8", "replace")
-        parts.append(f"## {path.split('/', 2)[-1]}/{prefix}{entry.name}\n\n```\n{text.rstrip()}\n```\n")
-    return "\n".join(parts)
+def program_text(snapshot, folder, path: str) -> str:
+    """Each file of a program folder (the tree `folder`, at `path`) under a heading, in a fenced block."""
+    name = path.split("/", 2)[-1]
+    return "\n".join(f"## {name}/{file}\n\n```\n{data.decode('utf-8', 'replace').rstrip()}\n```\n"
+                     for file, data in snapshot.files(folder))
 
 
 def trail_lines(c) -> list[str]:

@@ -29,7 +29,7 @@ def status(
 
     with user_errors(), run_folder(run) as folder:
         memory = Memory(folder)
-        state, worker = read_run(memory), memory.repo.references.get(RUN_LEDGER) is not None
+        state, worker = read_run(memory), memory.snapshot().ref(RUN_LEDGER) is not None
     if worker:
         typer.echo(f"gitswarm: {run} is a worker's folder: the episodes and totals below are this worker's "
                    "own, and main is as it last fetched it. The run's status: `gitswarm status URL` with the "

@@ -19,6 +19,7 @@ from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.export.credit import RULES, CreditGraph, Work, in_ancestry
 from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.snapshot import Snapshot
 from gitswarm.readmodel.model import ProblemState
 from gitswarm.readmodel.read import read_run, shown_grade
 from gitswarm.referee.grades import Grade, GradeStore
@@ -57,7 +58,8 @@ def read_facts(memory: Memory, rule: str = "ancestry") -> RunFacts:
         raise ValueError(f"no credit rule {rule!r}; choose one of {', '.join(RULES)}")
     ledger = Ledger.load(memory)
     records = sorted((r for r in ledger.episodes.values() if r.episode != "merger"), key=lambda r: r.episode)
-    graph = load(memory.repo, [memory.main(), *memory.pending().values()])
+    snapshot = memory.snapshot()
+    graph = load(snapshot)
     problems = {p.id: p for p in read_run(memory).problems}
     store = GradeStore(memory)
     grades: dict[str, Grade] = {}
@@ -72,7 +74,7 @@ def read_facts(memory: Memory, rule: str = "ancestry") -> RunFacts:
         problem_graph = credit_graph(graph, pid, state.selected.candidate if state.selected else None, shown)
         credit.update(RULES[rule](problem_graph))
         ancestry |= in_ancestry(problem_graph)
-    models = {r.commit: _model(memory, r.commit) for r in records if r.commit}
+    models = {r.commit: _model(snapshot, r.commit) for r in records if r.commit}
     return RunFacts(memory.run_id, records, graph, problems, grades, credit, frozenset(ancestry), rule, models)
 
 
@@ -83,9 +85,9 @@ def credit_graph(graph: Graph, problem: str, solution: str | None, grades: dict[
     return CreditGraph.of(works, solution, fractions)
 
 
-def _model(memory: Memory, commit: str) -> str:
+def _model(snapshot: Snapshot, commit: str) -> str:
     try:
-        return getattr(commitmeta.decode(memory.repo[commit].message), "model", "")
+        return getattr(commitmeta.decode(snapshot.commit(commit).message), "model", "")
     except (KeyError, ValueError):
         return ""
 

@@ -77,8 +77,10 @@ def _reader(memory: Memory):
     from gitswarm.engine.conversation import read_conversation
     from gitswarm.engine.tools import tool_schemas
 
+    snapshot = memory.snapshot()
+
     def read(record: EpisodeRecord, kind: str | None) -> Dialogue:
-        found = read_conversation(memory.repo, record.episode)
+        found = snapshot.read_with(read_conversation, record.episode)
         if found is not None:
             return of_conversation(found)
         text = memory.transcript(record.commit) if record.commit else None

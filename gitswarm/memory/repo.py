@@ -21,6 +21,7 @@ from gitswarm.memory.errors import NotARun, RunTooNew
 from gitswarm.memory.model import CommitInfo, Contribution, Item, Written
 from gitswarm.memory.paths import WriteLimits
 from gitswarm.memory.retry import is_transient, retry
+from gitswarm.memory.snapshot import Snapshot
 from gitswarm.problems.model import Problem, ProblemSet
 from gitswarm.resources import render
 
@@ -175,6 +176,12 @@ class Memory:
             return None if entry is None else self.repo[entry[0]].data.decode("utf-8", "replace")
 
     # -- reads ----------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        """A read-only view of the run, pinned at main's tip and the unmerged branches as they
+        are now: what views, reports and exports read through."""
+        with self._lock:
+            return Snapshot.of(self.repo)
 
     def main(self) -> str:
         with self._lock:

@@ -21,6 +21,7 @@ from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import BOOK, Ledger, Totals
 from gitswarm.engine.selection import is_verified
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.snapshot import Snapshot
 from gitswarm.readmodel.model import (
     FOLDERS,
     Candidate,
@@ -32,7 +33,7 @@ from gitswarm.readmodel.model import (
     Selection,
 )
 from gitswarm.readmodel.reviews import ProblemReviews, read_reviews
-from gitswarm.readmodel.tree import blob, front, subtree
+from gitswarm.readmodel.tree import front
 from gitswarm.readmodel.workers import read_workers
 from gitswarm.referee.grades import Grade, GradeStore
 
@@ -44,19 +45,19 @@ def read_run(memory: Memory, index: MemoryIndex | None = None) -> RunState:
     """The read model of the run `memory` opens, as it stands now. `index` is one a caller
     keeps from read to read (brought up to main here, so only new commits are read); without
     it, one is built over main's whole history."""
-    tip = memory.main()  # once: the index and the tree read the same main
-    root = memory.repo[tip].peel(pygit2.Tree)
+    snapshot = memory.snapshot()  # once: the index and the tree read the same main
+    root = snapshot.tree()
     index = index if index is not None else MemoryIndex()
-    index.update(memory.repo, tip)
+    snapshot.catch_up(index)
     state = scheduler_record(memory)
     aside = {str(p) for p in state.get("set_aside") or ()}
     rule = Rule.from_record(state.get("selection"))
     store = GradeStore(memory)
     pids = memory.problems()
     settled = selection.settled(index, pids, rule)
-    problems = tuple(read_problem(memory, pid, root, index, store, rule, pid in aside, pid in settled)
+    problems = tuple(read_problem(snapshot, pid, root, index, store, rule, pid in aside, pid in settled)
                      for pid in pids)
-    return RunState(run_totals(memory, Ledger.summary(memory)), problems, read_workers(memory.repo, state))
+    return RunState(run_totals(memory, Ledger.summary(memory)), problems, read_workers(snapshot, state))
 
 
 def scheduler_record(memory: Memory) -> dict:
@@ -86,24 +87,23 @@ def shown_grade(grades: list[Grade]) -> Grade | None:
     return max(grades, key=lambda g: (g.graded, g.time, g.key), default=None)
 
 
-def read_problem(memory: Memory, pid: str, root: pygit2.Tree, index: MemoryIndex, store: GradeStore,
+def read_problem(snapshot: Snapshot, pid: str, root: pygit2.Tree, index: MemoryIndex, store: GradeStore,
                  rule: Rule, aside: bool, settled: bool) -> ProblemState:
     """One problem's state: its candidates, reviews, nominations and leader from `index` by
     `engine.selection`'s rule (`settled`: `selection.settled` says so), its counts, kind and
     selection from main's tree (`root`), its grades from `store`."""
-    repo = memory.repo
-    base = subtree(repo, root, f"problems/{pid}")
-    counts = Counts(**{f: _count(repo, base, f) for f in FOLDERS})
+    base = snapshot.subtree(root, f"problems/{pid}")
+    counts = Counts(**{f: _count(snapshot, base, f) for f in FOLDERS})
     votes = index.problems[pid].nominations
     grades = store.for_problem(pid)
     candidates = _candidates(index, pid, grades, read_reviews(index, pid), rule.verify)
     chosen = selection.leader(index, pid, rule.verify, store.scores(pid) if grades else None)
-    selected = _selection(repo, base)
+    selected = _selection(snapshot, base)
     stands_on = selected.candidate if selected else chosen.commit if chosen else None
     grade = shown_grade([g for g in grades if g.candidate == stands_on]) if stands_on else None
     state = _state(counts, bool(votes), selected, settled, aside)
     verified = selected.verified if selected else chosen.verified if chosen else None
-    return ProblemState(pid, _kind(repo, base), state, counts, candidates, selected,
+    return ProblemState(pid, _kind(snapshot, base), state, counts, candidates, selected,
                         chosen.commit if chosen else None, grade, verified, rule.verify)
 
 
@@ -142,8 +142,8 @@ def _path(index: MemoryIndex, pid: str, commit: str) -> str | None:
     return f"problems/{pid}/{path}" if path else None
 
 
-def _selection(repo, base) -> Selection | None:
-    values = front(blob(repo, base, "SOLUTION.md"))
+def _selection(snapshot: Snapshot, base: pygit2.Tree | None) -> Selection | None:
+    values = front(snapshot.blob(base, "SOLUTION.md"))
     if not values.get("candidate") or not values.get("path"):
         return None
     count = str(values.get("nominations") or "")
@@ -152,13 +152,13 @@ def _selection(repo, base) -> Selection | None:
                      None if mark not in ("verified", "unverified") else mark == "verified")
 
 
-def _kind(repo, base) -> str:
-    found = KIND.search((blob(repo, base, "statement.md") or b"").decode("utf-8", "replace"))
+def _kind(snapshot: Snapshot, base: pygit2.Tree | None) -> str:
+    found = KIND.search((snapshot.blob(base, "statement.md") or b"").decode("utf-8", "replace"))
     return found.group(1) if found else "?"
 
 
-def _count(repo, base, folder: str) -> int:
+def _count(snapshot: Snapshot, base: pygit2.Tree | None, folder: str) -> int:
     """Files below `folder` of the tree `base`, counted from trees alone (no blob is read): a
     diff against the empty tree counts them in libgit2, 3x faster than walking the entries."""
-    sub = subtree(repo, base, folder)
+    sub = snapshot.subtree(base, folder)
     return 0 if sub is None else len(sub.diff_to_tree(swap=True))

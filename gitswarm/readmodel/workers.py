@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import pygit2
-
-from gitswarm.memory import refnames
+from gitswarm.memory.snapshot import Snapshot
 
 HEADERS = ("worker", "state", "held", "episodes", "last push", "tokens", "outcomes")
 WORKERS = "refs/gitswarm/workers/"
@@ -68,7 +67,7 @@ class WorkerState:
                 "exited": self.exited, "left": self.left}
 
 
-def read_workers(repo: pygit2.Repository, scheduler: dict) -> tuple[WorkerState, ...]:
+def read_workers(snapshot: Snapshot, scheduler: dict) -> tuple[WorkerState, ...]:
     """Every worker process that pushed a ledger book, marked its leaving, or that the
     coordinator counted, by name; `scheduler` is the run ledger's scheduler record. Once the
     run has stopped (its stop ref holds a stop), a process that holds nothing has exited; before
@@ -79,15 +78,15 @@ def read_workers(repo: pygit2.Repository, scheduler: dict) -> tuple[WorkerState,
     spending = scheduler.get("spending") if isinstance(scheduler.get("spending"), dict) else {}
     counted = spending.get("processes") if isinstance(spending.get("processes"), dict) else {}
     books = {ref.removeprefix(WORKERS).removesuffix(BOOK): ref
-             for ref in refnames.under(repo, WORKERS) if ref.endswith(BOOK)}
-    marks = read_exits(repo)
-    found, stopped = [], bool(books or counted) and read_stop(repo) is not None
+             for ref in snapshot.refs(WORKERS) if ref.endswith(BOOK)}
+    marks = snapshot.read_with(read_exits)
+    found, stopped = [], bool(books or counted) and snapshot.read_with(read_stop) is not None
     for name in sorted({*books, *counted, *marks}):
         live = counted.get(name) if isinstance(counted.get(name), dict) else {}
         outcomes, pushed = Counter(), 0
         if name in books:
-            tip = repo[repo.references[books[name]].target].peel(pygit2.Commit)
-            outcomes, pushed = Counter(_status(repo, blob) for blob in _records(repo, tip.tree)), tip.commit_time
+            tip = snapshot.commit(books[name])
+            outcomes, pushed = Counter(_status(data) for data in _records(snapshot, tip.tree)), tip.commit_time
         mark = marks.get(name)
         left = mark.detail if mark is not None and mark.after(pushed) else ""
         found.append(WorkerState(name, sum(outcomes.values()), pushed, dict(outcomes), int(live.get("held", 0)),
@@ -96,15 +95,12 @@ def read_workers(repo: pygit2.Repository, scheduler: dict) -> tuple[WorkerState,
     return tuple(found)
 
 
-def _records(repo: pygit2.Repository, tree: pygit2.Tree):
-    try:
-        episodes = repo[tree["episodes"].id]
-    except KeyError:
-        return
-    for folder in episodes:
-        for entry in repo[folder.id]:
-            yield entry.id
+def _records(snapshot: Snapshot, tree) -> Iterator[bytes]:
+    episodes = snapshot.subtree(tree, "episodes")
+    if episodes is not None:
+        for _, data in snapshot.files(episodes):
+            yield data
 
 
-def _status(repo: pygit2.Repository, blob) -> str:
-    return str(json.loads(repo[blob].data).get("status", "?"))
+def _status(data: bytes) -> str:
+    return str(json.loads(data).get("status", "?"))

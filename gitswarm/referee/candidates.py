@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import pygit2
 from pygit2.enums import FileMode
 
 from gitswarm.memory import trees
-from gitswarm.memory.read import log
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.snapshot import Snapshot
 from gitswarm.problems import frontmatter
 from gitswarm.problems.model import Kind
 
@@ -70,18 +69,22 @@ def selected(memory: Memory, problem: str, kind: Kind) -> Candidate | None:
 def load(memory: Memory, problem: str, kind: Kind, commit: str, path: str,
          fallback_text: str = "") -> Candidate:
     """Read a candidate's content from commit `commit` (its text, or its program files)."""
-    repo = memory.repo
+    return _load(memory.snapshot(), problem, kind, commit, path, fallback_text)
+
+
+def _load(snapshot: Snapshot, problem: str, kind: Kind, commit: str, path: str, fallback_text: str = "") -> Candidate:
     try:
-        tip = repo.revparse_single(commit).peel(pygit2.Commit)
-    except (KeyError, ValueError, pygit2.GitError):
+        tip = snapshot.commit(commit)
+    except (KeyError, ValueError):
         raise CandidateError(f"candidate commit {commit} of {problem} is not in this run") from None
-    entry = trees.lookup(tip.tree, path)
     if kind in CODE_KINDS:
-        if entry is None or entry[1] != FileMode.TREE:
+        folder = snapshot.subtree(tip.tree, path)
+        if folder is None:
             raise CandidateError(f"{path} is not a folder in commit {commit[:12]}")
-        return Candidate(problem, str(tip.id), path, files=_files(repo, repo[entry[0]], ""))
-    if entry is not None and entry[1] != FileMode.TREE:
-        text = repo[entry[0]].data.decode("utf-8", "replace")
+        return Candidate(problem, str(tip.id), path, files=dict(snapshot.files(folder)))
+    data = snapshot.blob(tip.tree, path)
+    if data is not None:
+        text = data.decode("utf-8", "replace")
     elif fallback_text.strip():
         text = fallback_text
     else:
@@ -91,30 +94,29 @@ def load(memory: Memory, problem: str, kind: Kind, commit: str, path: str,
 
 def every(memory: Memory, problem: str, kind: Kind) -> list[Candidate]:
     """Every candidate on main: attempts (or code folders), each with its last-changing commit."""
-    repo, main = memory.repo, memory.main()
+    snapshot = memory.snapshot()
     folder = f"problems/{problem}/{'code' if kind in CODE_KINDS else 'attempts'}"
-    entry = trees.lookup(repo[main].peel(pygit2.Tree), folder)
-    if entry is None or entry[1] != FileMode.TREE:
+    found = snapshot.subtree(snapshot.tree(), folder)
+    if found is None:
         return []
     want_tree = kind in CODE_KINDS
-    paths = {f"{folder}/{e.name}": (e.id, e.filemode) for e in repo[entry[0]]
-             if (e.filemode == FileMode.TREE) == want_tree}
-    owners = last_changed(repo, main, problem, paths)
-    return [load(memory, problem, kind, owners[p], p) for p in sorted(paths) if p in owners]
+    paths = {f"{folder}/{e.name}": (e.id, e.filemode) for e in found if (e.filemode == FileMode.TREE) == want_tree}
+    owners = last_changed(snapshot, problem, paths)
+    return [_load(snapshot, problem, kind, owners[p], p) for p in sorted(paths) if p in owners]
 
 
-def last_changed(repo: pygit2.Repository, head: str, problem: str,
-                 paths: dict[str, trees.Entry]) -> dict[str, str]:
-    """For each path, the newest contribution of `problem` that gave it its entry at `head`.
+def last_changed(snapshot: Snapshot, problem: str, paths: dict[str, trees.Entry]) -> dict[str, str]:
+    """For each path, the newest contribution of `problem` that gave it its entry on the
+    snapshot's main.
 
     Only the problem's contribution commits (by their record) are compared, and the walk stops
-    as soon as every path is attributed. A path whose content on `head` a merge composed
+    as soon as every path is attributed. A path whose content on main a merge composed
     from several contributions goes to the newest contribution that changed it.
     """
     owners: dict[str, str] = {}
     touched: dict[str, str] = {}  # newest change, for content a merge composed from several
-    for info in log(repo, [head], problem, None, None):
-        commit = repo[info.id]
+    for info in snapshot.log(problem):
+        commit = snapshot.commit(info.id)
         parent = commit.parents[0].tree if commit.parents else None
         for path, entry in paths.items():
             mine = trees.lookup(commit.tree, path)
@@ -127,12 +129,3 @@ def last_changed(repo: pygit2.Repository, head: str, problem: str,
             break
     return {**touched, **owners}
 
-
-def _files(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> dict[str, bytes]:
-    files: dict[str, bytes] = {}
-    for entry in tree:
-        if entry.filemode == FileMode.TREE:
-            files.update(_files(repo, repo[entry.id], f"{prefix}{entry.name}/"))
-        else:
-            files[f"{prefix}{entry.name}"] = repo[entry.id].data
-    return files

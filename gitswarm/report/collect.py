@@ -111,7 +111,7 @@ def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
 
     memory = Memory(run)
     state = read_run(memory)
-    graph = load(memory.repo, [memory.main(), *memory.pending().values()])
+    graph = load(memory.snapshot())
     every = Ledger.load(memory).episodes
     records = [r for key, r in every.items() if key != "merger"]
     merger = every.get("merger")

@@ -20,11 +20,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-import pygit2
-from pygit2.enums import SortMode
-
-from gitswarm.memory import commitmeta
 from gitswarm.memory.read import info
+from gitswarm.memory.snapshot import Snapshot
 
 CONTRIBUTION_KINDS = ("note", "lemma", "attempt", "review", "code")
 
@@ -77,16 +74,14 @@ class Graph:
         return seen
 
 
-def load(repo: pygit2.Repository, heads: list[str]) -> Graph:
-    """Read every commit reachable from `heads` once (one history walk)."""
-    walker = repo.walk(repo.revparse_single(heads[0]).id, SortMode.TOPOLOGICAL)
-    for head in heads[1:]:
-        walker.push(repo.revparse_single(head).id)
+def load(snapshot: Snapshot, heads: list[str] | None = None) -> Graph:
+    """Read every commit reachable from `heads` once (one history walk); without `heads`, from
+    the snapshot's main and its unmerged branches."""
     graph = Graph()
-    for commit in walker:
+    for commit in snapshot.walk(heads or [snapshot.main, *snapshot.pending.values()]):
         c = info(commit)
         meta = c.meta
-        files = commitmeta.changes(repo, commit, c.problem, meta).written if c.problem and c.kind != "merge" else ()
+        files = snapshot.changes(commit, c.problem, meta).written if c.problem and c.kind != "merge" else ()
         graph.nodes[c.id] = Node(c.id, c.kind, c.problem, c.author, c.subject, c.parents, tuple(c.informed_by),
                                  getattr(meta, "candidate", ""), getattr(meta, "episode", ""),
                                  getattr(meta, "worker", ""), files, getattr(meta, "reviews", ""),

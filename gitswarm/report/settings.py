@@ -83,7 +83,7 @@ def _published(memory: Memory) -> dict:
     from gitswarm.remote.publish import read_settings as published_settings
 
     try:
-        solve = published_settings(memory.repo).get("solve")
+        solve = memory.snapshot().read_with(published_settings).get("solve")
     except (NotARun, OtherProtocol, json.JSONDecodeError):  # a local run publishes none
         return {}
     return solve if isinstance(solve, dict) else {}

@@ -51,20 +51,14 @@ def history(memory, problem: str, limit: int = 200) -> list[CommitInfo]:
 
 def item_markdown(memory, commit: CommitInfo) -> str:
     """A commit as Markdown: its message, then the files it added or changed."""
-    import pygit2
-
-    repo = memory.repo
-    new = repo.revparse_single(commit.id).peel(pygit2.Commit)
+    snapshot = memory.snapshot()
     parts = [f"# {commit.subject}", f"`{commit.id[:12]}` by **{commit.author}**, kind *{commit.kind or '-'}*"]
     if commit.body:
         parts.append(commit.body)
     if commit.informed_by:
         parts.append("Informed by: " + ", ".join(f"`{c[:10]}`" for c in commit.informed_by))
-    old = new.parents[0].tree if new.parents else None
-    diff = repo.diff(old, new.tree) if old is not None else new.tree.diff_to_tree(swap=True)
-    for patch in list(diff)[:8]:
-        path = patch.delta.new_file.path
-        blob = memory.read_file(path, commit.id)
+    for path in snapshot.touched(commit.id)[:8]:
+        blob = snapshot.file(path, commit.id)
         if blob is None:
             continue
         text = blob.decode("utf-8", "replace")[:20_000]
@@ -77,8 +71,7 @@ def graph_text(memory, problem: str) -> str:
     """The problem's contribution graph as text: each contribution with what it built on."""
     from gitswarm.report.graph import load
 
-    heads = [memory.main(), *memory.pending().values()]
-    graph = load(memory.repo, heads)
+    graph = load(memory.snapshot())
     mine = {n.id: n for n in graph.contributions(problem)}
     lines = [f"Contribution graph of {problem}: {len(mine)} contributions", ""]
     for node in reversed(list(mine.values())):
