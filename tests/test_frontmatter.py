@@ -107,6 +107,7 @@ def test_a_written_selection_reads_as_before():
     "!\r\n#=010",
     "\n\ufeff\\n- x{a: 1}",                                            # a byte order mark PyYAML keeps
     "title: Wow!\nanswer: n!",
+    "{1?}", "tags: [a?, b]", "title: Why?\ntags: [a, b]",                 # libyaml goes on past `?` in a flow
     "title: [unclosed\nkind: proof", "title: 'open", "a: b: c", "- a\n- b", "just text", "", "# only a comment",
     "a: 1\na: 2", "? [a, b]\n: c", "a: &x [1, 2]\nb: *x", "a: *nowhere", "<<: {a: 1}\nb: 2",
     "a: !!int x", "a: !!binary aGk=", "a: !!set {x, y}", "a: !!omap [x: 1]", "a: !custom x",

@@ -10,10 +10,14 @@ import yaml
 # libyaml's parser when PyYAML was built with it (10x faster); the constructor and resolver are
 # PyYAML's own either way, so the values are the same.
 FAST: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# Where libyaml reads YAML otherwise than PyYAML (it accepts tabs PyYAML refuses and `|#`
-# headers, drops a byte order mark PyYAML keeps and gives `!` on an empty value another
-# type), PyYAML alone reads it.
+# Where libyaml reads YAML otherwise than PyYAML, PyYAML alone reads it: libyaml accepts tabs
+# PyYAML refuses and `|#` headers, drops a byte order mark PyYAML keeps, gives `!` on an empty
+# value another type, and lets a plain scalar in `[...]` or `{...}` go on past a `?`.
 _PYYAML_ONLY = re.compile(r"[\t!\ufeff]|[|>][-+0-9]*#")
+
+
+def _pyyaml_only(yaml_text: str) -> bool:
+    return bool(_PYYAML_ONLY.search(yaml_text)) or ("?" in yaml_text and ("[" in yaml_text or "{" in yaml_text))
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,7 @@ def _parse(yaml_text: str) -> tuple[Pairs, object]:
     """The document's top-level (key, value) nodes as written, and its value, parsed once: by
     libyaml, else (or when it fails) by PyYAML, whose error words and marks are those users
     have always been shown."""
-    if FAST is not yaml.SafeLoader and not _PYYAML_ONLY.search(yaml_text):
+    if FAST is not yaml.SafeLoader and not _pyyaml_only(yaml_text):
         try:
             return _load(yaml_text, FAST)
         except (yaml.YAMLError, UnicodeEncodeError):  # libyaml reads UTF-8: a lone surrogate stops it
