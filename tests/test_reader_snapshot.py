@@ -68,7 +68,7 @@ def test_a_snapshot_reads_main_as_it_was_when_taken(memory: Memory):
     memory.compose()
     assert memory.main() != old_main and memory.pending() == {}
     assert before.main == old_main and before.ref("refs/heads/main") == old_main
-    assert list(before.pending) == ["e1"]
+    assert list(before.pending) == ["e1"] and before.ref("refs/heads/swarm/e1") == before.pending["e1"]
     assert before.file(path) is None and before.items("sum", "lemma") == []
     assert str(before.commit("refs/heads/main").id) == old_main and before.tree().id == before.commit(old_main).tree.id
     assert [c.subject for c in before.log(problem="sum")] == []

@@ -43,8 +43,9 @@ class Snapshot:
     """The unmerged episode branches then: episode id -> tip."""
 
     def __init__(self, repo: pygit2.Repository, main: str, branches: dict[str, str]) -> None:
+        pinned = {compose.MAIN: main, **{compose.BRANCH_PREFIX + e: tip for e, tip in branches.items()}}
         for name, value in (("_repo", repo), ("main", main), ("pending", MappingProxyType(dict(branches))),
-                            ("_refs", {compose.MAIN: main})):
+                            ("_refs", pinned)):
             object.__setattr__(self, name, value)
 
     def __setattr__(self, name: str, value: object) -> None:

@@ -57,7 +57,8 @@ def read_run(memory: Memory, index: MemoryIndex | None = None) -> RunState:
     settled = selection.settled(index, pids, rule)
     problems = tuple(read_problem(snapshot, pid, root, index, store, rule, pid in aside, pid in settled)
                      for pid in pids)
-    return RunState(run_totals(memory, Ledger.summary(memory)), problems, read_workers(snapshot, state))
+    totals = run_totals(memory.run_id, Ledger.summary(memory), len(snapshot.pending))
+    return RunState(totals, problems, read_workers(snapshot, state))
 
 
 def scheduler_record(memory: Memory) -> dict:
@@ -73,12 +74,12 @@ def rule_of(state: dict) -> tuple[int, int]:
     return rule.verify, rule.settle_nominations
 
 
-def run_totals(memory: Memory, spent: Totals) -> RunTotals:
-    """The ledger's totals and the branches still to merge."""
+def run_totals(run_id: str, spent: Totals, pending: int) -> RunTotals:
+    """The ledger's totals and the number of branches still to merge."""
     cost, known = spent.cost
-    return RunTotals(memory.run_id, spent.episodes, spent.charged, spent.tokens_in, spent.cache_read,
+    return RunTotals(run_id, spent.episodes, spent.charged, spent.tokens_in, spent.cache_read,
                      spent.cache_write, spent.reasoning, spent.tokens_out, spent.calls, spent.failed_calls,
-                     spent.estimated_tokens, cost, known, len(memory.pending()), spent.failures())
+                     spent.estimated_tokens, cost, known, pending, spent.failures())
 
 
 def shown_grade(grades: list[Grade]) -> Grade | None:
