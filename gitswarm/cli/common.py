@@ -190,15 +190,13 @@ def _by_kind(exc: BaseException) -> tuple[str, Exit] | None:
 
 
 def _input_error(exc: BaseException) -> tuple[str, Exit] | None:
-    """Bad settings (pydantic's report), a run another command holds, a path that is not there
-    or is in the way: refused before anything was changed."""
+    """Bad settings (pydantic's report), a path that is not there or is in the way: refused
+    before anything was changed."""
     from pydantic import ValidationError
-
-    from gitswarm.engine.runlock import RunBusy
 
     if isinstance(exc, ValidationError):
         return _settings_message(exc), Exit.BAD_INPUT
-    if isinstance(exc, RunBusy | FileNotFoundError | FileExistsError | NotADirectoryError | IsADirectoryError):
+    if isinstance(exc, FileNotFoundError | FileExistsError | NotADirectoryError | IsADirectoryError):
         text = " ".join(str(exc).split())
         if isinstance(exc, OSError) and exc.filename and exc.strerror:
             text = f"{exc.filename}: {exc.strerror.lower()}; check the path and run the command again"

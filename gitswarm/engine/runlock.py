@@ -14,11 +14,13 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from gitswarm.errors import BadInput
+
 LOCK_NAME = "gitswarm.lock"
 
 
-class RunBusy(Exception):
-    """Another gitswarm process is working on this run."""
+class RunBusy(BadInput):
+    """Another gitswarm process is working on this run: refused before anything was changed."""
 
 
 @contextmanager
@@ -31,8 +33,8 @@ def run_lock(run: Path):
         except BlockingIOError:
             handle.seek(0)
             owner = handle.read().strip() or "unknown"
-            raise RunBusy(f"another gitswarm (pid {owner}) is running on {run}; wait for it to end, "
-                          "or stop it, before starting this one") from None
+            raise RunBusy(f"another gitswarm (pid {owner}) is running on {run}", where=str(run),
+                          fix="wait for it to end, or stop it, before starting this one") from None
         handle.seek(0)
         handle.truncate()
         handle.write(str(os.getpid()))

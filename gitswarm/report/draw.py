@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 
+from gitswarm.errors import EnvironmentFault
 from gitswarm.report.graph import Graph
 
 COLOURS = {"note": "#4e79a7", "lemma": "#59a14f", "attempt": "#f28e2b", "review": "#b07aa1", "code": "#e15759"}
@@ -16,12 +17,12 @@ FONT = 10
 INSTALL = "pip install 'gitswarm[report]'"
 
 
-class MissingDrawingLibrary(RuntimeError):
+class MissingDrawingLibrary(EnvironmentFault):
     """networkx or matplotlib is not installed."""
 
     def __init__(self, missing: str) -> None:
-        super().__init__(f"the report is written without its contribution graphs: {missing} is not installed; "
-                         f"to add them: {INSTALL}")
+        super().__init__(f"the report is written without its contribution graphs: {missing} is not installed",
+                         where=missing, fix=f"to add them: {INSTALL}")
         self.missing = missing
 
 
