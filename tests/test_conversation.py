@@ -45,10 +45,11 @@ def anyio_backend():
 
 
 async def one_episode(run: Path, replies: list, *, personality: str = "openai",
-                      model_name: str = "openai/gitswarm-scripted", **settings):
-    """One episode on one demo problem, scripted reply by reply; returns the fake server."""
+                      model_name: str = "openai/gitswarm-scripted", secret: bytes | None = None, **settings):
+    """One episode on one demo problem, scripted reply by reply; returns the fake server
+    (`secret`: the key it signs thinking with)."""
     problems = resolve_set("demo")
-    async with serve(ScriptedResponder(replies), personality=personality) as server:
+    async with serve(ScriptedResponder(replies), personality=personality, secret=secret) as server:
         config = ModelConfig(model=model_name, api_base=server.url, api_key=KEY, max_output_tokens=4096,
                              reply_timeout_s=5, backoff_base_s=0.01, **settings)
         model = LiteLLMModel(config)

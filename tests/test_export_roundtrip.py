@@ -28,6 +28,8 @@ from gitswarm.fakeserver import FakeError, FakeReply, ScriptedResponder, serve
 from gitswarm.models.lib import litellm_module
 from gitswarm.models.textproto import format_calls
 
+SECRET = b"one provider's signing key"
+
 PROSE = FakeReply(content="Let me think about the parity of the sum first.")
 SERVER_ERROR = FakeError(500, "the server had an error")
 THOUGHT = "Odd numbers add up to squares; write it down, then contribute."
@@ -92,13 +94,13 @@ async def replay(step: dict, url: str) -> dict | None:
 @pytest.mark.parametrize("case", list(CASES))
 async def test_replaying_the_exported_requests_makes_the_same_calls(tmp_path: Path, case: str):
     personality, settings, replies = CASES[case]
-    first = await one_episode(tmp_path / "run", replies, personality=personality, **settings)
+    # One provider signs its thinking with one key, request after request: both servers share it.
+    first = await one_episode(tmp_path / "run", replies, personality=personality, secret=SECRET, **settings)
     assert first.rejections == []
     steps = exported_steps(tmp_path / "run", tmp_path / "steps.jsonl")
     assert [s["step"] for s in steps] == list(range(1, len(first.requests) + 1))
-    async with serve(ScriptedResponder([scripted(s) for s in steps]), personality=personality) as again:
-        if personality == "anthropic":  # one provider signs its thinking with one key, request after request
-            again.personality.signer = first.personality.signer
+    async with serve(ScriptedResponder([scripted(s) for s in steps]), personality=personality,
+                     secret=SECRET) as again:
         with anyio.fail_after(60):
             answers = [await replay(step, again.url) for step in steps]
     assert again.rejections == []

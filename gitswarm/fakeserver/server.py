@@ -233,8 +233,8 @@ async def serve(responder: Responder, faults: FaultPlan | None = None, *, port: 
                 personality: str = "openai", output_limits: Mapping[str, int] | None = None,
                 default_output_limit: int = catalog.DEFAULT_OUTPUT_LIMIT, api_key: str | None = None,
                 clock: Callable[[], float] = time.monotonic, tokens_per_s: float | None = None,
-                interrupt_requests: bool = True,
-                chat_format: str = "chatml-function-calling") -> AsyncIterator[FakeServer]:
+                interrupt_requests: bool = True, chat_format: str = "chatml-function-calling",
+                secret: bytes | None = None) -> AsyncIterator[FakeServer]:
     """Run a fake server on 127.0.0.1 (a free port unless `port` is given) for the block's duration.
 
     `personality` picks the provider it plays (see personalities.PERSONALITIES); `output_limits`
@@ -242,9 +242,11 @@ async def serve(responder: Responder, faults: FaultPlan | None = None, *, port: 
     models, `api_key` (where the provider checks keys) is the only key accepted, and `clock`
     is the time prompt caches expire by. `tokens_per_s` makes the fake model take its time;
     `interrupt_requests` and `chat_format` configure `llama-cpp` (see personality.Settings).
+    `secret` is the key `anthropic` signs thinking with (a random one per server without it):
+    two servers given one key play one provider, which accepts each other's signed thinking.
     """
     settings = Settings(output_limits, default_output_limit, api_key, clock, tokens_per_s=tokens_per_s,
-                        interrupt_requests=interrupt_requests, chat_format=chat_format)
+                        interrupt_requests=interrupt_requests, chat_format=chat_format, secret=secret)
     persona = make_personality(personality, settings)
     listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
     server = FakeServer(responder, faults or FaultPlan(), listener.extra(SocketAttribute.local_port), persona)
