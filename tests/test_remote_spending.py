@@ -24,9 +24,10 @@ from gitswarm.remote.claims import Claim, Claims
 from gitswarm.remote.coordinator import OWN_REFS
 from gitswarm.remote.daemon import bare
 from gitswarm.remote.publish import RunStreaks
-from gitswarm.remote.source import ClaimSource, join
+from gitswarm.remote.source import ClaimSource
 from gitswarm.remote.spending import Published, Spending
 from gitswarm.remote.transport import Remote
+from gitswarm.remote.worker import join
 from gitswarm.usage import Usage
 
 

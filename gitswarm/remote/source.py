@@ -24,11 +24,10 @@ import anyio.to_thread
 
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import selection
-from gitswarm.engine.conversation import CONVERSATIONS_REF
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.swarm import open_problems
 from gitswarm.memory import books
-from gitswarm.memory.repo import META_REF, NOTES_REF, TRANSCRIPTS, Memory
+from gitswarm.memory.repo import Memory
 from gitswarm.remote import layout, publish
 from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, ClaimPruned, Claims
 from gitswarm.remote.errors import MissingRef, Outage, RemoteError, Unreachable
@@ -39,23 +38,6 @@ from gitswarm.remote.spending import CHECK_S, REPORT_S, Published, spent
 from gitswarm.remote.transport import Remote
 
 RUN_LEDGER = layout.RUN_LEDGER
-
-
-def slots(name: str, count: int) -> list[str]:
-    """The worker's slot names: distinct across processes, so reviews count across them."""
-    return [f"{name}-w{i:02d}" for i in range(1, count + 1)]
-
-
-def join(remote: Remote, name: str) -> dict:
-    """Fetch what a worker needs to start (main, meta, its own refs) and return the settings.
-    A worker restarted in a fresh folder under the same name goes on from its pushed book."""
-    remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}", layout.workers_refspec(name)])
-    repo = remote.repo()
-    for local in ("refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS), CONVERSATIONS_REF):
-        pushed = repo.references.get(layout.worker_ref(name, local))
-        if pushed is not None and repo.references.get(local) is None:
-            repo.references.create(local, pushed.target)
-    return publish.read_settings(repo, remote.shown)
 
 
 @dataclass

@@ -26,6 +26,7 @@ from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.conversation import CONVERSATIONS_REF
 from gitswarm.engine.episode import Model
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.gitio import GitThread
@@ -34,14 +35,15 @@ from gitswarm.engine.rngstate import restore_rng
 from gitswarm.engine.run import RunContext
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.swarm import Scheduler
+from gitswarm.memory import books
 from gitswarm.memory.errors import NotARun
-from gitswarm.memory.repo import Memory
+from gitswarm.memory.repo import META_REF, NOTES_REF, TRANSCRIPTS, Memory
 from gitswarm.problems.model import Kind, ProblemSet
-from gitswarm.remote import exits, owner, publish
+from gitswarm.remote import exits, layout, owner, publish
 from gitswarm.remote.claims import Claims
 from gitswarm.remote.errors import MissingRef, NameInUse
 from gitswarm.remote.publish import RunStreaks
-from gitswarm.remote.source import ClaimSource, join, slots
+from gitswarm.remote.source import ClaimSource
 from gitswarm.remote.spending import Published
 from gitswarm.remote.transport import Remote
 
@@ -49,6 +51,23 @@ MODEL_FIELDS = ("model", "api_base", "api_key", "max_output_tokens", "reasoning_
                 "idle_timeout_s", "reply_timeout_s", "max_concurrent_calls", "price_in_per_mtok", "price_out_per_mtok",
                 "price_cached_in_per_mtok", "price_cache_write_per_mtok")
 """The SolveConfig fields a worker sets itself: its model and how to reach it (never published)."""
+
+
+def slots(name: str, count: int) -> list[str]:
+    """The worker's slot names: distinct across processes, so reviews count across them."""
+    return [f"{name}-w{i:02d}" for i in range(1, count + 1)]
+
+
+def join(remote: Remote, name: str) -> dict:
+    """Fetch what a worker needs to start (main, meta, its own refs) and return the settings.
+    A worker restarted in a fresh folder under the same name goes on from its pushed book."""
+    remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}", layout.workers_refspec(name)])
+    repo = remote.repo()
+    for local in ("refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS), CONVERSATIONS_REF):
+        pushed = repo.references.get(layout.worker_ref(name, local))
+        if pushed is not None and repo.references.get(local) is None:
+            repo.references.create(local, pushed.target)
+    return publish.read_settings(repo, remote.shown)
 
 
 def model_settings(cfg: SolveConfig) -> dict:
