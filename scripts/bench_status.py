@@ -1,0 +1,172 @@
+"""How fast `gitswarm status` and a dashboard refresh read a run's read model, against the way
+front matter was read before (PyYAML's pure-Python parser, each document composed twice),
+measured in the same run on the same repository.
+
+Builds a run once (bench_export's: the real engine, the scripted solver behind the fake
+server, every candidate graded; 1,150 episodes make about 2,000 commits on main), or reuses
+the one in `--run`. Then, in turn for `--rounds` rounds, the previous way and this one:
+- `read_run` with a fresh index over main's history (what `status` does);
+- `gitswarm status RUN --json` through the real CLI (in this process: typer's CliRunner);
+- one dashboard refresh: `tui.reader.Snapshots.read` with its index kept from the read before;
+- the front matter of every problem's SOLUTION.md as a refresh reads it: `split` on each
+  blob, and `memory.read.ParsedBlobs` keyed by blob id, warm (nothing new since the last read).
+Prints medians (CPU time) and before/after ratios, and checks both ways give the same read model.
+
+    python scripts/bench_status.py                       # build in a temporary folder
+    python scripts/bench_status.py --run /tmp/bench-status-run --rounds 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+import pygit2
+import yaml
+from bench_export import build
+
+from gitswarm.memory import trees
+from gitswarm.memory.read import ParsedBlobs
+from gitswarm.memory.repo import Memory
+from gitswarm.problems import frontmatter
+from gitswarm.readmodel.read import read_run
+
+
+@contextmanager
+def as_before() -> Iterator[None]:
+    """Front matter read as before: PyYAML's pure-Python parser, and each document composed
+    once more (the previous `split` composed it for the key lines, then `safe_load` again)."""
+    fast, load = frontmatter.FAST, frontmatter._load
+
+    def twice(text: str, loader: type):
+        yaml.compose(text, Loader=loader)
+        return load(text, loader)
+
+    frontmatter.FAST, frontmatter._load = yaml.SafeLoader, twice
+    try:
+        yield
+    finally:
+        frontmatter.FAST, frontmatter._load = fast, load
+
+
+def timed(fn: Callable[[], object]) -> float:
+    """CPU seconds `fn` takes: on a shared 2-core machine, wall time mostly measures the others."""
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def status_json(run: Path) -> str:
+    from typer.testing import CliRunner
+
+    from gitswarm.cli.main import app
+
+    result = CliRunner().invoke(app, ["status", str(run), "--json"])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def refresh(run: Path, refreshes: int) -> list[float]:
+    """The dashboard's reads after its first: each over the index the read before kept."""
+    from gitswarm.tui.reader import Snapshots
+
+    memory, snapshots = Memory(run), Snapshots()
+    snapshots.read(memory)
+    return [timed(lambda: snapshots.read(memory)) for _ in range(refreshes)]
+
+
+def solutions(memory: Memory) -> list[pygit2.Oid]:
+    """The blob id of every problem's SOLUTION.md on main."""
+    root = memory.repo[memory.main()].peel(pygit2.Tree)
+    found = (trees.lookup(root, f"problems/{pid}/SOLUTION.md") for pid in memory.problems())
+    return [entry[0] for entry in found if entry is not None]
+
+
+def front(data: bytes) -> dict:
+    return frontmatter.split(data.decode("utf-8", "replace")).values
+
+
+Way = Callable[[], list[float]]
+
+
+def ways(run: Path) -> dict[str, tuple[Way, Way]]:
+    """Each figure's two ways: the first is timed as before (inside `as_before`), the second as now."""
+    memory = Memory(run)
+    ids = solutions(memory)
+    kept = ParsedBlobs(front)
+    for oid in ids:
+        kept.get(memory.repo, oid)
+
+    def fresh() -> list[float]:
+        return [timed(lambda: read_run(Memory(run)))]
+
+    def cli() -> list[float]:
+        return [timed(lambda: status_json(run))]
+
+    def dashboard() -> list[float]:
+        return refresh(run, 3)
+
+    def split() -> list[float]:
+        return [timed(lambda: [front(memory.repo[oid].data) for oid in ids])]
+
+    def cached() -> list[float]:
+        return [timed(lambda: [kept.get(memory.repo, oid) for oid in ids])]
+
+    return {"read_run (fresh index, as status)": (fresh, fresh), "status --json (CLI)": (cli, cli),
+            "dashboard refresh (Snapshots, kept index)": (dashboard, dashboard),
+            f"SOLUTION.md front matter x{len(ids)}: split": (split, split),
+            f"SOLUTION.md front matter x{len(ids)}: ParsedBlobs": (split, cached)}
+
+
+def measure(run: Path, rounds: int) -> dict[str, tuple[list[float], list[float]]]:
+    """Each figure's times before and now, the two ways in turn in each round (the machine's
+    load drifts, so each round pairs its runs)."""
+    found = {name: ([], []) for name in ways(run)}
+    for _ in range(rounds):
+        for name, (old, new) in ways(run).items():
+            with as_before():
+                found[name][0].extend(old())
+            found[name][1].extend(new())
+    return found
+
+
+def same_model(run: Path) -> None:
+    """Both ways give the same read model."""
+    now = read_run(Memory(run)).as_dict()
+    with as_before():
+        assert read_run(Memory(run)).as_dict() == now, "the read model differs from the one read as before"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--episodes", type=int, default=1150)
+    parser.add_argument("--problems", type=int, default=50)
+    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--run", type=Path, help="Build the run here, or reuse the one there.")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        run = args.run or Path(tmp) / "run"
+        if not (run / "HEAD").exists():
+            start = time.perf_counter()
+            anyio.run(build, run, args.episodes, args.problems, args.workers)
+            print(f"built {run} in {time.perf_counter() - start:.0f} s")
+        same_model(run)
+        memory = Memory(run)
+        commits = sum(1 for _ in memory.repo.walk(memory.main()))
+        print(f"run: {commits} commits on main, {len(memory.problems())} problems, "
+              f"libyaml {'yes' if yaml.__with_libyaml__ else 'no'}; medians of {args.rounds} rounds")
+        print(f"  {'':48} {'before':>9} {'after':>9}  before/after")
+        for name, (before, after) in measure(run, args.rounds).items():
+            b, a = statistics.median(before), statistics.median(after)
+            print(f"  {name:48} {1000 * b:7.1f}ms {1000 * a:7.1f}ms  {b / a:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
