@@ -18,6 +18,7 @@ from pygit2.enums import FileMode, SortMode
 
 from gitswarm.memory import commitmeta, compose, read, refnames, trees
 from gitswarm.memory.model import CommitInfo, Item
+from gitswarm.memory.read import ParsedBlobs
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -95,6 +96,12 @@ class Snapshot:
         """The content of the file at `path` below `tree`, or None (absent, or a folder)."""
         entry = trees.lookup(tree, path)
         return self._repo[entry[0]].data if entry is not None and entry[1] != FileMode.TREE else None
+
+    def parsed(self, parses: ParsedBlobs[T], tree: pygit2.Tree | None, path: str) -> T | None:
+        """What `parses` makes of the file at `path` below `tree` (once per blob id, so a reader
+        kept from read to read parses only new files), or None (absent, or a folder)."""
+        entry = trees.lookup(tree, path)
+        return parses.get(self._repo, entry[0]) if entry is not None and entry[1] != FileMode.TREE else None
 
     def files(self, tree: pygit2.Tree, prefix: str = "") -> Iterator[tuple[str, bytes]]:
         """Every file below `tree`, depth first in tree order: (`prefix` + its path, content)."""

@@ -33,7 +33,7 @@ from gitswarm.readmodel.model import (
     Selection,
 )
 from gitswarm.readmodel.reviews import ProblemReviews, read_reviews
-from gitswarm.readmodel.tree import front
+from gitswarm.readmodel.tree import FRONTS
 from gitswarm.readmodel.workers import read_workers
 from gitswarm.referee.grades import Grade, GradeStore
 
@@ -144,7 +144,7 @@ def _path(index: MemoryIndex, pid: str, commit: str) -> str | None:
 
 
 def _selection(snapshot: Snapshot, base: pygit2.Tree | None) -> Selection | None:
-    values = front(snapshot.blob(base, "SOLUTION.md"))
+    values = snapshot.parsed(FRONTS, base, "SOLUTION.md") or {}
     if not values.get("candidate") or not values.get("path"):
         return None
     count = str(values.get("nominations") or "")

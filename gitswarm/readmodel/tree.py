@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gitswarm.memory.read import ParsedBlobs
 from gitswarm.problems.frontmatter import FrontMatterError, split
 
 
@@ -15,3 +16,8 @@ def front(data: bytes | None) -> dict:
         return {}
     return values if isinstance(values, dict) else {}
 
+
+
+FRONTS = ParsedBlobs(front)
+"""Front matter by blob id, kept across reads: a dashboard that reads the run again parses only
+the `SOLUTION.md` files written since (the values are shared: read them, never change them)."""
