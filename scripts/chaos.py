@@ -63,7 +63,7 @@ async def run_inprocess(problems: Path, run: Path, responder=respond, faults: Fa
 def solve_process(problems: Path, run: Path, url: str, budget: int) -> subprocess.Popen:
     env = {**os.environ, "OPENAI_API_KEY": "k"}
     return subprocess.Popen([sys.executable, "-m", "gitswarm", "solve", str(problems), "--run", str(run),
-                             "-m", "openai/gitswarm-scripted", "--api-base", url, "-C", "8", "-B", str(budget),
+                             "-m", "openai/gitswarm-scripted", "--api-base", url, "--workers", "8", "-B", str(budget),
                              "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
 
 
@@ -83,7 +83,11 @@ def kill_anywhere(kills: int, latency: float, budget: int, seed: int) -> bool:
         problems = write_set(Path(tmp) / "set", 12)
         start = time.monotonic()
         reference = solve_process(problems, Path(tmp) / "ref", url, budget)
-        reference.wait(timeout=900)
+        _, error = reference.communicate(timeout=900)
+        if reference.returncode != 0:  # a run that cannot even start says why, not a traceback later
+            table("kill anywhere", [("the never-killed run exited", reference.returncode),
+                                    ("its stderr", error.decode(errors="replace").strip()[-500:])])
+            return False
         whole = time.monotonic() - start
         ref_charged = audit.charged(Path(tmp) / "ref")
         run, seen, mains, done, starts, worst = Path(tmp) / "run", set(), [], 0, 0, {}
