@@ -110,7 +110,7 @@ def test_a_written_selection_reads_as_before():
     "{1?}", "tags: [a?, b]", "title: Why?\ntags: [a, b]",                 # libyaml goes on past `?` in a flow
     "title: [unclosed\nkind: proof", "title: 'open", "a: b: c", "- a\n- b", "just text", "", "# only a comment",
     "a: 1\na: 2", "? [a, b]\n: c", "a: &x [1, 2]\nb: *x", "a: *nowhere", "<<: {a: 1}\nb: 2",
-    "a: !!int x", "a: !!binary aGk=", "a: !!set {x, y}", "a: !!omap [x: 1]", "a: !custom x",
+    "a: !!binary aGk=", "a: !!set {x, y}", "a: !!omap [x: 1]", "a: !custom x",
     "a: \x00", "a: \x85b", "a: b\u2028c: d", "a: é\U0001F600", "a: \ud800", "%YAML 1.1\n---\na: 1",
     "a: 1\n---\nb: 2", "a: \"\\x41\\u00e9\\N\"", "a: \"\\q\"", "{a: 1, b: [c, d]}",
 ])
@@ -184,3 +184,27 @@ def test_the_oldest_parse_goes_past_the_limit(tmp_path):
     assert [blobs.get(repo, i) for i in ids] == ["blob 0", "blob 1", "blob 2"]
     assert blobs.get(repo, ids[2]) == "blob 2" and len(parsed) == 3  # kept
     assert blobs.get(repo, ids[0]) == "blob 0" and len(parsed) == 4  # gone past the limit: parsed again
+
+
+@pytest.mark.parametrize(("front", "line"), [("a: !!int x\n", 2), ("z: 1\na: !!timestamp soon\n", 3),
+                                             ("q: 2\nb: {a: !!int x}\n", 3)])
+def test_a_value_that_does_not_fit_its_tag_names_its_line(front: str, line: int):
+    """PyYAML's constructors raise plain ValueError or AttributeError there: a problem file
+    saying `!!int x` crashed the set's loader with a traceback."""
+    with pytest.raises(FrontMatterError) as caught:
+        split(f"---\n{front}---\nbody\n")
+    assert caught.value.line == line
+    assert "does not fit its tag" in caught.value.message
+
+
+def test_a_set_with_a_badly_tagged_value_is_refused_with_its_file_and_line(tmp_path: Path):
+    from gitswarm.errors import BadInput
+    from gitswarm.problems.loader import load_set
+
+    folder = tmp_path / "set"
+    folder.mkdir()
+    (folder / "p1.md").write_text("---\nid: p1\nkind: proof\npoints: !!int seven\n---\nProve it.\n")
+    with pytest.raises(BadInput) as caught:
+        load_set(folder)
+    [defect] = caught.value.defects
+    assert str(defect).startswith(f"{folder / 'p1.md'}:4: ") and "does not fit its tag" in str(defect)

@@ -61,6 +61,9 @@ def split(text: str) -> Parsed:
         raise FrontMatterError(f"invalid YAML: {exc.problem or exc}", line) from None
     except yaml.YAMLError as exc:
         raise FrontMatterError(f"invalid YAML: {exc}", 2) from None
+    except UNREADABLE:  # a tag the value does not fit: `!!int x`, `!!timestamp soon`
+        raise FrontMatterError("invalid YAML: a value does not fit its tag (as `!!int x` would not); "
+                               "remove the tag or fix the value", _unreadable_line(yaml_text)) from None
     if values is None:
         values, pairs = {}, []
     if not isinstance(values, dict):
@@ -90,6 +93,21 @@ def _parse(yaml_text: str) -> tuple[Pairs, object]:
         except (yaml.YAMLError, UnicodeEncodeError):  # libyaml reads UTF-8: a lone surrogate stops it
             pass
     return _load(yaml_text, yaml.SafeLoader)
+
+
+UNREADABLE = (ValueError, TypeError, AttributeError, OverflowError)
+"""What PyYAML's safe constructors raise, outside its own errors, on a value its tag does not fit."""
+
+
+def _unreadable_line(yaml_text: str) -> int:
+    """The file line of the first top-level value that cannot be built as its tag says."""
+    root = yaml.compose(yaml_text, Loader=yaml.SafeLoader)
+    for _, value in root.value if isinstance(root, yaml.MappingNode) else []:
+        try:
+            yaml.SafeLoader("").construct_object(value, deep=True)
+        except UNREADABLE:
+            return value.start_mark.line + 2
+    return 2
 
 
 def _load(yaml_text: str, loader: type) -> tuple[Pairs, object]:
