@@ -87,20 +87,31 @@ def timed(fn, *args) -> tuple[float, int]:
     return time.perf_counter() - start, result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--episodes", type=int, default=1000)
+def options(doc: str, episodes: int, rounds: int) -> argparse.Namespace:
+    """The options of a benchmark over one built run (this script's and `bench_status.py`'s)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--episodes", type=int, default=episodes)
     parser.add_argument("--problems", type=int, default=50)
     parser.add_argument("--workers", type=int, default=16)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--run", type=Path, help="Build the run here, or reuse the one there.")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def built(args: argparse.Namespace, tmp: Path) -> Path:
+    """`args.run` (else a run in `tmp`), built by `build` unless it is there already."""
+    run = args.run or tmp / "run"
+    if not (run / "HEAD").exists():
+        start = time.perf_counter()
+        anyio.run(build, run, args.episodes, args.problems, args.workers)
+        print(f"built {run} in {time.perf_counter() - start:.0f} s")
+    return run
+
+
+def main() -> None:
+    args = options(__doc__, episodes=1000, rounds=3)
     with tempfile.TemporaryDirectory() as tmp:
-        run = args.run or Path(tmp) / "run"
-        if not (run / "HEAD").exists():
-            start = time.perf_counter()
-            anyio.run(build, run, args.episodes, args.problems, args.workers)
-            print(f"built {run} in {time.perf_counter() - start:.0f} s")
+        run = built(args, Path(tmp))
         rows = {"baseline": [], "chat": [], "steps": [], "chat ancestry+reviews": []}
         for _ in range(args.rounds):  # in turn: the machine's load drifts, so each round pairs its runs
             rows["baseline"].append(timed(baseline, run))
