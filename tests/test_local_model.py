@@ -51,18 +51,19 @@ PROBLEMS = (("add", "A sum", r"What is $2 + 3$?", "5"),
             ("times", "A product", r"What is $6 \times 7$?", "42"),
             ("minus", "A difference", r"What is $10 - 4$?", "6"))
 SOLVE = ("--budget", "6", "--workers", "3", "--verify", "0", "--max-output-tokens", "256", "--no-tui",
-         "--reply-timeout", "120", "--max-concurrent-calls", "1", "--max-episodes", "3", "--max-steps", "3",
+         "--reply-timeout", "120", "--max-concurrent-calls", "1", "--max-episodes", "3", "--max-steps", "2",
          "--time-limit", "60")
-"""A short run: three episodes at once of at most 3 steps, none started after 60 s. On 2 cores
-the server reads 60-120 prompt tokens a second, one request at a time, and the prompts are
-1,500-3,000 tokens: that is minutes already. One call at a time, as the server answers them:
+"""A short run: three episodes at once of at most 2 steps (a tool's result goes back to the model
+once; a third step, the longest prompt, was nearly half the run), none started after 60 s. On 2
+cores the server reads 60-120 prompt tokens a second, one request at a time, and the prompts are
+1,500-4,000 tokens: that is minutes already. One call at a time, as the server answers them:
 a call's reply timeout then starts in its turn, not in the server's queue."""
 KILLED = ("--budget", "2", "--workers", "2", "--verify", "0", "--max-output-tokens", "128", "--no-tui",
           "--reply-timeout", "120", "--max-concurrent-calls", "1", "--max-episodes", "2", "--max-steps", "2",
           "--time-limit", "60")
 """The run to kill: two episodes at once of at most 2 steps, and no third: one ends, the other is
-killed in its call, and the episode cap is spent, so the resumed run may only start that one again.
-Five calls at most in all, against 12 or more with SOLVE."""
+killed in its call, and the episode cap is spent, so the resumed run may only start that one again:
+five calls at most in all."""
 STOPPED = re.compile(r"^stopped \((\w+)\): ", re.MULTILINE)
 
 
