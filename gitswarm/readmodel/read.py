@@ -35,7 +35,7 @@ from gitswarm.readmodel.model import (
 from gitswarm.readmodel.reviews import ProblemReviews, read_reviews
 from gitswarm.readmodel.tree import FRONTS
 from gitswarm.readmodel.workers import read_workers
-from gitswarm.referee.grades import Grade, GradeStore
+from gitswarm.referee.grades import Grade, GradeStore, scores_of
 
 __all__ = ["SETTLE_NOMINATIONS", "VERIFY", "read_run", "rule_of", "scheduler_record", "shown_grade"]
 KIND = re.compile(r"^- kind:\s*(\w+)", re.M)
@@ -98,7 +98,7 @@ def read_problem(snapshot: Snapshot, pid: str, root: pygit2.Tree, index: MemoryI
     votes = index.problems[pid].nominations
     grades = store.for_problem(pid)
     candidates = _candidates(index, pid, grades, read_reviews(index, pid), rule.verify)
-    chosen = selection.leader(index, pid, rule.verify, store.scores(pid) if grades else None)
+    chosen = selection.leader(index, pid, rule.verify, scores_of(grades) if grades else None)
     selected = _selection(snapshot, base)
     stands_on = selected.candidate if selected else chosen.commit if chosen else None
     grade = shown_grade([g for g in grades if g.candidate == stands_on]) if stands_on else None

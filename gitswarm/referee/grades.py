@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 
 import pygit2
@@ -101,11 +101,7 @@ class GradeStore:
 
     def scores(self, problem: str) -> dict[str, float]:
         """Each graded candidate's score as a fraction of its maximum (its newest grade wins)."""
-        found: dict[str, float] = {}
-        for grade in sorted(self.for_problem(problem), key=lambda g: g.time):
-            if grade.score is not None and grade.max:
-                found[grade.candidate] = grade.score / grade.max
-        return found
+        return scores_of(self.for_problem(problem))
 
     def history(self, grade_key: str) -> list[Grade]:
         """Every version an entry has had, newest first."""
@@ -172,3 +168,13 @@ def describe(grade: Grade | None) -> str:
         points = ",".join(str(p) for p in details.get("points", []))
         return f"{grade.score:g}/{grade.max:g} (judges {points})"
     return f"{grade.score:g}/{grade.max:g}"
+
+
+def scores_of(grades: Iterable[Grade]) -> dict[str, float]:
+    """Each graded candidate's score among `grades` as a fraction of its maximum (its newest
+    grade wins): `GradeStore.scores` over grades already read."""
+    found: dict[str, float] = {}
+    for grade in sorted(grades, key=lambda g: g.time):
+        if grade.score is not None and grade.max:
+            found[grade.candidate] = grade.score / grade.max
+    return found
