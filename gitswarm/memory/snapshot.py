@@ -94,14 +94,14 @@ class Snapshot:
 
     def blob(self, tree: pygit2.Tree | None, path: str) -> bytes | None:
         """The content of the file at `path` below `tree`, or None (absent, or a folder)."""
-        entry = trees.lookup(tree, path)
-        return self._repo[entry[0]].data if entry is not None and entry[1] != FileMode.TREE else None
+        found = _file_id(tree, path)
+        return None if found is None else self._repo[found].data
 
     def parsed(self, parses: ParsedBlobs[T], tree: pygit2.Tree | None, path: str) -> T | None:
         """What `parses` makes of the file at `path` below `tree` (once per blob id, so a reader
         kept from read to read parses only new files), or None (absent, or a folder)."""
-        entry = trees.lookup(tree, path)
-        return parses.get(self._repo, entry[0]) if entry is not None and entry[1] != FileMode.TREE else None
+        found = _file_id(tree, path)
+        return None if found is None else parses.get(self._repo, found)
 
     def files(self, tree: pygit2.Tree, prefix: str = "") -> Iterator[tuple[str, bytes]]:
         """Every file below `tree`, depth first in tree order: (`prefix` + its path, content)."""
@@ -171,3 +171,9 @@ class Snapshot:
         repository (`remote.publish.read_stop`, `remote.exits.read_exits`,
         `engine.conversation.read_conversation`). It reads the refs it names as they are now."""
         return reader(self._repo, *args, **kwargs)
+
+
+def _file_id(tree: pygit2.Tree | None, path: str) -> pygit2.Oid | None:
+    """The blob id of the file at `path` below `tree`, or None (absent, or a folder)."""
+    entry = trees.lookup(tree, path)
+    return entry[0] if entry is not None and entry[1] != FileMode.TREE else None

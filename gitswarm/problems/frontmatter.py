@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 
@@ -88,10 +89,9 @@ def _parse(yaml_text: str) -> tuple[Pairs, object]:
     libyaml, else (or when it fails) by PyYAML, whose error words and marks are those users
     have always been shown."""
     if FAST is not yaml.SafeLoader and not _pyyaml_only(yaml_text):
-        try:
+        # On libyaml's error, PyYAML reads it again (libyaml reads UTF-8: a lone surrogate stops it).
+        with contextlib.suppress(yaml.YAMLError, UnicodeEncodeError):
             return _load(yaml_text, FAST)
-        except (yaml.YAMLError, UnicodeEncodeError):  # libyaml reads UTF-8: a lone surrogate stops it
-            pass
     return _load(yaml_text, yaml.SafeLoader)
 
 

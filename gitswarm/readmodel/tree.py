@@ -17,7 +17,6 @@ def front(data: bytes | None) -> dict:
     return values if isinstance(values, dict) else {}
 
 
-
 FRONTS = ParsedBlobs(front)
 """Front matter by blob id, kept across reads: a dashboard that reads the run again parses only
 the `SOLUTION.md` files written since (the values are shared: read them, never change them)."""
