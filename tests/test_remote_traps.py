@@ -216,6 +216,30 @@ def test_a_worker_whose_pushes_keep_failing_releases_its_claims_and_exits(tmp_pa
         coord.wait()
 
 
+@pytest.mark.slow  # one worker of two slots until every problem is set aside: about a minute
+def test_a_run_whose_workers_are_too_few_to_verify_stops_and_says_so(tmp_path: Path, model_server: str):
+    """verify 2 needs two pass reviews from slots other than the author's: one worker of two
+    slots verifies nothing, and the run's no-progress stop names that cause and its fix."""
+    url = f"file://{server_repo(tmp_path / 'run.git')}"
+    coord = subprocess.Popen([sys.executable, "-m", "gitswarm", "solve", str(resolve_set("demo")), "--run", url,
+                              "--mirror", str(tmp_path / "mirror"), "--workers", "0", "--budget", "60",
+                              "--no-progress", "2", "--model", MODEL, "--api-base", model_server, "--no-tui"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "OPENAI_API_KEY": "not-secret"})
+    try:
+        worked = cli("worker", url, "--name", "solo", "--workers", "2", "--model", MODEL, "--api-base", model_server,
+                     "--dir", str(tmp_path / "solo"), "--references", "demo", "--patience", "60", timeout=300)
+        _, err = coord.communicate(timeout=180)
+    finally:
+        coord.kill()
+        coord.wait()
+    assert coord.returncode == 1 and worked.returncode == 0, (err, worked.stderr)
+    told = " ".join(err.split())
+    assert "no progress: every open problem is set aside after 2 episodes in a row" in told
+    assert "only 2 worker slot(s) took part (solo-w01, solo-w02), and a candidate is verified by 2 pass " in told
+    assert f"`gitswarm worker {url} --workers 3`), or solve with a smaller --verify" in told
+
+
 OFFLINE = """\
 python -m gitswarm.fakeserver --demo --port 8000 &        # the demo's scripted model, offline
 git init --bare --initial-branch=main /tmp/demo.git

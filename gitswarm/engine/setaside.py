@@ -65,15 +65,15 @@ class Streaks:
         last = " ".join((run[-1][1] if run else "").split())
         return f"{said} (last: {_clip(last, 120)!r})" if last else said
 
-    def no_progress(self, aside: list[str]) -> Stop:
-        """The stop when every open problem (`aside`) is set aside: which ones, and how their
-        last episodes ended."""
+    def no_progress(self, aside: list[str], cause: str = "") -> Stop:
+        """The stop when every open problem (`aside`) is set aside: which ones, how their last
+        episodes ended, and the `cause` when the caller knows one the problems do not show."""
         shown = "; ".join(f"{p}: {self.describe(p)}" for p in aside[:6])
         more = f"; and {len(aside) - 6} more" if len(aside) > 6 else ""
+        fix = cause or "a larger --no-progress or another --model gives them another chance"
         return Stop(StopReason.NO_PROGRESS,
                     f"no progress: every open problem is set aside after {self.limit} "
-                    f"episodes in a row that abstained or failed ({shown}{more}); a larger "
-                    "--no-progress or another --model gives them another chance")
+                    f"episodes in a row that abstained or failed ({shown}{more}); {fix}")
 
 
 def _clip(text: str, limit: int) -> str:

@@ -230,12 +230,25 @@ class Coordinator:
                         + (f"; {lost} cut off by a worker's death" if lost else "") + ")")
         aside = [p for p in problems if p in self.streaks.set_aside and p not in view.settled]
         if aside and len(aside) == len([p for p in problems if p not in view.settled]):
-            return Stop(StopReason.NO_PROGRESS, f"no progress: every open problem is set aside after "
-                        f"{cfg.no_progress} episodes in a row that abstained or failed ({', '.join(aside[:6])})")
+            return self.streaks.no_progress(aside, self._too_few_reviewers())
         if time.monotonic() - self.active > self.patience_s:
             return Stop(StopReason.NO_WORKERS, f"no worker held or closed a claim for {self.patience_s:.0f} s: "
                         f"start workers with `gitswarm worker {self.remote.shown}`, then run the same command again")
         return None
+
+    def _too_few_reviewers(self) -> str:
+        """Why nothing could be verified, when the worker slots that took part are too few to
+        give a candidate `verify` passes from workers other than its author; else empty. A
+        local run refuses such settings at the start; a remote run learns its workers as they
+        come, so it says so when it stops."""
+        verify = self.config.verify
+        slots = {r.worker for r in self.ledger.episodes.values() if r.episode != "merger"}
+        if not verify or self.config.isolation != "shared" or len(slots) > verify:
+            return ""
+        return (f"only {len(slots)} worker slot(s) took part ({', '.join(sorted(slots))}), and a candidate is "
+                f"verified by {verify} pass review(s) from slots other than its author's, so no attempt could be: "
+                f"start workers with {verify + 1} slots or more in all (`gitswarm worker {self.remote.shown} "
+                f"--workers {verify + 1}`), or solve with a smaller --verify, then run the same command again")
 
     async def run(self, user_stop: anyio.Event) -> Stop:
         """Step until a stop holds; publish it; then step until the claims in flight close
