@@ -159,14 +159,14 @@ def test_the_demo_keeps_a_record_of_every_episode_without_its_key_or_hidden_part
           f"{len(data) // len(sizes)} as stored")
 
 
-@pytest.mark.e2e  # a coordinator and a worker in processes of their own: two minutes
+@pytest.mark.e2e  # a coordinator and a worker (3 slots, so that verify 2 can be met) in processes: two minutes
 def test_a_remote_worker_pushes_its_records_and_the_run_reads_them(tmp_path: Path, model_server: str):
     from test_remote_run import cli, coordinator, env, finish, server_repo
 
     remote = server_repo(tmp_path / "run.git")
     url = f"file://{remote}"
     coord = coordinator(url, tmp_path / "mirror", model_server)
-    one = subprocess.Popen(cli("worker", url, "--name", "solo", "--workers", "2", "--model", "openai/gitswarm-scripted",
+    one = subprocess.Popen(cli("worker", url, "--name", "solo", "--workers", "3", "--model", "openai/gitswarm-scripted",
                                "--api-base", model_server, "--dir", str(tmp_path / "solo"), "--references", "demo",
                                "--patience", "60"), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                            env=env())
