@@ -238,6 +238,7 @@ def test_a_run_whose_workers_are_too_few_to_verify_stops_and_says_so(tmp_path: P
     assert "no progress: every open problem is set aside after 2 episodes in a row" in told
     assert "only 2 worker slot(s) took part (solo-w01, solo-w02), and a candidate is verified by 2 pass " in told
     assert f"`gitswarm worker {url} --workers 3`), or solve with a smaller --verify" in told
+    assert "only 2 worker slot(s) took part" in " ".join(worked.stdout.split())  # the worker reads the same stop
 
 
 OFFLINE = """\
