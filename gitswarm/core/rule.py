@@ -19,6 +19,12 @@ class Rule:
     verify: int = VERIFY
     settle_nominations: int = SETTLE_NOMINATIONS
 
+    @property
+    def workers_needed(self) -> int:
+        """Workers (slots) without which no candidate can be verified: K pass reviews count only
+        from workers other than its author, so K + 1; one when no review is needed."""
+        return self.verify + 1
+
     @classmethod
     def of(cls, config) -> Rule:
         """The rule of a `SolveConfig` (or anything with `verify` and `settle_nominations`)."""

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY
+from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
 from gitswarm.errors import BadInput
 from gitswarm.models.config import ReasoningEffort, ToolProtocol
 
@@ -121,10 +121,11 @@ class SolveConfig(BaseModel):
     def _reviewers(self) -> SolveConfig:
         """K passes from workers other than the author need K + 1 workers: with fewer, no
         attempt could ever be verified, and no problem settle."""
-        if self.verify and self.workers < self.verify + 1 and self.isolation == "shared":
-            raise BadInput(f"verify={self.verify} needs at least {self.verify + 1} workers (a review counts "
+        needed = Rule.of(self).workers_needed
+        if self.workers < needed and self.isolation == "shared":
+            raise BadInput(f"verify={self.verify} needs at least {needed} workers (a review counts "
                              f"only from a worker other than the attempt's author), not {self.workers}: give "
-                             f"--workers {self.verify + 1} or more, or a smaller --verify (0: no review needed)")
+                             f"--workers {needed} or more, or a smaller --verify (0: no review needed)")
         return self
 
     @property

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.to_thread
 
+from gitswarm.core.rule import Rule
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import selection
 from gitswarm.engine.ledger import Ledger
@@ -241,14 +242,15 @@ class Coordinator:
         give a candidate `verify` passes from workers other than its author; else empty. A
         local run refuses such settings at the start; a remote run learns its workers as they
         come, so it says so when it stops."""
-        verify = self.config.verify
+        rule = Rule.of(self.config)
         slots = {r.worker for r in self.ledger.episodes.values() if r.episode != "merger"}
-        if not verify or self.config.isolation != "shared" or len(slots) > verify:
+        if self.config.isolation != "shared" or len(slots) >= rule.workers_needed:
             return ""
         return (f"only {len(slots)} worker slot(s) took part ({', '.join(sorted(slots))}), and a candidate is "
-                f"verified by {verify} pass review(s) from slots other than its author's, so no attempt could be: "
-                f"start workers with {verify + 1} slots or more in all (`gitswarm worker {self.remote.shown} "
-                f"--workers {verify + 1}`), or solve with a smaller --verify, then run the same command again")
+                f"verified by {rule.verify} pass review(s) from slots other than its author's, so no attempt could "
+                f"be: start workers with {rule.workers_needed} slots or more in all (`gitswarm worker "
+                f"{self.remote.shown} --workers {rule.workers_needed}`), or solve with a smaller --verify, then run "
+                "the same command again")
 
     async def run(self, user_stop: anyio.Event) -> Stop:
         """Step until a stop holds; publish it; then step until the claims in flight close
