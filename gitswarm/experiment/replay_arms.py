@@ -71,8 +71,8 @@ def prepare(target: Target, draw: Draw) -> bool:
     repo = pygit2.init_repository(str(part), bare=True, initial_head="main")
     _fetch(target.run, part)
     start = target.start if draw.arm == WITH else removal_commit(repo, target)
-    # force: a fresh `.part` repository no other process writes; main is set once, before it is renamed into use
-    repo.references.create(MAIN, pygit2.Oid(hex=start), force=True)
+    # A fresh `.part` repository no other process writes: main is set once, before it is renamed into use.
+    repo.references.create(MAIN, pygit2.Oid(hex=start), force=True)  # force: nothing else writes here yet
     _meta(repo, target, draw)
     part.rename(draw.path)
     return True

@@ -159,8 +159,8 @@ class Remote:
             if u.new is None:
                 if repo.references.get(u.ref) is not None:
                     repo.references.delete(u.ref)
-            else:  # force: a mirror of what the remote accepted by its own lease, not a move of ours
-                repo.references.create(u.ref, u.new, force=True)
+            else:  # a mirror of what the remote accepted by its own lease, not a move of ours
+                repo.references.create(u.ref, u.new, force=True)  # force: the remote's lease decided
 
 
 def _porcelain(stdout: str) -> dict[str, _Line]:
