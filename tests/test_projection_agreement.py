@@ -105,7 +105,10 @@ def agree(problem: ProblemState, index: MemoryIndex, rule: selection.Rule, settl
     assert problem.leading == (leader.commit if leader else None), pid
     assert problem.verified == (leader.verified if leader else None), pid
     standing = problem.standing
-    said_settled = bool(standing and problem.verified and standing.nominations >= rule.settle_nominations)
+    rivals = len({c.commit for c in problem.candidates if c.commit in engine and c.verified
+                  and (rule.verify or c.nominations)})
+    said_settled = bool(standing and problem.verified and (standing.nominations >= rule.settle_nominations
+                                                           or (rule.verify and rivals == 1)))
     assert said_settled == (pid in settled), pid
     if selected is None:
         assert problem.selected is None and (problem.state == "settled") == (pid in settled), pid
@@ -175,7 +178,7 @@ def nominate(memory: Memory, episode: str, worker: str, candidate: str, path: st
 def test_a_review_file_rewritten_at_the_same_path_hides_nothing_from_any_view(memory: Memory):
     """w04's critical review of `a` is overwritten by w05's review of `b` at the same path. The
     critical review still blocks `a` (its commit is on main), so the leader is `b`, verified,
-    with one nomination: not `a` with three, and the problem is not settled."""
+    with one nomination: not `a` with three; with no verified rival, `b` settles the problem."""
     run = memory.path
     a = add(memory, "e01", "w01", "attempt", {"attempts/a.md": "Answer: 7"})
     b = add(memory, "e02", "w01", "attempt", {"attempts/b.md": "Answer: 7, by another way"})
@@ -192,7 +195,7 @@ def test_a_review_file_rewritten_at_the_same_path_hides_nothing_from_any_view(me
     index.update(memory.repo, memory.main())
     leader = selection.leader(index, "sum", rule.verify)
     assert (leader.commit, leader.verified, leader.nominations) == (b, True, 1)
-    assert selection.settled(index, ["sum"], rule) == set()
+    assert selection.settled(index, ["sum"], rule) == {"sum"}
 
     def check(state: str, verification: str) -> None:
         for problem in (read_run(Memory(run)).problem("sum"), Snapshots().read(Memory(run)).problem("sum")):
@@ -202,12 +205,12 @@ def test_a_review_file_rewritten_at_the_same_path_hides_nothing_from_any_view(me
             assert not by_commit[a].verified and by_commit[b].verified
             assert [(r.worker, r.verdict, r.path) for r in by_commit[a].trail][-1] == (
                 "w04", "critical", "problems/sum/reviews/shared.md")
-            agree(problem, index, rule, set(), None if state != "selected" else chosen)
+            agree(problem, index, rule, {"sum"}, None if state != "selected" else chosen)
         for name, by_id in views(run).items():
             assert by_id["sum"] == as_views_show(problem), name
 
     chosen = None
-    check("nominated", "verified")
+    check("settled", "verified")
     chosen = selection.select(memory, index, "sum", rule.verify)  # the engine's own selection
     assert (chosen.candidate, chosen.verified, chosen.path) == (b, True, "problems/sum/attempts/b.md")
     check("selected", "verified")

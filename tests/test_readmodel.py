@@ -199,7 +199,7 @@ async def test_status_report_and_dashboard_agree_on_every_problem(graded_run: Pa
     assert set(status) == set(report) == set(rows) == set(cells) and len(status) == 5
     for pid, s in status.items():
         r, row = report[pid], rows[pid]
-        votes = git(graded_run, "ls-tree", "--name-only", f"main:problems/{pid}/nominations/").count("\n")
+        votes = git(graded_run, "ls-tree", "-r", "--name-only", "main", f"problems/{pid}/nominations/").count("\n")
         assert s["state"] == r["state"] == row.state == "selected", pid
         assert s["selected"] == r["selected_path"] == row.selected, pid
         assert f"candidate: {s['selected_commit']}" in git(graded_run, "show", f"main:problems/{pid}/SOLUTION.md")

@@ -186,8 +186,9 @@ async def test_the_header_and_the_overview_show_review_states_and_advise_revisin
         in header
     assert (f"most useful next: revise {ATTEMPT}: its critical review x0002 (commit {critical[:12]}) has no "
             "revision yet; a revision is a new attempt citing that commit (and the attempt) in informed_by") in header
-    assert f"| {ATTEMPT} | {reviewed[:12]} | 3 | 1 pass, 1 critical (x0002) | Induction |" in overview
-    assert "| reviews/x0002.md |" in overview and "| verdict critical |" in overview  # no column for reviews
+    assert f"| {ATTEMPT} | {reviewed[:12]} | 3 | 1 pass, 1 critical (x0002) |  | Induction |" in overview
+    assert "| reviews/x0002.md |" in overview and "|  |  | verdict critical |" in overview  # no review state
+    assert "this problem needs: every candidate has a critical review: a revision" in header
 
 
 @pytest.mark.anyio
@@ -205,34 +206,58 @@ async def test_a_revision_answers_the_critical_review_and_the_advice_is_its_seco
     header, _ = await header_and_overview(tmp_path / "one")
     assert f"attempts/revised.md 1 pass · {ATTEMPT} 1 critical (x0002)\n" in header
     assert (f"most useful next: review attempts/revised.md ({revised[:12]}): it has 1 of the 2 pass reviews "
-            "selection needs, and you have not reviewed it\n") in header
-    assert "verified now: none\n" in header
-    revised = revised_with(tmp_path / "two", ["w04", "w05"])
-    header, _ = await header_and_overview(tmp_path / "two")
-    assert "verified now: attempts/revised.md\n" in header  # and the flawed one's critical is answered
-    assert (f"most useful next: nominate attempts/revised.md ({revised[:12]}): it is verified and has 0 of the 3 "
-            "nominations that settle this problem, none of them yours\n") in header
+            "that verify it, and you have not reviewed it\n") in header
+    assert ("this problem needs: attempts/revised.md needs 1 more pass review(s) from workers other than w02, "
+            "and no critical one; then it is selected\n") in header
+    revised = revised_with(tmp_path / "two", ["w04", "w05"])  # verified, with no verified rival: settled
+    result = await run_on(tmp_path / "two")
+    chosen = result.selected[PROBLEM]
+    assert result.reason.reason == "settled" and result.charged == 0  # no episode was needed, no nomination
+    assert (chosen.candidate, chosen.verified, chosen.nominations) == (revised, True, 0)
+
+
+async def run_on(run: Path, **options):
+    """A run on `run` with the scripted episode of `episode`'s defaults (it abstains)."""
+    async with serve(ScriptedResponder([call("abstain", reason="reading only")])) as server:
+        config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
+                             reply_timeout_s=5, backoff_base_s=0.01)
+        model = LiteLLMModel(config)
+        problems = resolve_set("demo")
+        cfg = SolveConfig(problems=problems, run=run, model=config.model, workers=3, budget=1, max_episodes=1,
+                          problem_ids=(PROBLEM,), **options)
+        with anyio.fail_after(60):
+            return await solve(cfg, load_set(problems), model, model)
 
 
 @pytest.mark.anyio
-async def test_a_verified_candidate_is_nominated_before_other_candidates_are_reviewed(tmp_path: Path):
-    """Reviews of other candidates can wait: a nomination of the verified one settles the
-    problem soonest. Once this worker has nominated, the advice goes back to reviewing."""
-    def run_with(run: Path, nominated_by: str) -> tuple[str, str]:
+async def test_nominations_are_asked_for_only_where_several_candidates_are_verified(tmp_path: Path):
+    """One verified candidate settles its problem without a vote; with two verified, the header
+    asks for a nomination of the most nominated. Once this worker has nominated, the advice goes
+    back to reviewing."""
+    def run_with(run: Path, nominated_by: str, rival: bool = True, third: bool = False) -> tuple[str, str]:
         memory = prebuilt(run)
         good = add(memory, "x0001", "w02", "attempt", {"attempts/good.md": "# Good\n"})
         review(memory, "x0002", "w03", good, "pass")
         review(memory, "x0003", "w04", good, "pass")
         add(memory, "x0004", nominated_by, "nomination", {"nominations/x0004.md": "good\n"}, (good,), candidate=good)
-        other = add(memory, "x0005", "w05", "attempt", {"attempts/other.md": "# Another\n"})
-        return good, other
+        if rival:
+            other = add(memory, "x0005", "w05", "attempt", {"attempts/other.md": "# Another\n"})
+            review(memory, "x0006", "w03", other, "pass")
+            review(memory, "x0007", "w04", other, "pass")
+        new = add(memory, "x0008", "w05", "attempt", {"attempts/third.md": "# A third\n"}) if third else ""
+        return good, new
 
     good, _ = run_with(tmp_path / "one", "w03")
     header, _ = await header_and_overview(tmp_path / "one")
-    assert f"most useful next: nominate attempts/good.md ({good[:12]}): it is verified and has 1 of the 3" in header
-    _, other = run_with(tmp_path / "two", "w01")  # w01 runs the episode: it has nominated
+    assert (f"most useful next: nominate attempts/good.md ({good[:12]}): several candidates are verified, and "
+            "this one has 1 of the 3 nominations that settle the problem, none of them yours") in header
+    assert "this problem needs: 2 candidates are verified: the one with the most nominations is selected" in header
+    _, third = run_with(tmp_path / "two", "w01", third=True)  # w01 runs the episode: it has nominated
     header, _ = await header_and_overview(tmp_path / "two")
-    assert f"most useful next: review attempts/other.md ({other[:12]}): no other worker has reviewed it" in header
+    assert f"most useful next: review attempts/third.md ({third[:12]}): no other worker has reviewed it" in header
+    run_with(tmp_path / "three", "w03", rival=False)  # one verified candidate: settled, nothing to vote on
+    result = await run_on(tmp_path / "three")
+    assert result.reason.reason == "settled" and result.charged == 0
 
 
 @pytest.mark.anyio
@@ -244,4 +269,5 @@ async def test_the_advice_is_to_review_another_workers_unreviewed_attempt(tmp_pa
     assert "attempts/mine.md unreviewed · attempts/theirs.md unreviewed\n" in header
     assert (f"most useful next: review attempts/theirs.md ({theirs[:12]}): no other worker has reviewed it"
             in header)
-    assert "| attempts/mine.md |" in overview and "| unreviewed | Mine |" in overview
+    assert "| attempts/mine.md |" in overview and "| unreviewed | yours | Mine |" in overview
+    assert "| unreviewed |  | Another route |" in overview

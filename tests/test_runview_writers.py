@@ -10,9 +10,9 @@ import gitswarm
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
 
-FACTS = "charged|tokens|cost|cost_known|settled|episodes|max_episodes|set_aside|announcements|problems"
+FACTS = "charged|tokens|cost|cost_known|settled|verified|episodes|max_episodes|set_aside|announcements|running|problems"
 WRITE = re.compile(rf"\bview\.({FACTS})\s*(\[[^]]*\])?\s*(=|\+=|-=|\|=)(?!=)"
-                   rf"|\bview\.(settled|set_aside|announcements)\.(add|update|discard|remove|pop|clear)\(")
+                   rf"|\bview\.(settled|verified|set_aside|announcements|running)\.(add|update|discard|remove|pop|clear)\(")
 
 
 def test_no_module_assigns_a_fact_of_the_view():
@@ -28,12 +28,17 @@ def test_each_fact_has_its_writer(tmp_path: Path):
     view = RunView(SolveConfig(problems=tmp_path, run=tmp_path / "run", model="m", max_episodes=9), ["a", "b"])
     view.counted(charged=3, episodes=5)
     view.spent(1200, 0.25, False)
-    view.settle({"a"})
+    view.settle({"a"}, {"a", "b"})
     view.put_aside({"b"})
     view.announce("w01", "a: try a smaller case")
     view.announce("w02", "b: check the proof")
     view.announce("w02", None)
+    view.working("w01", "e1", "a", 2)
+    view.working("w02", "e2", "a", 0)
+    view.announce("w02", "a: review")
+    view.finished("w02")
     assert (view.charged, view.episodes, view.max_episodes) == (3, 5, 9)
     assert (view.tokens, view.cost, view.cost_known) == (1200, 0.25, False)
-    assert (view.settled, view.set_aside) == ({"a"}, {"b"})
+    assert (view.settled, view.verified, view.set_aside) == ({"a"}, {"b"}, {"b"})
+    assert view.running == {"w01": ("e1", "a", 2)}
     assert view.announcements == {"w01": "a: try a smaller case"}

@@ -1,8 +1,8 @@
 """The scripted model: reads the engine's prompts like a worker would and answers with tool
 calls from `script.yaml`. Deterministic; it plays note -> attempt -> reviews by other workers
 (naming the attempt they review and the script's verdict; a first try the script marks flawed
-gets a critical review and then a revision) -> nominations of the verified attempt. It follows
-the state header's advice ("most useful next") and its list of verified candidates."""
+gets a critical review and then a revision) -> nominations where the header asks for them. It
+follows the state header's advice ("most useful next"); with `--verify 0`, it nominates."""
 
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ NOMINATE = re.compile(r"^most useful next: nominate (\S+) \(", re.MULTILINE)
 """The state header's advice to review a candidate."""
 REVISE = re.compile(r"^most useful next: revise (\S+): its critical review \S+ \(commit ([0-9a-f]+)\)", re.MULTILINE)
 """The state header's advice to revise a candidate, naming its critical review's commit."""
-VERIFIED = re.compile(r"verified now: (.+)$", re.MULTILINE)
-NOT_REQUIRED = "verification: not required"
+NOT_REQUIRED = "this problem needs: the candidate with the most nominations is selected"
 """The header's line when the run selects by plain plurality (`--verify 0`)."""
 FIRST_TRY = "attempts/first-try-"
 """Where the scripted model writes a problem's flawed first try (its reviewers find the error)."""
@@ -105,12 +104,9 @@ def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_
         return _attempt_plan(kind, episode, text, text.get("attempt", ""), f"attempts/revision-{episode}.md",
                              [revise.group(2), revise.group(1), note],
                              f"Revises {revise.group(1)}, answering its critical review.", revise.group(1))
-    verified = VERIFIED.search(prompt)
-    shown = [p.strip() for p in verified.group(1).split(",")] if verified and verified.group(1) != "none" else []
     if NOT_REQUIRED in prompt:  # plain plurality: the newest candidate that is not a flawed first try
         made = [_candidate(p) for p, _ in items.get("attempts", []) + items.get("code", [])]
         shown = [p for p in made if not p.startswith(FIRST_TRY)][-1:] or made[-1:]
-    if shown:
         return _nomination_plan(shown[0], note_path)
     return [tool_call("abstain", reason="nothing to review, revise or nominate yet: waiting for other workers")]
 

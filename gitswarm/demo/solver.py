@@ -28,7 +28,6 @@ from gitswarm.demo.brain import (
     REVISE,
     STATE,
     TEXT_CALLS,
-    VERIFIED,
     respond,
     text_of,
     tool_call,
@@ -39,7 +38,7 @@ from gitswarm.models import textproto
 SOLVER_MODEL = "scripted-solver"
 """What an experiment spec names as its model to be served by the solver."""
 ROW = re.compile(r"^\| ((?:notes|lemmas|attempts|reviews|code)/\S+) \| [0-9a-f]{7,40} \| [^|\n]* \| [^|\n]* "
-                 r"\| (.*) \|$", re.MULTILINE)
+                 r"\| [^|\n]* \| (.*) \|$", re.MULTILINE)
 """A row of the overview's item table: the path, and the first line of the item."""
 DIGEST = re.compile(r"\b([0-9a-f]{8}): the answer is")
 """How an attempt's first line names its answer (a digest of it: an overview line is cut at 80 characters)."""
@@ -115,9 +114,6 @@ class Solver:
             return self._review(problem, episode, advised.group(1), later)
         if advised := REVISE.search(prompt):
             return self._attempt(problem, episode, shown, [advised.group(2), advised.group(1)])
-        verified = VERIFIED.search(prompt)
-        if verified and verified.group(1) != "none":
-            return _nominate(verified.group(1).split(",")[0].strip())
         believed = [path for path, name in attempts if self._believes(problem, episode, path, name == digest(key))]
         if plurality and believed:
             return _nominate(believed[-1])

@@ -3,11 +3,13 @@ whose size does not depend on how large the memory grows (the rest is one tool c
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
+from gitswarm.core.rule import Rule
+from gitswarm.engine import tasks
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.index import CANDIDATE_FOLDERS, VERDICTS, MemoryIndex
-from gitswarm.engine.selection import is_verified, standings
+from gitswarm.engine.index import CANDIDATE_FOLDERS, VERDICTS, MemoryIndex, candidate_path
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import Kind
 from gitswarm.resources import render
@@ -48,12 +50,17 @@ class RunView:
     cost: float = 0.0
     cost_known: bool = True
     settled: set[str] = field(default_factory=set)
+    verified: set[str] = field(default_factory=set)
+    """Problems not settled that have a verified candidate (nominations choose among several)."""
     episodes: int = 0
     """Episodes of any outcome so far, in flight included (the episode cap counts them)."""
     set_aside: set[str] = field(default_factory=set)
     """Problems no episode is started on any more: their last episodes all abstained or failed."""
     announcements: dict[str, str] = field(default_factory=dict)
     """Worker -> "problem: intent" of the episodes in flight."""
+    running: dict[str, tuple[str, str, int]] = field(default_factory=dict)
+    """Worker -> (episode, problem, step) of every episode in flight in this process, announced
+    or not (step 0: not yet at its first model call)."""
 
     @property
     def max_episodes(self) -> int:
@@ -68,9 +75,11 @@ class RunView:
         """What the run spent so far (every process's, in a run on a remote)."""
         self.tokens, self.cost, self.cost_known = tokens, cost, cost_known
 
-    def settle(self, settled: set[str]) -> None:
-        """The problems settled now, by the selection rule over the index."""
+    def settle(self, settled: set[str], verified: set[str] | None = None) -> None:
+        """The problems settled now, and those with a verified candidate not settled yet, by the
+        selection rule over the index (`selection.standing_of`)."""
         self.settled = settled
+        self.verified = (verified or set()) - settled
 
     def put_aside(self, problems: set[str]) -> None:
         """The problems set aside now (the no-progress rule)."""
@@ -82,6 +91,21 @@ class RunView:
             self.announcements.pop(worker, None)
         else:
             self.announcements[worker] = intent
+
+    def working(self, worker: str, episode: str, problem: str, step: int) -> None:
+        """`worker`'s episode is in flight on `problem`, at `step` (0: not yet at its first call)."""
+        self.running[worker] = (episode, problem, step)
+
+    def finished(self, worker: str) -> None:
+        """`worker`'s episode ended: it is no longer in flight, and its announcement is gone."""
+        self.running.pop(worker, None)
+        self.announcements.pop(worker, None)
+
+    def others_on(self, problem: str, worker: str) -> list[dict]:
+        """The other episodes in flight on `problem`: worker, episode, step, announcement."""
+        return [{"worker": w, "episode": e, "step": step,
+                 "intent": self.announcements.get(w, "").removeprefix(f"{problem}: ")}
+                for w, (e, p, step) in sorted(self.running.items()) if p == problem and w != worker]
 
 
 @dataclass(frozen=True)
@@ -102,7 +126,18 @@ class EpisodeInfo:
     starts from the run's first commit, with an empty index, and no other episode's news."""
 
 
-def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged: list[str]) -> str:
+def system_prompt(cfg: SolveConfig, kind: str) -> str:
+    """The system prompt of an episode on a problem of `kind`: the worker's standards for its kind
+    family and the run's rules (what verifies, selects and settles). One per family in a run,
+    so that requests share a cached prefix."""
+    return render("worker_system.md.j2", max_steps=cfg.max_steps, code=kind in CODE_KINDS,
+                  verify=cfg.verify, settle_nominations=cfg.settle_nominations)
+
+
+def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged: list[str],
+           new_items: int = 0) -> str:
+    """The state block of every step, from the step's view of main (`index`, pinned at its
+    `seen_tip`); `new_items` counts the items landed since the episode started."""
     cfg = view.config
     usd = (f"USD {view.cost:.4f} spent" + ("" if view.cost_known else " (some prices unknown)")
            + (f" of cap {cfg.max_usd:.2f}" if cfg.max_usd is not None else ", no USD cap"))
@@ -112,20 +147,26 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
     votes = ", ".join(f"{_path_of(index, ep.problem_id, c)} ({c[:12]}) x{n}"
                       for c, n in problem.nominations.most_common(5))
     candidates = list(index.candidates(ep.problem_id).items())[::-1]
-    reviewed = [{"path": path, **review_state(index, ep.problem_id, commit)}
+    reviewed = [{"path": path, "text": reviews_text(index, ep.problem_id, commit)}
                 for path, commit in candidates[:HEADER_REVIEWED]]
+    rule = Rule.of(cfg)
+    settled = ep.problem_id in view.settled
+    busy = view.others_on(ep.problem_id, ep.worker)
+    task = None if ep.isolated or settled else tasks.next_task(
+        index, ep.problem_id, ep.worker, cfg.verify, _busy(view, ep), len(busy))
+    open_ = len([p for p in view.problems if p not in view.settled and p not in view.verified])
     return render("state_header.md.j2", problem={"id": ep.problem_id, "kind": ep.kind},
-                  settled=ep.problem_id in view.settled, episode=ep.episode, worker=ep.worker,
+                  settled=settled, episode=ep.episode, worker=ep.worker,
                   step=step, max_steps=cfg.max_steps, budget_left=max(0, cfg.budget - view.charged),
                   budget=cfg.budget, usd_left=usd, tokens_left=toks, start_commit=ep.start_commit,
-                  counts=counts, nominations=votes, settled_problems=", ".join(sorted(view.settled)),
-                  staged=", ".join(staged), episodes=view.episodes, max_episodes=view.max_episodes,
-                  set_aside=", ".join(sorted(view.set_aside)), reviewed=reviewed,
-                  more_reviewed=max(0, len(candidates) - HEADER_REVIEWED),
-                  next_action=next_action(index, ep.problem_id, ep.worker, candidates, _busy(view, ep),
-                                          cfg.verify),
-                  verify=cfg.verify, verified=verified(index, ep.problem_id, candidates, cfg.verify),
-                  settle_nominations=cfg.settle_nominations)
+                  at=index.seen_tip or ep.start_commit, new_items=new_items,
+                  counts=counts, nominations=votes, staged=", ".join(staged), episodes=view.episodes,
+                  max_episodes=view.max_episodes, set_aside=", ".join(sorted(view.set_aside)), reviewed=reviewed,
+                  more_reviewed=max(0, len(candidates) - HEADER_REVIEWED), task=task,
+                  needs="" if ep.isolated else tasks.needs(index, ep.problem_id, rule, settled),
+                  run={"problems": len(view.problems), "settled": len(view.settled & set(view.problems)),
+                       "verified": len(view.verified & set(view.problems)), "open": open_},
+                  verify=cfg.verify, settle_nominations=cfg.settle_nominations, isolated=ep.isolated)
 
 
 def _busy(view: RunView, ep: EpisodeInfo) -> str:
@@ -142,47 +183,9 @@ def review_state(index: MemoryIndex, problem: str, commit: str) -> dict:
     return state
 
 
-def next_action(index: MemoryIndex, problem: str, worker: str, candidates: list[tuple[str, str]],
-                busy: str = "", verify: int = 0) -> dict | None:
-    """The most useful next step on the candidates (newest first): nominate a verified one
-    when `worker` has nominated none on this problem (the most nominated: that settles the
-    problem soonest, and reviewing other candidates can wait); else review one no other
-    worker has reviewed (not `worker`'s own, nor one named in `busy`, the other episodes'
-    announcements); else revise one with a critical review that no attempt answers yet (none
-    cites the candidate or any of its critical reviews, and no episode in flight names it);
-    else review one still short of the `verify` passes that selection needs, that `worker`
-    has not reviewed; None when none is waiting."""
-    votes = index.problems[problem]
-    good = verified(index, problem, candidates, verify)
-    if good and worker not in votes.nominators:
-        path, commit = max((c for c in candidates if c[0] in good), key=lambda c: votes.nominations[c[1]])
-        return {"action": "nominate", "path": path, "commit": commit, "nominations": votes.nominations[commit]}
-    mine = {path for path, commit in candidates if index.authors.get(commit) == worker or path in busy}
-    for path, commit in candidates:
-        if path not in mine and not index.reviews_of(problem, commit):
-            return {"action": "review", "path": path, "commit": commit}
-    for path, commit in candidates:
-        critical = [r for r in index.reviews_of(problem, commit) if r.verdict == "critical"]
-        answered = commit in index.answered or any(r.commit in index.answered for r in critical)
-        if critical and not answered and path not in busy:
-            return {"action": "revise", "path": path, "commit": commit,
-                    "review_episode": critical[0].episode, "review_commit": critical[0].commit}
-    for path, commit in candidates:
-        reviews = index.reviews_of(problem, commit)
-        passes = sum(r.verdict == "pass" for r in reviews)
-        if (path not in mine and passes < verify and all(r.verdict != "critical" for r in reviews)
-                and all(r.worker != worker for r in reviews)):
-            return {"action": "verify", "path": path, "commit": commit, "passes": passes}
-    return None
-
-
-def verified(index: MemoryIndex, problem: str, candidates: list[tuple[str, str]], verify: int) -> list[str]:
-    """The paths of the candidates selection counts as verified (none are listed for
-    `verify` = 0, where selection asks for no review)."""
-    if verify == 0:
-        return []
-    good = {s.commit for s in standings(index, problem) if is_verified(s.passes, s.critical, verify)}
-    return [path for path, commit in candidates if commit in good]
+def reviews_text(index: MemoryIndex, problem: str, commit: str) -> str:
+    """A candidate's review state as one line ("1 pass, 1 critical (e00019)", "unreviewed")."""
+    return render("review_line.md.j2", r=review_state(index, problem, commit)).strip()
 
 
 def _path_of(index: MemoryIndex, problem: str, commit: str) -> str:
@@ -191,24 +194,34 @@ def _path_of(index: MemoryIndex, problem: str, commit: str) -> str:
 
 
 def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodeInfo, head: str) -> str:
-    """The first prompt of an episode: header, statement, summary, and a fixed number of items
-    (the most cited, then the newest), so its size does not grow with the memory (git thread)."""
+    """The first prompt of an episode: statement, summary, and a fixed number of items (the
+    most cited, then the newest; a codebase as one row), so its size does not grow with the
+    memory, then the episodes in flight on the problem and the state; all of it from the step's
+    view of main, `index` at its `seen_tip` (git thread)."""
     cfg = view.config
-    base = f"problems/{ep.problem_id}"
-    statement = (memory.read_file(f"{base}/statement.md", ep.start_commit) or b"").decode()
-    summary = (memory.read_file(f"{base}/SUMMARY.md", ep.start_commit) or b"").decode()
+    base, at = f"problems/{ep.problem_id}", index.seen_tip or ep.start_commit
+    statement = (memory.read_file(f"{base}/statement.md", at) or b"").decode()
+    summary = (memory.read_file(f"{base}/SUMMARY.md", at) or b"").decode()
     summary = clip(summary, cfg.context_tokens // 3, "read SUMMARY.md for the rest")
     room = max(4, (cfg.context_tokens - tokens(statement) // 2 - tokens(summary)) // ROW_TOKENS)
-    chosen = index.shown(ep.problem_id, cfg.overview_cited, cfg.overview_newest)[:room]
-    rows = [{"path": path, "commit": commit, "cited": index.cited[commit],
-             "title": _first_line(memory, f"{base}/{path}", ep.start_commit),
-             "review": review_state(index, ep.problem_id, commit) if path.startswith(CANDIDATE_FOLDERS) else None}
-            for path, commit in chosen]
-    others = [] if ep.isolated else [f"{w} on {a}" for w, a in view.announcements.items() if w != ep.worker]
+    codebases = index.candidates(ep.problem_id)
+    chosen = dict.fromkeys(candidate_path(p) for p, _ in index.shown(ep.problem_id, cfg.overview_cited,
+                                                                    cfg.overview_newest))
+    items = index.problems[ep.problem_id].items
+    rows = []
+    for path in list(chosen)[:room]:
+        commit = codebases.get(path) or items[path]
+        first = next(p for p in items if candidate_path(p) == path) if path.startswith("code/") else path
+        rows.append({"path": path + ("/" if path.startswith("code/") else ""), "commit": commit,
+                     "cited": index.cited[commit], "yours": index.authors.get(commit) == ep.worker,
+                     "title": _first_line(memory, f"{base}/{first}", at),
+                     "review": reviews_text(index, ep.problem_id, commit)
+                     if path.startswith(CANDIDATE_FOLDERS) else ""})
+    total = len({candidate_path(p) for p in items})
+    others = [] if ep.isolated else view.others_on(ep.problem_id, ep.worker)
     return render("episode_start.md.j2", header=head, problem={"id": ep.problem_id, "title": ep.title},
                   statement=statement.strip(), summary=summary.strip(), items=rows,
-                  total=len(index.problems[ep.problem_id].items), in_flight=others[:10],
-                  code_work=_code_work(ep), isolated=ep.isolated)
+                  total=total, in_flight=others[:10], code_work=_code_work(ep), isolated=ep.isolated)
 
 
 def _code_work(ep: EpisodeInfo) -> str:
@@ -224,7 +237,7 @@ def _first_line(memory: Memory, path: str, at: str) -> str:
     if text.startswith("---\n") and "\n---\n" in text[3:]:
         text = text[3:].split("\n---\n", 1)[1]
     for line in text.splitlines():
-        line = line.strip().lstrip("#").strip()
+        line = re.sub(r"^#+\s+", "", line.strip())  # a Markdown heading's marks, not a `#!` line's
         if line and not line.startswith("---"):
             return line.replace("|", "/")[:80]
     return ""

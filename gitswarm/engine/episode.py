@@ -99,9 +99,10 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
     calls = CallLog.open()  # the client records each call of this task's episode in it
     stop, failure = None, Failure.MODEL
     try:
-        head = context.header(shared.view, index, ep, 1, [])
-        first = await shared.git(context.overview, shared.memory, shared.view, index, ep, head)
-        messages += [{"role": "system", "content": render("worker_system.md.j2", max_steps=cfg.max_steps)},
+        await _look(shared, tools)
+        head = context.header(shared.view, tools.index, ep, 1, [])
+        first = await shared.git(context.overview, shared.memory, shared.view, tools.index, ep, head)
+        messages += [{"role": "system", "content": context.system_prompt(cfg, ep.kind)},
                      {"role": "user", "content": first}]
         final = None
         with anyio.move_on_after(cfg.episode_timeout_s):
@@ -119,7 +120,7 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
         final, failure = Final("failed", reason=f"engine error: {reason} (the traceback is in {log})"), Failure.ENGINE
     finally:
         calls.close()
-        shared.view.announce(ep.worker, None)
+        shared.view.finished(ep.worker)
         tools.close()
     if final.action in ("failed", "stopped") and tools.staged and record.commit is None:
         final = await _keep_staged(shared, record, tools, final)
@@ -155,7 +156,8 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
     note, nudges = "", 0
     for step in range(1, cfg.max_steps + 1):
         if step > 1:
-            head = context.header(shared.view, tools.index, ep, step, tools.staged_names())
+            await _look(shared, tools)
+            head = context.header(shared.view, tools.index, ep, step, tools.staged_names(), tools.new_items())
             messages.append({"role": "user", "content": render("step.md.j2", header=head, note=note)})
         force = nudges > 0 and shared.model.may_force_tools()
         reply = await _call(shared, ep, record, messages, step, "required" if force else None)
@@ -176,10 +178,19 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
     return Final("failed", reason=f"step limit ({cfg.max_steps}) reached without a final action")
 
 
+async def _look(shared: Shared, tools: Toolbox) -> None:
+    """The step's view of main: the problem's part of the index as it stands now, frozen, so the
+    state, the overview and every tool of the step read the same commit (an isolated episode
+    keeps its empty index and the run's first commit)."""
+    if not tools.ep.isolated:
+        tools.look(await shared.git(shared.index.pinned, tools.ep.problem_id))
+
+
 async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages: list[dict], step: int,
                 tool_choice: str | None):
     """One model call, charged to the episode whatever its outcome."""
     shared.check_caps()
+    shared.view.working(ep.worker, ep.episode, ep.problem_id, step)
     shared.events.emit("step", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step)
     def retrying(retry: Retry) -> None:
         shared.events.emit("retry", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step,
@@ -244,7 +255,7 @@ def _incomplete(tools: Toolbox, reason: str) -> Contribution:
                   files=sorted(tools.staged.items()))
     return Contribution(problem=ep.problem_id, episode=ep.episode, worker=ep.worker, kind="note",
                         title=f"incomplete: what {ep.episode} had staged when it failed",
-                        files={f"notes/incomplete-{ep.episode}.md": body}, parent=ep.start_commit,
+                        files={f"notes/incomplete-{ep.episode}.md": body}, parent=tools.at,
                         op=f"{ep.episode}-incomplete", summary=f"The episode failed: {reason}.",
                         self_assessment="incomplete: the episode did not finish")
 

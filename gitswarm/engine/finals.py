@@ -1,7 +1,9 @@
 """How an episode ends: the final actions `contribute`, `nominate` and `abstain`, as the
 methods `Toolbox` inherits, and the `Final` each returns. A contribution is checked whole here
 (its kind, what it reviews and the verdict, the commits it cites) before anything is written;
-a candidate that answers a critical review says so in its title."""
+a candidate that answers a critical review says so in its title. A contribution is made on main
+as the step's view shows it (its parent), so it may extend work that landed after the episode
+started, and the merger composes it like any other."""
 
 from __future__ import annotations
 
@@ -43,6 +45,8 @@ class FinalActions:
     deleted: set[str]
     code: Shell
     """The episode's shell (a reproduce problem's candidate is checked by it)."""
+    at: str
+    """The commit of main the step's view shows: the contribution is made on it."""
 
     @property
     def base(self) -> str:
@@ -55,10 +59,11 @@ class FinalActions:
             raise ToolError(f"kind must be one of {', '.join(KINDS)}")
         if self.ep.isolated and kind in ("review", "summary"):
             raise ToolError(f"kind {kind} is not part of this run: {ISOLATED}")
+        self.staged, self.deleted = await self.code.rebase(self.at, self.staged, self.deleted)
         if not self.staged and not self.deleted:
             raise ToolError("nothing is staged: write_file first, then contribute")
         if kind == "code" and self.ep.kind == Kind.REPRODUCE and (  # a candidate is code/<slug>/ with compile.sh
-                problem := await self.code.codebase_problem(self.staged, self.deleted)):
+                problem := await self.code.codebase_problem(self.staged, self.deleted, self.at)):
             raise ToolError(problem)
         reviewed = self._reviewed(kind, reviews, verdict)
         cited = [*(reviewed[:1] if reviewed else []), *(self._commit(ref) for ref in (informed_by or []))]
@@ -128,7 +133,7 @@ class FinalActions:
         """The episode's contribution; `record`: its kind's own fields (`candidate`, `reviews`, `verdict`)."""
         return Contribution(
             problem=self.ep.problem_id, episode=self.ep.episode, worker=self.ep.worker, kind=kind,
-            title=title.strip()[:160] or kind, files=dict(files), parent=self.ep.start_commit,
+            title=title.strip()[:160] or kind, files=dict(files), parent=self.at,
             op=f"{self.ep.episode}-final", summary=summary.strip()[:2000],
             informed_by=tuple(dict.fromkeys(cited)), self_assessment=assessment.strip()[:200], **record)
 

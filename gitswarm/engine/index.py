@@ -142,6 +142,20 @@ class MemoryIndex:
             by.pop(review.worker, None)
             by[review.worker] = review
 
+    def pinned(self, problem: str) -> MemoryIndex:
+        """`problem`'s part of the index as it stands now, frozen: one step's view of main at
+        `seen_tip`, which the merger's later updates do not change (git thread, where the
+        updates run, so the copy is never taken halfway through one). The maps kept for every
+        commit (citations, files, authors) are shared: they only grow, and the problem's own
+        items, votes and reviews say which of their commits the view holds."""
+        own = self.problems[problem]
+        frozen = ProblemIndex(dict(own.items), Counter(own.kinds), Counter(own.nominations), set(own.nominators),
+                              {c: dict(by) for c, by in own.reviews.items()})
+        part = MemoryIndex(cited=self.cited, files_of=self.files_of, authors=self.authors, answered=self.answered,
+                           seen_tip=self.seen_tip)
+        part.problems[problem] = frozen
+        return part
+
     def reviews_of(self, problem: str, candidate: str) -> list[Review]:
         """The reviews of `candidate` that count: the latest by each worker but its author."""
         author = self.authors.get(candidate)
@@ -150,11 +164,12 @@ class MemoryIndex:
 
     def candidates(self, problem: str) -> dict[str, str]:
         """Candidate path (an attempt file or `code/<slug>`) -> its commit, as `resolve` names
-        it by path, in the order the items were written (oldest first)."""
+        it by path, in the order the items were first written (oldest first). A codebase's commit
+        is the newest that wrote one of its files: its tree holds the codebase as it is now."""
         found: dict[str, str] = {}
         for path, commit in self.problems[problem].items.items():
-            if path.startswith(CANDIDATE_FOLDERS):
-                found.setdefault(candidate_path(path), commit)
+            if path.startswith(CANDIDATE_FOLDERS):  # a codebase is the newest commit that wrote any of its files
+                found[candidate_path(path)] = commit
         return found
 
     def shown(self, problem: str, cited: int, newest: int) -> list[tuple[str, str]]:
@@ -174,11 +189,10 @@ class MemoryIndex:
 
     def resolve(self, problem: str, reference: str) -> tuple[str, str] | None:
         """An attempt or code item of `problem`, named by path or (a prefix of) its commit."""
-        index = self.problems[problem]
         ref = reference.strip().removeprefix(f"problems/{problem}/").rstrip("/")
-        for path, commit in index.items.items():
-            if (path == ref or path.startswith(ref + "/")) and path.startswith(CANDIDATE_FOLDERS):
-                return commit, candidate_path(path)
+        for path, commit in self.candidates(problem).items():
+            if path == ref or path.startswith(ref + "/") or (path.startswith("code/") and ref.startswith(path + "/")):
+                return commit, path
         if len(ref) >= 7:
             for commit, (owner, files) in self.files_of.items():
                 if owner == problem and commit.startswith(ref.lower()):

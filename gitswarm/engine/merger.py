@@ -118,7 +118,7 @@ class Merger:
         tip = result.commit
         await shared.git(shared.index.update, shared.memory.repo, tip)
         view = shared.view
-        view.settle(selection.settled(shared.index, view.problems, selection.Rule.of(view.config)))
+        view.settle(*selection.standing_of(shared.index, view.problems, selection.Rule.of(view.config)))
         shared.events.emit("merged", commit=tip, episodes=result.merged, parents=len(result.merged) + 1)
         for episode in result.merged:
             record = self.ledger.episodes.get(episode)

@@ -139,7 +139,7 @@ async def load_state(cfg: SolveConfig, memory: Memory, git: GitThread,
     await git(index.update, memory.repo, memory.main())
     view = RunView(cfg, problems)
     rule = selection.Rule.of(cfg)
-    view.settle(selection.settled(index, problems, rule))
+    view.settle(*selection.standing_of(index, problems, rule))
     ledger.selection = rule.as_record()
     return ledger, index, view
 

@@ -1,4 +1,4 @@
-"""Selection and settling: the verified candidate with the most nominations becomes SOLUTION.md.
+"""Selection and settling: the candidate the rule picks becomes SOLUTION.md.
 
 One rule, over the engine's index (`MemoryIndex`), which the read model builds too:
 
@@ -7,9 +7,12 @@ One rule, over the engine's index (`MemoryIndex`), which the read model builds t
   candidate: plain plurality). A critical review blocks the attempt it reviews for good; a
   revision is a new attempt, which earns its own passes;
 - the leader is the verified candidate with the most nominations, ties going to the referee's
-  score, then to the commit id; when no candidate is verified, the plurality winner among the
-  nominated ones, marked unverified;
-- a problem settles when its leader is verified and has `settle_nominations` nominations.
+  score, then to more passes, then to the commit id. When no candidate is verified, the
+  best-reviewed one leads, marked unverified: no critical review first, then the most passes,
+  the most nominations, the fewest `gaps` reviews, the newest;
+- a problem *settles* when its leader is verified and either has no verified rival (K > 0:
+  nominations could not change the outcome) or has `settle_nominations` nominations (several
+  verified candidates, or K = 0, where nominations are the plurality that chooses).
 
 `Rule` holds K and the nominations that settle, with their defaults; `SolveConfig` and the
 read model take them from here, and `settled` is the one place that says which problems are
@@ -38,6 +41,10 @@ class Standing:
     """`pass` reviews by distinct workers other than its author (their latest review of it)."""
     critical: int = 0
     """`critical` reviews, counted the same way."""
+    gaps: int = 0
+    """`gaps` reviews, counted the same way."""
+    order: int = 0
+    """Its place among the problem's candidates, oldest first (the newest wins a last tie)."""
 
 
 @dataclass(frozen=True)
@@ -69,16 +76,32 @@ def is_verified(passes: int, critical: int, verify: int) -> bool:
 
 
 def choose(standings: Iterable[Standing], verify: int, scores: dict[str, float] | None = None) -> Choice | None:
-    """The leader among `standings` by the module's rule; None when no candidate is verified
-    and none is nominated."""
+    """The leader among `standings` by the module's rule: the best verified candidate, else the
+    best-reviewed one, unverified; None only when there is no candidate at all."""
     scores = scores or {}
     pool = list(standings)
-    verified = [s for s in pool if is_verified(s.passes, s.critical, verify) and (verify or s.nominations)]
-    field = verified or [s for s in pool if s.nominations]
-    if not field:
+    verified = verified_of(pool, verify)
+    if verified:
+        best = min(verified, key=lambda s: (-s.nominations, -scores.get(s.commit, -1.0), -s.passes, s.commit))
+    elif pool:
+        best = min(pool, key=lambda s: (s.critical > 0, -s.passes, -s.nominations, s.gaps,
+                                        -scores.get(s.commit, -1.0), -s.order, s.commit))
+    else:
         return None
-    best = min(field, key=lambda s: (-s.nominations, -scores.get(s.commit, -1.0), s.commit))
     return Choice(best.commit, best.nominations, bool(verified), best.passes)
+
+
+def verified_of(standings: Iterable[Standing], verify: int) -> list[Standing]:
+    """The candidates selection counts as verified: K passes and no critical review; with K = 0,
+    the nominated ones (plain plurality: a candidate nobody voted for is chosen by nobody)."""
+    return [s for s in standings if is_verified(s.passes, s.critical, verify) and (verify or s.nominations)]
+
+
+def nominations_matter(standings: Iterable[Standing], verify: int) -> bool:
+    """Whether a nomination can still change the outcome: with K = 0 (plurality), or when
+    several candidates are verified. One verified candidate with no verified rival is the
+    problem's result without any."""
+    return verify == 0 or len(verified_of(standings, verify)) > 1
 
 
 def standings(index: MemoryIndex, problem: str) -> list[Standing]:
@@ -86,10 +109,10 @@ def standings(index: MemoryIndex, problem: str) -> list[Standing]:
     votes = index.problems[problem].nominations
     commits = dict.fromkeys([*index.candidates(problem).values(), *votes])
     found = []
-    for commit in commits:
-        reviews = index.reviews_of(problem, commit)
-        found.append(Standing(commit, votes.get(commit, 0), sum(r.verdict == "pass" for r in reviews),
-                              sum(r.verdict == "critical" for r in reviews)))
+    for order, commit in enumerate(commits):
+        verdicts = [r.verdict for r in index.reviews_of(problem, commit)]
+        found.append(Standing(commit, votes.get(commit, 0), verdicts.count("pass"), verdicts.count("critical"),
+                              verdicts.count("gaps"), order))
     return found
 
 
@@ -97,15 +120,32 @@ def leader(index: MemoryIndex, problem: str, verify: int, scores: dict[str, floa
     return choose(standings(index, problem), verify, scores)
 
 
-def settles(choice: Choice | None, votes_needed: int) -> bool:
-    return choice is not None and choice.verified and choice.nominations >= votes_needed
+def settles(found: list[Standing], rule: Rule, scores: dict[str, float] | None = None) -> bool:
+    """Whether a problem whose candidates stand so is settled: its leader is verified and has no
+    verified rival (K > 0), or has the nominations that settle it."""
+    choice = choose(found, rule.verify, scores)
+    if choice is None or not choice.verified:
+        return False
+    return not nominations_matter(found, rule.verify) or choice.nominations >= rule.settle_nominations
 
 
 def settled(index: MemoryIndex, problems: list[str], rule: Rule) -> set[str]:
-    """Problems whose leader is verified and has enough nominations: no more episodes go there.
-    (The referee's scores only break ties between leaders with the same nominations, so they
-    cannot change whether a problem is settled.)"""
-    return {p for p in problems if settles(leader(index, p, rule.verify), rule.settle_nominations)}
+    """Problems settled now: no more episodes go there. (The referee's scores only break ties
+    between verified leaders, so they cannot change whether a problem is settled.)"""
+    return {p for p in problems if settles(standings(index, p), rule)}
+
+
+def standing_of(index: MemoryIndex, problems: list[str], rule: Rule) -> tuple[set[str], set[str]]:
+    """The problems settled now, and those with a verified candidate (settled or not): what the
+    run's view (`RunView.settle`) shows every step."""
+    done, verified = set(), set()
+    for p in problems:
+        found = standings(index, p)
+        if settles(found, rule):
+            done.add(p)
+        if rule.verify and verified_of(found, rule.verify):
+            verified.add(p)
+    return done, verified
 
 
 def path_of(index: MemoryIndex, commit: str) -> str | None:

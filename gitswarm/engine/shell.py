@@ -99,20 +99,23 @@ class Ran:
 
 
 class Shell:
-    """The shell of one episode: its code tree, made on first use, and the reference on PATH."""
+    """The shell of one episode: its code tree, made on first use from the step's view of main
+    and brought forward with it, and the reference on PATH."""
 
     def __init__(self, memory: Memory, git: GitThread, ep: EpisodeInfo, sandbox: anyio.CapacityLimiter,
                  references: References | None) -> None:
         self.memory, self.git, self.ep = memory, git, ep
         self.sandbox, self.references = sandbox, references
         self.tree: workspace.Workspace | None = None
+        self.tree_at: str | None = None
+        """The commit of main the tree's baseline holds."""
 
     async def run(self, command: str, timeout: int, staged: dict[str, str], deleted: set[str],
-                  hide: tuple[Path, ...]) -> Ran:
-        """Run `command` in the tree holding `staged` and `deleted`; SandboxError if the
-        sandbox cannot start here."""
+                  hide: tuple[Path, ...], at: str) -> Ran:
+        """Run `command` in the tree of main at `at` holding `staged` and `deleted`; SandboxError
+        if the sandbox cannot start here."""
         seconds = min(max(timeout, 1), MAX_TIMEOUT)
-        tree = self.tree = self.tree or workspace.Workspace(await self._start())
+        tree = await self._tree(at)
         folders, note = await self._reference()
         others = {p: t for p, t in staged.items() if not p.startswith(workspace.PREFIX)}
         limits = self.memory.limits
@@ -129,13 +132,39 @@ class Shell:
                       staged=sorted(scan.staged), deleted=sorted(scan.deleted))
         return Ran(text, staged, scan.deleted)
 
-    async def codebase_problem(self, staged: dict[str, str], deleted: set[str]) -> str | None:
-        """What keeps the staged code from being reproduce candidates, or None."""
-        start = set(self.tree.start) if self.tree else set(await self._start())
+    async def rebase(self, at: str, staged: dict[str, str], deleted: set[str]) -> tuple[dict[str, str], set[str]]:
+        """The staging as changes to main at `at`, where the contribution is made: a tree of an
+        older view is brought forward and scanned again; without a tree, the staging as it is."""
+        if self.tree is None or self.tree_at == at:
+            return staged, deleted
+        tree = await self._tree(at)
+        others = {p: t for p, t in staged.items() if not p.startswith(workspace.PREFIX)}
+        limits = self.memory.limits
+
+        def step() -> workspace.Scan:
+            tree.sync(staged, deleted)
+            return tree.scan(limits, limits.max_files - len(others))
+
+        scan = await anyio.to_thread.run_sync(step)
+        return {**others, **scan.staged}, scan.deleted
+
+    async def codebase_problem(self, staged: dict[str, str], deleted: set[str], at: str) -> str | None:
+        """What keeps the staged code from being reproduce candidates on main at `at`, or None."""
+        start = set(self.tree.start) if self.tree and self.tree_at == at else set(await self._baseline(at))
         return workspace.codebase_problem(start, staged, deleted)
 
-    async def _start(self) -> dict[str, bytes]:
-        return await self.git(workspace.baseline, self.memory, self.ep.problem_id, self.ep.start_commit)
+    async def _tree(self, at: str) -> workspace.Workspace:
+        """The code tree, made from main at `at`, or brought forward to it."""
+        if self.tree is None:
+            self.tree = workspace.Workspace(await self._baseline(at))
+        elif self.tree_at != at:
+            start = await self._baseline(at)
+            await anyio.to_thread.run_sync(self.tree.advance, start)
+        self.tree_at = at
+        return self.tree
+
+    async def _baseline(self, at: str) -> dict[str, bytes]:
+        return await self.git(workspace.baseline, self.memory, self.ep.problem_id, at)
 
     async def _reference(self) -> tuple[tuple[Path, ...], str]:
         """The folder holding the reference executable (reproduce problems), or a note when

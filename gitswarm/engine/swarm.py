@@ -2,7 +2,8 @@
 settled or set aside, a cap is reached or the user stops.
 
 Which problem it starts an episode on next, and which free worker runs it, are pure functions
-of the index and of what is busy (`open_problems`, `worker_for`, `pick`); the random tie-break
+of the index and of what is busy (`open_problems`, `pick`, over `tasks.next_task`: the rule
+the state's "most useful next" follows too); the random tie-break
 is the scheduler's seeded generator, so a resumed run picks as the run before it would have.
 """
 
@@ -18,7 +19,7 @@ import anyio
 from gitswarm.core.control import Control
 from gitswarm.core.events import RUN_LOG
 from gitswarm.core.stops import Stop, StopReason
-from gitswarm.engine import selection
+from gitswarm.engine import selection, tasks
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import Shared, run_episode
@@ -41,44 +42,45 @@ def open_problems(index: MemoryIndex, problems: list[str], settled: Collection[s
     episodes would only vote). `busy` holds one problem per nomination in the making."""
 
     def covered(p: str) -> bool:
-        top = selection.leader(index, p, cfg.verify)
-        return (top is not None and top.verified
+        found = selection.standings(index, p)
+        top = selection.choose(found, cfg.verify)
+        return (top is not None and top.verified and selection.nominations_matter(found, cfg.verify)
                 and top.nominations + busy.count(p) >= cfg.settle_nominations)
 
     return [p for p in problems if p not in settled and p not in aside and not covered(p)]
 
 
-def worker_for(index: MemoryIndex, problem: str, verify: int, free_workers: list[str],
-               unmerged: Unmerged) -> str | None:
-    """The first free worker whose review of `problem`'s candidates still short of
-    verification would count: not their author (an author's review of its own attempt
-    does not count), not a worker that reviewed them already, nor the author of work
-    not yet merged there. With no such candidate, the first free worker; None when no
-    free worker would count."""
-    short = [s.commit for s in selection.standings(index, problem) if not s.critical and s.passes < verify]
-    recent = {worker for where, worker, _ in unmerged.values() if where == problem}
-    if not short:
-        return next((w for w in free_workers if w not in recent), None)
-    done = {c: {index.authors.get(c), *index.problems[problem].reviews.get(c, {})} for c in short}
-    return next((w for w in free_workers if w not in recent and any(w not in d for d in done.values())),
-                None)
-
-
 def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: list[str], unmerged: Unmerged,
-         verify: int, rng: random.Random, waiting: bool) -> tuple[str, str] | None:
-    """A problem of `open_` and a free worker: unsolved problems first, then the least worked
-    (contributions, and 2 for each episode `busy` on it), then `rng`, each given to a worker
-    whose review of its candidates would count (`worker_for`). When no such pair exists and
-    nothing is in flight or being claimed (not `waiting`, so nothing will change by
-    waiting), the first problem goes to the first free worker."""
-    open_ = sorted(open_, key=lambda p: (bool(index.problems[p].nominations),
-                                         sum(index.problems[p].kinds.values()) + 2 * busy.count(p),
-                                         rng.random()))
+         verify: int, rng: random.Random, waiting: bool, announced: Mapping[str, str] | None = None
+         ) -> tuple[str, str] | None:
+    """A problem of `open_` and a free worker, by what the episode would do there
+    (`tasks.next_task`): the step that leads most directly to a selection first (a review that
+    counts toward verifying the candidate nearest to it, then a nomination that can change the
+    outcome, a revision, a first attempt, another attempt), then the least worked problem
+    (contributions, and 2 for each episode `busy` on it), then `rng`. A worker goes to no
+    problem where its only task would be reviewing its own work, nor where it has work not
+    merged yet (it would not see it); a filler (`tasks.FILLER`: another attempt beside
+    candidates waiting for others' reviews) only when nothing in flight could change what is
+    worth doing. When no pair is worth starting and nothing is in flight,
+    being claimed or waiting to be merged (not `waiting`), the first problem goes to the first
+    free worker, so that a run that cannot progress ends by the no-progress rule."""
+    announced = announced or {}
+    recent = {(where, worker) for where, worker, _ in unmerged.values()}
+    best: tuple[tuple, str, str] | None = None
     for problem in open_:
-        worker = worker_for(index, problem, verify, free_workers, unmerged)
-        if worker is not None:
-            return problem, worker
-    return (open_[0], free_workers[0]) if open_ and not waiting else None
+        work = sum(index.problems[problem].kinds.values()) + 2 * busy.count(problem)
+        tie = rng.random()
+        notes = " ".join(a for w, a in announced.items() if a.startswith(f"{problem}: "))
+        for worker in free_workers:
+            if (problem, worker) in recent:
+                continue
+            value = tasks.next_task(index, problem, worker, verify, notes, busy.count(problem)).value
+            key = (-value, work, tie)
+            if value > 0 and (best is None or key < best[0]):
+                best = (key, problem, worker)
+    if best is not None and (-best[0][0] > tasks.FILLER or not waiting):
+        return best[1], best[2]
+    return (open_[0], free_workers[0]) if open_ and free_workers and not waiting else None
 
 
 @dataclass
@@ -220,8 +222,10 @@ class Scheduler:
         claimed, and other processes' too."""
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
         busy += self.source.elsewhere()
-        return pick(self.shared.index, self._open(), busy, self.free_workers, self._unmerged(),
-                            self.config.verify, self.rng, waiting=bool(self.in_flight or self.claiming))
+        unmerged = self._unmerged()
+        return pick(self.shared.index, self._open(), busy, self.free_workers, unmerged, self.config.verify,
+                    self.rng, waiting=bool(self.in_flight or self.claiming or unmerged),
+                    announced=self.shared.view.announcements)
 
     async def _restart(self, tg, record: EpisodeRecord) -> bool:
         """Start again an episode a crash cut off, on its own worker, if that worker is free
@@ -248,6 +252,7 @@ class Scheduler:
             found = self.problem_set.get(record.problem)
             info = EpisodeInfo(record.episode, record.worker, record.problem, found.kind.value, found.title, start,
                                found.executable, isolated)
+            shared.view.working(record.worker, record.episode, record.problem, 0)
             shared.events.emit("episode_started", episode=record.episode, worker=record.worker,
                                problem=record.problem, restarted=restarted)
             tg.start_soon(self._episode, info, record)

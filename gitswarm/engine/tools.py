@@ -1,4 +1,4 @@
-"""The worker's tools: read the memory as of the episode's start, stage files, run code, and
+"""The worker's tools: read the memory as the step's view shows it, stage files, run code, and
 end the episode with one final action. Every refusal is a `ToolError` the agent reads; a
 call's arguments are checked against the tool's schema first (`toolargs`).
 Program and reproduce problems also get `shell` (`CODE_TOOLS`): a command in the episode's
@@ -15,11 +15,11 @@ from pathlib import Path
 import anyio
 import yaml
 
-from gitswarm.engine import shell
+from gitswarm.engine import context, shell
 from gitswarm.engine.context import CODE_KINDS, EpisodeInfo, RunView
 from gitswarm.engine.finals import ISOLATED, KINDS, Final, FinalActions, foreign
 from gitswarm.engine.gitio import GitThread
-from gitswarm.engine.index import MemoryIndex
+from gitswarm.engine.index import CANDIDATE_FOLDERS, MemoryIndex, candidate_path
 from gitswarm.engine.references import References
 from gitswarm.engine.toolargs import ToolError, check_arguments, with_notes
 from gitswarm.memory.errors import PathRejected
@@ -54,7 +54,9 @@ def _parameters() -> dict[str, dict]:
 
 @dataclass
 class Toolbox(FinalActions):
-    """The tools of one episode, bound to its problem and start commit."""
+    """The tools of one episode, bound to its problem and to the step's view of main: `index` is
+    that view (`MemoryIndex.pinned`, taken again at each step by `look`), and every tool of the
+    step reads main at its commit, `at`, so what the state names the tools can read and run."""
 
     memory: Memory
     git: GitThread
@@ -65,10 +67,31 @@ class Toolbox(FinalActions):
     references: References | None = None
     staged: dict[str, str] = field(default_factory=dict)
     deleted: set[str] = field(default_factory=set)
-    """`code/...` files of the start commit a shell command removed."""
+    """`code/...` files of the view's commit a shell command removed."""
+    first: set[str] | None = None
+    """The item commits of the episode's first view: those not in it are new since it started."""
 
     def __post_init__(self) -> None:
         self.code = shell.Shell(self.memory, self.git, self.ep, self.sandbox, self.references)
+
+    @property
+    def at(self) -> str:
+        """The commit of main this step's view shows (the start commit for an isolated episode)."""
+        return self.index.seen_tip or self.ep.start_commit
+
+    def look(self, view: MemoryIndex) -> None:
+        """Take the step's view of main (`MemoryIndex.pinned`); the first one marks what was there
+        when the episode started."""
+        self.index = view
+        if self.first is None:
+            self.first = set(view.problems[self.ep.problem_id].items.values())
+
+    def new_since_start(self, commit: str) -> bool:
+        return self.first is not None and commit not in self.first
+
+    def new_items(self) -> int:
+        """Items of the view that landed after the episode started."""
+        return sum(self.new_since_start(c) for c in self.index.problems[self.ep.problem_id].items.values())
 
     def close(self) -> None:
         """Remove the episode's code tree from disk (made by its first `shell` call)."""
@@ -96,22 +119,46 @@ class Toolbox(FinalActions):
         return result if isinstance(result, Final) else with_notes(result, notes)
 
     async def tool_list_items(self, kind: str | None = None, offset: int = 0) -> str:
-        items = self.index.problems[self.ep.problem_id].items
-        rows = [f"{path}  commit {commit[:12]}  cited by {self.index.cited[commit]}"
-                for path, commit in items.items()
+        rows = [self._row(path, commit, files) for path, commit, files in self.listed()
                 if kind is None or path.startswith(f"{kind}s/") or (kind == "code" and path.startswith("code/"))]
         page = rows[offset: offset + 100]
         more = f"\n... {len(rows) - offset - 100} more: call again with offset={offset + 100}"
         return "\n".join(page) + (more if len(rows) > offset + 100 else "") if page else "no items"
 
+    def listed(self) -> list[tuple[str, str, int]]:
+        """(path, commit, files) of the problem's items, oldest first, a codebase `code/<slug>` as
+        one item (the commit that wrote it last, and how many files it holds)."""
+        problem = self.ep.problem_id
+        codebases = self.index.candidates(problem)
+        found: dict[str, tuple[str, str, int]] = {}
+        for path, commit in self.index.problems[problem].items.items():
+            key = candidate_path(path)
+            if key.startswith("code/"):
+                files = found[key][2] + 1 if key in found else 1
+                found[key] = (key, codebases.get(key, commit), files)
+            else:
+                found[key] = (path, commit, 1)
+        return list(found.values())
+
+    def _row(self, path: str, commit: str, files: int) -> str:
+        """One item of `list_items`: its commit, citations, and whose and how new it is; a
+        candidate's counted reviews."""
+        marks = [f"{files} files" if path.startswith("code/") else "",
+                 "yours" if self.index.authors.get(commit) == self.ep.worker else "",
+                 "new since your episode started" if self.new_since_start(commit) else ""]
+        if path.startswith(CANDIDATE_FOLDERS):
+            marks.append("reviews: " + context.reviews_text(self.index, self.ep.problem_id, commit))
+        shown = "; ".join(m for m in marks if m)
+        return f"{path}  commit {commit[:12]}  cited by {self.index.cited[commit]}" + (f"  ({shown})" if shown else "")
+
     async def tool_read_file(self, path: str, offset: int = 0) -> str:
         rel = self._relative(path)
-        data = await self.git(self.memory.read_file, f"{self.base}/{rel}", self.ep.start_commit)
+        staged = self.staged.get(rel)
+        data = staged.encode() if staged is not None else await self.git(self.memory.read_file,
+                                                                          f"{self.base}/{rel}", self.at)
         if data is None:
-            staged = self.staged.get(rel)
-            if staged is None:
-                raise ToolError(f"no file {rel!r} in problems/{self.ep.problem_id}/ at your start commit")
-            data = staged.encode()
+            raise ToolError(f"no file {rel!r} in problems/{self.ep.problem_id}/ on main (commit {self.at[:12]}); "
+                            "list_items shows what there is")
         text = data.decode("utf-8", "replace")
         page = text[offset: offset + PAGE]
         if offset + PAGE < len(text):
@@ -135,7 +182,7 @@ class Toolbox(FinalActions):
         """Lines containing `needle`, up to SEARCH_HITS; one git-thread call, not one per file."""
         hits: list[str] = []
         for path in paths:
-            data = self.memory.read_file(f"{self.base}/{path}", self.ep.start_commit)
+            data = self.memory.read_file(f"{self.base}/{path}", self.at)
             for n, line in enumerate((data or b"").decode("utf-8", "replace").splitlines(), 1):
                 if needle in line.lower():
                     hits.append(f"{path}:{n}: {line.strip()[:200]}")
@@ -146,13 +193,14 @@ class Toolbox(FinalActions):
     async def tool_in_flight(self) -> str:
         if self.ep.isolated:
             return f"no other episode is visible: {ISOLATED}"
-        others = [f"{w}: {a}" for w, a in self.view.announcements.items() if w != self.ep.worker]
-        if not others:
-            return "no other episode is in flight"
-        return render("tool_result.md.j2", fenced=True, source="announcements", text="\n".join(others))
+        here = self.view.others_on(self.ep.problem_id, self.ep.worker)
+        elsewhere = [f"{w}: {a}" for w, a in self.view.announcements.items()
+                     if w != self.ep.worker and not a.startswith(f"{self.ep.problem_id}: ")]
+        return render("in_flight.md.j2", problem=self.ep.problem_id, here=here, elsewhere=elsewhere)
 
     async def tool_announce(self, intent: str) -> str:
-        self.view.announce(self.ep.worker, f"{self.ep.problem_id}: {intent.strip()[:160]}")
+        said = intent.strip().removeprefix(f"{self.ep.problem_id}:").strip()  # the prefix once
+        self.view.announce(self.ep.worker, f"{self.ep.problem_id}: {said[:160]}")
         return "announced"
 
     async def tool_write_file(self, path: str, content: str, append: bool = False) -> str:
@@ -199,7 +247,7 @@ class Toolbox(FinalActions):
         if not command.strip():
             raise ToolError("give a bash command")
         try:
-            done = await self.code.run(command, timeout, self.staged, self.deleted, self._hidden())
+            done = await self.code.run(command, timeout, self.staged, self.deleted, self._hidden(), self.at)
         except SandboxError as exc:
             raise ToolError(f"the shell cannot run on this machine: {exc}") from None
         self.staged, self.deleted = done.staged, done.deleted

@@ -1,9 +1,11 @@
-"""The code tree a code worker's shell runs in: the problem folder's `code/` as of the
-episode's start commit plus what the episode has staged, as files on disk.
+"""The code tree a code worker's shell runs in: the problem folder's `code/` as main holds it
+in the step's view plus what the episode has staged, as files on disk.
 
 The folder lives for the episode, so build products survive from one command to the next.
-Before a command, `sync` writes the staged `code/` files and removes the deleted ones; after
-it, `scan` compares the folder with the start commit. Text files that changed become staged
+When the view moves to a newer main, `advance` brings in what landed there (a teammate's new
+codebase, say) and leaves the episode's own changes as they are. Before a command, `sync`
+writes the staged `code/` files and removes the deleted ones; after it, `scan` compares the
+folder with the view's commit. Text files that changed become staged
 files, start files that are gone become deletions, and everything else is skipped with its
 reason: binaries and build products, symbolic links, hidden (dot) names, paths and sizes
 the memory refuses (`memory.paths.check_path`, `WriteLimits`).
@@ -83,6 +85,25 @@ class Workspace:
         for path, data in self.start.items():
             _write(self.root, self.root / path.removeprefix(PREFIX), data)
 
+    def advance(self, start: dict[str, bytes]) -> None:
+        """Take `start` (main's `code/` files of a newer view) as the tree's baseline: each file
+        that changed on main is written, or removed, unless the episode changed it itself, whose
+        version stays (it is staged against the new baseline, or deleted)."""
+        for path in sorted(set(self.start) | set(start)):
+            old, new = self.start.get(path), start.get(path)
+            if old == new:
+                continue
+            target = self.root / path.removeprefix(PREFIX)
+            here = _real_folders(self.root, target) and target.is_file() and not target.is_symlink()
+            untouched = (here and target.read_bytes() == old) if old is not None else not (here or target.exists())
+            if not untouched:
+                continue
+            if new is None:
+                _clear(target)
+            else:
+                _write(self.root, target, new)
+        self.start = dict(start)
+
     def sync(self, staged: dict[str, str], deleted: set[str]) -> None:
         """Put what is staged under `code/` on disk, and take the deleted files away."""
         for path, text in staged.items():
@@ -98,7 +119,7 @@ class Workspace:
                 _clear(target)
 
     def scan(self, limits: WriteLimits, room: int) -> Scan:
-        """The tree against the start commit; at most `room` files staged or deleted."""
+        """The tree against its baseline; at most `room` files staged or deleted."""
         result = Scan()
         present: set[str] = set()
         for rel, path in self._entries(result.skipped):

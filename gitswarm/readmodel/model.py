@@ -24,8 +24,9 @@ row forward in this order):
 - candidate: at least one attempt or program;
 - nominated: at least one nomination;
 - set aside: the ledger says the no-progress rule set it aside (and it is not settled);
-- settled: one candidate has the nominations that settle a problem; no more episodes go there,
-  and the run writes its SOLUTION.md when it stops;
+- settled: the selection rule has chosen its solution (a verified candidate with no verified
+  rival, or with the nominations that settle it); no more episodes go there, and the run writes
+  its SOLUTION.md when it stops;
 - selected: SOLUTION.md is on main.
 """
 FOLDERS = tuple(KIND_FOLDERS.values())

@@ -122,8 +122,8 @@ class ClaimSource:
             return self.stop  # the next refresh fetches again
         main = await shared.git(self.memory.main)
         await shared.git(shared.index.update, self.memory.repo, main)
-        shared.view.settle(selection.settled(shared.index, list(self.settings["problems"]),
-                                             selection.Rule.of(shared.view.config)))
+        shared.view.settle(*selection.standing_of(shared.index, list(self.settings["problems"]),
+                                                  selection.Rule.of(shared.view.config)))
         self.stop = publish.read_stop(self.memory.repo)
         self._only_skipped_open()
         if self.stop is None and not self.held and time.monotonic() - self.idle_since > self.patience_s:

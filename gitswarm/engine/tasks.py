@@ -1,0 +1,110 @@
+"""What a problem needs next, and from whom: one rule for the state's "most useful next" and
+for the scheduler's choice of where the episodes left are spent.
+
+`next_task` names the most useful step for one worker on one problem, ranked by how directly it
+leads to a selection: a review that counts toward verifying a candidate (the candidate nearest
+to verification first), a nomination where nominations can still change the outcome, a revision
+of a candidate a critical review blocks, and otherwise an attempt. Its `value` orders the
+scheduler's picks; 0 means the worker has nothing useful to do there (its only open task would
+be reviewing its own work), and the scheduler sends it elsewhere or lets it wait.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gitswarm.core.rule import Rule
+from gitswarm.engine import selection
+from gitswarm.engine.index import MemoryIndex
+
+REVIEW, VERIFY, NOMINATE, REVISE, ATTEMPT = "review", "verify", "nominate", "revise", "attempt"
+FILLER = 1
+"""The value of a step that may still help but leads to no selection by itself: another attempt
+beside candidates that wait for other workers' reviews, or a review whose missing passes the
+episodes in flight there may already give. The scheduler starts one only when nothing is in
+flight (the episodes in flight may change what is worth doing)."""
+
+
+@dataclass(frozen=True)
+class Task:
+    """One worker's most useful step on one problem."""
+
+    action: str
+    """`review` (a candidate no other worker has reviewed), `verify` (one short of K passes),
+    `nominate`, `revise`, or `attempt` (a new candidate: the first, or one beside the others)."""
+    value: float
+    """How directly it leads to a selection; 0: nothing this worker could usefully do here."""
+    path: str = ""
+    commit: str = ""
+    passes: int = 0
+    nominations: int = 0
+    review_episode: str = ""
+    review_commit: str = ""
+
+
+def next_task(index: MemoryIndex, problem: str, worker: str, verify: int, busy: str = "",
+              in_flight: int = 0) -> Task:
+    """The most useful next step of `worker` on `problem`. `busy` holds what the other episodes
+    in flight there announced (a candidate named in it is being worked on); `in_flight` counts
+    them, so that reviews already under way are not asked for twice."""
+    candidates = list(index.candidates(problem).items())[::-1]  # newest first
+    found = {s.commit: s for s in selection.standings(index, problem)}
+    votes = index.problems[problem]
+    matter = selection.nominations_matter(found.values(), verify)
+    verified = {s.commit for s in selection.verified_of(found.values(), verify)} if verify else set()
+    good = [(p, c) for p, c in candidates if c in verified]
+    if good and matter and worker not in votes.nominators:
+        path, commit = max(good, key=lambda pc: votes.nominations[pc[1]])
+        return Task(NOMINATE, 2.5, path, commit, nominations=votes.nominations[commit])
+    mine = {c for _, c in candidates if index.authors.get(c) == worker}
+    reviewable = [(p, c) for p, c in candidates
+                  if c not in mine and p not in busy and not found[c].critical
+                  and (found[c].passes < verify or (not verify and not index.reviews_of(problem, c)))
+                  and worker not in votes.reviews.get(c, {})]
+    if reviewable:
+        path, commit = max(reviewable, key=lambda pc: found[pc[1]].passes)  # max keeps the newest of a tie
+        passes = found[commit].passes
+        value = 3 + passes / max(verify, 1)
+        if verify and in_flight >= verify - passes:  # as many episodes there as passes are missing
+            value = FILLER
+        return Task(VERIFY if passes else REVIEW, value, path, commit, passes)
+    for path, commit in candidates:
+        critical = [r for r in index.reviews_of(problem, commit) if r.verdict == "critical"]
+        answered = commit in index.answered or any(r.commit in index.answered for r in critical)
+        if critical and not answered and path not in busy:
+            return Task(REVISE, 2, path, commit, review_episode=critical[0].episode,
+                        review_commit=critical[0].commit)
+    if not candidates:
+        return Task(ATTEMPT, 2)
+    alive = [c for _, c in candidates if not found[c].critical and found[c].passes < verify]
+    if alive and set(alive) <= mine:  # its only open task would be reviewing its own work
+        return Task(ATTEMPT, 0)
+    return Task(ATTEMPT, FILLER)
+
+
+def needs(index: MemoryIndex, problem: str, rule: Rule, settled: bool) -> str:
+    """What the problem still needs before its solution is chosen, in one sentence."""
+    found = selection.standings(index, problem)
+    paths = {c: p for p, c in index.candidates(problem).items()}
+    choice = selection.choose(found, rule.verify)
+    if settled and choice is not None:
+        return f"settled: {paths.get(choice.commit, choice.commit[:12])} is its solution; nothing more is needed here"
+    if not paths:
+        return "no candidate yet: a first attempt is what it needs"
+    verified = selection.verified_of(found, rule.verify)
+    if rule.verify == 0:
+        return (f"the candidate with the most nominations is selected; {rule.settle_nominations} nominations "
+                "of one settle the problem")
+    if len(verified) > 1:
+        best = max(s.nominations for s in verified)
+        return (f"{len(verified)} candidates are verified: the one with the most nominations is selected; "
+                f"{rule.settle_nominations - best} more nomination(s) of the leader settle the problem")
+    short = [s for s in found if s.commit in paths and not s.critical]
+    if not short:
+        return ("every candidate has a critical review: a revision (a new attempt citing the review it answers) "
+                "is what it needs")
+    best = max(short, key=lambda s: (s.passes, s.order))
+    author = index.authors.get(best.commit) or "its author"
+    missing = rule.verify - best.passes
+    return (f"{paths[best.commit]} needs {missing} more pass review(s) from workers other than {author}, "
+            "and no critical one; then it is selected")
