@@ -75,7 +75,8 @@ def request() -> tuple[list[dict], list[dict]]:
     from gitswarm.engine.tools import tool_schemas
     from gitswarm.resources import render
 
-    messages = [{"role": "system", "content": render("worker_system.md.j2", max_steps=12, code=False, verify=2, settle_nominations=3)},
+    messages = [{"role": "system", "content": render("worker_system.md.j2", max_steps=12, code=False,
+                                                       verify=2, settle_nominations=3)},
                 {"role": "user", "content": "Problem p001: what is 1 + 1? Give the number.\n" * 40}]
     return messages, tool_schemas()
 

@@ -204,7 +204,8 @@ async def bare(c: int, port: int, rounds: int) -> dict:
     stream = os.environ.get("BENCH_STREAM", "1") != "0"  # bench.py's streamed / not-streamed comparison
     model = LiteLLMModel(ModelConfig(model="openai/gitswarm-scripted", api_base=f"http://127.0.0.1:{port}/v1",
                                      api_key="k", reply_timeout_s=120, stream=stream))
-    messages = [{"role": "system", "content": render("worker_system.md.j2", max_steps=12, code=False, verify=2, settle_nominations=3)},
+    messages = [{"role": "system", "content": render("worker_system.md.j2", max_steps=12, code=False,
+                                                       verify=2, settle_nominations=3)},
                 {"role": "user", "content": "Problem p001: what is 1 + 1? Give the number.\n" * 40}]
     tools = tool_schemas()
 

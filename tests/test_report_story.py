@@ -50,21 +50,24 @@ def story(run: Path) -> list[dict]:
 def test_every_candidate_has_its_reviews_and_the_revision_answers_the_critical_one(run: Path):
     reviews = reviews_in_git(run)
     critical = [sha for sha, (_, verdict) in reviews.items() if verdict == "critical"]
-    assert len(critical) == 1  # the demo's script: one critical review of the flawed first try
+    # the demo's script: a critical review of the flawed first try, or two when both of its
+    # reviewers ran at once (K = 2 reviews are asked for together)
+    assert len(critical) in (1, 2) and len({reviews[c][0] for c in critical}) == 1
     told = {c["commit"]: c for c in story(run)}
     flawed = told[reviews[critical[0]][0]]
     assert flawed["outcome"] == "rejected" and flawed["nominations"] == 0
-    assert [(r["commit"], r["verdict"]) for r in flawed["reviews"]] == [(critical[0], "critical")]
+    assert sorted((r["commit"], r["verdict"]) for r in flawed["reviews"]) == sorted((c, "critical") for c in critical)
     for commit, c in told.items():  # every review git has, under the candidate it names
         assert {r["commit"] for r in c["reviews"]} == {s for s, (of, _) in reviews.items() if of == commit}
     revisions = [c for c in told.values() if c["answers"]]  # two workers may revise it at once
     assert [r["outcome"] for r in revisions].count("selected") == 1, revisions
     for revision in revisions:
         assert revision["revises"] == [flawed["path"]]
-        assert [(a["commit"], a["verdict"], a["of"]) for a in revision["answers"]] == \
-            [(critical[0], "critical", flawed["path"])]
+        answered = [a["commit"] for a in revision["answers"]]
+        assert answered and set(answered) <= set(critical)
+        assert all((a["verdict"], a["of"]) == ("critical", flawed["path"]) for a in revision["answers"])
         cited = git(run, "log", "-1", "--format=%(trailers:key=Gitswarm-Informed-By,valueonly)", revision["commit"])
-        assert critical[0] in cited and flawed["commit"] in cited
+        assert all(c in cited for c in answered) and flawed["commit"] in cited
 
 
 def test_markdown_and_html_show_the_critical_review_and_the_chain(run: Path, tmp_path: Path):
@@ -75,7 +78,7 @@ def test_markdown_and_html_show_the_critical_review_and_the_chain(run: Path, tmp
                              f"{revision} (verified) and of every other candidate")[1].split("\n## ")[0]
     assert re.search(rf"### attempts/{flawed}: rejected\n\nWritten by w\d+", section)
     assert "| **critical** |" in section
-    assert re.search(rf"Revision chain: attempts/{flawed} \(rejected; reviews: critical e\d+\) → "
+    assert re.search(rf"Revision chain: attempts/{flawed} \(rejected; reviews: critical e\d+(, critical e\d+)?\) → "
                      rf"attempts/{revision} \(selected; reviews: pass", section)
     assert f"revises attempts/{flawed}, answering the critical review" in section
     out = tmp_path / "report.html"

@@ -4,6 +4,7 @@ session's finished demo run by the real CLI and held to what plain git shows."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -67,12 +68,13 @@ def test_the_flawed_attempt_shows_its_critical_review(run: Path):
     flawed, review = critical(run)
     name = flawed.path.rsplit("/", 1)[-1]
     out = show(str(run), "demo-odd-sum", "--candidate", name)
-    assert f"candidate {flawed.path} of demo-odd-sum" in out and "unverified (0 pass, 0 gaps, 1 critical" in out
+    assert f"candidate {flawed.path} of demo-odd-sum" in out  # one critical review, or two that ran at once
+    assert re.search(r"unverified \(0 pass, 0 gaps, [12] critical", out), out
     assert f"  critical {review.worker} {review.episode} {review.path.split('/', 2)[-1]}" in out
     assert git(run, "show", f"main:{flawed.path}").rstrip("\n") in out
     assert show(str(run), "demo-odd-sum", "--candidate", flawed.commit[:8]) == out
-    assert f"other candidates (`--candidate PATH` shows one): {name.join(['attempts/', ''])} (0 pass, 0 gaps, " \
-           "1 critical)" in show(str(run), "demo-odd-sum")
+    assert re.search(rf"other candidates \(`--candidate PATH` shows one\): attempts/{re.escape(name)} \(0 pass, "
+                     r"0 gaps, [12] critical\)", show(str(run), "demo-odd-sum"))
 
 
 def test_a_review_says_its_verdict_and_what_it_reviews(run: Path):

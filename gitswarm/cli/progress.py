@@ -21,6 +21,9 @@ SHOWN = {
     "conflict_resolved": "merger composed {path} ({episode})",
     "summarised": "merger rewrote the summary of {problem}",
     "merger_failed": "merger model call failed: {error}",
+    "budget_short": ("note: {left} charged episodes left cannot select a verified solution of every one of the "
+                     "{problems} open problems: each needs {per_problem} (an attempt and {need}); give --budget "
+                     "{suggested} or more, solve fewer problems (--problem), or a smaller --verify"),
     "selected": "{problem}: {choice}",
     "set_aside": "{problem} set aside: its last {episodes} episodes made no progress, {detail}",
     "run_stopped": "stopped ({reason}): {detail}; {episodes} episodes, {charged} charged, {tokens} tokens",
@@ -59,10 +62,14 @@ def printer(as_json: bool = False):
         data["bar"] = bar(int(data.get("charged") or 0), budget["total"])
         if event.kind == "merged":
             data["count"] = len(data.get("episodes") or [])
+        if event.kind == "budget_short":
+            data["need"] = (f"{data.get('verify')} counted reviews" if data.get("verify")
+                            else "the nominations that settle it")
         if event.kind == "retry":
             data["nth"] = ordinal(int(data.get("attempt") or 1))
-        data["choice"] = (f"selected {data.get('path')} ({data.get('nominations')} nominations)"
-                          if data.get("path") else "no candidate was nominated")
+        mark = ", unverified" if data.get("verified") is False else ""
+        data["choice"] = (f"selected {data.get('path')} ({data.get('nominations')} nominations{mark})"
+                          if data.get("path") else "no candidate")
         typer.echo(template.format_map(_Default(data)))
         sys.stdout.flush()
     return show

@@ -201,7 +201,9 @@ def _summary(cfg, result) -> None:
     typer.echo(f"\n{result.reason.detail}. {result.charged} charged episodes of {cfg.budget} "
                f"({result.episodes} in all, cap {cfg.max_episodes}), {result.tokens} tokens, {cost}.")
     for problem, picked in result.selected.items():
-        shown = f"{picked.path} ({picked.nominations} nominations)" if picked else "no candidate"
+        mark = ("by nominations" if cfg.verify == 0 else "verified" if picked and picked.verified
+                else "unverified: no candidate was verified within the run")
+        shown = f"{picked.path} ({mark}; {picked.nominations} nominations)" if picked else "no candidate"
         typer.echo(f"  {problem:28} {shown}")
     typer.echo(f"\nRead the reasoning: git -C {cfg.run} log --graph --oneline main")
     typer.echo(f"Read a solution: gitswarm show {cfg.run} PROBLEM   (--candidate PATH, --review PATH)")

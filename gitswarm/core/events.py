@@ -21,8 +21,10 @@ class Event:
     """One thing that happened: `kind` names it, `data` carries its fields."""
 
     kind: str
-    """run_started, episode_started, step, tool, retry, committed, nominated, abstain, failed,
-    set_aside, merged, conflict_resolved, summarised, merger_failed, selected, run_stopped."""
+    """run_started, budget_short (the budget left cannot select on every open problem),
+    episode_started, step, tool, retry, committed, nominated, abstain, failed, set_aside, merged,
+    conflict_resolved, summarised, merger_failed, selected, run_stopped (and others: the
+    emitters in `engine/` and `remote/` say)."""
     data: dict[str, object] = field(default_factory=dict)
     time: float = field(default_factory=time.time)
 

@@ -25,6 +25,19 @@ class Rule:
         from workers other than its author, so K + 1; one when no review is needed."""
         return self.verify + 1
 
+    @property
+    def episodes_to_select(self) -> int:
+        """Charged episodes one problem needs at least before the rule selects a candidate: an
+        attempt and its K counted reviews, or with K = 0 an attempt and the nominations that
+        settle it."""
+        return 1 + (self.verify or self.settle_nominations)
+
+    def budget_short(self, budget_left: int, problems: int) -> int | None:
+        """The budget that would let the rule select a candidate on every one of `problems`,
+        when `budget_left` charged episodes are fewer; None when they suffice."""
+        needed = problems * self.episodes_to_select
+        return needed if budget_left < needed else None
+
     @classmethod
     def of(cls, config) -> Rule:
         """The rule of a `SolveConfig` (or anything with `verify` and `settle_nominations`)."""

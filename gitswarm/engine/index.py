@@ -111,10 +111,12 @@ class MemoryIndex:
         if not problem or not kind or kind == Kind.MERGE:
             return
         key, index = str(commit.id), self.problems[problem]
+        worker = getattr(meta, "worker", "")
+        if kind == Kind.SUMMARY and worker == "merger":  # the merger's summaries: nobody's work
+            return
         index.kinds[kind] += 1
         changed = commitmeta.changes(repo, commit, problem, meta)
         self.files_of[key] = (problem, list(changed.written))
-        worker = getattr(meta, "worker", "")
         self.authors[key] = worker
         for path in changed.written:
             if path.split("/")[0] in ITEM_FOLDERS:

@@ -1,5 +1,7 @@
 """The merger: composes finished branches into main as they arrive, asks the merger model
-to compose a file both sides changed, and keeps each problem's SUMMARY.md current."""
+to compose a file both sides changed, and keeps each problem's SUMMARY.md current: the merger
+model's summary every `summary_every` merges on a problem, and after the other merges a digest
+assembled from the items (`engine.digest`) where no written summary stands."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from gitswarm.core.stops import CapReached
-from gitswarm.engine import selection
+from gitswarm.engine import digest, selection
 from gitswarm.engine.episode import Shared
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.memory import commitmeta
@@ -120,14 +122,19 @@ class Merger:
         view = shared.view
         view.settle(*selection.standing_of(shared.index, view.problems, selection.Rule.of(view.config)))
         shared.events.emit("merged", commit=tip, episodes=result.merged, parents=len(result.merged) + 1)
+        touched = set()
         for episode in result.merged:
             record = self.ledger.episodes.get(episode)
             if record is not None:
                 self.merges_since_summary[record.problem] += 1
+                touched.add(record.problem)
         for problem, count in list(self.merges_since_summary.items()):
             if count >= shared.view.config.summary_every:
                 self.merges_since_summary[problem] = 0
-                await self._summarise(problem)
+                if await self._summarise(problem):
+                    touched.discard(problem)
+        for problem in sorted(touched):
+            await self._digest(problem)
 
     async def _fixes(self, conflicts: list[Conflict]) -> list[Resolution]:
         """One branch's conflicts, each resolved by the merger model, the calls side by side."""
@@ -149,20 +156,35 @@ class Merger:
             text = f"{conflict.ours or ''}\n\n{conflict.theirs or ''}\n"
         return text
 
-    async def _summarise(self, problem: str) -> None:
+    async def _summarise(self, problem: str) -> bool:
+        """The merger model's summary of `problem` on main; False when it gave none."""
         shared = self.shared
         items = await shared.git(self._summary_inputs, problem)
         text = await self._ask(render("merger_summary.md.j2", problem=problem, **items))
         if not text or not text.lstrip().startswith("#"):
-            return
-        op = f"summary-{problem}-{shared.index.seen_tip[:16]}"
+            return False
+        await self._write_summary(problem, text, "summary", "the merger's summary of the problem")
+        return True
+
+    async def _digest(self, problem: str) -> None:
+        """The problem's summary assembled from its items (`engine.digest`), where SUMMARY.md
+        holds no written summary: no model call."""
+        shared, view = self.shared, self.shared.view
+        text = await shared.git(digest.assemble, shared.memory, shared.index, problem,
+                                selection.Rule.of(view.config), problem in view.settled)
+        if text is not None:
+            await self._write_summary(problem, text, "digest", "assembled from its items, without a model call")
+
+    async def _write_summary(self, problem: str, text: str, what: str, subject: str) -> None:
+        shared = self.shared
+        op = f"{what}-{problem}-{shared.index.seen_tip[:16]}"
         written = await shared.git(shared.memory.commit_to_main,
                                    {f"problems/{problem}/SUMMARY.md": text.encode()},
-                                   f"summary({problem}): the merger's summary of the problem",
+                                   f"summary({problem}): {subject}",
                                    commitmeta.Contribution(op=op, problem=problem, kind=commitmeta.Kind.SUMMARY,
                                                            worker="merger"))
         await shared.git(shared.index.update, shared.memory.repo, written.commit)
-        shared.events.emit("summarised", problem=problem, commit=written.commit)
+        shared.events.emit("summarised", problem=problem, commit=written.commit, assembled=what == "digest")
 
     def _summary_inputs(self, problem: str) -> dict:
         memory, index = self.shared.memory, self.shared.index

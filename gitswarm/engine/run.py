@@ -86,8 +86,10 @@ class RunContext:
         whose count of them is made from the ledger just loaded (a coordinator's)."""
         self.shared.check_caps = caps_check(self.cfg, self.ledger, self.shared.view, elsewhere)
 
-    def started(self, **fields: object) -> None:
-        """`run_started`, with what every process says of its run and its own `fields`."""
+    def started(self, check_budget: bool = True, **fields: object) -> None:
+        """`run_started`, with what every process says of its run and its own `fields`; then,
+        where the budget left cannot let the rule select on every open problem, `budget_short`
+        (not `check_budget`: a remote worker, whose ledger holds only its own spending)."""
         ledger = self.ledger
         self.events.emit("run_started", **{
             "run": self.memory.run_id, "model": self.cfg.model, "budget": self.cfg.budget,
@@ -95,6 +97,14 @@ class RunContext:
             "episodes": ledger.totals.episodes, "max_episodes": self.cfg.max_episodes,
             "set_aside": sorted(self.streaks.set_aside & set(self.problems)), "stale_locks_removed": [],
             **fields})
+        rule, view = selection.Rule.of(self.cfg), self.shared.view
+        waiting = [p for p in self.problems if p not in view.settled]
+        left = max(0, self.cfg.budget - ledger.charged)
+        needed = rule.budget_short(left, len(waiting))
+        if check_budget and needed is not None:  # said at the start, so the user can give more before any is spent
+            self.events.emit("budget_short", budget=self.cfg.budget, left=left, problems=len(waiting),
+                             per_problem=rule.episodes_to_select, verify=rule.verify,
+                             suggested=ledger.charged + needed)
 
     def selected(self, chosen: dict[str, Selected | None]) -> None:
         """A `selected` event per problem: the solution selection wrote, or none."""

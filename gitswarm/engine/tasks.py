@@ -43,10 +43,12 @@ class Task:
 
 
 def next_task(index: MemoryIndex, problem: str, worker: str, verify: int, busy: str = "",
-              in_flight: int = 0) -> Task:
+              in_flight: int = 0, tight: bool = False) -> Task:
     """The most useful next step of `worker` on `problem`. `busy` holds what the other episodes
     in flight there announced (a candidate named in it is being worked on); `in_flight` counts
-    them, so that reviews already under way are not asked for twice."""
+    them and the finished work not merged yet, so that reviews already under way are not asked
+    for twice and a first attempt under way is not repeated blindly. `tight`: the budget left
+    cannot pay for a selection on every open problem, so a second first attempt is a filler."""
     candidates = list(index.candidates(problem).items())[::-1]  # newest first
     found = {s.commit: s for s in selection.standings(index, problem)}
     votes = index.problems[problem]
@@ -74,8 +76,8 @@ def next_task(index: MemoryIndex, problem: str, worker: str, verify: int, busy: 
         if critical and not answered and path not in busy:
             return Task(REVISE, 2, path, commit, review_episode=critical[0].episode,
                         review_commit=critical[0].commit)
-    if not candidates:
-        return Task(ATTEMPT, 2)
+    if not candidates:  # a first attempt; beside one under way, a second one (diversity, at a price)
+        return Task(ATTEMPT, 2 if not in_flight else FILLER if tight else 1.5)
     alive = [c for _, c in candidates if not found[c].critical and found[c].passes < verify]
     if alive and set(alive) <= mine:  # its only open task would be reviewing its own work
         return Task(ATTEMPT, 0)

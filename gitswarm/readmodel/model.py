@@ -35,7 +35,8 @@ FOLDERS = tuple(KIND_FOLDERS.values())
 
 @dataclass(frozen=True)
 class Counts:
-    """Files below each item folder of `problems/<id>/` on main (a program's files each count)."""
+    """Items below each item folder of `problems/<id>/` on main: files, and for `code` the
+    codebases (`code/<slug>/`, one candidate each, whatever its files)."""
 
     notes: int = 0
     lemmas: int = 0
@@ -45,7 +46,7 @@ class Counts:
 
     @property
     def candidates(self) -> int:
-        """Attempt and code files: the ATTEMPTS column of status and the dashboard."""
+        """Attempts and codebases: the ATTEMPTS column of status and the dashboard."""
         return self.attempts + self.code
 
     @property

@@ -159,7 +159,12 @@ def _kind(snapshot: Snapshot, base: pygit2.Tree | None) -> str:
 
 
 def _count(snapshot: Snapshot, base: pygit2.Tree | None, folder: str) -> int:
-    """Files below `folder` of the tree `base`, counted from trees alone (no blob is read): a
-    diff against the empty tree counts them in libgit2, 3x faster than walking the entries."""
+    """Items below `folder` of the tree `base` (files; for `code`, codebases), counted from trees
+    alone (no blob is read): a diff against the empty tree counts them in libgit2, 3x faster than
+    walking the entries."""
     sub = snapshot.subtree(base, folder)
-    return 0 if sub is None else len(sub.diff_to_tree(swap=True))
+    if sub is None:
+        return 0
+    if folder == "code":  # a codebase `code/<slug>/` is one candidate, whatever its files
+        return len({d.new_file.path.split("/", 1)[0] for d in sub.diff_to_tree(swap=True).deltas})
+    return len(sub.diff_to_tree(swap=True))

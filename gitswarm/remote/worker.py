@@ -231,7 +231,7 @@ async def _work(options, cfg, settings, remote, memory, git, model, listeners, c
                           [p for p in problems if p not in skip], control,
                           restore_rng(f"{cfg.seed}/{options.name}", None), run.streaks,
                           free_workers=slots(options.name, options.slots))
-    run.started(charged=0, episodes=0, worker=options.name, remote=remote.shown)
+    run.started(False, charged=0, episodes=0, worker=options.name, remote=remote.shown)
     why: Stop | BaseException = Stop(StopReason.USER, "interrupted")
     try:
         async with anyio.create_task_group() as tg:

@@ -267,6 +267,12 @@ def _selected(s: DashState, d: dict, t: float) -> None:
         s.dirty |= {"problems", "feed"}
 
 
+def _budget_short(s: DashState, d: dict, t: float) -> None:
+    _feed(s, FeedItem(t, "budget", "-", "-", f"{d.get('left')} episodes left cannot verify all {d.get('problems')} "
+                      f"problems: --budget {d.get('suggested')} would", ""))
+    s.dirty.add("feed")
+
+
 def _set_aside(s: DashState, d: dict, t: float) -> None:
     problem = str(d.get("problem"))
     _feed(s, FeedItem(t, "set aside", problem, "-", f"no progress: {d.get('detail') or ''}", ""))
@@ -304,5 +310,6 @@ _HANDLERS = {
     "conflict_resolved": _resolved,
     "selected": _selected,
     "set_aside": _set_aside,
+    "budget_short": _budget_short,
     "run_stopped": _stopped,
 }
