@@ -55,5 +55,6 @@ def test_the_exit_code_comes_from_the_reason(responder, options, code, said, pro
 
 def test_the_readme_names_every_reason():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("## Exit codes"):readme.index("## Problem sets")]
+    start = readme.index("## Exit codes")
+    section = readme[start:readme.index("\n## ", start)]
     assert all(f"`{reason.value}`" in section for reason in StopReason)

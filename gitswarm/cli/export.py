@@ -55,8 +55,7 @@ def export(
 
     An episode of a run made before gitswarm kept each conversation whole is read from its
     readable transcript: its labels say `"lossless": false` and what is `missing` (tool call
-    ids are then made up). Every label can be recomputed with git alone (README, "Runs as
-    training data").
+    ids are then made up). Every label can be recomputed with git alone (docs/exports.md).
     """
     from gitswarm.export.labels import read_facts
     from gitswarm.export.run import Filters
