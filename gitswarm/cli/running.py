@@ -198,7 +198,9 @@ def usd(cost: float, known: bool) -> str:
 
 def _summary(cfg, result) -> None:
     cost = usd(result.cost, result.cost_known)
-    typer.echo(f"\n{result.reason.detail}. {result.charged} charged episodes of {cfg.budget} "
+    failed = STOP_EXIT[result.reason.reason] == Exit.FAILED  # its detail is the last line, on stderr
+    said = f"Stopped ({result.reason.reason.value})" if failed else result.reason.detail
+    typer.echo(f"\n{said}. {result.charged} charged episodes of {cfg.budget} "
                f"({result.episodes} in all, cap {cfg.max_episodes}), {result.tokens} tokens, {cost}.")
     for problem, picked in result.selected.items():
         shown = f"{picked.path} ({picked.nominations} nominations)" if picked else "no candidate"
