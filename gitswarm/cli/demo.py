@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from gitswarm.cli.common import user_errors
-from gitswarm.cli.running import run_swarm
+from gitswarm.cli.running import refuse_busy, run_swarm
 from gitswarm.cli.solve import TuiOpt, _config, _load, _want_tui
 
 
@@ -73,6 +73,7 @@ def demo(
     with user_errors():  # the shipped set, even where a folder named demo (a run?) is at hand
         problem_set = _load(str(data_dir("problems") / "demo"))
         cfg = _config(problem_set, model, run, workers=workers, seed=0, api_key="demo-key-not-secret", **settings)
+        refuse_busy(run)
     code = run_swarm(cfg, problem_set, as_json, responder=respond, faults=FaultPlan(latency_s=latency),
                      tui=_want_tui(tui, as_json), personality=provider.value,
                      after=functools.partial(_grade_quietly, run, problem_set))
