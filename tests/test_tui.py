@@ -115,6 +115,30 @@ async def test_attach_follows_a_run_another_process_writes(tmp_path: Path):
     assert writer.returncode == 0, writer.stderr.read()
 
 
+async def test_a_run_whose_process_died_is_not_shown_running(tmp_path: Path):
+    """A solve killed (SIGKILL: no stop event) leaves a log that ends mid-run; attached, the
+    dashboard sees no process holding the run and says so, instead of `[running]` forever."""
+    from gitswarm.tui.header import header_text
+    from gitswarm.tui.state import GONE
+
+    run = tmp_path / "killed"
+    writer = subprocess.Popen([sys.executable, "-m", "gitswarm", "demo", "--run", str(run), "--no-tui",
+                               "--latency", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        for line in writer.stdout:
+            if " committed to " in line:
+                break
+    finally:
+        writer.kill()
+        writer.wait(timeout=60)
+    assert b"run_stopped" not in (run / "gitswarm-events.jsonl").read_bytes()
+    app = Dashboard(run)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, lambda: app.state.header.stopped == GONE)
+        assert "[running]" not in header_text(app.state) and "process is gone" in header_text(app.state)
+        await pilot.press("q")
+
+
 async def test_live_engine_stops_gracefully_on_q(tmp_path: Path):
     from gitswarm.core.control import Control
     from gitswarm.fakeserver import FaultPlan
@@ -334,6 +358,12 @@ async def test_the_demo_grades_its_solutions_inside_the_dashboard(run: Path, tmp
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, lambda: app.finished and app.state.problems)
         await settle(pilot, lambda: all(row.grade != "-" for row in app.state.problems.values()), timeout=120)
+
+        def toasts() -> str:  # the notifications textual keeps to show (no public reader)
+            return " ".join(n.message for n in app._notifications)
+
+        await settle(pilot, lambda: "graded:" in toasts())
+        assert "grading the selected" not in toasts()  # the grading toast is gone once grading is done
         await pilot.press("q")
     graded = subprocess.run(["git", "-C", str(copy), "rev-parse", "--verify", "refs/gitswarm/grades"])
     assert graded.returncode == 0  # stored by the grading in the dashboard, not read from before

@@ -285,6 +285,25 @@ def _stopped(s: DashState, d: dict, t: float) -> None:
     s.dirty |= {"header", "workers"}
 
 
+GONE = "its process is gone with no stop recorded (killed?); the same solve command resumes it"
+"""The header of a run that started, never said it stopped, and whose lock no process holds."""
+
+
+def mark_gone(s: DashState, held: bool | None) -> bool:
+    """A run whose process died without a stop event is shown so, not `running` forever; marked
+    again running once a process holds it (a resume). Returns whether the header changed."""
+    h = s.header
+    if held is False and h.started is not None and h.stopped is None:
+        h.stopped, h.ended = GONE, time.time()
+        for w in s.workers.values():
+            _leave(s, w)
+        return True
+    if held and h.stopped == GONE:
+        h.stopped = h.ended = None
+        return True
+    return False
+
+
 def _resolved(s: DashState, d: dict, t: float) -> None:
     _feed(s, FeedItem(t, "compose", "-", "merger", f"composed {d.get('path')}", ""))
     s.dirty.add("feed")
