@@ -255,3 +255,11 @@ def test_status_columns_line_up_with_the_demos_grades(run: Path):
     rows = [line for line in table[header + 1:] if line.strip()]
     assert rows and all(line[column:].startswith("problems/") for line in rows), "\n".join(table)
     assert any("tests)" in line for line in rows)
+
+
+def test_export_writes_its_file_with_o_as_report_does(run: Path, tmp_path: Path):
+    """-o/--output FILE is how report, experiment --report and export write a file (--out still works)."""
+    for option in ("-o", "--output", "--out"):
+        out = tmp_path / f"{option.strip('-')}.jsonl"
+        result = runner.invoke(app, ["export", str(run), option, str(out)])
+        assert result.exit_code == 0 and out.read_text().count("\n") >= 1, result.output
