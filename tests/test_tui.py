@@ -412,3 +412,15 @@ def test_reads_over_one_kept_index_agree_with_a_fresh_read_as_commits_land(run: 
     assert seen[0] != seen[-1]
     assert sum(p.nomination_total for p in seen[0].problems) < sum(p.nomination_total for p in seen[-1].problems)
     assert all(p.state == "selected" for p in seen[-1].problems)
+
+
+def test_a_running_workers_time_counts_its_episode_not_its_step():
+    from gitswarm.tui.tables import worker_cells
+
+    state = DashState()
+    state.apply([Event("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 100.0),
+                 Event("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 3}, 130.0),
+                 Event("tool", {"episode": "e1", "worker": "w01", "problem": "a", "tool": "read_file"}, 131.0)])
+    cells = dict(zip(("worker", "episode", "problem", "state", "step", "tokens", "time"),
+                     worker_cells(state.workers["w01"], now=145.0), strict=True))
+    assert cells["time"] == "45s" and cells["step"] == 3 and cells["state"] == "tool"

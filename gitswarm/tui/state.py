@@ -57,6 +57,9 @@ class WorkerRow:
     step: int = 0
     tokens: int = 0
     since: float = field(default_factory=time.time)
+    """When the worker's state last changed."""
+    began: float = field(default_factory=time.time)
+    """When its episode started: the `time` column counts from here while it runs."""
 
 
 @dataclass(frozen=True)
@@ -179,8 +182,8 @@ def _run_started(s: DashState, d: dict, t: float) -> None:
 def _episode_started(s: DashState, d: dict, t: float) -> None:
     w = s.worker(str(d.get("worker")))
     _leave(s, w)
-    w.episode, w.problem, w.state, w.step, w.tokens, w.since = (
-        str(d.get("episode")), str(d.get("problem")), "thinking", 0, 0, t)
+    w.episode, w.problem, w.state, w.step, w.tokens, w.since, w.began = (
+        str(d.get("episode")), str(d.get("problem")), "thinking", 0, 0, t, t)
     s.episode_worker[w.episode] = w.id
     s.problem(w.problem).in_flight += 1
     if s.problems[w.problem].state == "open":
