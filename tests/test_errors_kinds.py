@@ -152,3 +152,35 @@ def test_a_bad_config_file_is_bad_input_through_the_cli(tmp_path, monkeypatch):
     assert result.exit_code == Exit.BAD_INPUT, result.output
     assert "unknown setting(s) workres" in result.output and "did you mean workers?" in result.output
     assert not (tmp_path / "run").exists()
+
+
+def test_a_connection_never_made_is_named_so_not_http_500():
+    """A refused port (here, for real) or a host name that does not resolve (litellm's words for it,
+    under the HTTP 500 it labels them with) is a connection failure: no server answered, so the
+    message names no status and no server's log."""
+    import socket
+
+    import anyio
+    import litellm
+
+    from gitswarm.models.errors import from_litellm, given_up
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]  # closed again: nothing listens there
+
+    async def refused() -> BaseException:
+        with pytest.raises(Exception) as caught:
+            await litellm.acompletion(model="openai/x", api_base=f"http://127.0.0.1:{port}/v1", api_key="k",
+                                      messages=[{"role": "user", "content": "hi"}], num_retries=0, max_retries=0)
+        return caught.value
+
+    dns = litellm.InternalServerError(
+        message="OpenAIException - Cannot connect to host api.openai.com:443 ssl:default [Name or service not known]",
+        llm_provider="openai", model="gpt-5.5")
+    for exc in (anyio.run(refused), dns):
+        error = from_litellm(exc, litellm, attempts=1)
+        assert error.kind == "connection" and error.retryable
+        said = str(given_up(error, 5))
+        assert "could not connect 5 times in a row" in said and "check the network" in said
+        assert "HTTP 500" not in said and "check its log" not in said

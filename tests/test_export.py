@@ -227,3 +227,39 @@ def verified(commits: dict[str, dict], candidate: str, reviews: list[str]) -> bo
         latest[commits[review]["Worker"]] = commits[review]["Verdict"]
     verdicts = [v for w, v in latest.items() if w != author]
     return verdicts.count("pass") >= 2 and "critical" not in verdicts
+
+
+def test_the_docs_chat_sample_is_shaped_as_the_export(run: Path, tmp_path: Path):
+    """docs/exports.md's `chat` record (shortened) has the export's keys and values' types: an
+    assistant turn of tool calls carries "" as its text, and its call ids have the export's form."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "exports.md").read_text(encoding="utf-8")
+    sample = json.loads(re.search(r"```json\n(.*?)```", page, flags=re.S)[1])
+    real = export(run, tmp_path)[0]
+    assert set(sample) == set(real) and set(sample["labels"]) <= set(real["labels"])
+    for message in (m for m in sample["messages"] if isinstance(m, dict)):
+        twin = next(m for m in real["messages"] if m["role"] == message["role"] and
+                    ("tool_calls" in m) == ("tool_calls" in message))
+        assert set(message) == set(twin) and type(message["content"]) is type(twin["content"])
+    for record in (sample, real):  # call ids of one form (their numbers are the fake server's), answered by id
+        turns = [m for m in record["messages"] if isinstance(m, dict)]
+        call = next(m for m in turns if m.get("tool_calls"))["tool_calls"][0]["id"]
+        assert re.fullmatch(r"call_\d+_\d+", call) and any(m.get("tool_call_id") == call for m in turns)
+
+
+def test_status_columns_line_up_with_the_demos_grades(run: Path):
+    """(Here for this module's run: the demo, graded.) Each row's SELECTED starts under its heading,
+    whatever the width of the grades ("1.00 (10/10 tests)")."""
+    table = runner.invoke(app, ["status", str(run)]).output.splitlines()
+    header = next(i for i, line in enumerate(table) if line.startswith("PROBLEM"))
+    column = table[header].index("SELECTED")
+    rows = [line for line in table[header + 1:] if line.strip()]
+    assert rows and all(line[column:].startswith("problems/") for line in rows), "\n".join(table)
+    assert any("tests)" in line for line in rows)
+
+
+def test_export_writes_its_file_with_o_as_report_does(run: Path, tmp_path: Path):
+    """-o/--output FILE is how report, experiment --report and export write a file (--out still works)."""
+    for option in ("-o", "--output", "--out"):
+        out = tmp_path / f"{option.strip('-')}.jsonl"
+        result = runner.invoke(app, ["export", str(run), option, str(out)])
+        assert result.exit_code == 0 and out.read_text().count("\n") >= 1, result.output

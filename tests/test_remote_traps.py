@@ -248,12 +248,12 @@ gitswarm solve problems/demo --run file:///tmp/demo.git --workers 0 --model open
 gitswarm worker file:///tmp/demo.git --model openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1 --workers 2 --name box1 --references problems/demo --no-tui &
 gitswarm worker file:///tmp/demo.git --model openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1 --workers 2 --name box2 --references problems/demo --no-tui
 gitswarm status file:///tmp/demo.git
-"""  # noqa: E501  (as the README writes them)
-"""The README's offline try of many machines, as it writes it ("Many machines")."""
+"""  # noqa: E501  (as docs/many-machines.md writes them)
+"""The docs' offline try of many machines, as docs/many-machines.md writes it."""
 
 
 @pytest.mark.slow  # a budget of 30 across a coordinator and two workers: a minute or two on 2 shared cores
-def test_the_readme_many_machines_commands_run_offline(tmp_path: Path):
+def test_the_docs_many_machines_commands_run_offline(tmp_path: Path):
     """Each command as written, in a shell in a fresh folder holding the shipped problems/, with
     no API key in the environment; only the port and /tmp are this test's own."""
     import re
@@ -278,7 +278,7 @@ def test_the_readme_many_machines_commands_run_offline(tmp_path: Path):
             assert time.monotonic() < deadline, out.read_text()[-3000:] + err.read_text()[-3000:]
             time.sleep(1)
     finally:
-        os.killpg(shell.pid, 15)  # the fake server, left in the background as the README leaves it
+        os.killpg(shell.pid, 15)  # the fake server, left in the background as the docs leave it
     said = out.read_text()
     assert "Traceback" not in err.read_text()
     assert f"give --model openai/gitswarm-scripted --api-base http://127.0.0.1:{port}/v1" in said
@@ -290,7 +290,7 @@ def test_the_readme_many_machines_commands_run_offline(tmp_path: Path):
     assert len(rows) == 5 and all(row[1] == "selected" for row in rows), status  # a solution for every problem
 
 
-def test_the_readme_writes_the_offline_commands():
-    """README.md's "Many machines" carries `OFFLINE`, the commands the test above runs."""
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
-    assert all(line.split("  #")[0].strip() in readme for line in OFFLINE.splitlines())
+def test_the_docs_write_the_offline_commands():
+    """docs/many-machines.md carries `OFFLINE`, the commands the test above runs."""
+    page = (Path(__file__).parents[1] / "docs" / "many-machines.md").read_text()
+    assert all(line.split("  #")[0].strip() in page for line in OFFLINE.splitlines())

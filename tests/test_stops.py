@@ -53,7 +53,20 @@ def test_the_exit_code_comes_from_the_reason(responder, options, code, said, pro
     assert said in shown.out + shown.err
 
 
+def test_a_failed_run_says_why_once(problem_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture):
+    """The stop line and the summary name the reason; its paragraph is printed once, last, on stderr."""
+    problem_set = load_set(problem_dir)
+    cfg = _config(problem_set, "openai/gitswarm-fake", tmp_path / "run", workers=1, verify=0, api_key="k", budget=4)
+    assert run_swarm(cfg, problem_set, as_json=False, responder=_refuse_the_key) == Exit.FAILED
+    shown = capsys.readouterr()
+    stops = [line for line in shown.out.splitlines() if line.lower().startswith("stopped (model_fatal)")]
+    assert len(stops) == 2 and not any("Incorrect API key" in line for line in stops)  # stop line, summary
+    assert shown.err.count("Incorrect API key provided") == 1  # the run's why, once, last
+    assert shown.err.rstrip().endswith("What was committed is kept.")
+
+
 def test_the_readme_names_every_reason():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme[readme.index("## Exit codes"):readme.index("## Problem sets")]
+    start = readme.index("## Exit codes")
+    section = readme[start:readme.index("\n## ", start)]
     assert all(f"`{reason.value}`" in section for reason in StopReason)

@@ -124,6 +124,30 @@ async def test_attach_follows_a_run_another_process_writes(tmp_path: Path):
     assert writer.returncode == 0, writer.stderr.read()
 
 
+async def test_a_run_whose_process_died_is_not_shown_running(tmp_path: Path):
+    """A solve killed (SIGKILL: no stop event) leaves a log that ends mid-run; attached, the
+    dashboard sees no process holding the run and says so, instead of `[running]` forever."""
+    from gitswarm.tui.header import header_text
+    from gitswarm.tui.state import GONE
+
+    run = tmp_path / "killed"
+    writer = subprocess.Popen([sys.executable, "-m", "gitswarm", "demo", "--run", str(run), "--no-tui",
+                               "--latency", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        for line in writer.stdout:
+            if " committed to " in line:
+                break
+    finally:
+        writer.kill()
+        writer.wait(timeout=60)
+    assert b"run_stopped" not in (run / "gitswarm-events.jsonl").read_bytes()
+    app = Dashboard(run)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, lambda: app.state.header.stopped == GONE)
+        assert "[running]" not in header_text(app.state) and "process is gone" in header_text(app.state)
+        await pilot.press("q")
+
+
 async def test_live_engine_stops_gracefully_on_q(tmp_path: Path):
     from gitswarm.core.control import Control
     from gitswarm.fakeserver import FaultPlan
@@ -344,6 +368,12 @@ async def test_the_demo_grades_its_solutions_inside_the_dashboard(run: Path, tmp
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot, lambda: app.finished and app.state.problems)
         await settle(pilot, lambda: all(row.grade != "-" for row in app.state.problems.values()), timeout=120)
+
+        def toasts() -> str:  # the notifications textual keeps to show (no public reader)
+            return " ".join(n.message for n in app._notifications)
+
+        await settle(pilot, lambda: "graded:" in toasts())
+        assert "grading the selected" not in toasts()  # the grading toast is gone once grading is done
         await pilot.press("q")
     graded = subprocess.run(["git", "-C", str(copy), "rev-parse", "--verify", "refs/gitswarm/grades"])
     assert graded.returncode == 0  # stored by the grading in the dashboard, not read from before
@@ -392,3 +422,15 @@ def test_reads_over_one_kept_index_agree_with_a_fresh_read_as_commits_land(run: 
     assert seen[0] != seen[-1]
     assert sum(len(p.candidates) for p in seen[0].problems) < sum(len(p.candidates) for p in seen[-1].problems)
     assert all(p.state == "selected" for p in seen[-1].problems)
+
+
+def test_a_running_workers_time_counts_its_episode_not_its_step():
+    from gitswarm.tui.tables import worker_cells
+
+    state = DashState()
+    state.apply([Event("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 100.0),
+                 Event("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 3}, 130.0),
+                 Event("tool", {"episode": "e1", "worker": "w01", "problem": "a", "tool": "read_file"}, 131.0)])
+    cells = dict(zip(("worker", "episode", "problem", "state", "step", "tokens", "time"),
+                     worker_cells(state.workers["w01"], now=145.0), strict=True))
+    assert cells["time"] == "45s" and cells["step"] == 3 and cells["state"] == "tool"

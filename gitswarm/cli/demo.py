@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from gitswarm.cli.common import user_errors
-from gitswarm.cli.running import run_swarm
+from gitswarm.cli.running import refuse_busy, run_swarm
 from gitswarm.cli.solve import TuiOpt, _config, _load, _want_tui
 
 
@@ -34,9 +34,18 @@ MODELS: dict[Provider, tuple[str, dict[str, str]]] = {
 """The model each provider serves in the demo, and the settings a real run would give it."""
 
 
+def demo_run(provider: Provider) -> Path:
+    """The demo's run folder: `runs/demo`, or `runs/demo-<provider>` for another provider, so a
+    demo with another provider starts its own run rather than resuming one made under another
+    model (a run is resumed with the settings it started with)."""
+    return Path("runs/demo" if provider is Provider.OPENAI else f"runs/demo-{provider.value}")
+
+
 def demo(
-    run: Annotated[Path, typer.Option(help="Where to write the demo run.")] = Path("runs/demo"),
-    workers: Annotated[int, typer.Option("--workers", "-C", min=1, help="Episodes in flight.")] = 4,
+    run: Annotated[Path | None, typer.Option(
+        help="Where to write the demo run (default runs/demo, or runs/demo-<provider> with another "
+             "--provider); an existing run is resumed.", show_default=False)] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Episodes in flight.")] = 4,
     provider: Annotated[Provider, typer.Option(
         help="The provider the fake server plays, with its documented rules: an OpenAI-compatible "
              "server; Anthropic's Messages API (thinking, prompt caching); an OpenAI reasoning "
@@ -51,18 +60,20 @@ def demo(
     The scripted model answers through a fake provider on 127.0.0.1, so the demo exercises
     exactly the path a real model takes. With a priced model (--provider anthropic or
     openai-reasoning) the cost shown is what the provider would bill for those tokens; none
-    is spent. Running it again resumes the run. It ends by grading the selected solutions:
-    answers and programs for real, proofs by a scripted judge (labelled so), into
-    refs/gitswarm/grades.
+    is spent. Each provider's demo has a run folder of its own; running it again resumes
+    that run. It ends by grading the selected solutions: answers and programs for real,
+    proofs by a scripted judge (labelled so), into refs/gitswarm/grades.
     """
     from gitswarm.demo.brain import respond
     from gitswarm.fakeserver import FaultPlan
     from gitswarm.resources import data_dir
 
     model, settings = MODELS[provider]
+    run = run or demo_run(provider)
     with user_errors():  # the shipped set, even where a folder named demo (a run?) is at hand
         problem_set = _load(str(data_dir("problems") / "demo"))
         cfg = _config(problem_set, model, run, workers=workers, seed=0, api_key="demo-key-not-secret", **settings)
+        refuse_busy(run)
     code = run_swarm(cfg, problem_set, as_json, responder=respond, faults=FaultPlan(latency_s=latency),
                      tui=_want_tui(tui, as_json), personality=provider.value,
                      after=functools.partial(_grade_quietly, run, problem_set))

@@ -242,16 +242,18 @@ def concurrency_check(calls: Calls) -> Check:
     if done and errors and errors[0].kind == "rate_limit":
         return Check("concurrency", "warn", f"one of two requests at once was rate-limited ({what})",
                      "a run retries it; fewer --workers wait less")
-    if not errors and not calls.pair_streamed:  # a whole reply is never cut: the model left ping out
-        missing = "one" if done else "both"
-        return Check("concurrency", "ok", f"two requests at once both completed ({missing} without its ping call: "
-                     "the model's answer, since whole replies are not cut)")
+    if not errors:  # a cut reply is an error (stream_cut and the like): these came back whole, without ping
+        why = "since whole replies are not cut" if not calls.pair_streamed else "each stream ended whole"
+        return Check("concurrency", "ok", f"two requests at once both completed ({'one' if done else 'both'} "
+                     f"without its ping call: the model's answer, {why})")
+    local = calls.probe is not None and calls.probe.llm.config.api_base is not None
+    interrupts = INTERRUPTS if local else "the provider cut a reply: try again, or run with fewer --workers"
     if done and (not errors or errors[0].kind in CUT_KINDS):
         return Check("concurrency", "FAIL", f"the server interrupts concurrent requests (one of two at once: "
-                     f"{what})", INTERRUPTS)
+                     f"{what})", interrupts)
     failed = "neither of two requests at once" if not done else "one of two requests at once"
     return Check("concurrency", "FAIL", f"{failed} completed ({what})",
-                 FIXES.get(errors[0].kind, DEFAULT_FIX) if errors else INTERRUPTS)
+                 FIXES.get(errors[0].kind, DEFAULT_FIX) if errors else interrupts)
 
 
 def _one_at_a_time(pair: list) -> Check | None:

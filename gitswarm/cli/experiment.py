@@ -58,7 +58,7 @@ def experiment(
       model = "scripted-solver"    # or a litellm model string, e.g. "openai/gpt-5.5"
       workers = 4
       [scripted]                   # only for the scripted solver, a simulator
-      p = 0.3                      #   chance an attempt is right (boost, check: see README)
+      p = 0.3                      #   chance an attempt is right (boost, check: docs/experiments.md)
       [grade]                      # optional: the referee for proof problems
       # referee_model = "openai/gpt-5.5"
       [arms]                       # name = settings over [solve] (SolveConfig fields)

@@ -25,8 +25,9 @@ def export(
         "--format", help="chat: one record per episode, `messages` (tool calls and the `tool` turns answering "
         "them by id) and `tools`, as OpenAI's and Hugging Face's fine-tuning tools read them. steps: one record "
         "per model call, the context it saw, its reply, its reward and return, for reinforcement learning.")] = "chat",
-    out: Annotated[Path | None, typer.Option(help="Write the JSONL here instead of to stdout.",
-                                             show_default=False)] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--output", "-o", "--out", help="Write the JSONL to this file instead of stdout (-o/--output, as for "
+        "report; --out too).", show_default=False)] = None,
     credit: Annotated[CreditName, typer.Option(
         help="How the selected solution's grade is credited: ancestry (it flows back along the citations, "
         "halving at each step, split among the cited commits; nothing outside), ancestry+reviews (plus credit "
@@ -55,8 +56,7 @@ def export(
 
     An episode of a run made before gitswarm kept each conversation whole is read from its
     readable transcript: its labels say `"lossless": false` and what is `missing` (tool call
-    ids are then made up). Every label can be recomputed with git alone (README, "Runs as
-    training data").
+    ids are then made up). Every label can be recomputed with git alone (docs/exports.md).
     """
     from gitswarm.export.labels import read_facts
     from gitswarm.export.run import Filters

@@ -97,7 +97,11 @@ async def grade_and_print(memory: Memory, problems: list[Problem], judge, k: int
     for message, _ in errors:
         typer.echo(f"gitswarm: {message}", err=True)
     if errors:
-        return int(max(code for _, code in errors))
+        worst = max(code for _, code in errors)
+        # Exit 2 is bad input with nothing graded; once another problem has its grade (stored now or
+        # earlier), the problems left ungraded are "something left ungraded": exit 1.
+        graded = any(o.grade is not None for o in outcomes)
+        return int(Exit.FAILED if worst == Exit.BAD_INPUT and graded else worst)
     return int(Exit.FAILED) if any(o.grade is not None and not o.grade.graded for o in outcomes) else 0
 
 

@@ -92,4 +92,18 @@ def _template(event: Event) -> str | None:
         return REVIEWED
     if event.kind == "run_started" and event.data.get("episodes"):
         return RESUMING
+    if event.kind == "run_stopped" and _failed(event.data.get("reason")):
+        return STOPPED_FAILING
     return SHOWN.get(event.kind)
+
+
+STOPPED_FAILING = "stopped ({reason}): {episodes} episodes, {charged} charged, {tokens} tokens; why follows"
+"""A run that failed: its reason's paragraph is printed once, last, on stderr (`running.run_swarm`)."""
+
+
+def _failed(reason: object) -> bool:
+    """The stop reason is one of a failed run (exit 1)."""
+    from gitswarm.cli.common import STOP_EXIT, Exit
+    from gitswarm.core.stops import StopReason
+
+    return reason in set(StopReason) and STOP_EXIT[StopReason(reason)] == Exit.FAILED

@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import anyio
 import typer
@@ -30,6 +31,16 @@ MERGER_REPLY_TIMEOUT_S = 600.0
 the merger is not asked to reason). Its replies are not streamed, so no idle cut applies: this
 bounds a silent connection instead, with the one timeout retry 20 minutes of a merger that
 composes one conflict at a time. A merger reply is one file (a conflict's, or SUMMARY.md)."""
+
+
+def refuse_busy(run: Path) -> None:
+    """A run another gitswarm is working on is refused at once, before the model library loads
+    (seconds); the engine takes the run lock itself, so this only answers sooner."""
+    from gitswarm.engine.runlock import LOCK_NAME, run_lock
+
+    if (Path(run) / LOCK_NAME).is_file():
+        with run_lock(run):
+            pass
 
 
 def model_config(cfg, name: str, api_base: str | None = None, merger: bool = False):
@@ -198,7 +209,9 @@ def usd(cost: float, known: bool) -> str:
 
 def _summary(cfg, result) -> None:
     cost = usd(result.cost, result.cost_known)
-    typer.echo(f"\n{result.reason.detail}. {result.charged} charged episodes of {cfg.budget} "
+    failed = STOP_EXIT[result.reason.reason] == Exit.FAILED  # its detail is the last line, on stderr
+    said = f"Stopped ({result.reason.reason.value})" if failed else result.reason.detail
+    typer.echo(f"\n{said}. {result.charged} charged episodes of {cfg.budget} "
                f"({result.episodes} in all, cap {cfg.max_episodes}), {result.tokens} tokens, {cost}.")
     for problem, picked in result.selected.items():
         mark = ("by nominations" if cfg.verify == 0 else "verified" if picked and picked.verified

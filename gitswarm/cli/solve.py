@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from gitswarm.cli.common import Effort, Isolation, ToolProtocol, fail, user_errors
-from gitswarm.cli.running import RemoteRun, model_config, run_swarm
+from gitswarm.cli.running import RemoteRun, model_config, refuse_busy, run_swarm
 
 RUN, MODEL, BUDGET, VERIFICATION, OUTPUT, REMOTE, PRICES = (
     "Run", "Model", "Budget and caps", "Verification", "Output", "Remote (with --run URL)", "Prices")
@@ -169,6 +169,7 @@ def solve(
                       max_concurrent_calls=max_concurrent_calls,
                       price_in_per_mtok=price_in, price_out_per_mtok=price_out,
                       price_cached_in_per_mtok=price_cached_in, price_cache_write_per_mtok=price_cache_write)
+        refuse_busy(cfg.run)
         hint = models.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
         if hint:
             raise fail(hint)

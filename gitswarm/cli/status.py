@@ -62,11 +62,16 @@ def table(state) -> list[str]:
              + usd(t.known_cost_usd, t.cost_known)
              + (f", {t.pending_branches} branch(es) not yet merged" if t.pending_branches else ""),
              f"  {usage_line(t.parts())}",
-             f"  {failed_line(t.failed)}",
-             f"\n{'PROBLEM':28} {'STATE':11} {'NOTES':>5} {'LEMMAS':>6} {'ATTEMPTS':>8} {'REVIEWS':>7} "
-             f"{'NOMINATIONS':>11} {'VERIFIED':>12} {'GRADE':>16}  SELECTED"]
+             f"  {failed_line(t.failed)}"]
+    # Columns as wide as their longest value, so SELECTED lines up ("1.00 (10/10 tests)" is 18 wide).
+    ids = max([28, *(len(p.id) for p in state.problems)])
+    verified = max([12, *(len(p.verification) for p in state.problems)])
+    grades = max([16, *(len(p.grade_text) for p in state.problems)])
+    lines.append(f"\n{'PROBLEM':{ids}} {'STATE':11} {'NOTES':>5} {'LEMMAS':>6} {'ATTEMPTS':>8} {'REVIEWS':>7} "
+                 f"{'NOMINATIONS':>11} {'VERIFIED':>{verified}} {'GRADE':>{grades}}  SELECTED")
     for p in state.problems:
         c = p.counts
-        lines.append(f"{p.id:28} {p.state:11} {c.notes:5} {c.lemmas:6} {c.candidates:8} {c.reviews:7} "
-                     f"{p.nomination_total:11} {p.verification:>12} {p.grade_text:>16}  {p.selected_path or '-'}")
+        lines.append(f"{p.id:{ids}} {p.state:11} {c.notes:5} {c.lemmas:6} {c.candidates:8} {c.reviews:7} "
+                     f"{p.nomination_total:11} {p.verification:>{verified}} {p.grade_text:>{grades}}  "
+                     f"{p.selected_path or '-'}")
     return lines

@@ -42,6 +42,9 @@ def respond(request: dict) -> FakeReply:
     if messages and judge.is_judge_request(text_of(messages[0])):
         return FakeReply(content=judge.judge(text_of(messages[-1])))
     text_protocol = TEXT_CALLS in text_of(messages[0]) if messages else False
+    ping = _ping(request, messages)
+    if ping is not None:
+        return FakeReply(tool_calls=[ping])
     if not request.get("tools") and not text_protocol:
         return FakeReply(content=_merger(text_of(messages[-1])))
     # The episode's first prompt: the first user turn with a state header (some providers'
@@ -61,6 +64,23 @@ def respond(request: dict) -> FakeReply:
     if text_protocol:
         return FakeReply(content=textproto.format_calls([(call["name"], call["arguments"])]))
     return FakeReply(tool_calls=[call])
+
+
+PING_WORD = re.compile(r"`word`\s+set to `([^`]*)`")
+PING_COUNT = re.compile(r"numbers from 1 to (\d+)")
+
+
+def _ping(request: dict, messages: list[dict]) -> dict | None:
+    """`gitswarm doctor`'s probe (a request whose one tool is `ping`): the ping it asks for, so
+    doctor passes against the offline fake as `solve` runs on it."""
+    names = [(t.get("function") or {}).get("name") for t in request.get("tools") or []]
+    if names != ["ping"] or not messages:
+        return None
+    asked = text_of(messages[-1])
+    count = PING_COUNT.search(asked)
+    word = PING_WORD.search(asked)
+    said = " ".join(str(n) for n in range(1, int(count[1]) + 1)) if count else (word[1] if word else "")
+    return tool_call("ping", word=said)
 
 
 def text_of(message: dict) -> str:

@@ -115,7 +115,7 @@ class Links:
 
 
 def labels(facts: RunFacts, links: Links, record: EpisodeRecord) -> dict:
-    """The labels of one episode (README, "Runs as training data")."""
+    """The labels of one episode (docs/exports.md)."""
     node = facts.graph.nodes.get(record.commit or "")
     problem = facts.problems.get(record.problem)
     selected = problem.selected.candidate if problem and problem.selected else None

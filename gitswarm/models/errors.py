@@ -25,7 +25,8 @@ _TO_DO = {
     "rate_limit": "the provider limits requests or tokens per minute: run with fewer --workers, or wait and resume",
     "timeout": "is the server still working? A slow local model may need a larger --reply-timeout "
                "(or --idle-timeout, for a model that thinks long before it writes)",
-    "connection": "is --api-base right (scheme, host, port) and the server running?",
+    "connection": "no reply came, so no server had its say: check the network and the host's name, and with "
+                  "--api-base its scheme, host and port, and that the server is running",
     "malformed": "is --api-base an OpenAI-compatible endpoint (often .../v1)?",
 }
 _BY_STATUS = {401: "auth", 403: "permission", 404: "not_found", 408: "timeout", 409: "server",
@@ -141,7 +142,7 @@ def failure_kind(exc: Exception, litellm: ModuleType) -> str:
         return "malformed"
     if isinstance(exc, openai.APITimeoutError):
         return "timeout"
-    if any(isinstance(e, openai.APIConnectionError) for e in chain):
+    if any(isinstance(e, openai.APIConnectionError) for e in chain) or _not_connected(chain):
         return "connection"
     if any(type(e) is openai.OpenAIError for e in chain):  # the SDK refused before sending anything
         return "auth" if "credential" in str(exc).lower() else "bad_request"
@@ -149,6 +150,23 @@ def failure_kind(exc: Exception, litellm: ModuleType) -> str:
     if not isinstance(status, int):
         return "bad_request"
     return _BY_STATUS.get(status) or ("server" if status >= 500 else "bad_request")
+
+
+_NOT_CONNECTED = ("Cannot connect to host", "Name or service not known", "nodename nor servname",
+                  "Temporary failure in name resolution", "Connection refused")
+"""The words of a connection never made (DNS, a refused port), as litellm passes them on in an
+error it may label HTTP 500 although no server answered."""
+
+
+def _not_connected(chain: list[BaseException]) -> bool:
+    """No connection was made: the transport's connect error, or its words, anywhere in the chain."""
+    import socket
+
+    import aiohttp  # litellm's transport, loaded by it already
+    import httpx
+
+    connect = (aiohttp.ClientConnectorError, httpx.ConnectError, ConnectionRefusedError, socket.gaierror)
+    return any(isinstance(e, connect) or any(w in str(e) for w in _NOT_CONNECTED) for e in chain)
 
 
 def _stream_cut(chain: list[BaseException], litellm: ModuleType) -> bool:

@@ -25,7 +25,7 @@ from gitswarm.tui.feed import Feed
 from gitswarm.tui.header import RunHeader
 from gitswarm.tui.messages import EventsArrived, GraphRead, HistoryRead, ItemRead, RunFinished, SnapshotRead
 from gitswarm.tui.screens import DetailScreen, GraphScreen, HelpScreen
-from gitswarm.tui.state import DashState, merge_snapshot
+from gitswarm.tui.state import DashState, mark_gone, merge_snapshot
 from gitswarm.tui.tables import ProblemsTable, ProcessesTable, WorkersTable
 from gitswarm.tui.tail import LogTail
 
@@ -129,7 +129,8 @@ class Dashboard(App):
     def read_snapshot(self) -> None:
         memory = self.memory()
         if memory is not None:
-            self.post_message(SnapshotRead(self._snapshots.read(memory)))
+            held = reader.run_held(self.run_path) if self.engine is None else True
+            self.post_message(SnapshotRead(self._snapshots.read(memory), held))
 
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
     def load_history(self, problem: str) -> None:
@@ -155,7 +156,10 @@ class Dashboard(App):
         self.pending.extend(message.events)
 
     def on_snapshot_read(self, message: SnapshotRead) -> None:
-        self.redraw(merge_snapshot(self.state, message.snapshot))
+        dirty = merge_snapshot(self.state, message.snapshot)
+        if mark_gone(self.state, message.held):
+            dirty |= {"header", "workers"}
+        self.redraw(dirty)
 
     def on_run_finished(self, message: RunFinished) -> None:
         self.result, self.error, self.finished = message.result, message.error, True
@@ -180,6 +184,7 @@ class Dashboard(App):
             if self.exit_when_done:
                 self.exit()
             else:
+                self.clear_notifications()  # the "grading…" toast would stay over every screen
                 self.notify("graded: the grades are in the table; press q to quit", timeout=30)
 
     def on_history_read(self, message: HistoryRead) -> None:

@@ -22,12 +22,12 @@ def header_text(state: DashState, now: float | None = None) -> str:
         return f"-  [{h.waiting}]\nno episode has started yet"
     in_flight = sum(w.state not in RESTING for w in state.workers.values())
     elapsed = _elapsed((h.ended or now or time.time()) - h.started) if h.started else "-"
-    usd = "?" if h.cost is None else f"{h.cost:.4f}"
-    cap = "-" if h.max_usd is None else f"{h.max_usd:.2f}"
+    usd = "unknown (no price)" if h.cost is None else f"{h.cost:.4f}"
+    cap = "" if h.max_usd is None else f" of {h.max_usd:.2f} cap"
     status = f"stopped: {h.stopped}" if h.stopped else ("PAUSED" if h.paused else "running")
     return (f"{elapsed}  [{status}]  run {h.run}  model {h.model}\n"
             f"episodes {h.charged}/{h.budget}  in flight {in_flight}/{h.workers}  "
-            f"tokens {h.tokens:,}  USD {usd}/{cap}")
+            f"tokens {h.tokens:,}  USD {usd}{cap}")
 
 
 class RunHeader(Static):

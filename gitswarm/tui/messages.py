@@ -20,9 +20,11 @@ class EventsArrived(Message):
 class SnapshotRead(Message):
     """A fresh read of the run's read model (main's tree, the ledger's totals, the grades)."""
 
-    def __init__(self, snapshot: RunState) -> None:
+    def __init__(self, snapshot: RunState, held: bool | None = True) -> None:
         super().__init__()
         self.snapshot = snapshot
+        self.held = held
+        """Some process holds the run's lock (None: cannot be told)."""
 
 
 class RunFinished(Message):

@@ -84,3 +84,20 @@ def graph_text(memory, problem: str) -> str:
         if inherited:
             lines.append(f"    ↑ inherits  {', '.join(c[:7] for c in inherited)}")
     return "\n".join(lines)
+
+
+def run_held(run: Path) -> bool | None:
+    """Whether some process holds the run's lock (a `solve` at work), read from /proc/locks
+    without taking the lock, which would refuse a `solve` starting that instant; None where
+    that cannot be told (no lock file yet, no /proc)."""
+    import re
+
+    from gitswarm.engine.runlock import LOCK_NAME
+
+    try:
+        inode = (Path(run) / LOCK_NAME).stat().st_ino
+        table = Path("/proc/locks").read_text()
+    except OSError:
+        return None
+    held = re.compile(rf"\bFLOCK\b.*\s[0-9a-f]+:[0-9a-f]+:{inode}\s")
+    return any(held.search(line) and "->" not in line for line in table.splitlines())

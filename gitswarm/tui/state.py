@@ -57,6 +57,9 @@ class WorkerRow:
     step: int = 0
     tokens: int = 0
     since: float = field(default_factory=time.time)
+    """When the worker's state last changed."""
+    began: float = field(default_factory=time.time)
+    """When its episode started: the `time` column counts from here while it runs."""
 
 
 @dataclass(frozen=True)
@@ -179,8 +182,8 @@ def _run_started(s: DashState, d: dict, t: float) -> None:
 def _episode_started(s: DashState, d: dict, t: float) -> None:
     w = s.worker(str(d.get("worker")))
     _leave(s, w)
-    w.episode, w.problem, w.state, w.step, w.tokens, w.since = (
-        str(d.get("episode")), str(d.get("problem")), "thinking", 0, 0, t)
+    w.episode, w.problem, w.state, w.step, w.tokens, w.since, w.began = (
+        str(d.get("episode")), str(d.get("problem")), "thinking", 0, 0, t, t)
     s.episode_worker[w.episode] = w.id
     s.problem(w.problem).in_flight += 1
     if s.problems[w.problem].state == "open":
@@ -289,6 +292,25 @@ def _stopped(s: DashState, d: dict, t: float) -> None:
         _leave(s, w)
         w.state = "exited"
     s.dirty |= {"header", "workers"}
+
+
+GONE = "its process is gone with no stop recorded (killed?); the same solve command resumes it"
+"""The header of a run that started, never said it stopped, and whose lock no process holds."""
+
+
+def mark_gone(s: DashState, held: bool | None) -> bool:
+    """A run whose process died without a stop event is shown so, not `running` forever; marked
+    again running once a process holds it (a resume). Returns whether the header changed."""
+    h = s.header
+    if held is False and h.started is not None and h.stopped is None:
+        h.stopped, h.ended = GONE, time.time()
+        for w in s.workers.values():
+            _leave(s, w)
+        return True
+    if held and h.stopped == GONE:
+        h.stopped = h.ended = None
+        return True
+    return False
 
 
 def _resolved(s: DashState, d: dict, t: float) -> None:

@@ -58,16 +58,22 @@ class ProblemsTable(KeyedTable):
                              r.verification, r.grade))
 
 
+def worker_cells(w: WorkerRow, now: float) -> tuple:
+    """One worker's row: `time` is its episode's so far (counting each second while it runs, not
+    reset by each step), `tokens` its last finished episode's (the engine's step events carry none)."""
+    spent = "-" if w.state in RESTING else f"{now - w.began:.0f}s"
+    return (w.id, w.episode, w.problem, w.state, w.step, w.tokens, spent)
+
+
 class WorkersTable(KeyedTable):
-    """Workers: id, episode, problem, state, step, tokens, time in step."""
+    """Workers: id, episode, problem, state, step, tokens, time in the episode."""
 
     COLUMNS = WORKER_COLUMNS
 
     def show(self, rows: list[WorkerRow], now: float | None = None) -> None:
         now = now or time.time()
         for w in sorted(rows, key=lambda r: r.id):
-            since = "-" if w.state in RESTING else f"{now - w.since:.0f}s"
-            self.put(w.id, (w.id, w.episode, w.problem, w.state, w.step, w.tokens, since))
+            self.put(w.id, worker_cells(w, now))
 
 
 class ProcessesTable(KeyedTable):
