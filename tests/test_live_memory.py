@@ -193,3 +193,23 @@ def test_no_worker_is_sent_where_its_only_task_is_reviewing_its_own_work(tmp_pat
     both = ["demo-divisors-36", "demo-odd-sum"]
     assert pick(index, both, ["demo-divisors-36"], ["w01"], {}, 2, rng, waiting=True) == ("demo-odd-sum", "w01")
     assert pick(index, both, [], ["w01", "w02"], {}, 2, rng, waiting=False) == ("demo-divisors-36", "w02")
+
+
+def test_a_code_tree_brought_forward_keeps_the_episodes_own_changes():
+    """`Workspace.advance`: what landed on main comes in, what the episode changed stays its own
+    and is staged against the new baseline; a file main removed goes unless the episode edited it."""
+    from gitswarm.engine.workspace import Workspace
+    from gitswarm.memory.paths import WriteLimits
+
+    tree = Workspace({"code/a/x.py": b"one\n", "code/a/gone.py": b"old\n", "code/a/kept.py": b"k\n"})
+    try:
+        (tree.root / "a" / "x.py").write_text("mine\n")
+        (tree.root / "a" / "kept.py").write_text("edited\n")
+        tree.advance({"code/a/x.py": b"two\n", "code/b/new.py": b"theirs\n"})
+        assert (tree.root / "a" / "x.py").read_text() == "mine\n"
+        assert (tree.root / "b" / "new.py").read_text() == "theirs\n"
+        assert not (tree.root / "a" / "gone.py").exists() and (tree.root / "a" / "kept.py").exists()
+        scan = tree.scan(WriteLimits(), 100)
+        assert scan.staged == {"code/a/x.py": "mine\n", "code/a/kept.py": "edited\n"} and scan.deleted == set()
+    finally:
+        tree.close()

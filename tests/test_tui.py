@@ -434,3 +434,14 @@ def test_a_running_workers_time_counts_its_episode_not_its_step():
     cells = dict(zip(("worker", "episode", "problem", "state", "step", "tokens", "time"),
                      worker_cells(state.workers["w01"], now=145.0), strict=True))
     assert cells["time"] == "45s" and cells["step"] == 3 and cells["state"] == "tool"
+
+
+def test_a_running_workers_tokens_grow_with_its_steps():
+    """Each `step` event carries the episode's tokens so far: the column moves while it runs."""
+    state = DashState()
+    state.apply([Event("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 1.0),
+                 Event("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 1, "tokens": 0}, 2.0),
+                 Event("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 2, "tokens": 1234}, 3.0)])
+    assert state.workers["w01"].tokens == 1234
+    state.apply([Event("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 3}, 4.0)])
+    assert state.workers["w01"].tokens == 1234  # an older event log's step, without tokens, keeps the last

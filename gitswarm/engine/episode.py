@@ -191,7 +191,8 @@ async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages
     """One model call, charged to the episode whatever its outcome."""
     shared.check_caps()
     shared.view.working(ep.worker, ep.episode, ep.problem_id, step)
-    shared.events.emit("step", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step)
+    shared.events.emit("step", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step,
+                       tokens=record.tokens_in + record.tokens_out)  # the episode's so far, for the dashboard
     def retrying(retry: Retry) -> None:
         shared.events.emit("retry", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step,
                            error=retry.kind, what=retry.what, attempt=retry.attempt, delay=round(retry.delay_s, 1))

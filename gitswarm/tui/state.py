@@ -202,6 +202,7 @@ def _leave(s: DashState, w: WorkerRow) -> None:
 def _step(s: DashState, d: dict, t: float) -> None:
     w = s.worker(str(d.get("worker")))
     w.state, w.step, w.since = "thinking", int(d.get("step", w.step)), t
+    w.tokens = int(d.get("tokens") or w.tokens)  # the episode's tokens before this step's call
     s.dirty.add("workers")
 
 
