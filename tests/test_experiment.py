@@ -116,7 +116,7 @@ def test_solver_does_better_when_the_memory_shows_a_right_attempt_or_note():
     solver = Solver(KEYS, SolverSettings(p=0.3, boost=0.5, check=1.0), seed=1)
 
     def row(path: str, answer: str) -> str:
-        return f"| {path} | {'a' * 12} | 0 | unreviewed |  | Attempt {digest(answer)}: the answer is {answer} |"
+        return f"| {path} | {'a' * 12} | 0 | unreviewed | w01 | Attempt {digest(answer)}: the answer is {answer} |"
 
     revise = ("most useful next: revise attempts/attempt-e00002.md: its critical review e00003 (commit "
               f"{'b' * 12}) has no revision yet\n")

@@ -186,8 +186,8 @@ async def test_the_header_and_the_overview_show_review_states_and_advise_revisin
         in header
     assert (f"most useful next: revise {ATTEMPT}: its critical review x0002 (commit {critical[:12]}) has no "
             "revision yet; a revision is a new attempt citing that commit (and the attempt) in informed_by") in header
-    assert f"| {ATTEMPT} | {reviewed[:12]} | 3 | 1 pass, 1 critical (x0002) |  | Induction |" in overview
-    assert "| reviews/x0002.md |" in overview and "|  |  | verdict critical |" in overview  # no review state
+    assert f"| {ATTEMPT} | {reviewed[:12]} | 3 | 1 pass, 1 critical (x0002) | w02 | Induction |" in overview
+    assert "| reviews/x0002.md |" in overview and "|  | w03 | verdict critical |" in overview  # no review state
     assert "this problem needs: every candidate has a critical review: a revision" in header
 
 
@@ -208,7 +208,8 @@ async def test_a_revision_answers_the_critical_review_and_the_advice_is_its_seco
     assert (f"most useful next: review attempts/revised.md ({revised[:12]}): it has 1 of the 2 pass reviews "
             "that verify it, and you have not reviewed it\n") in header
     assert ("this problem needs: attempts/revised.md needs 1 more pass review(s) from workers other than w02, "
-            "and no critical one; then it is selected\n") in header
+            "and no critical one; then it is verified, and with no verified rival it is the problem's "
+            "solution\n") in header
     revised = revised_with(tmp_path / "two", ["w04", "w05"])  # verified, with no verified rival: settled
     result = await run_on(tmp_path / "two")
     chosen = result.selected[PROBLEM]
@@ -269,5 +270,5 @@ async def test_the_advice_is_to_review_another_workers_unreviewed_attempt(tmp_pa
     assert "attempts/mine.md unreviewed · attempts/theirs.md unreviewed\n" in header
     assert (f"most useful next: review attempts/theirs.md ({theirs[:12]}): no other worker has reviewed it"
             in header)
-    assert "| attempts/mine.md |" in overview and "| unreviewed | yours | Mine |" in overview
-    assert "| unreviewed |  | Another route |" in overview
+    assert "| attempts/mine.md |" in overview and "| unreviewed | w01 (yours) | Mine |" in overview
+    assert "| unreviewed | w05 | Another route |" in overview

@@ -24,6 +24,7 @@ SHOWN = {
     "budget_short": ("note: {left} charged episodes left cannot select a verified solution of every one of the "
                      "{problems} open problems: each needs {per_problem} (an attempt and {need}); give --budget "
                      "{suggested} or more, solve fewer problems (--problem), or a smaller --verify"),
+    "settled": "{problem} settled: its solution is chosen (written when the run stops); no more episodes go there",
     "selected": "{problem}: {choice}",
     "set_aside": "{problem} set aside: its last {episodes} episodes made no progress, {detail}",
     "run_stopped": "stopped ({reason}): {detail}; {episodes} episodes, {charged} charged, {tokens} tokens",

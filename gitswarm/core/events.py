@@ -23,7 +23,7 @@ class Event:
     kind: str
     """run_started, budget_short (the budget left cannot select on every open problem),
     episode_started, step, tool, retry, committed, nominated, abstain, failed, set_aside, merged,
-    conflict_resolved, summarised, merger_failed, selected, run_stopped (and others: the
+    conflict_resolved, summarised, settled, merger_failed, selected, run_stopped (and others: the
     emitters in `engine/` and `remote/` say)."""
     data: dict[str, object] = field(default_factory=dict)
     time: float = field(default_factory=time.time)

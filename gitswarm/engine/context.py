@@ -139,8 +139,9 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
     """The state block of every step, from the step's view of main (`index`, pinned at its
     `seen_tip`); `new_items` counts the items landed since the episode started."""
     cfg = view.config
-    usd = (f"USD {view.cost:.4f} spent" + ("" if view.cost_known else " (some prices unknown)")
-           + (f" of cap {cfg.max_usd:.2f}" if cfg.max_usd is not None else ", no USD cap"))
+    usd = ("USD unknown (no price for this model)" if not view.cost_known and not view.cost else
+           f"USD {view.cost:.4f} spent" + ("" if view.cost_known else " (some prices unknown)"))
+    usd += f" of cap {cfg.max_usd:.2f}" if cfg.max_usd is not None else ", no USD cap"
     toks = f"{view.tokens} tokens spent" + (f" of cap {cfg.max_total_tokens}" if cfg.max_total_tokens else "")
     problem = index.problems[ep.problem_id]
     counts = ", ".join(f"{n} {k}" for k, n in sorted(problem.kinds.items())) or "no contributions yet"
@@ -213,7 +214,8 @@ def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodeInfo,
         commit = codebases.get(path) or items[path]
         first = next(p for p in items if candidate_path(p) == path) if path.startswith("code/") else path
         rows.append({"path": path + ("/" if path.startswith("code/") else ""), "commit": commit,
-                     "cited": index.cited[commit], "yours": index.authors.get(commit) == ep.worker,
+                     "cited": index.cited[commit], "author": index.authors.get(commit) or "?",
+                     "yours": index.authors.get(commit) == ep.worker,
                      "title": _first_line(memory, f"{base}/{first}", at),
                      "review": reviews_text(index, ep.problem_id, commit)
                      if path.startswith(CANDIDATE_FOLDERS) else ""})

@@ -120,7 +120,10 @@ class Merger:
         tip = result.commit
         await shared.git(shared.index.update, shared.memory.repo, tip)
         view = shared.view
+        before = set(view.settled)
         view.settle(*selection.standing_of(shared.index, view.problems, selection.Rule.of(view.config)))
+        for problem in sorted(view.settled - before):  # no more episodes go there; selected at the end
+            shared.events.emit("settled", problem=problem)
         shared.events.emit("merged", commit=tip, episodes=result.merged, parents=len(result.merged) + 1)
         touched = set()
         for episode in result.merged:

@@ -109,4 +109,4 @@ def needs(index: MemoryIndex, problem: str, rule: Rule, settled: bool) -> str:
     author = index.authors.get(best.commit) or "its author"
     missing = rule.verify - best.passes
     return (f"{paths[best.commit]} needs {missing} more pass review(s) from workers other than {author}, "
-            "and no critical one; then it is selected")
+            "and no critical one; then it is verified, and with no verified rival it is the problem's solution")

@@ -143,8 +143,9 @@ class Toolbox(FinalActions):
     def _row(self, path: str, commit: str, files: int) -> str:
         """One item of `list_items`: its commit, citations, and whose and how new it is; a
         candidate's counted reviews."""
+        author = self.index.authors.get(commit) or "?"
         marks = [f"{files} files" if path.startswith("code/") else "",
-                 "yours" if self.index.authors.get(commit) == self.ep.worker else "",
+                 f"by {author}" + (" (yours)" if author == self.ep.worker else ""),
                  "new since your episode started" if self.new_since_start(commit) else ""]
         if path.startswith(CANDIDATE_FOLDERS):
             marks.append("reviews: " + context.reviews_text(self.index, self.ep.problem_id, commit))

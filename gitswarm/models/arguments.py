@@ -21,6 +21,14 @@ _EATEN = (
 )
 
 
+CODE_KEYS = frozenset({"command", "code"})
+"""Arguments that hold a program (a shell command, Python source), never TeX: a line that begins
+`eq(` there is code, not an eaten `\\neq`."""
+AMBIGUOUS = ("\\t", "\\r", "\\n")
+"""The escapes that also stand for real whitespace: taken for eaten TeX only in text that holds TeX
+math (a `$`), so code and prose staged as files are left alone."""
+
+
 class ArgumentsError(ValueError):
     """Arguments that cannot be used as they are; the message says what to fix."""
 
@@ -56,9 +64,11 @@ def eaten_tex(value: object, where: str = "") -> str | None:
         return next((m for k, v in value.items() if (m := eaten_tex(v, k if not where else f"{where}.{k}"))), None)
     if isinstance(value, list):
         return next((m for n, v in enumerate(value) if (m := eaten_tex(v, f"{where}[{n}]"))), None)
-    if not isinstance(value, str):
+    if not isinstance(value, str) or where.rsplit(".", 1)[-1] in CODE_KEYS:
         return None
     for pattern, escape, name in _EATEN:
+        if escape in AMBIGUOUS and "$" not in value:
+            continue
         found = pattern.search(value)
         if found:
             command = escape + found.group(1)
