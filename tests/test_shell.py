@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import anyio
@@ -29,7 +28,7 @@ from gitswarm.models.textproto import instructions
 from gitswarm.problems.loader import load_set
 from gitswarm.problems.model import ProblemSet
 from gitswarm.resources import resolve_set
-from gitswarm.sandbox import SandboxError, run
+from gitswarm.sandbox import containment
 
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason=(
@@ -38,17 +37,8 @@ needs_root = pytest.mark.skipif(not ROOT, reason=(
 SHIPPED = resolve_set("reproduce")
 
 
-def _mount_namespace() -> bool:
-    with tempfile.TemporaryDirectory() as folder:
-        try:
-            run(["/bin/true"], hide=(Path(folder),))
-        except SandboxError:
-            return False
-    return True
-
-
-pytestmark = pytest.mark.skipif(not _mount_namespace(), reason=(
-    "no mount namespace on this machine: the shell cannot hide the run and the problem set"))
+pytestmark = pytest.mark.skipif(containment().backend is None, reason=(
+    "no sandbox backend on this machine (bubblewrap or namespaces): the shell cannot run"))
 
 
 @pytest.fixture(scope="module")
@@ -243,7 +233,8 @@ def test_the_reference_cannot_be_read_or_copied(tally: Episode) -> None:
                       'sleep 5 | tally & sleep 0.3; pid=$(pgrep -n tally); '
                       'cp /proc/$pid/exe viaproc; head -c 4 /proc/$pid/mem; kill %1; true')
     assert "Permission denied" in out and "ELF" not in out
-    assert "Operation not permitted" in out  # chmod: the file is not the command's
+    # chmod: the file is not the command's (namespaces), or lies in a read-only bind (bwrap)
+    assert "Operation not permitted" in out or "Read-only file system" in out
     assert not any(p.endswith(("mine", "viaproc")) for p in tally.tools.staged)
     tree = tally.tools.code.tree.root
     assert not (tree / "mine").exists() and not (tree / "viaproc").exists()
@@ -251,6 +242,10 @@ def test_the_reference_cannot_be_read_or_copied(tally: Episode) -> None:
 
 @needs_root
 def test_ld_preload_does_not_reach_into_the_reference(tally: Episode) -> None:
+    if containment().name == "bwrap":
+        pytest.skip("under bwrap every bind is nosuid: the reference is not a secure execution, and a preloaded "
+                    "library reaches into it (docs/problem-sets.md, the sandbox); as root the namespaces backend is "
+                    "the default")
     lib = r'''#include <stdio.h>
 __attribute__((constructor)) static void grab(void) { FILE *f = fopen("/tmp/grabbed", "w"); if (f) fclose(f); }
 '''

@@ -3,8 +3,9 @@ code tree (`workspace.Workspace`), whose changes then become the episode's stage
 
 The sandbox gives no network, a wall-clock, CPU, memory, file-size and process bound, and
 kills everything the command started once it ends. Its PATH holds the reference's folder
-(reproduce problems), the interpreter's folder (python, with pytest), the system's (cc,
-make, bash) and, where this machine has them, Rust's and Go's toolchains (`toolchains`).
+(reproduce problems), the interpreter's folder (python, with pytest and nothing else of the
+environment gitswarm runs in), the system's (cc, make, bash) and, where this machine has
+them, Rust's and Go's toolchains (`toolchains`); the command sees nothing else of the host.
 HOME and TMPDIR are the run's private /tmp, so caches never land in the code tree.
 """
 
@@ -32,6 +33,8 @@ DEFAULT_TIMEOUT = 60
 MAX_TIMEOUT = 600
 OUTPUT_BYTES = 16 << 10
 """Bytes kept of each of stdout and stderr: the head and the tail, the middle dropped."""
+PACKAGES = ("pytest",)
+"""The Python packages a command's interpreter may import (the standard library besides)."""
 SKIPPED_SHOWN = 20
 """Files not staged that one result names (the rest are counted)."""
 
@@ -86,7 +89,7 @@ def run_command(command: str, tree: Path, timeout: float, hide: tuple[Path, ...]
            "PYTEST_ADDOPTS": "-p no:cacheprovider", **dict(tools.env)}
     expose = tuple(p for p in (*bin_folders, *tools.expose) if p.is_dir())
     return run(["/bin/bash", "-c", command], workdir=tree, limits=limits(timeout), env=env,
-               hide=hide, expose=expose)
+               hide=hide, expose=expose, packages=PACKAGES)
 
 
 @dataclass(frozen=True)

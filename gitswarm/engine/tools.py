@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -44,6 +45,17 @@ def tool_schemas(kind: str | None = None) -> list[dict]:
     specs = yaml.safe_load((data_dir("prompts") / "tools.yaml").read_text(encoding="utf-8"))
     offered = [s for s in specs if kind is None or kind in CODE_KINDS or s["name"] not in CODE_TOOLS]
     return [{"type": "function", "function": spec} for spec in offered]
+
+
+@contextlib.contextmanager
+def _sandbox_faults(tool: str) -> Iterator[None]:
+    """The one boundary for faults of the sandbox in the tools that run programs: the model
+    reads that the machine, not its program, failed (never an engine error of the episode)."""
+    try:
+        yield
+    except SandboxError as exc:
+        raise ToolError(f"{tool} could not start a program on this machine (a fault of the sandbox, "
+                        f"not of your code): {str(exc).split(';')[0][:300]}") from None
 
 
 @cache
@@ -238,19 +250,18 @@ class Toolbox(FinalActions):
             if path.startswith("code/"):
                 files[path.split("/", 2)[-1]] = text.encode()
         limits = Limits(wall_seconds=30, cpu_seconds=20, memory_bytes=1 << 30)
-        result = await anyio.to_thread.run_sync(
-            lambda: run([sys.executable, "main.py"], files=files, limits=limits, hide=self._hidden()),
-            limiter=self.sandbox)
+        with _sandbox_faults("run_python"):  # the standard library only: no package is declared
+            result = await anyio.to_thread.run_sync(
+                lambda: run([sys.executable, "main.py"], files=files, limits=limits, hide=self._hidden()),
+                limiter=self.sandbox)
         status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
         return f"{status}\n--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
 
     async def tool_shell(self, command: str, timeout: int = shell.DEFAULT_TIMEOUT) -> str:
         if not command.strip():
             raise ToolError("give a bash command")
-        try:
+        with _sandbox_faults("shell"):
             done = await self.code.run(command, timeout, self.staged, self.deleted, self._hidden(), self.at)
-        except SandboxError as exc:
-            raise ToolError(f"the shell cannot run on this machine: {exc}") from None
         self.staged, self.deleted = done.staged, done.deleted
         return done.text
 

@@ -90,7 +90,7 @@ def grade_program(problem: Problem, files: dict[str, bytes],
     scratch = Path(tempfile.mkdtemp(prefix="gitswarm-grade-"))
     try:
         result = run(_argv(), files={**files, **hidden_tests(problem)}, workdir=scratch / "work",
-                     limits=limits, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+                     limits=limits, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, packages=("pytest",))
         report = scratch / "work" / REPORT
         outcomes = _parse_report(report.read_bytes()) if report.is_file() else []
     finally:

@@ -212,7 +212,8 @@ def run_branch(tests_dir: Path, branch: Branch, executable: bytes, work: Path,
     (work / REPORT).unlink(missing_ok=True)
     argv = [sys.executable, "-I", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir=.",
             f"--junitxml={REPORT}", "-o", "junit_family=xunit1", "eval/tests"]
-    result = run(argv, workdir=work, limits=branch_limits(timeout), env=_PYTEST_ENV, hide=hide)
+    result = run(argv, workdir=work, limits=branch_limits(timeout), env=_PYTEST_ENV, hide=hide,
+                 packages=("pytest",))
     report = work / REPORT
     cases = (read_cases(report.read_bytes()) or []) if report.is_file() else []
     return cases, step_of(f"run_tests {branch.id}", result)

@@ -1,22 +1,20 @@
 """Run untrusted code (agent programs, hidden tests, computations) in a bounded sandbox.
 
 `run` executes one command in a scratch folder and always returns a `SandboxResult`.
-Containment, strongest first, as the platform allows (probed once per process):
 
-- as root: the program runs as a fresh, otherwise unused uid (one per concurrent run).
-  `RLIMIT_NPROC` then really caps its processes (root itself ignores that limit), files
-  private to other users (the run repository when it is closed, hidden tests, secrets)
-  are unreadable, and afterwards every process of that uid is killed atomically
-  (`kill -1` sent as that uid), so even a child that left the session dies;
-- a private mount namespace: `hide` paths are covered (an unreadable empty tmpfs), /tmp,
-  /var/tmp and /dev/shm are fresh and private to the run (nothing persists or passes
-  between runs there), and the interpreter is bind-mounted back into view when its home
-  is closed to other users;
-- a fresh network namespace (only a downed loopback): no network at all. Without one the
-  environment merely has no proxies, and the result says so (`isolation="env-only"`);
-- without root: a user namespace (as `unshare -rn`) gives the network and mount
-  namespaces; processes are capped by `RLIMIT_NPROC` over the caller's own count;
-- always: a new session whose whole process group and session are killed on timeout and
+- Deny by default: the program sees a root made for it (`view.py`): the system's runtime
+  read-only, the interpreter with its standard library and only the Python packages the
+  caller declares, the toolchains and folders it is given, its scratch folder read-write,
+  fresh /tmp, /dev and /proc. Nothing else of the host exists for it.
+- A backend builds that root (`backends.py`): bubblewrap where it is on PATH, else the
+  kernel's namespaces driven by `launch.py`; both give new mount, pid, network (no network at
+  all), IPC and UTS namespaces. Where neither works, `run` raises `SandboxError` naming what
+  to install, unless the process was told programs may run unconfined (`permit_unconfined`):
+  then they run with the limits and uid below only, and the result says `unconfined`.
+- As root: the program runs as a fresh, otherwise unused uid (one per concurrent run).
+  `RLIMIT_NPROC` then really caps its processes, and afterwards every process of that uid
+  is killed atomically (`kill -1` sent as that uid), so even a child that left the session dies.
+- Always: a new session whose whole process group and session are killed on timeout and
   after normal exit; CPU, address-space and file-size limits; a minimal environment with
   no inherited secrets; bounded output capture (head and tail of each stream).
 
@@ -34,17 +32,20 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitswarm.errors import EnvironmentFault
+from gitswarm.sandbox.backends import HOW_TO_FIX, UNCONFINED, Backend, order
+from gitswarm.sandbox.launch import READY
 from gitswarm.sandbox.processes import EXEC, Capture, UidPool, kill_everything, own_tasks, read_until
 from gitswarm.sandbox.scratch import chown_tree, scratch_folder, write_files
+from gitswarm.sandbox.view import view
 
-_PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 _MEMORY_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
-
-
+_FATAL = {signal.SIGKILL, signal.SIGXCPU, signal.SIGXFSZ, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS,
+          signal.SIGFPE, signal.SIGILL, signal.SIGTERM}
+"""Signals whose death a confining tool reports as 128 + N (bwrap), read back as -N."""
 @dataclass(frozen=True)
 class Limits:
     """Resource bounds for one sandboxed run."""
@@ -81,9 +82,11 @@ class SandboxResult:
     stderr_truncated: bool
     duration_seconds: float
     isolation: str
-    """Network isolation in force: "netns" (no network at all) or "env-only"."""
+    """Network isolation in force: "netns" (no network at all) or "env-only" (unconfined)."""
     uid: int | None
     """The uid the program ran as, or None when it ran as the caller."""
+    containment: str = UNCONFINED
+    """The backend that made the program's root ("bwrap", "namespaces"), or "unconfined"."""
 
     @property
     def ok(self) -> bool:
@@ -96,11 +99,21 @@ class SandboxError(EnvironmentFault):
 
 
 @dataclass(frozen=True)
-class _Policy:
-    userns: bool = False
-    mountns: bool = False
-    netns: bool = False
-    drop_uid: bool = False
+class Containment:
+    """What this machine gives a program: the backend that works (None: none does) and why
+    each one tried does not."""
+
+    backend: Backend | None
+    refused: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.backend.name if self.backend else UNCONFINED
+
+    def problem(self) -> str:
+        """Why no program can be confined here, and the fix."""
+        why = "; ".join(f"{name}: {reason}" for name, reason in self.refused.items()) or "no backend is enabled"
+        return f"this machine cannot make a sandbox's root ({why}); {HOW_TO_FIX}"
 
 
 @dataclass(frozen=True)
@@ -122,38 +135,48 @@ def run(
     stdin: bytes | None = None,
     hide: tuple[Path, ...] = (),
     expose: tuple[Path, ...] = (),
+    packages: tuple[str, ...] = (),
 ) -> SandboxResult:
     """Run `argv` in a sandbox and return what happened; never leaves a process behind.
 
     `files` (relative path -> content) are written into the scratch folder first. The
     scratch folder is `workdir` when given (kept afterwards, handed back to its owner),
     else a fresh temporary folder removed afterwards. `env` is added to the minimal
-    environment; `hide` lists paths the program must not see (e.g. the run repository);
-    `expose` lists folders it must see even under /tmp, which is otherwise private to the
-    run (a tool folder put on its PATH).
+    environment; `expose` lists folders the program is shown read-only (a toolchain, a
+    tool folder put on its PATH); `packages` the Python distributions its interpreter may
+    import (with what they require; none: the standard library only); `hide` lists paths it
+    must not see even where they lie inside something shown. SandboxError if no backend
+    can make the root here and unconfined runs were not permitted.
     """
     if not argv:
         raise ValueError("argv is empty")
-    policy = _policy()
-    with scratch_folder(workdir) as scratch, _UIDS.lease(policy.drop_uid) as uid:
+    backend = confining()
+    with scratch_folder(workdir) as scratch, _UIDS.lease(os.geteuid() == 0) as uid:
         write_files(scratch, files or {})
         owner = scratch.stat()
         if uid is not None:
             chown_tree(scratch, uid, uid)
         try:
-            cfg = _config(argv, scratch, policy, uid, limits, hide, expose)
+            cfg = _config(argv, scratch, backend, uid, limits, hide, expose, packages)
             started = time.monotonic()
             outcome = _spawn_and_wait(cfg, _environment(scratch, env or {}), stdin, limits)
-            return _result(outcome, time.monotonic() - started, policy, uid)
+            return _result(outcome, time.monotonic() - started, backend, uid)
         finally:
             if uid is not None and workdir is not None:
                 chown_tree(scratch, owner.st_uid, owner.st_gid)
 
 
-def _result(outcome: _Outcome, duration: float, policy: _Policy, uid: int | None) -> SandboxResult:
-    if outcome.setup_error:
-        raise SandboxError(outcome.setup_error)
+def _result(outcome: _Outcome, duration: float, backend: Backend | None, uid: int | None) -> SandboxResult:
     code, out, err = outcome.code, outcome.out, outcome.err
+    setup = outcome.setup_error
+    if setup == READY or (backend is None and not setup):
+        setup = ""
+    elif backend is not None and backend.name != "namespaces" and not outcome.timed_out:
+        setup = setup or f"{backend.name} could not make the root: {err.text()[-500:].strip()}"
+    if setup:
+        raise SandboxError(setup)
+    if backend is not None and code > 128 and code - 128 in _FATAL:
+        code = 128 - code
     timed_out = outcome.timed_out or code == -signal.SIGXCPU
     stderr = err.text()
     memory = code != 0 and not timed_out and any(m in stderr for m in _MEMORY_MARKERS)
@@ -161,33 +184,29 @@ def _result(outcome: _Outcome, duration: float, policy: _Policy, uid: int | None
         exit_code=code, timed_out=timed_out, killed_for_memory=memory,
         stdout=out.text(), stderr=stderr, stdout_truncated=out.truncated,
         stderr_truncated=err.truncated, duration_seconds=duration,
-        isolation="netns" if policy.netns else "env-only", uid=uid,
+        isolation="netns" if backend else "env-only", uid=uid,
+        containment=backend.name if backend else UNCONFINED,
     )
 
 
-def _config(argv: list[str], scratch: Path, policy: _Policy, uid: int | None, limits: Limits,
-            hide: tuple[Path, ...], expose: tuple[Path, ...] = ()) -> dict:
+def _config(argv: list[str], scratch: Path, backend: Backend | None, uid: int | None, limits: Limits,
+            hide: tuple[Path, ...], expose: tuple[Path, ...] = (), packages: tuple[str, ...] = ()) -> dict:
     """The set-up instructions for `launch.py`."""
-    hidden = [str(Path(p).resolve()) for p in hide]
-    if hidden and not policy.mountns:
-        raise SandboxError("cannot hide paths here: no mount namespace is available")
+    hidden = [Path(p).resolve() for p in hide]
     if any(scratch.resolve().is_relative_to(h) for h in hidden):
         raise ValueError("the scratch folder lies inside a hidden path")
-    nproc = limits.max_processes if uid is not None else own_tasks() + limits.max_processes
-    exe = Path(sys.executable).resolve()
     if any(Path(p).resolve().is_relative_to(h) for p in expose for h in hidden):
         raise ValueError("an exposed folder lies inside a hidden path")
-    shown = sorted({sys.base_prefix, sys.prefix, str(exe.parent), str(scratch.resolve()),
-                    *(str(Path(p).resolve()) for p in expose)})
-    return {
-        "userns": policy.userns, "mountns": policy.mountns, "netns": policy.netns,
-        "uid": uid, "cwd": str(scratch), "argv": list(argv), "hide": hidden, "expose": shown,
-        "private": list(_PRIVATE_DIRS), "private_bytes": max(limits.file_bytes * 4, 16 << 20),
-        "limits": {
-            "RLIMIT_CPU": limits.cpu_seconds, "RLIMIT_AS": limits.memory_bytes,
-            "RLIMIT_FSIZE": limits.file_bytes, "RLIMIT_NPROC": nproc, "RLIMIT_CORE": 0,
-        },
-    }
+    nproc = limits.max_processes if uid is not None else own_tasks() + limits.max_processes
+    cfg = {"mode": "none", "uid": uid, "cwd": str(scratch), "argv": list(argv), "limits": {
+        "RLIMIT_CPU": limits.cpu_seconds, "RLIMIT_AS": limits.memory_bytes,
+        "RLIMIT_FSIZE": limits.file_bytes, "RLIMIT_NPROC": nproc, "RLIMIT_CORE": 0,
+    }}
+    if backend is None:
+        return cfg
+    root = view(scratch, uid, expose=expose, hide=tuple(hidden), packages=packages,
+                private_bytes=max(limits.file_bytes * 4, 16 << 20))
+    return {**cfg, **backend.instructions(root, list(argv))}
 
 
 def _environment(scratch: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -202,7 +221,7 @@ def _environment(scratch: Path, extra: dict[str, str]) -> dict[str, str]:
 
 
 def _spawn_and_wait(cfg: dict, environ: dict, stdin: bytes | None, limits: Limits) -> _Outcome:
-    status_r, status_w = os.pipe()  # the set-up writes here only if it fails before exec
+    status_r, status_w = os.pipe()  # the set-up writes here: its failure, or `ready` (exec mode)
     with tempfile.TemporaryFile() as stdin_file:
         stdin_file.write(stdin or b"")
         stdin_file.seek(0)
@@ -231,28 +250,54 @@ def _spawn_and_wait(cfg: dict, environ: dict, stdin: bytes | None, limits: Limit
 
 
 _UIDS = UidPool()
+_UNCONFINED_PERMITTED: list[bool] = []
+
+
+def permit_unconfined() -> None:
+    """Let this process run programs unconfined where no backend works (the user's explicit
+    choice, `solve --unconfined`); said once, at a command's start, for the whole process."""
+    _UNCONFINED_PERMITTED.append(True)
+
+
+def in_force() -> str:
+    """What programs of this process run under: a backend's name, "unconfined" (permitted),
+    or "none" (no backend here, and no program may run)."""
+    found = containment()
+    return found.name if found.backend or _UNCONFINED_PERMITTED else "none"
+
+
+def confining() -> Backend | None:
+    """The backend programs run under; None (unconfined) only where none works and that was
+    permitted; else SandboxError naming the fix."""
+    found = containment()
+    if found.backend is None and not _UNCONFINED_PERMITTED:
+        raise SandboxError(found.problem())
+    return found.backend
 
 
 @functools.cache
-def _policy() -> _Policy:
-    """The strongest containment that works here, found by trying it once per process."""
-    if os.geteuid() == 0:
-        candidates = [_Policy(mountns=True, netns=True, drop_uid=True),
-                      _Policy(mountns=True, drop_uid=True), _Policy(netns=True)]
-    else:
-        candidates = [_Policy(userns=True, mountns=True, netns=True)]
-    for policy in candidates:
-        if _works(policy):
-            return policy
-    return _Policy()
+def containment() -> Containment:
+    """The first backend (in `backends.order()`) that confines a probe here, tried once per process."""
+    refused: dict[str, str] = {}
+    for backend in order():
+        reason = backend.missing() or _probe(backend)
+        if reason is None:
+            return Containment(backend, refused)
+        refused[backend.name] = reason
+    return Containment(None, refused)
 
 
-def _works(policy: _Policy) -> bool:
+def _probe(backend: Backend) -> str | None:
+    """None if `backend` runs a Python probe in its root, else what went wrong."""
     probe = [sys.executable, "-I", "-S", "-c", "pass"]
     limits = Limits(wall_seconds=20.0)
-    with scratch_folder(None) as scratch, _UIDS.lease(policy.drop_uid) as uid:
+    with scratch_folder(None) as scratch, _UIDS.lease(os.geteuid() == 0) as uid:
         if uid is not None:
             chown_tree(scratch, uid, uid)
-        cfg = _config(probe, scratch, policy, uid, limits, ())
+        cfg = _config(probe, scratch, backend, uid, limits, ())
         outcome = _spawn_and_wait(cfg, _environment(scratch, {}), None, limits)
-        return outcome.code == 0 and not outcome.setup_error
+    try:
+        result = _result(outcome, 0.0, backend, uid)
+    except SandboxError as exc:
+        return str(exc)
+    return None if result.ok else f"a probe exited {result.exit_code}: {result.stderr.strip()[-300:]}"

@@ -153,12 +153,16 @@ class UidPool:
     """Hands out sandbox uids unique among this machine's concurrent runs.
 
     A uid is 2**30 + (pid << 8) + slot: no account uses that range, the caller's pid keeps
-    processes apart, the slot keeps this process's concurrent runs apart.
+    processes apart, the slot keeps this process's concurrent runs apart. Slots are taken in
+    turn, not lowest first: a run's last processes (zombies the host's init has not reaped
+    yet) still count against `RLIMIT_NPROC` of their uid, and must not count against the next
+    run's; and runs that happen one after another get distinct uids as well.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._busy: set[int] = set()
+        self._next = 0
 
     @contextmanager
     def lease(self, wanted: bool) -> Iterator[int | None]:
@@ -174,9 +178,11 @@ class UidPool:
 
     def _take(self) -> int:
         with self._lock:
-            for slot in range(256):
+            for turn in range(256):
+                slot = (self._next + turn) % 256
                 uid = (1 << 30) + (os.getpid() << 8) + slot
                 if uid not in self._busy:
                     self._busy.add(uid)
+                    self._next = slot + 1
                     return uid
         raise RuntimeError("more than 256 concurrent sandboxes in one process")
