@@ -22,6 +22,8 @@ from typer.testing import CliRunner
 from gitswarm.cli.main import app
 from gitswarm.fakeserver import FakeError, FakeReply, FakeServer, FaultPlan, serve
 from gitswarm.models import ModelConfig, has_price
+from gitswarm.sandbox import containment
+from gitswarm.sandbox.backends import ORDER_ENV
 
 runner = CliRunner()
 WRONG_KEY = "sk-ant-doctor-wrong-key-0123456789"
@@ -102,8 +104,10 @@ def test_json_is_one_object_with_the_run_settings(portal) -> None:
     assert result.exit_code == 0 and report["ok"] is True and report["calls"] == 3
     statuses = {c["name"]: c["status"] for c in report["checks"]}
     assert list(statuses) == ["credentials", "call", "tool calling", "usage", "output limit", "speed", "concurrency",
-                              "price"]
-    assert {s for name, s in statuses.items() if name != "speed"} == {"ok"}  # the fake's speed is the machine's
+                              "price", "sandbox"]
+    # the fake's speed is the machine's, and so is its sandbox (a warning where it has none)
+    assert {s for name, s in statuses.items() if name not in ("speed", "sandbox")} == {"ok"}
+    assert statuses["sandbox"] == ("ok" if containment().backend else "warn")
     assert report["speed"]["output_tokens"] >= 32 and report["speed"]["tokens_per_s"] > 0
     run = report["run"]
     assert (run["provider"], run["tool_protocol"], run["output_limit"], run["streaming"]) == \
@@ -421,3 +425,17 @@ def test_bad_input_exits_2_with_one_paragraph(args: tuple[str, ...], words: str)
     result = doctor(None, *args)
     assert result.exit_code == 2 and result.stdout == ""
     assert result.stderr.startswith("gitswarm: ") and words in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_the_sandbox_check_warns_where_no_backend_works(portal, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ORDER_ENV, "")
+    containment.cache_clear()
+    try:
+        with fake(portal) as server:
+            result = doctor(server, "-m", "openai/gpt-4o", "--json")
+    finally:
+        monkeypatch.undo()
+        containment.cache_clear()
+    check = next(c for c in json.loads(result.stdout)["checks"] if c["name"] == "sandbox")
+    assert result.exit_code == 0 and check["status"] == "warn"  # a warning passes: doctor is about the model
+    assert "solve refuses code problems" in check["detail"] and "bubblewrap" in check["fix"]

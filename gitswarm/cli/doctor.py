@@ -39,7 +39,9 @@ def doctor(
 ) -> None:
     """Check a model before a run: credentials, one streamed call with a tool (once more
     unstreamed when the stream brings no tool call), usage, the output limit, the speed, two
-    calls at once, the price and reasoning; then print what a run with these options would use.
+    calls at once, the price and reasoning, and which sandbox this machine gives the programs of
+    code problems (`gitswarm sandbox check`; none is a warning); then print what a run with
+    these options would use.
 
     Takes the model options of `solve` (and its config file's [solve] table). Makes at most six
     tiny model calls: the probe, one more for each refusal or empty stream it learns from (the
@@ -57,12 +59,25 @@ def doctor(
     calls = _calls(config) if first.status == "ok" else Calls()
     checks, speed = after_probe(config, calls)
     checks.insert(0, first)
+    checks.append(_sandbox())
     usage = calls.usage()
     report = {"ok": all(c.status != "FAIL" for c in checks), "calls": usage.calls,
               "failed_calls": usage.failed_calls, "checks": [asdict(c) for c in checks], "speed": speed,
               "run": run_settings(config, provider, calls.probe)}
     typer.echo(redact(json.dumps(report) if as_json else plain(report), config))
     raise typer.Exit(int(Exit.OK if report["ok"] else Exit.FAILED))
+
+
+def _sandbox() -> Check:
+    """Which containment the programs of code problems get here (`gitswarm sandbox check`)."""
+    from gitswarm.cli.sandbox import report
+
+    found = report()
+    if found["ok"]:
+        return Check("sandbox", "ok", f"programs run under {found['backend']}: {found['gives']}")
+    why = "; ".join(f"{k}: {v}" for k, v in found["refused"].items())
+    return Check("sandbox", "warn", f"no sandbox here ({why}): solve refuses code problems (program, "
+                 "reproduce) unless given --unconfined", found["fix"])
 
 
 def _calls(config) -> Calls:

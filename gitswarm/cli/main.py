@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from gitswarm import __version__
-from gitswarm.cli import problems
+from gitswarm.cli import problems, sandbox
 from gitswarm.cli.common import Group
 from gitswarm.cli.dashboard import dashboard
 from gitswarm.cli.demo import demo
@@ -36,6 +36,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(problems.app, name="problems")
+app.add_typer(sandbox.app, name="sandbox")
 app.command()(solve)
 app.command()(demo)
 app.command()(status)

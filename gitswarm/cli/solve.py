@@ -103,6 +103,11 @@ def solve(
         help="shared (default): the swarm, every episode reads the memory. independent: each episode sees "
              "only its problem's statement, as independent sampling does; answers are selected by majority "
              "(self-consistency). The baseline an experiment compares the swarm with.")] = None,
+    unconfined: Annotated[bool, typer.Option(
+        "--unconfined", rich_help_panel=RUN,
+        help="Where this machine cannot make a sandbox (see `gitswarm doctor`), run the programs of "
+             "code problems anyway, UNCONFINED: limits and a fresh uid only, the host's files in view. "
+             "Named in the event log, status and the report. Default: such a run is refused.")] = False,
     as_json: JsonOpt = False,
     tui: TuiOpt = None,
     mirror: Annotated[Path | None, typer.Option(
@@ -160,7 +165,7 @@ def solve(
         folder = (mirror or default_mirror(url)) if url is not None else (Path(run) if run is not None else None)
         cfg = _config(problem_set, model, folder, from_file, merger_model=merger_model, api_base=api_base,
                       workers=workers or None, budget=budget, max_episodes=max_episodes, no_progress=no_progress,
-                      verify=verify, isolation=isolation,
+                      verify=verify, isolation=isolation, unconfined=unconfined or None,
                       max_usd=max_usd, max_total_tokens=max_total_tokens, time_limit_s=time_limit,
                       problem_ids=tuple(problem or ()), seed=seed, max_steps=max_steps,
                       max_output_tokens=max_output_tokens, reasoning_effort=reasoning_effort,
@@ -170,6 +175,7 @@ def solve(
                       price_in_per_mtok=price_in, price_out_per_mtok=price_out,
                       price_cached_in_per_mtok=price_cached_in, price_cache_write_per_mtok=price_cache_write)
         refuse_busy(cfg.run)
+        confine(cfg, problem_set)
         hint = models.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
         if hint:
             raise fail(hint)
@@ -184,6 +190,24 @@ def solve(
     if url is not None:
         remote = RemoteRun(url, cfg.workers if workers is None else workers, claim_ttl, patience, prune_batch)
     raise typer.Exit(run_swarm(cfg, problem_set, as_json, tui=_want_tui(tui, as_json), remote=remote))
+
+
+def confine(cfg, problem_set) -> None:
+    """Fail closed: a run with code problems needs a sandbox here, or the user's --unconfined."""
+    from gitswarm.engine.context import CODE_KINDS
+    from gitswarm.errors import EnvironmentFault
+    from gitswarm.sandbox import containment, permit_unconfined
+
+    code = [p.id for p in problem_set.problems if p.kind in CODE_KINDS
+            and (not cfg.problem_ids or p.id in cfg.problem_ids)]
+    found = containment()
+    if not code or found.backend is not None:
+        return
+    if not cfg.unconfined:
+        raise EnvironmentFault(f"refusing the code problems {', '.join(code[:5])}: {found.problem()}",
+                               fix="or give --unconfined to run their programs without a sandbox "
+                                   "(they would see this machine's files)")
+    permit_unconfined()
 
 
 def _want_tui(tui: bool | None, as_json: bool) -> bool:

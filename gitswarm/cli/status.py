@@ -26,10 +26,15 @@ def status(
     from gitswarm.memory.repo import Memory
     from gitswarm.readmodel.read import read_run
     from gitswarm.remote.layout import RUN_LEDGER
+    from gitswarm.report.render import unconfined_line
+    from gitswarm.report.settings import read_settings
 
     with user_errors(), run_folder(run) as folder:
         memory = Memory(folder)
         state, worker = read_run(memory), memory.snapshot().ref(RUN_LEDGER) is not None
+        settings = read_settings(memory, folder)
+    if settings.unconfined:
+        typer.echo(f"gitswarm: {unconfined_line(settings)}", err=True)
     if worker:
         typer.echo(f"gitswarm: {run} is a worker's folder: the episodes and totals below are this worker's "
                    "own, and main is as it last fetched it. The run's status: `gitswarm status URL` with the "

@@ -96,6 +96,11 @@ class SolveConfig(BaseModel):
     and code but cannot review or nominate, so `verify` does not apply, and each answer
     problem's solution is the attempt whose final answer most attempts agree on
     (self-consistency). The baseline `gitswarm experiment` compares the swarm with."""
+    unconfined: bool = False
+    """Run the programs of code problems (program, reproduce) even where this machine cannot make
+    a sandbox's root (no bubblewrap, no usable namespaces): they then run with resource limits
+    and a fresh uid only, seeing the host's files. Off: such a run is refused at its start.
+    Named in the event log (`run_started`), `status` and the report."""
     summary_every: int = 5
     """The merger rewrites a problem's SUMMARY.md at most once per this many merges."""
     price_in_per_mtok: float | None = Field(None, ge=0)

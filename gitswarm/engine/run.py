@@ -39,6 +39,7 @@ from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import ProblemSet
+from gitswarm.sandbox import in_force as sandbox_in_force
 
 Elsewhere = Callable[[], tuple[int, float]]
 """The tokens and USD the run's other processes spent (a run on a remote), for its caps."""
@@ -96,7 +97,7 @@ class RunContext:
             "workers": self.cfg.workers, "charged": ledger.charged, "problems": self.problems,
             "episodes": ledger.totals.episodes, "max_episodes": self.cfg.max_episodes,
             "set_aside": sorted(self.streaks.set_aside & set(self.problems)), "stale_locks_removed": [],
-            **fields})
+            "sandbox": sandbox_in_force(), **fields})
         rule, view = selection.Rule.of(self.cfg), self.shared.view
         waiting = [p for p in self.problems if p not in view.settled]
         left = max(0, self.cfg.budget - ledger.charged)

@@ -80,7 +80,14 @@ def settings_line(settings: RunSettings, processes: list[str]) -> str:
             else "no review needed, plain plurality (verify K = 0)")
     resumed = f"; started {settings.starts} times (resumed)" if settings.starts > 1 else ""
     return (f"Model {settings.model or unknown}; budget {budget}{cap}; workers {workers}{resumed}. "
-            f"Verification: {rule}; {settings.settle_nominations} nominations of one candidate settle a problem.")
+            f"Verification: {rule}; {settings.settle_nominations} nominations of one candidate settle a problem."
+            + (f" {unconfined_line(settings)}" if settings.unconfined else ""))
+
+
+def unconfined_line(settings: RunSettings) -> str:
+    """What `status` and the report say of a run whose programs ran without a sandbox."""
+    return (f"Programs ran UNCONFINED (solve --unconfined; sandbox: {settings.sandbox}): they could read this "
+            "machine's files, hidden tests and references included, so code grades are not evidence.")
 
 
 def totals_line(report: RunReport) -> str:

@@ -38,6 +38,14 @@ class RunSettings:
     """The nominations of one candidate that settle a problem."""
     source: str
     """Where model, budget and workers were read: the event log, the published settings, or nothing."""
+    sandbox: str | None = None
+    """What the programs of its starts ran under ("bwrap", "namespaces", "unconfined"; several,
+    in order, when resumes differed); None where not recorded."""
+
+    @property
+    def unconfined(self) -> bool:
+        """Some start let programs run without a sandbox (`solve --unconfined`)."""
+        return "unconfined" in (self.sandbox or "")
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -50,8 +58,10 @@ def read_settings(memory: Memory, run: Path) -> RunSettings:
     if starts:
         last = starts[-1]
         models = list(dict.fromkeys(str(s.get("model")) for s in starts if s.get("model")))
+        boxes = list(dict.fromkeys(str(s["sandbox"]) for s in starts if s.get("sandbox")))
         return RunSettings(", then ".join(models) or None, _int(last.get("budget")), _int(last.get("max_episodes")),
-                           _int(last.get("workers")), len(starts), verify, settle, f"{EVENT_LOG} (run_started)")
+                           _int(last.get("workers")), len(starts), verify, settle, f"{EVENT_LOG} (run_started)",
+                           ", then ".join(boxes) or None)
     published = _published(memory)
     if published:
         return RunSettings(None, _int(published.get("budget")), _int(published.get("max_episodes")), None, 0,
