@@ -70,8 +70,12 @@ class ClaimSource:
     """The scheduler's no-progress rule: the problems the coordinator set aside."""
     _reported: dict[str, tuple[int, float]] = field(default_factory=dict)
     skip: frozenset[str] = frozenset()
-    """Problems this worker cannot run (reproduce problems without their references): the
-    scheduler never picks them, and their expired claims are left to other workers."""
+    """Problems this worker cannot run (reproduce problems without their references, code
+    problems on a machine without a sandbox): the scheduler never picks them, and their
+    expired claims are left to other workers."""
+    skip_why: str = ("a reproduce problem, and this worker has no reference executables. To run them, start a "
+                     "worker with --references SET, SET being the problem set the coordinator runs")
+    """Why it skips them and what runs them, as `skipped_only` says it (`remote.worker.skipped`)."""
     say: Callable[[str], None] = lambda _: None
     """Tells the user, once, that only problems it skips are left open."""
     _told: bool = False
@@ -142,10 +146,8 @@ class ClaimSource:
                                      view.config)
         if left and set(left) <= self.skip:
             self._told = True
-            detail = (f"every open problem of the run ({', '.join(left)}) is a reproduce problem, and this worker "
-                      "has no reference executables: it waits for the coordinator's stop (at most its --patience). "
-                      "To run them, start a worker with --references SET, SET being the problem set the "
-                      "coordinator runs")
+            detail = (f"every open problem of the run ({', '.join(left)}) is {self.skip_why}; this worker waits "
+                      "for the coordinator's stop (at most its --patience)")
             self.say(detail)
             self._emit("skipped_only", problems=left, detail=detail)
 

@@ -9,7 +9,9 @@ error no retry can fix).
 The worker holds no hidden part of a problem. It runs the run's reproduce problems only when
 its user gave it the problem set (`WorkerOptions.references`): their reference executables
 are built from it as it starts, for its shells' PATH. Without it, it never claims them
-(`ClaimSource.skip`), so no episode is told of a reference its shell lacks.
+(`ClaimSource.skip`), so no episode is told of a reference its shell lacks. On a machine
+where no sandbox can be made, it claims no code problem at all (`skipped`): their programs
+never run unconfined on a worker, whatever the coordinator was allowed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.context import CODE_KINDS
 from gitswarm.engine.conversation import CONVERSATIONS_REF
 from gitswarm.engine.episode import Model
 from gitswarm.engine.events import EventLog
@@ -171,17 +174,42 @@ async def run_worker(options: WorkerOptions, model: Model, listeners: list[Liste
     await anyio.to_thread.run_sync(exits.clear, remote, options.name)
     cfg = worker_config(options, settings)
     sandbox = anyio.CapacityLimiter(2)
-    references = await own_references(options, settings, sandbox, say)
+    unconfinable = no_sandbox_for(settings, say)
+    references = None if unconfinable else await own_references(options, settings, sandbox, say)
+    skip, why = skipped(settings, references, unconfinable)
     git = GitThread()
     try:
         memory = await git(Memory, options.folder)
         with run_lock(options.folder):
             await git(clear_stale_locks, options.folder)
             return await _work(options, cfg, settings, remote, memory, git, model, listeners, control or Control(),
-                               sandbox=sandbox, references=references, say=say)
+                               sandbox=sandbox, references=references, skip=skip, skip_why=why, say=say)
     finally:
         if references is not None:
             references.close()
+
+
+def no_sandbox_for(settings: dict, say: Callable[[str], None]) -> frozenset[str]:
+    """The run's code problems when this machine cannot make a sandbox (they are then never
+    claimed here, and `say` tells why and what to install); else none."""
+    from gitswarm.sandbox import containment
+
+    code = sorted(pid for pid, p in settings["problems"].items() if Kind(p["kind"]) in CODE_KINDS)
+    found = containment()
+    if not code or found.backend is not None:
+        return frozenset()
+    say(f"this worker runs no code problem ({', '.join(code)}): {found.problem()}")
+    return frozenset(code)
+
+
+def skipped(settings: dict, references: References | None, unconfinable: frozenset[str]) -> tuple[frozenset[str], str]:
+    """The problems this worker never claims, and why (as `ClaimSource.skip_why` says it)."""
+    if unconfinable:
+        return unconfinable, ("a code problem, and this machine has no sandbox for its programs "
+                              "(`gitswarm sandbox check` says what to install)")
+    if references is None and (wanted := reproduce_problems(settings)):
+        return frozenset(wanted), ClaimSource.skip_why
+    return frozenset(), ClaimSource.skip_why
 
 
 def reproduce_problems(settings: dict) -> dict[str, str]:
@@ -216,9 +244,9 @@ def _runnable(problem_set: ProblemSet, references: References | None) -> Problem
 
 
 async def _work(options, cfg, settings, remote, memory, git, model, listeners, control, *,
-                sandbox: anyio.CapacityLimiter, references: References | None, say: Callable[[str], None]) -> Stop:
+                sandbox: anyio.CapacityLimiter, references: References | None, skip: frozenset[str], skip_why: str,
+                say: Callable[[str], None]) -> Stop:
     problems = list(settings["problems"])
-    skip = frozenset() if references is not None else frozenset(reproduce_problems(settings))
     spending = Published(options.name)
     run = await RunContext.build(cfg, memory, git, problems, model, listeners, sandbox=sandbox,
                                  references=references, elsewhere=spending.elsewhere,
@@ -226,7 +254,7 @@ async def _work(options, cfg, settings, remote, memory, git, model, listeners, c
     shared, ledger, events = run.shared, run.ledger, run.events
     claims = Claims(remote, options.name, ttl_s=float(settings["claim_ttl_s"]))
     source = ClaimSource(remote, claims, memory, shared, settings, claims.ttl_s, patience_s=options.patience_s,
-                         spending=spending, streaks=run.streaks, skip=skip, say=say)
+                         spending=spending, streaks=run.streaks, skip=skip, skip_why=skip_why, say=say)
     scheduler = Scheduler(shared, ledger, source, _runnable(publish.problem_set_of(settings), references),
                           [p for p in problems if p not in skip], control,
                           restore_rng(f"{cfg.seed}/{options.name}", None), run.streaks,
