@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from gitswarm.core.rule import Rule
 from gitswarm.engine import selection
 from gitswarm.engine.index import MemoryIndex
+from gitswarm.resources import render
 
 REVIEW, VERIFY, NOMINATE, REVISE, ATTEMPT = "review", "verify", "nominate", "revise", "attempt"
 FILLER = 1
@@ -85,28 +86,29 @@ def next_task(index: MemoryIndex, problem: str, worker: str, verify: int, busy: 
 
 
 def needs(index: MemoryIndex, problem: str, rule: Rule, settled: bool) -> str:
-    """What the problem still needs before its solution is chosen, in one sentence."""
+    """What the problem still needs before its solution is chosen, in one sentence
+    (`problem_needs.md.j2`)."""
+    return render("problem_needs.md.j2", **_need(index, problem, rule, settled)).strip()
+
+
+def _need(index: MemoryIndex, problem: str, rule: Rule, settled: bool) -> dict:
+    """The case of `problem_needs.md.j2` the problem is in, and the values its sentence names."""
     found = selection.standings(index, problem)
     paths = {c: p for p, c in index.candidates(problem).items()}
     choice = selection.choose(found, rule.verify)
     if settled and choice is not None:
-        return f"settled: {paths.get(choice.commit, choice.commit[:12])} is its solution; nothing more is needed here"
+        return {"case": "settled", "path": paths.get(choice.commit, choice.commit[:12])}
     if not paths:
-        return "no candidate yet: a first attempt is what it needs"
+        return {"case": "first"}
     verified = selection.verified_of(found, rule.verify)
     if rule.verify == 0:
-        return (f"the candidate with the most nominations is selected; {rule.settle_nominations} nominations "
-                "of one settle the problem")
+        return {"case": "plurality", "settle_nominations": rule.settle_nominations}
     if len(verified) > 1:
         best = max(s.nominations for s in verified)
-        return (f"{len(verified)} candidates are verified: the one with the most nominations is selected; "
-                f"{rule.settle_nominations - best} more nomination(s) of the leader settle the problem")
+        return {"case": "nominations", "verified": len(verified), "more": rule.settle_nominations - best}
     short = [s for s in found if s.commit in paths and not s.critical]
     if not short:
-        return ("every candidate has a critical review: a revision (a new attempt citing the review it answers) "
-                "is what it needs")
+        return {"case": "revision"}
     best = max(short, key=lambda s: (s.passes, s.order))
-    author = index.authors.get(best.commit) or "its author"
-    missing = rule.verify - best.passes
-    return (f"{paths[best.commit]} needs {missing} more pass review(s) from workers other than {author}, "
-            "and no critical one; then it is verified, and with no verified rival it is the problem's solution")
+    return {"case": "reviews", "path": paths[best.commit], "missing": rule.verify - best.passes,
+            "author": index.authors.get(best.commit) or "its author"}
