@@ -96,8 +96,8 @@ def solve(
         min=0, metavar="K", rich_help_panel=VERIFICATION,
         help="Select an attempt only once K reviews by workers other than its author pass it and none "
              "finds a critical error; a problem settles only on such an attempt. With none verified at "
-             "the end, the most nominated is written, marked unverified. 0: plain plurality of "
-             "nominations (default 2).")] = None,
+             "the end, the best reviewed (no critical review, then the most passes) is written, marked "
+             "unverified. 0: plain plurality of nominations (default 2).")] = None,
     isolation: Annotated[Isolation | None, typer.Option(
         rich_help_panel=VERIFICATION,
         help="shared (default): the swarm, every episode reads the memory. independent: each episode sees "

@@ -84,7 +84,9 @@ class SolveConfig(BaseModel):
     overview_newest: int = Field(8, ge=0)
     """Items the overview shows besides: the newest (more of them when fewer are cited)."""
     settle_nominations: int = Field(SETTLE_NOMINATIONS, ge=1)
-    """A problem is settled once its leading candidate is verified and has this many nominations."""
+    """Nominations that settle a problem where several candidates are verified (or with `verify`
+    0): its leader settles it once it has this many. A verified candidate with no verified
+    rival settles its problem without any."""
     verify: int = Field(VERIFY, ge=0)
     """K: a candidate is verified by K `pass` reviews from distinct workers other than its
     author and no `critical` review; only a verified candidate is selected as verified, and
