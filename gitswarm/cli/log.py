@@ -145,6 +145,9 @@ def _transcript(memory, record) -> tuple[str | None, str]:
 
     if record.commit:
         return memory.transcript(record.commit), f"git notes --ref=transcripts show {record.commit[:10]}"
+    if not record.transcript and record.calls:
+        return None, (f"the episode made {record.calls} model call(s) and was cut off before its transcript was "
+                      "written: a crash, or a stop at once (a third Ctrl-C, SIGKILL)")
     if not record.transcript:
         return None, "the episode ended before its first model call, or was run by a gitswarm without this record"
     spec, text = record.transcript, memory.book_text(record.transcript)

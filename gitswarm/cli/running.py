@@ -190,14 +190,27 @@ def with_signals(control, work) -> dict:
 
 
 async def signals(control, scope) -> None:
+    """Ctrl-C: no episode starts, those in flight finish; again: they are cut short at once
+    (transcripts and spending kept); a third time: stop now, losing what they have not written.
+    SIGTERM (what `timeout`, Slurm and Kubernetes send): no episode starts, and those in flight
+    get the run's `stop_grace_s` (20 s by default) before they are cut short."""
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
-        async for _ in received:
-            if control.stop.is_set():
+        async for signum in received:
+            if control.cut.is_set():
                 scope.cancel()
                 return
-            control.stop.set()
-            typer.echo("gitswarm: finishing the episodes in flight (Ctrl-C again to stop now); the same command "
-                       "resumes the run", err=True)
+            if control.stop.is_set():
+                control.cut_now()
+                typer.echo("gitswarm: cutting the episodes in flight short, keeping their transcripts (once more "
+                           "to stop at once); the same command resumes the run", err=True)
+            elif signum == signal.SIGTERM:
+                control.stop_bounded()
+                typer.echo("gitswarm: SIGTERM: no episode starts; those in flight get the stop grace, then are "
+                           "cut short; the same command resumes the run", err=True)
+            else:
+                control.stop.set()
+                typer.echo("gitswarm: finishing the episodes in flight (Ctrl-C again to cut them short); the "
+                           "same command resumes the run", err=True)
 
 
 def usd(cost: float, known: bool) -> str:

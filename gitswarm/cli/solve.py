@@ -89,7 +89,9 @@ def solve(
     max_tokens: Annotated[str | None, typer.Option(
         "--max-tokens", hidden=True, help="Refused: say --max-total-tokens or --max-output-tokens.")] = None,
     time_limit: Annotated[float | None, typer.Option(
-        **Seconds, rich_help_panel=BUDGET, help="Stop starting episodes after this many seconds.")] = None,
+        **Seconds, rich_help_panel=BUDGET,
+        help="The run's wall time: past it no episode starts, and those in flight get stop_grace_s (config "
+             "file, default 20 s) to finish, then are cut short, keeping their transcripts. Exit 0.")] = None,
     max_steps: Annotated[int | None, typer.Option(
         min=2, metavar="N", rich_help_panel=BUDGET, help="Model calls per episode at most (default 12).")] = None,
     verify: Annotated[int | None, typer.Option(

@@ -51,7 +51,12 @@ class SolveConfig(BaseModel):
     max_total_tokens: int | None = Field(None, ge=1)
     """Stop before a call once the run's calls, failed ones included, spent this many tokens (in + out)."""
     time_limit_s: float | None = Field(None, ge=0)
-    """Stop scheduling new episodes after this many seconds."""
+    """The run's wall time, in seconds of this start: past it no episode starts, and the
+    episodes in flight get `stop_grace_s` to finish before they are cut short."""
+    stop_grace_s: float = Field(20.0, ge=0)
+    """Seconds the episodes in flight get to finish once the time limit is reached or SIGTERM
+    arrives; then each is cut short, recorded `stopped` (uncharged) with its transcript, its
+    spending and its staged files, and the next run works on its problem again."""
     problem_ids: tuple[str, ...] = ()
     """Work only on these problems (default: all)."""
     seed: int = 0

@@ -10,7 +10,7 @@ as an incomplete note.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -87,10 +87,27 @@ class Ended:
     `committed` event (the commit's trailers keep them; the ledger does not)."""
 
 
-async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) -> Ended:
+@dataclass
+class Cut:
+    """How the scheduler cuts an episode short (the run's time limit or SIGTERM after their
+    grace, a second Ctrl-C): its tool loop is cancelled, and the episode ends `stopped` with
+    `why`, keeping what any ending keeps (transcript, spending, staged files)."""
+
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    why: str = ""
+
+    def __call__(self, why: str) -> None:
+        self.why = why
+        self.scope.cancel()
+
+
+async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cut: Cut | None = None) -> Ended:
     """Run the tool loop and commit its final action. Nothing raised inside ends more than this
     episode: a failed model call and an unexpected error end it as `failed`, with its class
-    (`engine.failures`); what it staged is kept as an incomplete note, its transcript always."""
+    (`engine.failures`); what it staged is kept as an incomplete note, its transcript always,
+    also when the scheduler cuts it short (`cut`: then `stopped`, its last call's tokens, cut
+    off mid-reply, uncounted)."""
+    cut = cut or Cut()
     cfg = shared.view.config
     index = MemoryIndex() if ep.isolated else shared.index  # an independent episode sees no one's work
     tools = Toolbox(shared.memory, shared.git, index, shared.view, ep, shared.sandbox,
@@ -105,9 +122,11 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord) ->
         messages += [{"role": "system", "content": context.system_prompt(cfg, ep.kind)},
                      {"role": "user", "content": first}]
         final = None
-        with anyio.move_on_after(cfg.episode_timeout_s):
+        with anyio.move_on_after(cfg.episode_timeout_s), cut.scope:
             final = await _loop(shared, ep, record, tools, messages)
-        if final is None:
+        if final is None and cut.scope.cancel_called:
+            final = Final("stopped", reason=f"{cut.why} after {record.calls} model calls")
+        elif final is None:
             final = Final("failed", reason=f"episode wall-clock limit ({cfg.episode_timeout_s:.0f} s) reached")
     except CapReached as exc:
         final, stop = Final("stopped", reason=str(exc)), exc.stop

@@ -22,13 +22,14 @@ from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import selection, tasks
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo
-from gitswarm.engine.episode import Shared, run_episode
+from gitswarm.engine.episode import Cut, Shared, run_episode
 from gitswarm.engine.failures import Breakers
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.rngstate import json_state
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.source import EpisodeSource
+from gitswarm.engine.stopping import wind_down
 from gitswarm.problems.model import ProblemSet
 
 Unmerged = Mapping[str, tuple[str, str, str]]
@@ -112,6 +113,8 @@ class Scheduler:
     merger has not composed them): their authors and nominations are known before main is."""
     claiming: list[str] = field(default_factory=list)
     """The problems of picks whose ids the source is claiming: busy, as if in flight."""
+    cuts: dict[str, Cut] = field(default_factory=dict)
+    """How to cut each episode in flight short (`stopping.wind_down`)."""
     _changed: anyio.Event = field(default_factory=anyio.Event)
 
     def __post_init__(self) -> None:
@@ -134,6 +137,8 @@ class Scheduler:
                     await self._wait()
                     continue
                 await self._start(tg, [(episode, worker, problem) for (episode, problem), worker in held])
+            await wind_down(stop, self.in_flight, self.cuts, self.control, self.config.stop_grace_s,
+                            self.shared.events)
             return stop
 
     async def _next_stop(self, started: float) -> Stop | None:
@@ -177,7 +182,7 @@ class Scheduler:
         if (broken := self.breakers.stop()) is not None:
             return broken
         if self.control.stop.is_set():
-            return Stop(StopReason.USER, "stopped by the user")
+            return Stop(StopReason.USER, "stopped by SIGTERM" if self.control.bounded else "stopped by the user")
         if self.ledger.charged >= cfg.budget:
             return Stop(StopReason.BUDGET, f"budget of {cfg.budget} episodes spent")
         if set(self.problems) <= self.shared.view.settled:
@@ -268,7 +273,11 @@ class Scheduler:
 
     async def _episode(self, info: EpisodeInfo, record: EpisodeRecord) -> None:
         shared = self.shared
-        ended = await run_episode(shared, info, record)
+        self.cuts[record.episode] = cut = Cut()
+        try:
+            ended = await run_episode(shared, info, record, cut)
+        finally:
+            del self.cuts[record.episode]
         self.ended_by = self.ended_by or ended.stop
         record.ended = time.time()
         self.breakers.add(record.status, record.failure, record.note)
@@ -297,7 +306,7 @@ class Scheduler:
         """The event of an ended episode (a review's with its verdict and what it reviews)."""
         self._show()
         view = self.shared.view
-        kind = {"contribute": "committed", "nominate": "nominated", "stopped": "abstain"}.get(
+        kind = {"contribute": "committed", "nominate": "nominated"}.get(
             record.status, record.status)
         self.shared.events.emit(kind, episode=record.episode, worker=record.worker,
                                 problem=record.problem, commit=record.commit, note=record.note,

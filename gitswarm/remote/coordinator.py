@@ -34,7 +34,7 @@ from gitswarm.remote.spending import Spending
 from gitswarm.remote.transport import Remote
 
 OWN_REFS = (layout.MAIN, META_REF, "refs/gitswarm/ledger", NOTES_REF, "refs/gitswarm/grades", publish.STOP_REF)
-CAUGHT = {"contribute": "committed", "nominate": "nominated", "stopped": "abstain"}
+CAUGHT = {"contribute": "committed", "nominate": "nominated"}
 LANDING_S = 10.0
 """How long a closed claim's results may stay out of sight before it counts as closed without
 them: a remote moves the refs of one atomic push one by one (in name order, claims first),

@@ -24,6 +24,7 @@ makes, fills and removes the scratch folder.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -235,10 +236,12 @@ def _spawn_and_wait(cfg: dict, environ: dict, stdin: bytes | None, limits: Limit
             os.close(status_w)
     out, err = Capture(limits.output_bytes), Capture(limits.output_bytes)
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    _LIVE.add(proc)
     try:
         deadline = time.monotonic() + limits.wall_seconds
         timed_out = not read_until(streams, deadline, exited=proc.pid)
     finally:
+        _LIVE.discard(proc)
         kill_everything(proc, cfg["uid"])
         read_until(streams, time.monotonic() + 2.0)  # the rest, now that writers are dead
         proc.wait()
@@ -251,6 +254,19 @@ def _spawn_and_wait(cfg: dict, environ: dict, stdin: bytes | None, limits: Limit
 
 _UIDS = UidPool()
 _UNCONFINED_PERMITTED: list[bool] = []
+_LIVE: set[subprocess.Popen] = set()
+"""The programs running now, in any thread of this process (for `stop_all`)."""
+
+
+def stop_all() -> int:
+    """Kill every program this process runs in a sandbox now (the run's episodes are being cut
+    short): each `run` waiting on one then returns at once, as for a program that died, and
+    cleans up as always. Returns how many were running."""
+    live = list(_LIVE)
+    for proc in live:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    return len(live)
 
 
 def permit_unconfined() -> None:

@@ -256,12 +256,17 @@ class Dashboard(App):
         self.redraw({"header"})
 
     def action_quit_or_stop(self) -> None:
-        """Attached or finished: quit. Solving: first a graceful stop, then stop at once."""
+        """Attached or finished: quit. Solving: first a graceful stop, then a cut of the episodes
+        in flight (their transcripts kept), then stop at once."""
         if self.finished:
             self.exit()
         elif not self.control.stop.is_set():
             self.control.stop.set()
-            self.notify("finishing the episodes in flight (q again to stop now)", timeout=10)
+            self.notify("finishing the episodes in flight (q again to cut them short)", timeout=10)
+        elif not self.control.cut.is_set():
+            self.control.cut_now()
+            self.notify("cutting the episodes in flight short, keeping their transcripts (q again to stop now)",
+                        timeout=10)
         else:
             self.workers.cancel_group(self, "engine")
             self.exit()

@@ -277,6 +277,12 @@ def _budget_short(s: DashState, d: dict, t: float) -> None:
     s.dirty.add("feed")
 
 
+def _notice(s: DashState, t: float, what: str, detail: str) -> None:
+    """A line of the feed about the run as a whole."""
+    _feed(s, FeedItem(t, what, "-", "-", detail, ""))
+    s.dirty.add("feed")
+
+
 def _set_aside(s: DashState, d: dict, t: float) -> None:
     problem = str(d.get("problem"))
     _feed(s, FeedItem(t, "set aside", problem, "-", f"no progress: {d.get('detail') or ''}", ""))
@@ -329,6 +335,9 @@ _HANDLERS = {
     "nominated": lambda s, d, t: _ended(s, d, t, "nominated"),
     "abstain": lambda s, d, t: _ended(s, d, t, "abstain"),
     "failed": lambda s, d, t: _ended(s, d, t, "failed"),
+    "stopped": lambda s, d, t: _ended(s, d, t, "stopped"),
+    "winding_down": lambda s, d, t: _notice(s, t, "stopping", str(d.get("detail") or "")),
+    "episodes_cut": lambda s, d, t: _notice(s, t, "cut short", str(d.get("detail") or "")),
     "merged": _merged,
     "conflict_resolved": _resolved,
     "selected": _selected,
