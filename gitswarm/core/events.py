@@ -10,6 +10,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 EVENT_LOG = "gitswarm-events.jsonl"
 RUN_LOG = "gitswarm.log"
@@ -36,3 +37,36 @@ class Event:
 
 
 Listener = Callable[[Event], None]
+
+
+def running_seconds(times: list[tuple[str, float]]) -> float:
+    """How long a run ran, from its events' (kind, time) in order: each start from its
+    `run_started` to its `run_stopped`, or to its last event where it crashed, summed; the gaps
+    between a stop and the next start do not count. What the dashboard's clock and the
+    report's wall time both say."""
+    total, began, last = 0.0, None, None
+    for kind, at in times:
+        if kind == "run_started":
+            if began is not None:
+                total += max(0.0, (last or began) - began)
+            began = at
+        elif kind == "run_stopped" and began is not None:
+            total += max(0.0, at - began)
+            began = None
+        last = at
+    return total + (max(0.0, last - began) if began is not None and last is not None else 0.0)
+
+
+def read_times(path: Path) -> list[tuple[str, float]]:
+    """The (kind, time) of every event of the log at `path`, in order (a line a crash cut is skipped)."""
+    found = []
+    if not path.exists():
+        return found
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            try:
+                event = json.loads(line)
+                found.append((str(event["kind"]), float(event["time"])))
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+                continue
+    return found

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gitswarm.core.events import EVENT_LOG, read_times, running_seconds
 from gitswarm.readmodel.model import ProblemState
 from gitswarm.referee.grades import Grade
 from gitswarm.report.graph import Graph, compounding, load
@@ -83,6 +84,9 @@ class RunReport:
     cost_usd: float | None
     """The ledger's total, as `status` has it; None when some call had no price."""
     wall_seconds: float
+    """How long the run ran (`core.events.running_seconds`: each start to its stop, summed, as
+    the dashboard's clock counts); without an event log, its first episode's start to its last
+    episode's end."""
     settings: dict
     """What the run ran with: model, budget, workers, verification rule (`settings.RunSettings`)."""
     contributions: int
@@ -125,7 +129,8 @@ def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
         tokens=totals.tokens, problem_tokens=sum(p.tokens for p in problems),
         merger_tokens=merger.tokens_in + merger.tokens_out if merger else 0,
         cost_usd=None if totals.cost_usd is None else round(totals.cost_usd, 6),
-        wall_seconds=round(max(ended) - min(started), 3) if started and ended else 0.0,
+        wall_seconds=round(running_seconds(read_times(run / EVENT_LOG))
+                           or (max(ended) - min(started) if started and ended else 0.0), 3),
         settings=read_settings(memory, run).as_dict(),
         contributions=total,
         built_on_share=_share(sum(p.built_on for p in problems), total),

@@ -21,7 +21,7 @@ def header_text(state: DashState, now: float | None = None) -> str:
     if h.started is None and not h.stopped:
         return f"-  [{h.waiting}]\nno episode has started yet"
     in_flight = sum(w.state not in RESTING for w in state.workers.values())
-    elapsed = _elapsed((h.ended or now or time.time()) - h.started) if h.started else "-"
+    elapsed = _elapsed(h.earlier + (h.ended or now or time.time()) - h.started) if h.started else "-"
     usd = "unknown (no price)" if h.cost is None else f"{h.cost:.4f}"
     cap = "" if h.max_usd is None else f" of {h.max_usd:.2f} cap"
     status = f"stopped: {h.stopped}" if h.stopped else ("PAUSED" if h.paused else "running")

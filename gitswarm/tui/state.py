@@ -88,6 +88,12 @@ class Header:
     cost: float | None = None
     max_usd: float | None = None
     started: float | None = None
+    """When this start of the run began (a resume starts the clock again)."""
+    earlier: float = 0.0
+    """Seconds the run ran in its earlier starts, each up to its last event: the clock shows
+    the time the run ran, not the time since it was first started."""
+    last: float | None = None
+    """The time of the last event folded in (where a start that crashed ended)."""
     waiting: str = "starting…"
     """What the header says before the run's first event: the engine loads the model library,
     or the dashboard reads the run's event log."""
@@ -132,6 +138,7 @@ class DashState:
             handler = _HANDLERS.get(event.kind)
             if handler is not None:
                 handler(self, event.data, event.time)
+            self.header.last = event.time
             self.events += 1
         dirty, self.dirty = self.dirty, set()
         return dirty
@@ -170,7 +177,9 @@ def _run_started(s: DashState, d: dict, t: float) -> None:
     h = s.header
     h.run, h.model = str(d.get("run", "-")), str(d.get("model") or "-")
     h.budget, h.workers, h.charged = int(d.get("budget", 0)), int(d.get("workers", 0)), int(d.get("charged", 0))
-    h.started = h.started or t
+    if h.started is not None:  # a resume: the start before it ran until its stop, or its last event
+        h.earlier += max(0.0, (h.ended or h.last or h.started) - h.started)
+    h.started = t
     h.stopped = h.ended = None
     for w in s.workers.values():
         w.state = "idle" if w.state == "exited" else w.state  # a resumed run's workers come back
