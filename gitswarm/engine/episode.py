@@ -9,6 +9,7 @@ as an incomplete note.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
@@ -31,6 +32,7 @@ from gitswarm.memory.repo import Memory
 from gitswarm.models.calls import CallLog
 from gitswarm.models.errors import ModelError
 from gitswarm.resources import render
+from gitswarm.usage import Usage
 
 if TYPE_CHECKING:
     from gitswarm.models.errors import Retry
@@ -216,14 +218,25 @@ async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages
         shared.events.emit("retry", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step,
                            error=retry.kind, what=retry.what, attempt=retry.attempt, delay=round(retry.delay_s, 1))
 
+    began, who = time.monotonic(), {"episode": ep.episode, "worker": ep.worker, "problem": ep.problem_id, "step": step}
     try:
         reply = await shared.model.complete(messages, tools=tool_schemas(ep.kind), tool_choice=tool_choice,
                                             on_retry=retrying)
     except ModelError as exc:
         shared.ledger.charge(record, exc.usage)
+        replied(shared, exc.usage, began, **who, error=exc.kind)
         raise
     shared.ledger.charge(record, reply.usage)
+    replied(shared, reply.usage, began, **who, finish=reply.finish_reason)
     return reply
+
+
+def replied(shared: Shared, usage: Usage, began: float, **fields: object) -> None:
+    """`reply`: a model call (every attempt of it) ended, what it spent and how long it took
+    since `began` (`time.monotonic()`); `fields` say whose call it was and how it ended."""
+    shared.events.emit("reply", model=fields.pop("model", shared.view.config.model), **fields,
+                       tokens_in=usage.tokens_in, tokens_out=usage.tokens_out, cache_read=usage.cache_read,
+                       cache_write=usage.cache_write, calls=usage.calls, seconds=round(time.monotonic() - began, 3))
 
 
 async def _run_calls(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: Toolbox,

@@ -6,6 +6,7 @@ assembled from the items (`engine.digest`) where no written summary stands."""
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -13,7 +14,7 @@ import anyio
 
 from gitswarm.core.stops import CapReached
 from gitswarm.engine import digest, selection
-from gitswarm.engine.episode import Shared
+from gitswarm.engine.episode import Shared, replied
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.memory import commitmeta
 from gitswarm.memory.compose import Composed, Conflict, Resolution
@@ -202,6 +203,7 @@ class Merger:
         """One merger model call, charged to the ledger's merger record; None if it failed."""
         from gitswarm.models import ModelError
 
+        merger, began = {"worker": "merger", "model": self.shared.view.config.merger}, time.monotonic()
         try:
             self.shared.check_caps()
             reply = await self.model.complete([{"role": "user", "content": prompt}])
@@ -209,9 +211,11 @@ class Merger:
             spent = getattr(exc, "usage", None)  # a failed call's tokens are paid for too
             if spent is not None:
                 self._charge(spent)
+                replied(self.shared, spent, began, **merger, error=exc.kind)
             self.shared.events.emit("merger_failed", error=str(exc))
             return None
         self._charge(reply.usage)
+        replied(self.shared, reply.usage, began, **merger, finish=reply.finish_reason)
         text = (reply.content or "").strip()
         match = FENCE.match(text)
         return (match.group(1) if match else text) + "\n" if text else None
