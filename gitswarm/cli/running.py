@@ -113,6 +113,7 @@ async def run_engine(cfg, problem_set, listeners, control, fake=None, remote: Re
     `remote`, as the coordinator of a run on a git remote."""
     from gitswarm.engine.run import solve as engine_solve
     from gitswarm.models import LiteLLMModel
+    from gitswarm.telemetry import traced
 
     async def swarm(api_base: str | None):
         model = LiteLLMModel(model_config(cfg, cfg.model, api_base))
@@ -128,10 +129,11 @@ async def run_engine(cfg, problem_set, listeners, control, fake=None, remote: Re
                                   patience_s=remote.patience_s, prune_batch=remote.prune_batch,
                                   model_settings=own)
 
-    if fake is None:
-        return await swarm(None)
-    async with fake() as server:
-        return await swarm(server.url)
+    async with traced(listeners) as listeners:  # with a tracer when OTEL_EXPORTER_OTLP_ENDPOINT asks
+        if fake is None:
+            return await swarm(None)
+        async with fake() as server:
+            return await swarm(server.url)
 
 
 def _run_plain(cfg, problem_set, as_json: bool, fake, control, remote=None) -> dict:

@@ -169,9 +169,11 @@ async def join_and_work(options, listeners: list, control, say: Callable[[str], 
     from gitswarm.cli.running import model_config
     from gitswarm.models import LiteLLMModel
     from gitswarm.remote.worker import join_settings, run_worker
+    from gitswarm.telemetry import traced
 
     cfg = await join_settings(options, say)
-    return await run_worker(options, LiteLLMModel(model_config(cfg, cfg.model)), listeners, control, say)
+    async with traced(listeners) as listeners:  # with a tracer when OTEL_EXPORTER_OTLP_ENDPOINT asks
+        return await run_worker(options, LiteLLMModel(model_config(cfg, cfg.model)), listeners, control, say)
 
 
 async def follow_and_work(options, listeners: list, control, say: Callable[[str], None]):
