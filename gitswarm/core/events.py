@@ -23,11 +23,11 @@ class Event:
 
     kind: str
     """run_started, budget_short (the budget left cannot select on every open problem),
-    episode_started, step, tool, retry, committed, nominated, abstain, failed, stopped (an episode
-    cut short by a cap or the run's end), set_aside, merged, conflict_resolved, summarised,
-    settled, merger_failed, selected, winding_down (the episodes in flight get the stop grace),
-    episodes_cut, run_stopped (and others: the
-    emitters in `engine/` and `remote/` say)."""
+    episode_started, step, reply (a model call ended: its tokens and seconds), tool, retry,
+    committed, nominated, abstain, failed, stopped (an episode cut short by a cap or the run's
+    end), set_aside, merged, conflict_resolved, summarised, settled, merger_failed, selected,
+    winding_down (the episodes in flight get the stop grace), episodes_cut, run_stopped (and
+    others: the emitters in `engine/` and `remote/` say)."""
     data: dict[str, object] = field(default_factory=dict)
     time: float = field(default_factory=time.time)
 
