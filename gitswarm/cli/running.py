@@ -45,27 +45,26 @@ def refuse_busy(run: Path) -> None:
 
 def model_config(cfg, name: str, api_base: str | None = None, merger: bool = False):
     """The ModelConfig of the workers' model (or, with `merger`, the merger's) from the run's
-    settings. The user's prices are the workers' model's: a different merger model is priced
-    by litellm.
+    settings: every field of their model part that ModelConfig has, by name. The user's prices
+    are the workers' model's: a different merger model is priced by litellm.
 
     The merger's replies are not streamed: litellm handles a stream chunk by chunk (about
     0.5 ms of CPU each, docs/benchmarks.md "What litellm costs per call"), and the merger's
     replies are whole files, long, in the one process and event loop the workers share. A
     reasoning merger keeps the run's reply timeout, since it may think for long."""
+    from dataclasses import fields
+
     from gitswarm.models import ModelConfig
 
-    priced = name == cfg.model
+    known = {f.name for f in fields(ModelConfig)}
+    own = {key: value for key, value in cfg.part("model").items() if key in known}
     reasoning = cfg.merger_reasoning_effort if merger else cfg.reasoning_effort
     bounded = merger and not reasoning
     reply_timeout = min(cfg.reply_timeout_s, MERGER_REPLY_TIMEOUT_S) if bounded else cfg.reply_timeout_s
-    return ModelConfig(model=name, api_base=api_base or cfg.api_base, api_key=cfg.api_key,
-                       max_output_tokens=cfg.max_output_tokens, reasoning_effort=reasoning,
-                       tool_protocol=cfg.tool_protocol, idle_timeout_s=cfg.idle_timeout_s,
-                       stream=not merger, reply_timeout_s=reply_timeout, max_concurrent_calls=cfg.max_concurrent_calls,
-                       price_in_per_mtok=cfg.price_in_per_mtok if priced else None,
-                       price_out_per_mtok=cfg.price_out_per_mtok if priced else None,
-                       price_cached_in_per_mtok=cfg.price_cached_in_per_mtok if priced else None,
-                       price_cache_write_per_mtok=cfg.price_cache_write_per_mtok if priced else None)
+    unpriced = {} if name == cfg.model else {key: None for key in own if key.startswith("price_")}
+    return ModelConfig(**own | unpriced | {
+        "model": name, "api_base": api_base or cfg.api_base, "reasoning_effort": reasoning, "stream": not merger,
+        "reply_timeout_s": reply_timeout})
 
 
 def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui: bool = False,

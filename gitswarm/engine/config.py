@@ -4,7 +4,7 @@ into these models (gitswarm.engine.settings)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -18,105 +18,118 @@ Isolation = Literal["shared", "independent"]
 EPISODES_PER_CHARGE = 3
 """The episode cap's default: this many episodes, of any outcome, per budgeted one."""
 
+Part = Literal["run", "model", "process"]
+"""Whose a `SolveConfig` field is, as the field itself declares (`json_schema_extra`):
+- `run`: the run's, alike for every process of it; a coordinator publishes every one of them
+  and a remote worker takes every one (`remote.publish.settings_of`, `remote.worker.worker_config`);
+- `model`: the model a process calls and how it reaches it (`ModelConfig`); each process sets
+  its own, never published;
+- `process`: this process's own: its folders, its slots, its sandbox, its clock (on a remote the
+  coordinator's time limit ends every worker through the stop it publishes)."""
+_RUN: dict = {"part": "run"}
+_MODEL: dict = {"part": "model"}
+_PROCESS: dict = {"part": "process"}
+
 
 class SolveConfig(BaseModel):
-    """Everything `gitswarm solve` needs to know; every field is a CLI option too."""
+    """Everything `gitswarm solve` needs to know; every field is a CLI option too, and
+    declares its `Part` (`part` reads one part's values, `PARTS` names each part's fields)."""
 
     model_config = {"frozen": True, "extra": "forbid"}
 
-    problems: Path
+    problems: Path = Field(json_schema_extra=_PROCESS)
     """The problem-set folder."""
-    run: Path
+    run: Path = Field(json_schema_extra=_PROCESS)
     """The run repository (created, or resumed when it exists)."""
-    model: str
+    model: str = Field(json_schema_extra=_MODEL)
     """litellm model string for workers, e.g. `anthropic/claude-opus-4-8`."""
-    merger_model: str | None = None
+    merger_model: str | None = Field(None, json_schema_extra=_MODEL)
     """Model for the merger's conflict resolution and summaries (default: `model`)."""
-    api_base: str | None = None
+    api_base: str | None = Field(None, json_schema_extra=_MODEL)
     """Base URL of an OpenAI-compatible or self-hosted server (default: the provider's)."""
-    api_key: str | None = None
+    api_key: str | None = Field(None, json_schema_extra=_MODEL)
     """API key; normally taken from the provider's usual environment variable instead."""
-    workers: int = Field(4, ge=1, le=1024)
+    workers: int = Field(4, ge=1, le=1024, json_schema_extra=_PROCESS)
     """Concurrency C: episodes in flight at once."""
-    budget: int = Field(40, ge=1)
+    budget: int = Field(40, ge=1, json_schema_extra=_RUN)
     """Budget B: charged episodes (contributions and nominations; abstaining is free)."""
-    max_episodes: int | None = Field(None, ge=1)
+    max_episodes: int | None = Field(None, ge=1, json_schema_extra=_RUN)
     """Episodes of any outcome (charged, abstained, failed) at most, over the run and its
     resumes; None: three times the budget."""
-    no_progress: int = Field(4, ge=1)
+    no_progress: int = Field(4, ge=1, json_schema_extra=_RUN)
     """A problem whose last this many episodes all abstained or failed is set aside: no more
     episodes are started on it; the run stops once every open problem is set aside."""
-    max_usd: float | None = Field(None, ge=0)
+    max_usd: float | None = Field(None, ge=0, json_schema_extra=_RUN)
     """Stop before a call once this much money is spent, failed calls included (needs known prices)."""
-    max_total_tokens: int | None = Field(None, ge=1)
+    max_total_tokens: int | None = Field(None, ge=1, json_schema_extra=_RUN)
     """Stop before a call once the run's calls, failed ones included, spent this many tokens (in + out)."""
-    time_limit_s: float | None = Field(None, ge=0)
+    time_limit_s: float | None = Field(None, ge=0, json_schema_extra=_PROCESS)
     """The run's wall time, in seconds of this start: past it no episode starts, and the
     episodes in flight get `stop_grace_s` to finish before they are cut short."""
-    stop_grace_s: float = Field(20.0, ge=0)
+    stop_grace_s: float = Field(20.0, ge=0, json_schema_extra=_RUN)
     """Seconds the episodes in flight get to finish once the time limit is reached or SIGTERM
     arrives; then each is cut short, recorded `stopped` (uncharged) with its transcript, its
     spending and its staged files, and the next run works on its problem again."""
-    problem_ids: tuple[str, ...] = ()
+    problem_ids: tuple[str, ...] = Field((), json_schema_extra=_RUN)
     """Work only on these problems (default: all)."""
-    seed: int = 0
+    seed: int = Field(0, json_schema_extra=_RUN)
     """Seed of the scheduler's random choices."""
-    max_steps: int = Field(12, ge=2)
+    max_steps: int = Field(12, ge=2, json_schema_extra=_RUN)
     """Model calls per episode at most."""
-    episode_timeout_s: float = Field(3 * 3600.0, gt=0)
+    episode_timeout_s: float = Field(3 * 3600.0, gt=0, json_schema_extra=_RUN)
     """Wall-clock limit of one episode: room for a reasoning model that thinks 15 minutes a reply."""
-    max_output_tokens: int | None = Field(None, ge=1)
+    max_output_tokens: int | None = Field(None, ge=1, json_schema_extra=_MODEL)
     """Tokens of one reply at most, thinking included; None: the model client's default."""
-    reasoning_effort: ReasoningEffort | None = None
+    reasoning_effort: ReasoningEffort | None = Field(None, json_schema_extra=_MODEL)
     """The workers' reasoning mode: low, medium or high; None: the model's default."""
-    merger_reasoning_effort: ReasoningEffort | None = None
+    merger_reasoning_effort: ReasoningEffort | None = Field(None, json_schema_extra=_MODEL)
     """The merger's reasoning mode; None: the merger model's default."""
-    tool_protocol: ToolProtocol = "auto"
+    tool_protocol: ToolProtocol = Field("auto", json_schema_extra=_MODEL)
     """How tools are offered: native function calling, a text protocol, or auto (text for a
     model without function calling)."""
-    idle_timeout_s: float = Field(300.0, gt=0)
+    idle_timeout_s: float = Field(300.0, gt=0, json_schema_extra=_MODEL)
     """A streamed reply that sends nothing for this long is cut and counts as a timeout."""
-    reply_timeout_s: float = Field(1800.0, gt=0)
+    reply_timeout_s: float = Field(1800.0, gt=0, json_schema_extra=_MODEL)
     """The longest one reply may take in all."""
-    max_concurrent_calls: int | None = Field(None, ge=1)
+    max_concurrent_calls: int | None = Field(None, ge=1, json_schema_extra=_MODEL)
     """Model calls in flight at once, the workers' and the merger's together; None: no bound.
     For a server that answers one request at a time: each call's reply timeout starts when its
     turn comes, not while it waits in the server's queue."""
-    context_tokens: int = 6000
+    context_tokens: int = Field(6000, json_schema_extra=_RUN)
     """Hard cap, in tokens, of the memory overview in an episode's first prompt."""
-    overview_cited: int = Field(8, ge=0)
+    overview_cited: int = Field(8, ge=0, json_schema_extra=_RUN)
     """Items the overview shows for being the most cited (the rest: list_items, search)."""
-    overview_newest: int = Field(8, ge=0)
+    overview_newest: int = Field(8, ge=0, json_schema_extra=_RUN)
     """Items the overview shows besides: the newest (more of them when fewer are cited)."""
-    settle_nominations: int = Field(SETTLE_NOMINATIONS, ge=1)
+    settle_nominations: int = Field(SETTLE_NOMINATIONS, ge=1, json_schema_extra=_RUN)
     """Nominations that settle a problem where several candidates are verified (or with `verify`
     0): its leader settles it once it has this many. A verified candidate with no verified
     rival settles its problem without any."""
-    verify: int = Field(VERIFY, ge=0)
+    verify: int = Field(VERIFY, ge=0, json_schema_extra=_RUN)
     """K: a candidate is verified by K `pass` reviews from distinct workers other than its
     author and no `critical` review; only a verified candidate is selected as verified, and
     only one settles a problem. 0: plain plurality of nominations, no review needed."""
-    isolation: Isolation = "shared"
+    isolation: Isolation = Field("shared", json_schema_extra=_RUN)
     """How much of the memory an episode sees. `shared`: the swarm, every contribution on main.
     `independent`: only its problem's statement, as independent sampling does (no overview,
     no other episode's items, searches or announcements); its episodes write attempts, notes
     and code but cannot review or nominate, so `verify` does not apply, and each answer
     problem's solution is the attempt whose final answer most attempts agree on
     (self-consistency). The baseline `gitswarm experiment` compares the swarm with."""
-    unconfined: bool = False
+    unconfined: bool = Field(False, json_schema_extra=_PROCESS)
     """Run the programs of code problems (program, reproduce) even where this machine cannot make
     a sandbox's root (no bubblewrap, no usable namespaces): they then run with resource limits
     and a fresh uid only, seeing the host's files. Off: such a run is refused at its start.
     Named in the event log (`run_started`), `status` and the report."""
-    summary_every: int = 5
+    summary_every: int = Field(5, json_schema_extra=_RUN)
     """The merger rewrites a problem's SUMMARY.md at most once per this many merges."""
-    price_in_per_mtok: float | None = Field(None, ge=0)
+    price_in_per_mtok: float | None = Field(None, ge=0, json_schema_extra=_MODEL)
     """USD per million input tokens, for models litellm has no price for."""
-    price_out_per_mtok: float | None = Field(None, ge=0)
+    price_out_per_mtok: float | None = Field(None, ge=0, json_schema_extra=_MODEL)
     """USD per million output tokens, for models litellm has no price for."""
-    price_cached_in_per_mtok: float | None = Field(None, ge=0)
+    price_cached_in_per_mtok: float | None = Field(None, ge=0, json_schema_extra=_MODEL)
     """USD per million input tokens read from the provider's cache (default: the input price)."""
-    price_cache_write_per_mtok: float | None = Field(None, ge=0)
+    price_cache_write_per_mtok: float | None = Field(None, ge=0, json_schema_extra=_MODEL)
     """USD per million input tokens written to the provider's cache (default: the input price)."""
 
     @model_validator(mode="before")
@@ -143,6 +156,30 @@ class SolveConfig(BaseModel):
     @property
     def merger(self) -> str:
         return self.merger_model or self.model
+
+    def part(self, part: Part) -> dict:
+        """The values of one part's fields (`PARTS`), by name, as JSON has them (a tuple as a list)."""
+        return self.model_dump(mode="json", include=PARTS[part])
+
+
+def declared_parts(model: type[BaseModel]) -> dict[Part, frozenset[str]]:
+    """Each part's fields, as each field of `model` declares; a field that declares none (or a
+    part that does not exist) is refused, and `PARTS` is read as this module loads, so no field
+    of `SolveConfig` can be left out of every part."""
+    found: dict[Part, set[str]] = {part: set() for part in get_args(Part)}
+    for name, info in model.model_fields.items():
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        part = extra.get("part")
+        if part not in found:
+            raise TypeError(f"{model.__name__}.{name} declares no part: give it json_schema_extra=_RUN, "
+                            "_MODEL or _PROCESS (engine.config.Part says which is which)")
+        found[part].add(name)
+    return {part: frozenset(names) for part, names in found.items()}
+
+
+PARTS = declared_parts(SolveConfig)
+"""The fields of each part of `SolveConfig`: every field in exactly one."""
+
 
 class GradeConfig(BaseModel):
     """The referee's settings for `gitswarm grade`: the config file's [grade] table, then flags."""

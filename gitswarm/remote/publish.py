@@ -1,10 +1,11 @@
 """What a coordinator publishes on the run's remote: the run's settings, its stop, its refs.
 
-The settings live beside `run.json` on `refs/gitswarm/meta`, as `settings.json`: every
-`SolveConfig` field that shapes the run for all workers alike (`SHARED`), the claims' time
-to live, and each problem's kind and title, so a worker needs no problem files. Nothing
-hidden and nothing secret goes there: no API key, no model, no problem's hidden parts
-(those never enter the repository at all).
+The settings live beside `run.json` on `refs/gitswarm/meta`, as `settings.json`: the run's
+part of `SolveConfig` whole (every field that declares itself the run's, `engine.config.Part`),
+the claims' time to live, each problem's kind and title, so a worker needs no problem files,
+and the coordinator's model's name, for the report. Nothing hidden and nothing secret goes
+there: no API key, no server address, no problem's hidden parts (those never enter the
+repository at all).
 
 The stop is `refs/gitswarm/stop`, a commit whose `stop.json` holds the `Stop`'s reason and
 detail; workers fetch it and stop claiming. `Publisher` pushes the coordinator's own refs
@@ -25,8 +26,10 @@ import pygit2
 
 from gitswarm import __version__
 from gitswarm.core.stops import Stop, StopReason
+from gitswarm.engine.config import PARTS, SolveConfig
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.setaside import Streaks
+from gitswarm.errors import BadInput
 from gitswarm.memory import books, refnames, trees
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.read import in_history
@@ -36,24 +39,22 @@ from gitswarm.remote.errors import OtherProtocol, PushRejected, RefMoved, Remote
 from gitswarm.remote.transport import Remote, Update
 
 SETTINGS = "settings.json"
-PROTOCOL = 1
+PROTOCOL = 2
 """The run protocol: what coordinator and workers exchange (the refs of `layout`, claim
 commits, ledger records, the spending record, these settings). Raised with any change one
-side would misread; a worker joins only a run of its own protocol (`OtherProtocol`)."""
+side would misread; a worker joins only a run of its own protocol (`OtherProtocol`).
+2: the run's settings are published whole (1 left out `isolation`: workers of an independent
+run worked as a swarm), with the coordinator's model."""
 STOP_BOOK = "stop"
 STOP_REF = books.ref_name(STOP_BOOK)
 STOP_FILE = "stop.json"
-SHARED = ("budget", "max_episodes", "no_progress", "max_usd", "max_total_tokens", "verify",
-          "settle_nominations", "max_steps", "episode_timeout_s", "context_tokens", "overview_cited",
-          "overview_newest", "summary_every", "seed", "problem_ids")
-"""The `SolveConfig` fields a worker takes from the run, not from its own command line."""
 
 
-def settings_of(cfg, problem_set: ProblemSet, problems: list[str], claim_ttl_s: float) -> dict:
-    """The run's settings as workers read them: shared fields, claim time to live, problems."""
-    shared = {name: getattr(cfg, name) for name in SHARED}
-    shared["problem_ids"] = list(shared["problem_ids"])
-    return {"protocol": PROTOCOL, "gitswarm": __version__, "solve": shared, "claim_ttl_s": claim_ttl_s,
+def settings_of(cfg: SolveConfig, problem_set: ProblemSet, problems: list[str], claim_ttl_s: float) -> dict:
+    """The run's settings as workers read them: the run's part of `cfg` whole, the claims'
+    time to live, the problems, and (for the report) the coordinator's model."""
+    return {"protocol": PROTOCOL, "gitswarm": __version__, "solve": cfg.part("run"), "claim_ttl_s": claim_ttl_s,
+            "coordinator": {"model": cfg.model, "merger_model": cfg.merger},
             "set": problem_set.name,
             "problems": {p: {"kind": problem_set.get(p).kind.value, "title": problem_set.get(p).title}
                          for p in problems}}
@@ -66,18 +67,46 @@ def write_settings(memory: Memory, settings: dict) -> bool:
     return memory.put_files(META_BOOK, {SETTINGS: data}, "gitswarm: the run's settings for remote workers") is not None
 
 
-def read_settings(repo: pygit2.Repository, url: str = "the remote") -> dict:
-    """The settings a coordinator published; `NotARun` when there are none, `OtherProtocol`
-    when a gitswarm of another run protocol published them."""
+def published(repo: pygit2.Repository) -> dict:
+    """The settings a coordinator published, of whatever run protocol (readers such as the
+    report read older runs too); `NotARun` when there are none."""
     ref = repo.references.get(META_REF)
     entry = trees.lookup(repo[ref.target].peel(pygit2.Commit).tree, SETTINGS) if ref is not None else None
     if entry is None:
         raise NotARun("the remote holds no gitswarm run published by a coordinator (no "
                       f"{META_REF}:{SETTINGS}); start `gitswarm solve SET --run URL` first")
-    settings = json.loads(repo[entry[0]].data)
+    return json.loads(repo[entry[0]].data)
+
+
+def read_settings(repo: pygit2.Repository, url: str = "the remote") -> dict:
+    """The settings a coordinator published, for a worker to join by; `NotARun` when there are
+    none, `OtherProtocol` when a gitswarm of another run protocol published them."""
+    settings = published(repo)
     if settings.get("protocol") != PROTOCOL:
         raise OtherProtocol(url, settings.get("protocol"), settings.get("gitswarm"), PROTOCOL, __version__)
     return settings
+
+
+def run_part(settings: dict, url: str = "the remote") -> dict:
+    """The run's part of `SolveConfig` as its coordinator published it, whole; `OtherSettings`
+    when it names other fields than this gitswarm's run part (another version published it)."""
+    run = dict(settings["solve"])
+    if set(run) != PARTS["run"]:
+        raise OtherSettings(url, settings.get("gitswarm"), set(run))
+    return run
+
+
+class OtherSettings(BadInput):
+    """The run's settings on the remote name fields this gitswarm does not know, or lack some
+    it has: another gitswarm published them, and a worker would run that run by other rules."""
+
+    def __init__(self, url: str, version: object, theirs: set[str]) -> None:
+        unknown, missing = sorted(theirs - PARTS["run"]), sorted(PARTS["run"] - theirs)
+        said = "; ".join(f"{what} {', '.join(names)}" for what, names in (
+            ("it has settings this one does not know:", unknown), ("it lacks", missing)) if names)
+        super().__init__(f"the run on {url} was published by gitswarm {version}, whose run settings differ from "
+                         f"this gitswarm {__version__}'s ({said})", where=url,
+                         fix="install the coordinator's gitswarm here and start the worker again")
 
 
 def problem_set_of(settings: dict) -> ProblemSet:

@@ -49,11 +49,7 @@ from gitswarm.remote.publish import RunStreaks
 from gitswarm.remote.source import ClaimSource
 from gitswarm.remote.spending import Published
 from gitswarm.remote.transport import Remote
-
-MODEL_FIELDS = ("model", "api_base", "api_key", "max_output_tokens", "reasoning_effort", "tool_protocol",
-                "idle_timeout_s", "reply_timeout_s", "max_concurrent_calls", "price_in_per_mtok", "price_out_per_mtok",
-                "price_cached_in_per_mtok", "price_cache_write_per_mtok")
-"""The SolveConfig fields a worker sets itself: its model and how to reach it (never published)."""
+from gitswarm.remote.urls import mask
 
 
 def slots(name: str, count: int) -> list[str]:
@@ -74,8 +70,8 @@ def join(remote: Remote, name: str) -> dict:
 
 
 def model_settings(cfg: SolveConfig) -> dict:
-    """The model fields of `cfg`, for a worker built from it."""
-    return {name: getattr(cfg, name) for name in MODEL_FIELDS if getattr(cfg, name) is not None}
+    """The model part of `cfg` (`engine.config.Part`), those given, for a worker built from it."""
+    return {name: value for name, value in cfg.part("model").items() if value is not None}
 
 
 @dataclass(frozen=True)
@@ -104,13 +100,14 @@ RESUME_POLL_S = 1.0
 
 
 def worker_config(options: WorkerOptions, settings: dict) -> SolveConfig:
-    """The worker's SolveConfig: the run's shared settings, its own model and C. The rule that
-    K reviews need K + 1 workers is the run's (across every process), not this one's."""
-    shared = dict(settings["solve"])
-    verify = shared.pop("verify")
-    shared["problem_ids"] = tuple(shared["problem_ids"])
+    """The worker's SolveConfig: the run's part whole, as its coordinator published it, with
+    its own model part and slots (a run part of other fields than this gitswarm's is refused:
+    `publish.OtherSettings`). The rule that K reviews need K + 1 workers is the run's (across
+    every process), not this one's."""
+    run = publish.run_part(settings, mask(options.url))
+    verify = run.pop("verify")
     cfg = SolveConfig(problems=Path(settings["set"]), run=options.folder, workers=options.slots, verify=0,
-                      **shared, **options.model)
+                      **run, **options.model)
     return cfg.model_copy(update={"verify": verify})
 
 

@@ -3,8 +3,8 @@
 The read model has the rule alone (the ledger's scheduler record, `readmodel.read.rule_of`).
 The model, budget and workers come from the `run_started` events of the run's event log
 (one per start: a resume may change them); a run read from its remote has no event log, and
-then the budget comes from the settings its coordinator published on the meta ref, and the
-workers are the worker processes the read model lists.
+then the model (the coordinator's) and the budget come from the settings its coordinator
+published on the meta ref, and the workers are the worker processes the read model lists.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ class RunSettings:
     """The settings a report names; None where the run did not record one."""
 
     model: str | None
-    """The workers' model; several, in order, when resumes changed it (", then ")."""
+    """The workers' model; several, in order, when resumes changed it (", then "). Read from
+    the published settings of a run on a remote: its coordinator's (each worker process may
+    run its own)."""
     budget: int | None
     """Charged episodes the run may spend (as of its last start)."""
     max_episodes: int | None
@@ -64,8 +66,11 @@ def read_settings(memory: Memory, run: Path) -> RunSettings:
                            ", then ".join(boxes) or None)
     published = _published(memory)
     if published:
-        return RunSettings(None, _int(published.get("budget")), _int(published.get("max_episodes")), None, 0,
-                           verify, settle, "the coordinator's published settings")
+        solve, coordinator = _table(published, "solve"), _table(published, "coordinator")
+        model = coordinator.get("model")
+        return RunSettings(model if isinstance(model, str) else None, _int(solve.get("budget")),
+                           _int(solve.get("max_episodes")), None, 0, verify, settle,
+                           "the coordinator's published settings")
     return RunSettings(None, None, None, None, 0, verify, settle, "not recorded")
 
 
@@ -88,15 +93,21 @@ def _starts(log: Path) -> list[dict]:
 
 
 def _published(memory: Memory) -> dict:
+    """The settings a coordinator published, of any run protocol (older runs read too); {} for
+    a local run, which publishes none."""
     from gitswarm.memory.errors import NotARun
-    from gitswarm.remote.errors import OtherProtocol
-    from gitswarm.remote.publish import read_settings as published_settings
+    from gitswarm.remote.publish import published
 
     try:
-        solve = memory.snapshot().read_with(published_settings).get("solve")
-    except (NotARun, OtherProtocol, json.JSONDecodeError):  # a local run publishes none
+        settings = memory.snapshot().read_with(published)
+    except (NotARun, json.JSONDecodeError):
         return {}
-    return solve if isinstance(solve, dict) else {}
+    return settings if isinstance(settings, dict) else {}
+
+
+def _table(settings: dict, key: str) -> dict:
+    found = settings.get(key)
+    return found if isinstance(found, dict) else {}
 
 
 def _int(value: object) -> int | None:
