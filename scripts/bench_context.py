@@ -24,6 +24,7 @@ from pathlib import Path
 import anyio
 from bench_history import fast_import, write_set
 
+from gitswarm.memory import commitmeta
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.write import message
@@ -56,8 +57,9 @@ def build(root: Path, size: int, seed: int = 0) -> Memory:
         done = batch[-1]
     top = ", ".join(c[:12] for c, _ in Counter(pool).most_common(3))
     memory.commit_to_main({f"problems/{PROBLEM}/SUMMARY.md": SUMMARY.format(n=size, top=top).encode()},
-                          f"summary({PROBLEM}): the merger's summary of the problem", "bench-summary",
-                          {"Problem": PROBLEM, "Kind": "summary", "Worker": "merger"})
+                          f"summary({PROBLEM}): the merger's summary of the problem",
+                          commitmeta.Contribution(op="bench-summary", problem=PROBLEM,
+                                                  kind=commitmeta.Kind.SUMMARY, worker="merger"))
     return memory
 
 
