@@ -54,7 +54,10 @@ def orchestration(c: int, latency: float, per_worker: int, profile: bool, rounds
 
     def run(mode: str, *args: str, env: dict | None = None) -> dict:
         done = subprocess.run([sys.executable, str(HERE / "bench_orchestration.py"), mode, *args],
-                              capture_output=True, text=True, check=True, timeout=900, env=env)
+                              capture_output=True, text=True, timeout=900, env=env)
+        if done.returncode != 0:  # its traceback, not only "returned non-zero exit status 1"
+            raise SystemExit(f"bench_orchestration.py {mode} {' '.join(args)} exited with {done.returncode}:\n"
+                             f"{done.stderr[-3000:]}")
         return json.loads(done.stdout.strip().splitlines()[-1])
 
     paired = []
