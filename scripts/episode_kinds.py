@@ -32,8 +32,8 @@ def kinds(run: str) -> collections.Counter:
 
 
 def line(run: str) -> str:
-    status = json.loads(subprocess.run(["gitswarm", "status", run, "--json"], capture_output=True, text=True,
-                                       check=True).stdout)
+    status = json.loads(subprocess.run([sys.executable, "-m", "gitswarm", "status", run, "--json"],
+                                       capture_output=True, text=True, check=True).stdout)
     selected = [p["id"] for p in status["problems"] if p.get("selected")]
     verified = [p["id"] for p in status["problems"] if p.get("verification") == "verified"]
     return (f"{run}: charged {status['totals']['charged']} of {status['totals']['episodes']} episodes; by kind "
