@@ -8,6 +8,7 @@
 - hostile: attacking agents (paths, floods, encodings, injected instructions, secrets).
 
 Usage: python scripts/chaos.py [kill flaky gitgc hidden hostile] [--kills 20] [--seed 1]
+       [--budget 60] [--workers 64] [--sets demo,answers,imo,programs] [--big-mb 50] [--many-files 10000]
 """
 
 from __future__ import annotations
@@ -260,14 +261,18 @@ def main() -> None:
     cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     cli.add_argument("checks", nargs="*", default=["kill", "flaky", "gitgc", "hidden", "hostile"])
     cli.add_argument("--kills", type=int, default=20)
+    cli.add_argument("--budget", type=int, default=60, help="budget of the kill check's runs")
     cli.add_argument("--seed", type=int, default=1)
     cli.add_argument("--workers", type=int, default=64, help="C of the concurrent-git check")
+    cli.add_argument("--sets", default=",".join(SHIPPED), help="the shipped sets the hidden check runs")
     cli.add_argument("--big-mb", type=float, default=50, help="size of the hostile agent's big file")
+    cli.add_argument("--many-files", type=int, default=10_000, help="files of the hostile agent's flood")
     args = cli.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    checks = {"kill": lambda: kill_anywhere(args.kills, 0.1, 60, args.seed), "flaky": lambda: flaky(args.seed),
-              "gitgc": lambda: concurrent_git(args.workers), "hidden": hidden,
-              "hostile": lambda: hostile(int(args.big_mb * 2**20), 10_000)}
+    checks = {"kill": lambda: kill_anywhere(args.kills, 0.1, args.budget, args.seed),
+              "flaky": lambda: flaky(args.seed), "gitgc": lambda: concurrent_git(args.workers),
+              "hidden": lambda: hidden(tuple(args.sets.split(","))),
+              "hostile": lambda: hostile(int(args.big_mb * 2**20), args.many_files)}
     outcome = {name: checks[name]() for name in args.checks}
     print("\n" + "  ".join(f"{name}: {'PASS' if ok else 'FAIL'}" for name, ok in outcome.items()))
     sys.exit(0 if all(outcome.values()) else 1)
