@@ -205,6 +205,8 @@ def confine(cfg, problem_set) -> None:
     found = containment()
     if not code or found.backend is not None:
         return
+    if found.disk_full:
+        raise EnvironmentFault(found.problem())
     if not cfg.unconfined:
         raise EnvironmentFault(f"refusing the code problems {', '.join(code[:5])}: {found.problem()}",
                                fix="or give --unconfined to run their programs without a sandbox "

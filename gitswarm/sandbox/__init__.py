@@ -111,10 +111,22 @@ class Containment:
     def name(self) -> str:
         return self.backend.name if self.backend else UNCONFINED
 
+    @property
+    def disk_full(self) -> bool:
+        """Every backend failed to write the root's few files: a full disk or a file-size limit,
+        not a machine without a sandbox (installing one would not help)."""
+        return bool(self.refused) and all(any(m in reason for m in _DISK_FULL) for reason in self.refused.values())
+
     def problem(self) -> str:
         """Why no program can be confined here, and the fix."""
+        if self.disk_full:
+            return ("cannot write the sandbox's files: file too large or no space left (a full disk, or a "
+                    "file-size limit such as ulimit -f): free some disk space or raise the limit")
         why = "; ".join(f"{name}: {reason}" for name, reason in self.refused.items()) or "no backend is enabled"
         return f"this machine cannot make a sandbox's root ({why}); {HOW_TO_FIX}"
+
+
+_DISK_FULL = ("File too large", "No space left on device", "Disk quota exceeded")
 
 
 @dataclass(frozen=True)

@@ -44,8 +44,14 @@ def _enter_userns() -> None:
 
 
 def _set_limits(limits: dict[str, int]) -> None:
+    """Each limit, never above what this process may have (a caller run under a lower hard
+    limit, `prlimit` or a batch scheduler's, keeps it: raising it is refused)."""
     for name, value in limits.items():
-        resource.setrlimit(getattr(resource, name), (value, value + (name == "RLIMIT_CPU")))
+        which = getattr(resource, name)
+        hard = resource.getrlimit(which)[1]
+        soft = value if hard == resource.RLIM_INFINITY else min(value, hard)
+        cap = soft + (name == "RLIMIT_CPU")  # a second of SIGXCPU warning before the kill
+        resource.setrlimit(which, (soft, cap if hard == resource.RLIM_INFINITY else min(cap, hard)))
 
 
 def _become(uid: int | None) -> None:
