@@ -117,7 +117,7 @@ async def test_attach_follows_a_run_another_process_writes(tmp_path: Path):
             assert not app.state.header.stopped
             await settle(pilot, lambda: app.state.header.stopped, timeout=60)
             assert app.state.feed_total > first  # new commits appeared while attached
-            await settle(pilot, lambda: all(r.state == "selected" for r in app.state.problems.values()))
+            await settle(pilot, lambda: all(r.state == "selected" for r in app.state.problems.values()), timeout=30)
             await pilot.press("q")
     finally:
         writer.wait(timeout=60)
