@@ -18,8 +18,8 @@ import anyio
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import RUN_LOG
-from gitswarm.core.stops import Stop, StopReason
-from gitswarm.engine import selection, tasks
+from gitswarm.core.stops import Stop
+from gitswarm.engine import selection, stoprule, tasks
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import Cut, Shared, run_episode
@@ -173,31 +173,16 @@ class Scheduler:
         return [(held, worker) for held, (_, worker) in zip(ids, picks, strict=True) if held is not None]
 
     def _stop(self, started: float) -> Stop | None:
-        """Why the run must stop now, or None. Checked in this order: a stop that cannot wait
-        (an error, the user, a cap), then the budget and settling, then the ends that wait
-        for the episodes in flight, so their outcome can still change the verdict."""
-        cfg = self.config
-        if self.ended_by is not None:
-            return self.ended_by
-        if (broken := self.breakers.stop()) is not None:
-            return broken
-        if self.control.stop.is_set():
-            return Stop(StopReason.USER, "stopped by SIGTERM" if self.control.bounded else "stopped by the user")
-        if self.ledger.charged >= cfg.budget:
-            return Stop(StopReason.BUDGET, f"budget of {cfg.budget} episodes spent")
-        if set(self.problems) <= self.shared.view.settled:
-            return Stop(StopReason.SETTLED, "every problem is settled")
-        if cfg.time_limit_s is not None and time.monotonic() - started > cfg.time_limit_s:
-            return Stop(StopReason.TIME_LIMIT, f"time limit of {cfg.time_limit_s:.0f} s reached")
-        if self.in_flight:
-            return None
-        if self.ledger.totals.episodes >= cfg.max_episodes:
-            return Stop(StopReason.EPISODE_CAP, f"episode cap of {cfg.max_episodes} reached "
-                        f"({self.ledger.charged} of them charged, budget {cfg.budget})")
-        if self._open():
-            return None
-        aside = [p for p in self.problems if p in self.streaks.set_aside and p not in self.shared.view.settled]
-        return self.streaks.no_progress(aside) if aside else Stop(StopReason.SETTLED, "every problem is settled")
+        """Why the run must stop now, or None: the stop rule (`stoprule.decide`) over this
+        process's facts; a cap reached inside a call comes as the episode's stop."""
+        cfg, view = self.config, self.shared.view
+        return stoprule.decide(stoprule.Facts(
+            budget=cfg.budget, charged=self.ledger.charged, max_episodes=cfg.max_episodes,
+            episodes=self.ledger.totals.episodes, problems=self.problems, settled=view.settled,
+            aside=self.streaks.set_aside, busy=bool(self.in_flight), open=lambda: bool(self._open()),
+            no_progress=self.streaks.no_progress, elapsed_s=time.monotonic() - started,
+            time_limit_s=cfg.time_limit_s, failed=self.ended_by or self.breakers.stop(),
+            user=self.control.stop.is_set(), by_signal=self.control.bounded))
 
     def _may_start(self) -> bool:
         """A worker is free, not paused, and the source lets one more episode start (a local

@@ -19,11 +19,12 @@ import anyio
 import anyio.to_thread
 
 from gitswarm.core.rule import Rule
-from gitswarm.core.stops import Stop, StopReason
-from gitswarm.engine import selection
+from gitswarm.core.stops import Stop
+from gitswarm.engine import selection, stoprule
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.setaside import Streaks
+from gitswarm.engine.swarm import open_problems
 from gitswarm.memory.repo import META_REF, NOTES_REF
 from gitswarm.remote import intake, layout, publish
 from gitswarm.remote.claims import Claim, Claims
@@ -203,39 +204,28 @@ class Coordinator:
         view.spent(*self.spending.total(self.ledger), self.ledger.cost[1])
 
     def stop(self, user: bool) -> Stop | None:
-        """Why the run ends now, or None; the order is the local scheduler's (`swarm._stop`).
+        """Why the run ends now, or None: the stop rule (`stoprule.decide`) over the run's facts.
         The caps are judged on everything spent, open claims' reports included."""
         cfg, ledger, view = self.config, self.ledger, self.shared.view
-        if self.moved is not None:
-            return Stop(StopReason.REMOTE_MOVED, str(self.moved))
         tokens, usd = self.spending.total(ledger)
-        if cfg.max_total_tokens is not None and tokens >= cfg.max_total_tokens:
-            return Stop(StopReason.TOKEN_CAP, f"token cap of {cfg.max_total_tokens} reached")
-        if cfg.max_usd is not None and usd >= cfg.max_usd:
-            return Stop(StopReason.USD_CAP, f"USD cap of {cfg.max_usd:.2f} reached")
-        if user:
-            return Stop(StopReason.USER, "stopped by the user")
-        if ledger.charged >= cfg.budget:
-            return Stop(StopReason.BUDGET, f"budget of {cfg.budget} episodes spent")
-        problems = view.problems
-        if set(problems) <= view.settled:
-            return Stop(StopReason.SETTLED, "every problem is settled")
-        if cfg.time_limit_s is not None and time.monotonic() - self.started > cfg.time_limit_s:
-            return Stop(StopReason.TIME_LIMIT, f"time limit of {cfg.time_limit_s:.0f} s reached")
-        if self.open_claims:
-            return None
         lost = self.spending.abandoned_holdings()
-        if ledger.totals.episodes + lost >= cfg.max_episodes:
-            return Stop(StopReason.EPISODE_CAP, f"episode cap of {cfg.max_episodes} reached "
-                        f"({ledger.charged} of them charged, budget {cfg.budget}"
-                        + (f"; {lost} cut off by a worker's death" if lost else "") + ")")
-        aside = [p for p in problems if p in self.streaks.set_aside and p not in view.settled]
-        if aside and len(aside) == len([p for p in problems if p not in view.settled]):
-            return self.streaks.no_progress(aside, self._too_few_reviewers())
-        if time.monotonic() - self.active > self.patience_s:
-            return Stop(StopReason.NO_WORKERS, f"no worker held or closed a claim for {self.patience_s:.0f} s: "
-                        f"start workers with `gitswarm worker {self.remote.shown}`, then run the same command again")
-        return None
+        return stoprule.decide(stoprule.Facts(
+            budget=cfg.budget, charged=ledger.charged, max_episodes=cfg.max_episodes,
+            episodes=ledger.totals.episodes + lost, lost=lost, problems=view.problems, settled=view.settled,
+            aside=self.streaks.set_aside, busy=bool(self.open_claims), open=self._open,
+            no_progress=lambda aside: self.streaks.no_progress(aside, self._too_few_reviewers()),
+            elapsed_s=time.monotonic() - self.started, time_limit_s=cfg.time_limit_s, tokens=tokens, usd=usd,
+            max_total_tokens=cfg.max_total_tokens, max_usd=cfg.max_usd,
+            moved=None if self.moved is None else str(self.moved), user=user,
+            idle_s=time.monotonic() - self.active, patience_s=self.patience_s,
+            workers_hint=f"`gitswarm worker {self.remote.shown}`"))
+
+    def _open(self) -> bool:
+        """Some problem may still get an episode: not settled, not set aside, not covered by
+        nominations enough to settle it (`swarm.open_problems`, as a local run judges it)."""
+        view = self.shared.view
+        return bool(open_problems(self.shared.index, list(view.problems), view.settled, self.streaks.set_aside, [],
+                                  self.config))
 
     def _too_few_reviewers(self) -> str:
         """Why nothing could be verified, when the worker slots that took part are too few to
