@@ -19,12 +19,13 @@ import anyio
 import pytest
 from conftest import git
 from pydantic.fields import FieldInfo
+from test_isolation import marking  # looks for others' work, then writes an attempt with its own mark
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
 from gitswarm.engine.config import PARTS, SolveConfig, declared_parts
 from gitswarm.engine.ledger import Ledger
-from gitswarm.fakeserver import FakeReply, serve
+from gitswarm.fakeserver import serve
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.remote import publish
@@ -163,28 +164,6 @@ def test_the_report_of_a_remote_run_names_the_coordinators_model_and_reads_older
 
 
 MARK = re.compile(r"MARK-\d+")
-
-
-def marking():
-    """A model that looks for others' work, writes an attempt carrying a mark of its own
-    (answer 7 twice out of three times, else 8), then contributes it (as tests/test_isolation.py)."""
-    made: list[str] = []
-
-    def respond(request: dict) -> FakeReply:
-        step = sum(m["role"] == "assistant" for m in request["messages"])
-        if step == 0:
-            return FakeReply(tool_calls=[{"name": "list_items", "arguments": {}},
-                                         {"name": "search", "arguments": {"query": "MARK"}},
-                                         {"name": "in_flight", "arguments": {}}])
-        if step == 1:
-            mark = f"MARK-{len(made)}"
-            made.append(mark)
-            answer = 8 if len(made) % 3 == 0 else 7
-            return FakeReply(tool_calls=[{"name": "write_file", "arguments": {
-                "path": f"attempts/{mark.lower()}.md", "content": f"{mark}: 3 + 4.\n\nAnswer: {answer}\n"}}])
-        return FakeReply(tool_calls=[{"name": "contribute", "arguments": {
-            "kind": "attempt", "title": "3 + 4", "summary": "Added."}}])
-    return respond
 
 
 @pytest.fixture
