@@ -78,5 +78,5 @@ def test_a_sandbox_that_cannot_start_is_a_tool_message(tally: Episode) -> None:
 def test_the_tool_descriptions_say_what_the_sandbox_gives() -> None:
     tools = {t["function"]["name"]: t["function"]["description"] for t in tool_schemas("reproduce")}
     assert f"Up to {OUTPUT_BYTES // 1024} KB of stdout" in tools["shell"]
-    assert "Only the code folder persists between commands" in tools["shell"]
+    assert "Only the code folder (the working folder, wherever it lies) persists between commands" in tools["shell"]
     assert "standard library only" in tools["run_python"]

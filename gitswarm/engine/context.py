@@ -139,7 +139,8 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
     """The state block of every step, from the step's view of main (`index`, pinned at its
     `seen_tip`); `new_items` counts the items landed since the episode started."""
     cfg = view.config
-    usd = ("USD unknown (no price for this model)" if not view.cost_known and not view.cost else
+    usd = ("no USD spent yet" if not view.tokens else
+           "USD unknown (no price for this model)" if not view.cost_known and not view.cost else
            f"USD {view.cost:.4f} spent" + ("" if view.cost_known else " (some prices unknown)"))
     usd += f" of cap {cfg.max_usd:.2f}" if cfg.max_usd is not None else ", no USD cap"
     toks = f"{view.tokens} tokens spent" + (f" of cap {cfg.max_total_tokens}" if cfg.max_total_tokens else "")
