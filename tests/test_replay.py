@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
 from gitswarm.demo.solver import digest
-from gitswarm.experiment.replay_tally import fisher_exact
+from gitswarm.experiment.replay_draws import FINISHED, DrawResult
+from gitswarm.experiment.replay_tally import compare, fisher_exact, table, tally
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
@@ -115,6 +116,10 @@ def test_replay_runs_both_arms_from_the_start_state_and_leaves_the_run_alone(eng
     assert data["comparison"]["fisher_p"] == pytest.approx(2 / 70) and not data["comparison"]["within_noise"]
     assert "unlikely to be noise" in data["comparison"]["sentence"] and "not evidence" in data["comparison"]["sentence"]
     assert "With 4 episodes an arm only a large difference can show" in data["comparison"]["sentence"]
+    assert arms["with-memory"]["did"] == arms["without-memory"]["did"] == {"attempt": 4}  # like with like
+    assert "Among the episodes that wrote a candidate, 4 of 4 were accepted (100%) with it and 0 of 4 (0%) " \
+        "without." in data["comparison"]["sentence"]
+    assert "differ in what their episodes chose to do" not in data["comparison"]["sentence"]
 
     for arm in ("with-memory", "without-memory"):
         graded = 0
@@ -197,3 +202,26 @@ def test_fisher_exact_on_fixed_tables():
     assert fisher_exact(2, 4, 2, 4) == pytest.approx(1.0)
     assert fisher_exact(7, 10, 2, 10) == pytest.approx(2 * (5940 + 495 + 11) / 184756)  # by hand
     assert fisher_exact(0, 0, 1, 3) == 1.0
+
+
+def test_a_change_of_next_action_is_not_read_as_a_change_of_quality():
+    """What a demo replay once reported as the memory's effect on quality: every episode with the
+    memory wrote an attempt (6 of 10 accepted), every one without it reviewed an older attempt
+    instead. The sentence says what the test measured, and that the arms differ in what their
+    episodes chose to do, not in the quality of their attempts."""
+    with_ = [DrawResult("with-memory", n, f"w{n}", FINISHED, "settled", 1, ["attempts/a.md"],
+                        [1.0 if n <= 6 else 0.0], [], ["attempt"]) for n in range(1, 11)]
+    without = [DrawResult("without-memory", n, f"o{n}", FINISHED, "settled", 1, [], [], [], ["review"])
+               for n in range(1, 11)]
+    counted = tally(with_ + without)
+    assert counted["with-memory"].did == {"attempt": 10} and counted["without-memory"].did == {"review": 10}
+    assert counted["with-memory"].rate_of_attempts == 0.6 and counted["without-memory"].rate_of_attempts is None
+    sentence = compare(counted, with_ + without, "c0ffee" * 7)["sentence"]
+    assert "unlikely to be noise" in sentence  # the rates do differ: 6 of 10 against 0 of 10
+    assert "whatever it chose to do (with c0ffeec0ff cited: 10 attempt; without: 10 review)" in sentence
+    assert "No episode without it wrote a candidate, so the quality of the arms' attempts cannot be compared" \
+        in sentence
+    assert "The arms differ in what their episodes chose to do (10 of 10 wrote a candidate with it, 0 of 10 " \
+        "without): the difference in rate may be a change of next action rather than of the attempts' quality" \
+        in sentence
+    assert "OF ATTEMPTS" in table(counted) and "10 review" in table(counted)

@@ -48,6 +48,9 @@ class DrawResult:
     """Each candidate's grade as score / max; None where it stayed ungraded."""
     ungraded: list[str] = field(default_factory=list)
     """Why a candidate stayed ungraded."""
+    did: list[str] = field(default_factory=list)
+    """What each of its episodes did (`action_of`): attempt, code, revision, review, note, ...,
+    or how it ended without a commit (abstain, failed, stopped)."""
 
     @property
     def finished(self) -> bool:
@@ -123,15 +126,17 @@ class Replayer:
         paths: list[str] = []
         scores: list[float | None] = []
         ungraded: list[str] = []
+        did: list[str] = []
         for record in sorted(records, key=lambda r: r.episode):
             commit = memory.op_commit(f"{record.episode}-final")
+            did.append(action_of(memory, commit, record.status))
             for path in written(memory, commit, self.target.problem) if commit else []:
                 paths.append(path)
                 score, why = await self._grade(memory, store, commit, path)
                 scores.append(score)
                 ungraded += [why] if why else []
         return DrawResult(draw.arm, draw.number, str(draw.path), status.state, status.reason, len(records),
-                          paths, scores, ungraded)
+                          paths, scores, ungraded, did)
 
     async def _grade(self, memory: Memory, store, commit: str, path: str) -> tuple[float | None, str]:
         """One candidate's score / max, or None and why it stayed ungraded."""
@@ -152,6 +157,17 @@ class Replayer:
         if grade is None or grade.score is None:
             return None, f"{path} in {memory.path}: the referee could not decide ({graded.note or 'undecided'})"
         return (grade.score / grade.max if grade.max else 0.0), ""
+
+
+def action_of(memory: Memory, commit: str | None, status: str) -> str:
+    """What an episode did: its final commit's kind (an attempt or code that revises another
+    counts as a revision, as its title says), or without one how it ended."""
+    if commit is None:
+        return status
+    info = memory.commit(commit)
+    if info.kind in ("attempt", "code") and "revises " in info.subject:
+        return "revision"
+    return info.kind or status
 
 
 def written(memory: Memory, commit: str, problem: Problem) -> list[str]:

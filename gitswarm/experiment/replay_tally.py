@@ -1,12 +1,16 @@
-"""A replay's two arms compared: per arm the episodes, the attempts and the accepted ones; the
-difference in rate with Fisher's exact test (exact at any number of episodes, the arms'
-episodes being independent draws) deciding whether it is within the noise, and the
-difference's percentile-bootstrap interval over the draws paired by number (`stats.py`)."""
+"""A replay's two arms compared: per arm the episodes, what they did, the attempts and the
+accepted ones; the difference in rate with Fisher's exact test (exact at any number of
+episodes, the arms' episodes being independent draws) deciding whether it is within the noise,
+and the difference's percentile-bootstrap interval over the draws paired by number
+(`stats.py`). Like is compared with like: beside the overall rate, the rate among the episodes
+that wrote a candidate, and whether the arms differ in what their episodes chose to do, so
+that a change of next action is not read as a change of quality."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 
 from gitswarm.experiment.replay_arms import ARMS, WITH, WITHOUT
 from gitswarm.experiment.replay_draws import DrawResult
@@ -31,13 +35,20 @@ class ArmTally:
     """Episodes with a candidate the referee could not grade and none accepted."""
     unfinished: int
     """Draws not run yet, or cut before their end (the same command resumes them)."""
+    did: dict[str, int] = field(default_factory=dict)
+    """Its episodes by what they did (attempt, review, abstain, ...), most first."""
 
     @property
     def rate(self) -> float | None:
         return self.accepted / self.episodes if self.episodes else None
 
+    @property
+    def rate_of_attempts(self) -> float | None:
+        """Accepted among the episodes that wrote a candidate: the quality of what was tried."""
+        return self.accepted / self.attempts if self.attempts else None
+
     def as_dict(self) -> dict:
-        return asdict(self) | {"rate": self.rate}
+        return asdict(self) | {"rate": self.rate, "rate_of_attempts": self.rate_of_attempts}
 
 
 def tally(results: list[DrawResult]) -> dict[str, ArmTally]:
@@ -49,7 +60,7 @@ def tally(results: list[DrawResult]) -> dict[str, ArmTally]:
         counted[arm] = ArmTally(arm, sum(r.episodes for r in done), sum(bool(r.candidates) for r in done),
                                 sum(r.accepted for r in done),
                                 sum(not r.accepted and any(s is None for s in r.scores) for r in done),
-                                len(mine) - len(done))
+                                len(mine) - len(done), dict(Counter(a for r in done for a in r.did).most_common()))
     return counted
 
 
@@ -104,6 +115,7 @@ def _sentence(mine: ArmTally, theirs: ArmTally, candidate: str, p: float, within
         text += (f"; Fisher's exact test gives p = {p:.3f} < {ALPHA:.2f}: the difference is unlikely to be noise, "
                  f"so removing the memory {short} cited changed how often an episode from its start state "
                  "reached an accepted solution.")
+    text += _like_with_like(mine, theirs, short)
     if min(mine.episodes, theirs.episodes) < SMALL:
         text += (f" With {min(mine.episodes, theirs.episodes)} episodes an arm only a large difference can show "
                  "(the interval is rough at this size); run more with --episodes.")
@@ -114,16 +126,40 @@ def _sentence(mine: ArmTally, theirs: ArmTally, candidate: str, p: float, within
     return text
 
 
+def _like_with_like(mine: ArmTally, theirs: ArmTally, short: str) -> str:
+    """What the test measured, and the comparison of what each arm's episodes did."""
+    text = (" The test compares how often an episode reached an accepted solution, whatever it chose to do"
+            f" (with {short} cited: {_did(mine)}; without: {_did(theirs)}).")
+    if mine.attempts and theirs.attempts:
+        text += (f" Among the episodes that wrote a candidate, {mine.accepted} of {mine.attempts} were accepted "
+                 f"({mine.rate_of_attempts:.0%}) with it and {theirs.accepted} of {theirs.attempts} "
+                 f"({theirs.rate_of_attempts:.0%}) without.")
+    else:
+        text += (f" No episode {'without' if not theirs.attempts else 'with'} it wrote a candidate, so the quality "
+                 "of the arms' attempts cannot be compared.")
+    if fisher_exact(mine.attempts, mine.episodes, theirs.attempts, theirs.episodes) < ALPHA:
+        text += (f" The arms differ in what their episodes chose to do ({mine.attempts} of {mine.episodes} wrote a "
+                 f"candidate with it, {theirs.attempts} of {theirs.episodes} without): the difference in rate may "
+                 "be a change of next action rather than of the attempts' quality.")
+    return text
+
+
+def _did(arm: ArmTally) -> str:
+    return ", ".join(f"{n} {what}" for what, n in arm.did.items()) or "nothing recorded"
+
+
 def _resume() -> str:
     return "run the same command to run what is missing."
 
 
 def table(counted: dict[str, ArmTally]) -> str:
-    """arm, episodes, attempts, accepted, rate: one row per arm."""
-    rows = [("ARM", "EPISODES", "ATTEMPTS", "ACCEPTED", "RATE")]
+    """arm, episodes, attempts, accepted, rate, the rate among attempts, what the episodes did:
+    one row per arm."""
+    rows = [("ARM", "EPISODES", "ATTEMPTS", "ACCEPTED", "RATE", "OF ATTEMPTS", "DID")]
     for t in counted.values():
         rows.append((t.arm, str(t.episodes), str(t.attempts), str(t.accepted),
-                     "-" if t.rate is None else f"{t.rate:.2f}"))
+                     "-" if t.rate is None else f"{t.rate:.2f}",
+                     "-" if t.rate_of_attempts is None else f"{t.rate_of_attempts:.2f}", _did(t)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
                      for row in rows)
