@@ -99,6 +99,8 @@ class RunReport:
     workers: list[dict] = field(default_factory=list)
     """In a run on a git remote, each worker process as the read model has it."""
     failed: dict[str, int] = field(default_factory=dict)
+    selector: dict = field(default_factory=dict)
+    """The selection and the reviews against the referee's grades (`selector.SelectorQuality`)."""
     """Failed episodes by class: provider, model, engine (the read model's totals)."""
 
     def to_dict(self) -> dict:
@@ -111,6 +113,7 @@ def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
     from gitswarm.engine.ledger import Ledger
     from gitswarm.memory.repo import Memory
     from gitswarm.readmodel.read import read_run
+    from gitswarm.report.selector import selector_quality
     from gitswarm.report.settings import read_settings
 
     memory = Memory(run)
@@ -123,6 +126,7 @@ def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
     started = [r.started for r in records]
     ended = [r.ended for r in records if r.ended]
     total = sum(p.contributions for p in problems)
+    settings = read_settings(memory, run)
     totals = state.totals
     return RunReport(
         run=memory.run_id, path=shown or str(run), episodes=totals.episodes, charged=totals.charged,
@@ -131,12 +135,13 @@ def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
         cost_usd=None if totals.cost_usd is None else round(totals.cost_usd, 6),
         wall_seconds=round(running_seconds(read_times(run / EVENT_LOG))
                            or (max(ended) - min(started) if started and ended else 0.0), 3),
-        settings=read_settings(memory, run).as_dict(),
+        settings=settings.as_dict(),
         contributions=total,
         built_on_share=_share(sum(p.built_on for p in problems), total),
         ancestry_share=_share(sum(p.in_ancestry for p in problems), total),
         problems=problems, usage=state.totals.parts(), workers=[w.as_dict() for w in state.workers],
-        failed=dict(state.totals.failed)), graph
+        failed=dict(state.totals.failed),
+        selector=selector_quality(list(state.problems), settings.model or "the run's model").as_dict()), graph
 
 
 def _share(part: int, whole: int) -> float | None:

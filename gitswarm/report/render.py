@@ -10,6 +10,7 @@ from gitswarm.readmodel.workers import WorkerState
 from gitswarm.report import story
 from gitswarm.report.collect import ProblemReport, RunReport, grade_cell
 from gitswarm.report.graph import Graph
+from gitswarm.report.selector import SelectorQuality
 from gitswarm.report.settings import RunSettings
 
 DEFINITIONS = (
@@ -113,6 +114,8 @@ def to_markdown(report: RunReport) -> str:
              "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     lines += ["| " + " | ".join(row) + " |" for row in _rows(report)]
     lines += ["", DEFINITIONS, ""]
+    if report.selector:
+        lines += [SelectorQuality(**report.selector).sentence(), ""]
     if report.workers:
         lines += ["## Worker processes", "", "| " + " | ".join(WORKER_HEADERS) + " |",
                   "|" + "---|" * len(WORKER_HEADERS)]
@@ -135,6 +138,8 @@ def to_html(report: RunReport, graph: Graph, drawings: bool = True) -> str:
     head = "".join(f"<th>{esc(h)}</th>" for h in HEADERS)
     body = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in _rows(report))
     sections = "" if drawings else f"<p class='defs'>{esc(NO_DRAWINGS)}</p>"
+    if report.selector:
+        sections = f"<p>{esc(_plain(SelectorQuality(**report.selector).sentence()))}</p>" + sections
     if report.workers:
         top = "".join(f"<th>{esc(h)}</th>" for h in WORKER_HEADERS)
         cells = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in _worker_rows(report))
