@@ -97,8 +97,24 @@ def test_healthy_model_exit_0_native_tools_a_streamed_probe_and_two_at_once(port
     assert "numbers from 1 to 50" in sent[1]["messages"][0]["content"]  # prompts/doctor_pair.md.j2
 
 
+def together(responder, pair: tuple[int, int] = (2, 3)):
+    """`responder`, but the requests numbered `pair` (doctor's two calls at once) are answered
+    only once both have arrived, as a server that serves them concurrently does: their timing
+    then cannot read as queued when a loaded machine delays one of them."""
+    seen, both = [0], anyio.Event()
+
+    async def respond(body: dict):
+        seen[0] += 1
+        if seen[0] in pair:
+            if seen[0] == pair[1]:
+                both.set()
+            await both.wait()
+        return responder(body)
+    return respond
+
+
 def test_json_is_one_object_with_the_run_settings(portal) -> None:
-    with fake(portal) as server:
+    with fake(portal, together(ping)) as server:
         result = doctor(server, "-m", "openai/gpt-4o", "--json", "--idle-timeout", "60")
     report = json.loads(result.stdout)
     assert result.exit_code == 0 and report["ok"] is True and report["calls"] == 3
