@@ -202,8 +202,7 @@ def confine(cfg, problem_set) -> None:
 
     code = [p.id for p in problem_set.problems if p.kind in CODE_KINDS
             and (not cfg.problem_ids or p.id in cfg.problem_ids)]
-    found = containment()
-    if not code or found.backend is not None:
+    if not code or (found := containment()).backend is not None:
         return
     if found.disk_full:
         raise EnvironmentFault(found.problem())

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio
+import anyio.to_thread
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
@@ -39,6 +40,7 @@ from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import ProblemSet
+from gitswarm.sandbox import containment as sandbox_containment
 from gitswarm.sandbox import in_force as sandbox_in_force
 
 Elsewhere = Callable[[], tuple[int, float]]
@@ -75,6 +77,7 @@ class RunContext:
         """Load the run's records from `memory` (as a run starts or resumes) and open its event
         log; `streaks` defaults to the no-progress rule over the ledger's own episodes."""
         ledger, index, view = await load_state(cfg, memory, git, problems)
+        await anyio.to_thread.run_sync(sandbox_containment)  # probed once a process, off the event loop
         events = EventLog(cfg.run, listeners)
         shared = Shared(memory, git, index, view, model, events, sandbox or anyio.CapacityLimiter(2),
                         caps_check(cfg, ledger, view, elsewhere), ledger, references)

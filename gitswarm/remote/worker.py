@@ -50,6 +50,7 @@ from gitswarm.remote.source import ClaimSource
 from gitswarm.remote.spending import Published
 from gitswarm.remote.transport import Remote
 from gitswarm.remote.urls import mask
+from gitswarm.sandbox import Containment, containment
 
 
 def slots(name: str, count: int) -> list[str]:
@@ -171,7 +172,7 @@ async def run_worker(options: WorkerOptions, model: Model, listeners: list[Liste
     await anyio.to_thread.run_sync(exits.clear, remote, options.name)
     cfg = worker_config(options, settings)
     sandbox = anyio.CapacityLimiter(2)
-    unconfinable = no_sandbox_for(settings, say)
+    unconfinable = no_sandbox_for(settings, await anyio.to_thread.run_sync(containment), say)
     references = None if unconfinable else await own_references(options, settings, sandbox, say)
     skip, why = skipped(settings, references, unconfinable)
     git = GitThread()
@@ -186,13 +187,10 @@ async def run_worker(options: WorkerOptions, model: Model, listeners: list[Liste
             references.close()
 
 
-def no_sandbox_for(settings: dict, say: Callable[[str], None]) -> frozenset[str]:
-    """The run's code problems when this machine cannot make a sandbox (they are then never
-    claimed here, and `say` tells why and what to install); else none."""
-    from gitswarm.sandbox import containment
-
+def no_sandbox_for(settings: dict, found: Containment, say: Callable[[str], None]) -> frozenset[str]:
+    """The run's code problems when this machine cannot make a sandbox (`found`: they are then
+    never claimed here, and `say` tells why and what to install); else none."""
     code = sorted(pid for pid, p in settings["problems"].items() if Kind(p["kind"]) in CODE_KINDS)
-    found = containment()
     if not code or found.backend is not None:
         return frozenset()
     say(f"this worker runs no code problem ({', '.join(code)}): {found.problem()}")
