@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -25,6 +25,7 @@ from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.references import References
+from gitswarm.engine.stopping import Cut
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.model import Contribution
@@ -87,20 +88,6 @@ class Ended:
     review: dict[str, str] | None = None
     """Of a committed review, its `verdict` and the path of the candidate it `reviews`, for the
     `committed` event (the commit's trailers keep them; the ledger does not)."""
-
-
-@dataclass
-class Cut:
-    """How the scheduler cuts an episode short (the run's time limit or SIGTERM after their
-    grace, a second Ctrl-C): its tool loop is cancelled, and the episode ends `stopped` with
-    `why`, keeping what any ending keeps (transcript, spending, staged files)."""
-
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    why: str = ""
-
-    def __call__(self, why: str) -> None:
-        self.why = why
-        self.scope.cancel()
 
 
 async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cut: Cut | None = None) -> Ended:

@@ -3,7 +3,7 @@
 They finish, for as long as they take, after a budget, a cap or a first Ctrl-C; within the
 run's `stop_grace_s` where the stop bounds the run's time (the time limit, SIGTERM); and not
 at all once the user asks for a cut (a second Ctrl-C). Those still running then are cut short
-(`episode.Cut`): each ends `stopped` with what any ending keeps, and the programs they run in
+(`Cut`): each ends `stopped` with what any ending keeps, and the programs they run in
 the sandbox are killed, since a shell command would otherwise hold its episode until its own
 timeout.
 """
@@ -13,14 +13,28 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import anyio
 
 from gitswarm import sandbox
 from gitswarm.core.control import Control
 from gitswarm.core.stops import Stop, StopReason
-from gitswarm.engine.episode import Cut
 from gitswarm.engine.events import EventLog
+
+
+@dataclass
+class Cut:
+    """How the scheduler cuts an episode short (the run's time limit or SIGTERM after their
+    grace, a second Ctrl-C): its tool loop is cancelled, and the episode ends `stopped` with
+    `why`, keeping what any ending keeps (transcript, spending, staged files)."""
+
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    why: str = ""
+
+    def __call__(self, why: str) -> None:
+        self.why = why
+        self.scope.cancel()
 
 
 async def wind_down(stop: Stop, in_flight: Mapping[str, object], cuts: Mapping[str, Cut], control: Control,
