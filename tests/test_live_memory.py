@@ -82,15 +82,17 @@ class Two:
         return self.later[min(step - 3, len(self.later) - 1)]
 
 
-async def two_workers(run: Path, problem: str, responder: Two) -> dict:
+async def workers_on(run: Path, problem: str, responder, workers: int = 2) -> dict:
+    """`problem` of the demo set solved into `run` by `workers` workers, one episode each, with
+    `responder` as their model; returns the ledger's episodes."""
     problems = resolve_set("demo")
     Memory.create(run, load_set(problems), problem_ids=[problem])
     async with serve(responder) as server:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
-                             reply_timeout_s=30, backoff_base_s=0.01)
+                             reply_timeout_s=60, backoff_base_s=0.01)
         model = LiteLLMModel(config)
-        cfg = SolveConfig(problems=problems, run=run, model=config.model, workers=2, budget=6, max_episodes=2,
-                          problem_ids=(problem,), verify=1)
+        cfg = SolveConfig(problems=problems, run=run, model=config.model, workers=workers, budget=6,
+                          max_episodes=workers, problem_ids=(problem,), verify=1)
         with anyio.fail_after(90):
             await solve(cfg, load_set(problems), model, model)
     return Ledger.load(Memory(run)).episodes
@@ -108,7 +110,7 @@ async def test_an_episode_started_before_a_codebase_landed_builds_and_reviews_it
                      call("write_file", path="reviews/rev.md", content="# Review\n\nRan it: right.\n"),
                      call("contribute", kind="review", title="review of code/rev", summary="ran it",
                           reviews="code/rev", verdict="pass")])
-    episodes = await two_workers(run, "demo-reverse-words", responder)
+    episodes = await workers_on(run, "demo-reverse-words", responder)
     author, reviewer = episodes["e00001"], episodes["e00002"]
     assert author.worker == "w01" and reviewer.worker == "w02" and reviewer.status == "contribute"
     started = responder.prompts[1]
@@ -135,7 +137,7 @@ async def test_an_episode_started_before_an_attempt_landed_reads_it(tmp_path: Pa
                     "problems/demo-divisors-36/attempts/a.md",
                     [call("read_file", path="attempts/a.md"), call("list_items"),
                      call("abstain", reason="read it")])
-    episodes = await two_workers(run, "demo-divisors-36", responder)
+    episodes = await workers_on(run, "demo-divisors-36", responder)
     assert episodes["e00002"].status == "abstain"
     said = responder.results[5]
     assert "Answer: 9" in said[-2]  # read_file reads main as the step's view shows it

@@ -18,19 +18,17 @@ from pathlib import Path
 import anyio
 import pytest
 from demo_run import run_set
+from test_live_memory import call, workers_on
 
 from gitswarm.cli.progress import printer
 from gitswarm.engine import tasks
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo, RunView, overview, system_prompt
 from gitswarm.engine.index import MemoryIndex
-from gitswarm.engine.ledger import Ledger
-from gitswarm.engine.run import solve
 from gitswarm.engine.swarm import pick
-from gitswarm.fakeserver import FakeReply, serve
+from gitswarm.fakeserver import FakeReply
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
-from gitswarm.models import LiteLLMModel, ModelConfig
 from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set
 
@@ -41,10 +39,6 @@ PROBLEM = re.compile(r"problem: (\S+) \((\w+)\)")
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
-
-
-def call(name: str, **arguments: object) -> FakeReply:
-    return FakeReply(tool_calls=[{"name": name, "arguments": arguments}])
 
 
 def flat(text: str) -> str:
@@ -134,18 +128,9 @@ class Three:
 
 @pytest.mark.anyio
 async def test_in_flight_lists_every_episode_on_the_problem_and_an_announcement_names_it_once(tmp_path: Path):
-    run, problems, problem = tmp_path / "run", resolve_set("demo"), "demo-odd-sum"
-    Memory.create(run, load_set(problems), problem_ids=[problem])
+    run, problem = tmp_path / "run", "demo-odd-sum"
     responder = Three(problem)
-    async with serve(responder) as server:
-        config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
-                             reply_timeout_s=60, backoff_base_s=0.01)
-        model = LiteLLMModel(config)
-        cfg = SolveConfig(problems=problems, run=run, model=config.model, workers=3, budget=6, max_episodes=3,
-                          problem_ids=(problem,), verify=1)
-        with anyio.fail_after(90):
-            await solve(cfg, load_set(problems), model, model)
-    episodes = {r.worker: r.episode for r in Ledger.load(Memory(run)).episodes.values()}
+    episodes = {r.worker: r.episode for r in (await workers_on(run, problem, responder, workers=3)).values()}
     answer = responder.answer
     assert f"on {problem}:\n" in answer, answer
     assert f"- w02 ({episodes['w02']}, step 2): checking the base case\n" in answer, answer
