@@ -60,6 +60,10 @@ def test_a_locked_ref_is_transient_through_both_bindings(repo):
     assert is_transient(through_cffi) and is_transient(through_c)
     lock(repo, "packed-refs")
     assert is_transient(raised(repo.references.compress))
+    lock(repo, "packed-refs").unlink()
+    lock(repo, "refs/heads/main")
+    held = raised(repo.references.compress)  # packing meets a loose ref another writer holds
+    assert "failed to lock loose reference" in str(held) and is_transient(held)
     assert tip.id == repo.references["refs/heads/main"].target
 
 

@@ -46,6 +46,9 @@ T = TypeVar("T")
 LOCKED = re.compile(r"failed to lock file '.+\.lock' for writing"
                     rf"|failed to create locked file '.+\.lock': {re.escape(os.strerror(errno.EEXIST))}")
 """libgit2's messages that come with GIT_ELOCKED (src/util/filebuf.c, src/util/futils.c)."""
+LOOSE_LOCKED = re.compile(r"failed to lock loose reference '.+'")
+"""libgit2's message when packing refs meets a ref whose lock another writer holds (refdb_fs.c
+`packed_remove_loose` sets it over the lock's own error, and pygit2 keeps no class for it)."""
 MODIFIED = ("old reference value does not match", "current tip is not the first parent")
 """libgit2's messages that come with GIT_EMODIFIED (refdb_fs.c, commit.c)."""
 BUSY_ERRNO = frozenset({errno.EAGAIN, errno.EBUSY})
@@ -58,7 +61,8 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, Contention | pygit2.AlreadyExistsError):
         return True
     if isinstance(exc, pygit2.GitError):
-        return _locked(exc, getattr(exc, "error_class", None)) or _modified(exc)
+        return (_locked(exc, getattr(exc, "error_class", None)) or _modified(exc)
+                or (type(exc) is pygit2.GitError and LOOSE_LOCKED.fullmatch(str(exc)) is not None))
     if isinstance(exc, OSError):
         return exc.errno in BUSY_ERRNO if exc.errno is not None else _locked(exc, OS_CLASS)
     return False
