@@ -76,7 +76,9 @@ def request() -> tuple[list[dict], list[dict]]:
     from gitswarm.resources import render
 
     messages = [{"role": "system", "content": render("worker_system.md.j2", max_steps=12, code=False,
-                                                       verify=2, settle_nominations=3)},
+                                                       verify=2, settle_nominations=3, in_row=False,
+                                                       nominations=True, assigned=False, reviewer=False,
+                                                       blind=False)},
                 {"role": "user", "content": "Problem p001: what is 1 + 1? Give the number.\n" * 40}]
     return messages, tool_schemas()
 

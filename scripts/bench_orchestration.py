@@ -205,7 +205,9 @@ async def bare(c: int, port: int, rounds: int) -> dict:
     model = LiteLLMModel(ModelConfig(model="openai/gitswarm-scripted", api_base=f"http://127.0.0.1:{port}/v1",
                                      api_key="k", reply_timeout_s=120, stream=stream))
     messages = [{"role": "system", "content": render("worker_system.md.j2", max_steps=12, code=False,
-                                                       verify=2, settle_nominations=3)},
+                                                       verify=2, settle_nominations=3, in_row=False,
+                                                       nominations=True, assigned=False, reviewer=False,
+                                                       blind=False)},
                 {"role": "user", "content": "Problem p001: what is 1 + 1? Give the number.\n" * 40}]
     tools = tool_schemas()
 

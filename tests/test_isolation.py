@@ -68,7 +68,7 @@ async def test_independent_episodes_see_no_other_work_and_answers_are_selected_b
         seen = set(MARK.findall(str(request["messages"])))
         assert len(seen) <= 1, seen  # at most the episode's own attempt, never another's
     first = [r for r in server.requests if r.get("tools") and len(r["messages"]) == 2]
-    assert first and all("works independently" in r["messages"][1]["content"] for r in first)
+    assert first and all("made independently" in r["messages"][1]["content"] for r in first)
     results = [m["content"] for r in server.requests for m in r["messages"] if m["role"] == "tool"]
     assert any(r.startswith("no items") for r in results)
     assert any("no other episode is visible" in r for r in results)

@@ -23,6 +23,7 @@ from demo_run import run_set
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
+from gitswarm.core.rule import Rule
 from gitswarm.engine import digest
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.index import MemoryIndex
@@ -191,10 +192,10 @@ def test_no_worker_is_sent_where_its_only_task_is_reviewing_its_own_work(tmp_pat
     index.update(memory.repo, memory.main())
     rng = random.Random(0)
     only = ["demo-divisors-36"]
-    assert pick(index, only, ["demo-divisors-36"], ["w01"], {}, 2, rng, waiting=True) is None  # w01 waits
+    assert pick(index, only, ["demo-divisors-36"], ["w01"], {}, Rule(2), rng, waiting=True) is None  # w01 waits
     both = ["demo-divisors-36", "demo-odd-sum"]
-    assert pick(index, both, ["demo-divisors-36"], ["w01"], {}, 2, rng, waiting=True) == ("demo-odd-sum", "w01")
-    assert pick(index, both, [], ["w01", "w02"], {}, 2, rng, waiting=False) == ("demo-divisors-36", "w02")
+    assert pick(index, both, ["demo-divisors-36"], ["w01"], {}, Rule(2), rng, waiting=True) == ("demo-odd-sum", "w01")
+    assert pick(index, both, [], ["w01", "w02"], {}, Rule(2), rng, waiting=False) == ("demo-divisors-36", "w02")
 
 
 def test_a_code_tree_brought_forward_keeps_the_episodes_own_changes():

@@ -92,7 +92,7 @@ def agree(problem: ProblemState, index: MemoryIndex, rule: selection.Rule, settl
           selected: selection.Selected | None) -> None:
     """The read model's view of one problem is the engine's."""
     pid = problem.id
-    engine = {s.commit: (s.nominations, s.passes, s.critical) for s in selection.standings(index, pid)}
+    engine = {s.commit: (s.nominations, s.passes, s.critical) for s in selection.standings(index, pid, rule)}
     shown = {c.commit: (c.nominations, c.reviews.passed, c.reviews.critical) for c in problem.candidates
              if c.commit in engine}
     assert shown == engine, pid
@@ -100,8 +100,8 @@ def agree(problem: ProblemState, index: MemoryIndex, rule: selection.Rule, settl
     for c in problem.candidates:
         reviews = index.reviews_of(pid, c.commit)
         assert c.reviews.total == len(reviews), (pid, c.path)
-        assert c.verified == selection.is_verified(c.reviews.passed, c.reviews.critical, rule.verify)
-    leader = selection.leader(index, pid, rule.verify)
+        assert c.verified == rule.is_verified(c.reviews.passed, c.reviews.critical)
+    leader = selection.leader(index, pid, rule)
     assert problem.leading == (leader.commit if leader else None), pid
     assert problem.verified == (leader.verified if leader else None), pid
     standing = problem.standing
@@ -193,7 +193,7 @@ def test_a_review_file_rewritten_at_the_same_path_hides_nothing_from_any_view(me
     rule = selection.Rule()
     index = MemoryIndex()
     index.update(memory.repo, memory.main())
-    leader = selection.leader(index, "sum", rule.verify)
+    leader = selection.leader(index, "sum", rule)
     assert (leader.commit, leader.verified, leader.nominations) == (b, True, 1)
     assert selection.settled(index, ["sum"], rule) == {"sum"}
 
@@ -211,6 +211,6 @@ def test_a_review_file_rewritten_at_the_same_path_hides_nothing_from_any_view(me
 
     chosen = None
     check("settled", "verified")
-    chosen = selection.select(memory, index, "sum", rule.verify)  # the engine's own selection
+    chosen = selection.select(memory, index, "sum", rule)  # the engine's own selection
     assert (chosen.candidate, chosen.verified, chosen.path) == (b, True, "problems/sum/attempts/b.md")
     check("selected", "verified")

@@ -21,7 +21,7 @@ from gitswarm.engine import selection
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
-from gitswarm.readmodel.read import SETTLE_NOMINATIONS, VERIFY, read_run, rule_of, shown_grade
+from gitswarm.readmodel.read import SETTLE_NOMINATIONS, read_run, rule_of, shown_grade
 from gitswarm.referee.grades import Grade, GradeStore
 
 runner = CliRunner()
@@ -87,7 +87,7 @@ def test_a_problem_moves_through_every_state(memory: Memory):
         ("w02", "pass", True), ("w01", "pass", False), ("w03", "pass", True)]
     index = MemoryIndex()
     index.update(memory.repo, memory.main())
-    chosen = selection.select(memory, index, "sum", VERIFY)  # the engine's own selection
+    chosen = selection.select(memory, index, "sum", selection.Rule())  # the engine's own selection
     sum_ = read_run(memory).problem("sum")
     assert sum_.state == "selected" and sum_.selected_path == chosen.path and chosen.verified
     assert sum_.selected.candidate == chosen.candidate == sum_.leading
@@ -109,7 +109,7 @@ def test_leading_candidate_is_what_selection_chooses(memory: Memory):
     GradeStore(memory).put(grade(max(first, second), 1.0, 10, path="problems/sum/attempts/x.md"))
     index = MemoryIndex()
     index.update(memory.repo, memory.main())
-    want = selection.leader(index, "sum", VERIFY, GradeStore(memory).scores("sum"))
+    want = selection.leader(index, "sum", selection.Rule(), GradeStore(memory).scores("sum"))
     assert read_run(memory).problem("sum").leading == want.commit == max(first, second)  # the referee's tie-break
     assert not want.verified  # nothing reviewed: the plurality leader, unverified
 

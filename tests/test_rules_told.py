@@ -21,6 +21,7 @@ from demo_run import run_set
 from test_live_memory import call, workers_on
 
 from gitswarm.cli.progress import printer
+from gitswarm.core.rule import Rule
 from gitswarm.engine import tasks
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo, RunView, overview, system_prompt
@@ -173,18 +174,18 @@ def test_the_scheduler_sends_a_worker_to_the_review_that_verifies_the_best_candi
     index, rng = indexed(memory), random.Random(0)
     # On a, w01's review would not count (its own work) nor would w02's (counted already): b's
     # first attempt goes first, and with b gone neither is sent to a for a review.
-    assert tasks.next_task(index, a, "w01", 2).value == 0
-    assert tasks.next_task(index, a, "w02", 2).action == tasks.ATTEMPT
-    assert pick(index, [a, b], [], ["w01", "w02"], {}, 2, rng, waiting=True)[0] == b
-    assert pick(index, [a], [], ["w01", "w02"], {}, 2, rng, waiting=True) is None
+    assert tasks.next_task(index, a, "w01", Rule(2)).value == 0
+    assert tasks.next_task(index, a, "w02", Rule(2)).action == tasks.ATTEMPT
+    assert pick(index, [a, b], [], ["w01", "w02"], {}, Rule(2), rng, waiting=True)[0] == b
+    assert pick(index, [a], [], ["w01", "w02"], {}, Rule(2), rng, waiting=True) is None
     add(memory, a, "x3", "w04", "attempt", {"attempts/newer.md": "Answer: 9\n"})
     index = indexed(memory)
     # w03 could start b or review either candidate of a: the review one pass short of
     # verifying `best` comes first, though `newer` is newer and b untouched.
-    task = tasks.next_task(index, a, "w03", 2)
+    task = tasks.next_task(index, a, "w03", Rule(2))
     assert (task.action, task.path, task.passes) == (tasks.VERIFY, "attempts/best.md", 1)
-    assert task.value > tasks.next_task(index, b, "w03", 2).value
-    assert pick(index, [a, b], [], ["w03"], {}, 2, rng, waiting=True) == (a, "w03")
+    assert task.value > tasks.next_task(index, b, "w03", Rule(2)).value
+    assert pick(index, [a, b], [], ["w03"], {}, Rule(2), rng, waiting=True) == (a, "w03")
     # w02's review of `newer` would count: that is where it goes now, not to b.
-    assert tasks.next_task(index, a, "w02", 2).path == "attempts/newer.md"
-    assert pick(index, [a, b], [], ["w02"], {}, 2, rng, waiting=True) == (a, "w02")
+    assert tasks.next_task(index, a, "w02", Rule(2)).path == "attempts/newer.md"
+    assert pick(index, [a, b], [], ["w02"], {}, Rule(2), rng, waiting=True) == (a, "w02")

@@ -90,8 +90,9 @@ def published_run(tmp_path: Path, memory: Memory, problem_dir: Path, cfg: SolveC
 
 def test_every_field_of_the_run_part_reaches_a_worker_and_nothing_of_the_model(
         tmp_path: Path, memory: Memory, problem_dir: Path):
+    run = changed("run") | {"isolation": "best-of-n"}  # independent would refuse the reviews changed
     cfg = SolveConfig(problems=problem_dir, run=memory.path, model="openai/coordinator", api_key=SECRET,
-                      api_base="http://127.0.0.1:9/v1", workers=1, time_limit_s=60, **changed("run"))
+                      api_base="http://127.0.0.1:9/v1", workers=9, time_limit_s=60, **run)
     url = published_run(tmp_path, memory, problem_dir, cfg)
     folder = tmp_path / "worker"
     folder.mkdir()
@@ -124,12 +125,19 @@ def test_every_field_of_the_model_part_reaches_the_model_client(problem_dir: Pat
     values = changed("model") | {"model": "openai/w", "merger_model": "openai/m", "reply_timeout_s": 300.0}
     cfg = SolveConfig(problems=problem_dir, run=tmp_path / "run", **values)
     worker, merger = model_config(cfg, cfg.model), model_config(cfg, cfg.merger, merger=True)
+    reviewer = model_config(cfg, cfg.reviewer, reviewer=True)
     client = {f.name for f in fields(ModelConfig)}
-    assert PARTS["model"] - client == {"merger_model", "merger_reasoning_effort"}  # the merger's, read by name
+    assert PARTS["model"] - client == {"merger_model", "merger_reasoning_effort", "reviewer_model",  # read by name
+                                       "reviewer_api_base", "reviewer_reasoning_effort", "reviewer_price_in_per_mtok",
+                                       "reviewer_price_out_per_mtok"}
     for name in PARTS["model"] & client:
         assert getattr(worker, name) == getattr(cfg, name), name
     assert (merger.model, merger.reasoning_effort, merger.price_in_per_mtok) == (
         "openai/m", cfg.merger_reasoning_effort, None)  # the user's prices are the workers' model's
+    assert (reviewer.model, reviewer.api_base, reviewer.reasoning_effort, reviewer.price_in_per_mtok,
+            reviewer.price_out_per_mtok, reviewer.price_cached_in_per_mtok) == (
+        cfg.reviewer_model, cfg.reviewer_api_base, cfg.reviewer_reasoning_effort, cfg.reviewer_price_in_per_mtok,
+        cfg.reviewer_price_out_per_mtok, None)  # the reviewer's own
     assert model_settings(cfg) == {name: getattr(cfg, name) for name in PARTS["model"]}
 
 

@@ -171,7 +171,8 @@ def test_a_broken_call_leaves_the_next_one_intact() -> None:
     assert (ok.id, ok.arguments, ok.error) == ("text_call_2", {"path": "a.md"}, None)
 
 
-SYSTEM = render("worker_system.md.j2", max_steps=6, code=False, verify=2, settle_nominations=3)
+SYSTEM = render("worker_system.md.j2", max_steps=6, code=False, verify=2, settle_nominations=3, in_row=False,
+                nominations=True, assigned=False, reviewer=False, blind=False)
 
 
 def conversation() -> list[dict]:

@@ -43,10 +43,12 @@ def refuse_busy(run: Path) -> None:
             pass
 
 
-def model_config(cfg, name: str, api_base: str | None = None, merger: bool = False):
-    """The ModelConfig of the workers' model (or, with `merger`, the merger's) from the run's
-    settings: every field of their model part that ModelConfig has, by name. The user's prices
-    are the workers' model's: a different merger model is priced by litellm.
+def model_config(cfg, name: str, api_base: str | None = None, merger: bool = False, reviewer: bool = False):
+    """The ModelConfig of the workers' model (or, with `merger`, the merger's; with `reviewer`,
+    the review episodes') from the run's settings: every field of their model part that
+    ModelConfig has, by name. The user's prices are the workers' model's, and the reviewer's
+    its own (`reviewer_price_*`); a different merger model is priced by litellm. The reviewer
+    is reached at `reviewer_api_base`, else where the workers' model is.
 
     The merger's replies are not streamed: litellm handles a stream chunk by chunk (about
     0.5 ms of CPU each, docs/benchmarks.md "What litellm costs per call"), and the merger's
@@ -58,12 +60,17 @@ def model_config(cfg, name: str, api_base: str | None = None, merger: bool = Fal
 
     known = {f.name for f in fields(ModelConfig)}
     own = {key: value for key, value in cfg.part("model").items() if key in known}
-    reasoning = cfg.merger_reasoning_effort if merger else cfg.reasoning_effort
+    reasoning = (cfg.merger_reasoning_effort if merger else cfg.reviewer_reasoning_effort if reviewer
+                 else cfg.reasoning_effort)
     bounded = merger and not reasoning
     reply_timeout = min(cfg.reply_timeout_s, MERGER_REPLY_TIMEOUT_S) if bounded else cfg.reply_timeout_s
-    unpriced = {} if name == cfg.model else {key: None for key in own if key.startswith("price_")}
+    unpriced = {} if name == cfg.model and not reviewer else {key: None for key in own if key.startswith("price_")}
+    if reviewer:
+        unpriced |= {"price_in_per_mtok": cfg.reviewer_price_in_per_mtok,
+                     "price_out_per_mtok": cfg.reviewer_price_out_per_mtok}
+    base = (cfg.reviewer_api_base if reviewer else None) or api_base or cfg.api_base
     return ModelConfig(**own | unpriced | {
-        "model": name, "api_base": api_base or cfg.api_base, "reasoning_effort": reasoning, "stream": not merger,
+        "model": name, "api_base": base, "reasoning_effort": reasoning, "stream": not merger,
         "reply_timeout_s": reply_timeout})
 
 
@@ -117,8 +124,10 @@ async def run_engine(cfg, problem_set, listeners, control, fake=None, remote: Re
     async def swarm(api_base: str | None):
         model = LiteLLMModel(model_config(cfg, cfg.model, api_base))
         merger = LiteLLMModel(model_config(cfg, cfg.merger, api_base, merger=True), turns=model.turns)
+        reviewer = LiteLLMModel(model_config(cfg, cfg.reviewer, api_base, reviewer=True), turns=model.turns) \
+            if cfg.reviewer_model else None
         if remote is None:
-            return await engine_solve(cfg, problem_set, model, merger, listeners, control)
+            return await engine_solve(cfg, problem_set, model, merger, listeners, control, reviewer=reviewer)
         from gitswarm.remote.solve import solve_remote
         from gitswarm.remote.worker import model_settings
 

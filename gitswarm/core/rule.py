@@ -14,10 +14,17 @@ SETTLE_NOMINATIONS = 3
 
 @dataclass(frozen=True)
 class Rule:
-    """A run's selection rule: K, and the nominations of a verified leader that settle a problem."""
+    """A run's selection rule: K, the nominations of a verified leader that settle a problem,
+    whether the K passes must come in a row, and whether nominations are part of the run."""
 
     verify: int = VERIFY
     settle_nominations: int = SETTLE_NOMINATIONS
+    in_row: bool = False
+    """The K passes must be the candidate's latest reviews: a `gaps` review restarts its count
+    (a `critical` one blocks it in either case; its revision is a new candidate, counted anew)."""
+    nominations: bool = True
+    """Nominations choose among several verified candidates; without them (independent attempts
+    selected by reviews, `isolation` best-of-n) the first verified candidate settles its problem."""
 
     @property
     def workers_needed(self) -> int:
@@ -32,6 +39,10 @@ class Rule:
         settle it."""
         return 1 + (self.verify or self.settle_nominations)
 
+    def is_verified(self, passes: int, critical: int) -> bool:
+        """K passes (counted as `in_row` says) and no critical review; K = 0 asks for nothing."""
+        return self.verify == 0 or (critical == 0 and passes >= self.verify)
+
     def budget_short(self, budget_left: int, problems: int) -> int | None:
         """The budget that would let the rule select a candidate on every one of `problems`,
         when `budget_left` charged episodes are fewer; None when they suffice."""
@@ -40,8 +51,10 @@ class Rule:
 
     @classmethod
     def of(cls, config) -> Rule:
-        """The rule of a `SolveConfig` (or anything with `verify` and `settle_nominations`)."""
-        return cls(config.verify, config.settle_nominations)
+        """The rule of a `SolveConfig` (or anything with its `verify`, `settle_nominations`,
+        `verify_in_row` and `isolation`)."""
+        return cls(config.verify, config.settle_nominations, bool(getattr(config, "verify_in_row", False)),
+                   getattr(config, "isolation", "shared") != "best-of-n")
 
     @classmethod
     def from_record(cls, record: object) -> Rule:
@@ -50,7 +63,9 @@ class Rule:
         values = record if isinstance(record, dict) else {}
         verify, needed = values.get("verify"), values.get("settle_nominations")
         return cls(verify if isinstance(verify, int) else VERIFY,
-                   needed if isinstance(needed, int) else SETTLE_NOMINATIONS)
+                   needed if isinstance(needed, int) else SETTLE_NOMINATIONS,
+                   values.get("in_row") is True, values.get("nominations") is not False)
 
-    def as_record(self) -> dict[str, int]:
-        return {"verify": self.verify, "settle_nominations": self.settle_nominations}
+    def as_record(self) -> dict[str, int | bool]:
+        return {"verify": self.verify, "settle_nominations": self.settle_nominations, "in_row": self.in_row,
+                "nominations": self.nominations}

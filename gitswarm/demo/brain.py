@@ -20,6 +20,10 @@ TEXT_CALLS = "# How to call tools"
 """The heading of the text protocol's instructions in the system prompt."""
 REVIEW = re.compile(r"^most useful next: review (\S+) \(", re.MULTILINE)
 NOMINATE = re.compile(r"^most useful next: nominate (\S+) \(", re.MULTILINE)
+ASSIGNED = re.compile(r"^assignment: review (\S+) \(", re.MULTILINE)
+"""The state block of a review episode the scheduler assigned a candidate to."""
+ALONE = "In this run every attempt is made independently"
+"""The first prompt of an episode that sees only its statement (isolation independent, best-of-n)."""
 """The state header's advice to review a candidate."""
 REVISE = re.compile(r"^most useful next: revise (\S+): its critical review \S+ \(commit ([0-9a-f]+)\)", re.MULTILINE)
 """The state header's advice to revise a candidate, naming its critical review's commit."""
@@ -105,6 +109,14 @@ def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_
     code of the last shell command so far: a review of a program passes only when its check
     ran clean."""
     text = script().get(problem) or script()["default"]
+    if assigned := ASSIGNED.search(prompt):  # a review episode: its review, nothing else
+        return _review_plan(kind, episode, text, assigned.group(1), last_exit, assigned=True)
+    alone = ALONE in prompt
+    if alone:  # no note to build on, nothing to review: an attempt of its own
+        first = "flawed" in text and kind != "program"
+        path = f"{FIRST_TRY}{episode}.md" if first else f"attempts/attempt-{episode}.md"
+        return _attempt_plan(kind, episode, text, text["flawed"] if first else text.get("attempt", ""), path,
+                             [], "An independent attempt.", "statement.md", summary_file=False)
     if "notes" not in items:
         return [tool_call("read_file", path="SUMMARY.md"), tool_call("announce", intent="first observations"),
                 tool_call("write_file", path=f"notes/observations-{episode}.md", content=text["note"]),
@@ -132,18 +144,20 @@ def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_
 
 
 def _attempt_plan(kind: str, episode: str, text: dict, body: str, path: str, cites: list[str],
-                  summary: str, read: str) -> list[dict]:
+                  summary: str, read: str, summary_file: bool = True) -> list[dict]:
+    told = [tool_call("write_file", path="SUMMARY.md",
+                      content=f"# Summary\n\n- {episode}: {path} ({summary.lower().rstrip('.')}).\n")]
     return [tool_call("read_file", path=read), tool_call("announce", intent=summary),
-            *_attempt(kind, episode, text, body, path),
-            tool_call("write_file", path="SUMMARY.md",
-                  content=f"# Summary\n\n- {episode}: {path} ({summary.lower().rstrip('.')}).\n"),
+            *_attempt(kind, episode, text, body, path), *(told if summary_file else []),
             tool_call("contribute", kind="code" if kind in CODE_KINDS else "attempt", title="a full attempt",
                   summary=summary, informed_by=cites, self_assessment="complete")]
 
 
-def _review_plan(kind: str, episode: str, text: dict, target: str, last_exit: str | None) -> list[dict]:
+def _review_plan(kind: str, episode: str, text: dict, target: str, last_exit: str | None,
+                 assigned: bool = False) -> list[dict]:
     """A review of `target` with the script's verdict; critical for a flawed first try, and
-    for a program whose check (run in the shell) failed."""
+    for a program whose check (run in the shell) failed. An `assigned` review episode neither
+    announces nor writes the summary: it has only its review to write."""
     flawed = target.startswith(FIRST_TRY) and "flawed_review" in text
     verdict = "critical" if flawed else text["verdict"]
     failed = target.startswith("code/") and last_exit not in (None, "0")
@@ -157,11 +171,14 @@ def _review_plan(kind: str, episode: str, text: dict, target: str, last_exit: st
                 tool_call("shell", command=f"cd {target[5:]} && {text['check']}")]
     else:  # run the script's checks on it
         look = [tool_call("shell", command=f"cd {target[5:]} && python3 - <<'{HEREDOC}'\n{text['check']}{HEREDOC}")]
-    return [*look, tool_call("announce", intent=f"reviewing {target}"),
+    shared = [] if assigned else [
+        tool_call("announce", intent=f"reviewing {target}"),
+        tool_call("write_file", path="SUMMARY.md",
+                  content=f"# Summary\n\n- {episode}: {target} reviewed: verdict {verdict}.\n")]
+    return [*look, *shared[:1],
             tool_call("write_file", path=f"reviews/review-{episode}.md",
                   content=text["flawed_review"] if flawed else text["review"]),
-            tool_call("write_file", path="SUMMARY.md",
-                  content=f"# Summary\n\n- {episode}: {target} reviewed: verdict {verdict}.\n"),
+            *shared[1:],
             tool_call("contribute", kind="review", title=f"review of {target}", summary="Step-by-step check.",
                   reviews=target, verdict=verdict, self_assessment="complete")]
 

@@ -22,6 +22,7 @@ import re
 from pydantic import BaseModel, Field
 
 from gitswarm.demo.brain import (
+    ASSIGNED,
     NOMINATE,
     NOT_REQUIRED,
     REVIEW,
@@ -110,7 +111,7 @@ class Solver:
         plurality = NOT_REQUIRED in prompt
         if advised := NOMINATE.search(prompt):
             return _nominate(advised.group(1))
-        if not plurality and (advised := REVIEW.search(prompt)):
+        if not plurality and (advised := ASSIGNED.search(prompt) or REVIEW.search(prompt)):
             return self._review(problem, episode, advised.group(1), later)
         if advised := REVISE.search(prompt):
             return self._attempt(problem, episode, shown, [advised.group(2), advised.group(1)])

@@ -6,15 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
 from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
 from gitswarm.errors import BadInput
 from gitswarm.models.config import ReasoningEffort, ToolProtocol
 
-Isolation = Literal["shared", "independent"]
-"""What an episode sees of the memory (`SolveConfig.isolation`)."""
+Isolation = Literal["shared", "independent", "best-of-n"]
+"""What an episode sees of the memory, and how a problem is decided (`SolveConfig.isolation`)."""
+Reviews = Literal["open", "assigned", "blind"]
+"""Who writes reviews and what they see (`SolveConfig.reviews`)."""
 
+ACROSS_PROCESSES = "slots across processes"
+"""Validation context key: the settings are one process's of a run on a remote, whose rule that
+K reviews need K + 1 workers holds across every process, not in this one alone."""
 EPISODES_PER_CHARGE = 3
 """The episode cap's default: this many episodes, of any outcome, per budgeted one."""
 
@@ -49,6 +54,18 @@ class SolveConfig(BaseModel):
     """Base URL of an OpenAI-compatible or self-hosted server (default: the provider's)."""
     api_key: str | None = Field(None, json_schema_extra=_MODEL)
     """API key; normally taken from the provider's usual environment variable instead."""
+    reviewer_model: str | None = Field(None, json_schema_extra=_MODEL)
+    """litellm model string for the review episodes (default: `model`). Given, reviews are
+    assigned (`reviews` assigned, unless blind): each is an episode the scheduler assigns to one
+    candidate, run on this model; every other episode runs on `model` and writes no review."""
+    reviewer_api_base: str | None = Field(None, json_schema_extra=_MODEL)
+    """Base URL of the reviewer model's server (default: `api_base`)."""
+    reviewer_reasoning_effort: ReasoningEffort | None = Field(None, json_schema_extra=_MODEL)
+    """The reviewer's reasoning mode: low, medium or high; None: the reviewer model's default."""
+    reviewer_price_in_per_mtok: float | None = Field(None, ge=0, json_schema_extra=_MODEL)
+    """USD per million input tokens of the reviewer model, for a model litellm has no price for."""
+    reviewer_price_out_per_mtok: float | None = Field(None, ge=0, json_schema_extra=_MODEL)
+    """USD per million output tokens of the reviewer model (see reviewer_price_in_per_mtok)."""
     workers: int = Field(4, ge=1, le=1024, json_schema_extra=_PROCESS)
     """Concurrency C: episodes in flight at once."""
     budget: int = Field(40, ge=1, json_schema_extra=_RUN)
@@ -109,13 +126,29 @@ class SolveConfig(BaseModel):
     """K: a candidate is verified by K `pass` reviews from distinct workers other than its
     author and no `critical` review; only a verified candidate is selected as verified, and
     only one settles a problem. 0: plain plurality of nominations, no review needed."""
+    verify_in_row: bool = Field(False, json_schema_extra=_RUN)
+    """The K passes must come in a row: only passes after a candidate's latest `gaps` review
+    count (a verifier that finds any issue restarts the count). A critical review blocks a
+    candidate in either case; its revision is a new candidate, counted from zero."""
+    reviews: Reviews = Field("open", json_schema_extra=_RUN)
+    """Who writes reviews and what they see. `open`: any episode may choose to review a
+    candidate, with the whole memory in view. `assigned`: each review is an episode of its own,
+    which the scheduler assigns to one candidate (on `reviewer_model` where one is given) and
+    which sees the memory; the other episodes write no review. `blind`: assigned, and it reads
+    the problem's own files (statement, documentation, starter files) and the candidate's alone,
+    not its author's notes or self-assessment, not the other reviews, not the memory overview,
+    so that its verdict is an independent check. A reviewer model makes `open` assigned."""
     isolation: Isolation = Field("shared", json_schema_extra=_RUN)
     """How much of the memory an episode sees. `shared`: the swarm, every contribution on main.
     `independent`: only its problem's statement, as independent sampling does (no overview,
     no other episode's items, searches or announcements); its episodes write attempts, notes
     and code but cannot review or nominate, so `verify` does not apply, and each answer
     problem's solution is the attempt whose final answer most attempts agree on
-    (self-consistency). The baseline `gitswarm experiment` compares the swarm with."""
+    (self-consistency). `best-of-n`: best-of-N with a verifier; attempts as in `independent`,
+    and blind review episodes (`reviews` blind) assigned to them, selected by the review
+    rule (the first verified attempt settles its problem, else the best reviewed is written,
+    unverified); no nominations, no revisions. The baselines `gitswarm experiment` compares the
+    swarm with."""
     unconfined: bool = Field(False, json_schema_extra=_PROCESS)
     """Run the programs of code problems (program, reproduce) even where this machine cannot make
     a sandbox's root (no bubblewrap, no usable namespaces): they then run with resource limits
@@ -134,6 +167,14 @@ class SolveConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _assigned(cls, data: object) -> object:
+        """A reviewer model runs the review episodes: reviews left open become assigned."""
+        if isinstance(data, dict) and data.get("reviewer_model") and data.get("reviews", "open") == "open":
+            data = {**data, "reviews": "assigned"}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _episode_cap(cls, data: object) -> object:
         """No episode cap given: three times the budget."""
         if isinstance(data, dict) and data.get("max_episodes") is None:
@@ -143,19 +184,46 @@ class SolveConfig(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _reviewers(self) -> SolveConfig:
+    def _reviewers(self, info: ValidationInfo) -> SolveConfig:
         """K passes from workers other than the author need K + 1 workers: with fewer, no
-        attempt could ever be verified, and no problem settle."""
+        attempt could ever be verified, and no problem settle (across every process, for one
+        of a remote run's: `ACROSS_PROCESSES`). Reviews need a rule that asks for them."""
         needed = Rule.of(self).workers_needed
-        if self.workers < needed and self.isolation == "shared":
+        alone = not (info.context or {}).get(ACROSS_PROCESSES)
+        if alone and self.workers < needed and self.isolation != "independent":
             raise BadInput(f"verify={self.verify} needs at least {needed} workers (a review counts "
                              f"only from a worker other than the attempt's author), not {self.workers}: give "
                              f"--workers {needed} or more, or a smaller --verify (0: no review needed)")
+        if self.isolation == "best-of-n" and self.verify == 0:
+            raise BadInput("isolation best-of-n selects by reviews, and verify=0 asks for none: give --verify 1 "
+                           "or more, or --isolation independent (selection by majority answer)")
+        if self.reviews != "open" and (self.isolation == "independent" or self.verify == 0):
+            why = "isolation independent writes no review" if self.isolation == "independent" else \
+                "verify=0 asks for no review"
+            given = "--reviewer-model" if self.reviewer_model else f"--reviews {self.reviews}"
+            raise BadInput(f"{given} sets how reviews are written, but {why}: give --verify 1 or more with "
+                           "isolation shared or best-of-n, or leave it out")
         return self
 
     @property
     def merger(self) -> str:
         return self.merger_model or self.model
+
+    @property
+    def reviewer(self) -> str:
+        """The model review episodes run on."""
+        return self.reviewer_model or self.model
+
+    @property
+    def assigns_reviews(self) -> bool:
+        """Reviews are episodes the scheduler assigns to one candidate each: with a reviewer
+        model, with blind reviews, and in best-of-n."""
+        return self.reviews != "open" or self.isolation == "best-of-n"
+
+    @property
+    def blind(self) -> bool:
+        """A review episode reads the statement and its candidate alone (best-of-n's always do)."""
+        return self.reviews == "blind" or self.isolation == "best-of-n"
 
     def part(self, part: Part) -> dict:
         """The values of one part's fields (`PARTS`), by name, as JSON has them (a tuple as a list)."""

@@ -109,6 +109,17 @@ class RunView:
 
 
 @dataclass(frozen=True)
+class Assignment:
+    """The candidate a review episode is assigned to check (`engine.reviewing`)."""
+
+    path: str
+    """`attempts/<file>` or `code/<slug>`."""
+    commit: str
+    blind: bool = False
+    """It sees the problem's own files and this candidate alone, read at its commit."""
+
+
+@dataclass(frozen=True)
 class EpisodeInfo:
     """Who runs an episode, on what, from which memory state."""
 
@@ -124,14 +135,42 @@ class EpisodeInfo:
     isolated: bool = False
     """The episode sees only its problem's statement (`SolveConfig.isolation` independent): it
     starts from the run's first commit, with an empty index, and no other episode's news."""
+    review: Assignment | None = None
+    """A review episode's candidate: it reviews that one or abstains, on the reviewer model."""
+
+    @property
+    def blind(self) -> bool:
+        return self.review is not None and self.review.blind
+
+    @property
+    def alone(self) -> bool:
+        """It sees nothing of the memory's work in progress: no index, no overview, no one in
+        flight (an isolated episode, a blind review); its view of main stays `start_commit`."""
+        return self.isolated or self.blind
 
 
-def system_prompt(cfg: SolveConfig, kind: str) -> str:
-    """The system prompt of an episode on a problem of `kind`: the worker's standards for its kind
-    family and the run's rules (what verifies, selects and settles). One per family in a run,
-    so that requests share a cached prefix."""
-    return render("worker_system.md.j2", max_steps=cfg.max_steps, code=kind in CODE_KINDS,
-                  verify=cfg.verify, settle_nominations=cfg.settle_nominations)
+def system_prompt(cfg: SolveConfig, kind: str, review: Assignment | None = None) -> str:
+    """The system prompt of an episode on a problem of `kind`: the worker's (or, for a `review`
+    episode, the reviewer's) standards for its kind family and the run's rules (what verifies,
+    selects and settles). One per family and role in a run, so that requests share a cached prefix."""
+    rule = Rule.of(cfg)
+    values = {"max_steps": cfg.max_steps, "code": kind in CODE_KINDS, "verify": rule.verify, "in_row": rule.in_row,
+              "nominations": rule.nominations, "settle_nominations": rule.settle_nominations}
+    if review is not None:
+        return render("review_system.md.j2", blind=review.blind, **values)
+    return render("worker_system.md.j2", assigned=cfg.assigns_reviews, reviewer=cfg.reviewer_model is not None,
+                  blind=cfg.blind, **values)
+
+
+def spending(view: RunView) -> dict[str, str]:
+    """What the run spent, as the state block says it: `usd_left` and `tokens_left`."""
+    cfg = view.config
+    usd = ("no USD spent yet" if not view.tokens else
+           "USD unknown (no price for this model)" if not view.cost_known and not view.cost else
+           f"USD {view.cost:.4f} spent" + ("" if view.cost_known else " (some prices unknown)"))
+    usd += f" of cap {cfg.max_usd:.2f}" if cfg.max_usd is not None else ", no USD cap"
+    toks = f"{view.tokens} tokens spent" + (f" of cap {cfg.max_total_tokens}" if cfg.max_total_tokens else "")
+    return {"usd_left": usd, "tokens_left": toks}
 
 
 def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged: list[str],
@@ -139,11 +178,6 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
     """The state block of every step, from the step's view of main (`index`, pinned at its
     `seen_tip`); `new_items` counts the items landed since the episode started."""
     cfg = view.config
-    usd = ("no USD spent yet" if not view.tokens else
-           "USD unknown (no price for this model)" if not view.cost_known and not view.cost else
-           f"USD {view.cost:.4f} spent" + ("" if view.cost_known else " (some prices unknown)"))
-    usd += f" of cap {cfg.max_usd:.2f}" if cfg.max_usd is not None else ", no USD cap"
-    toks = f"{view.tokens} tokens spent" + (f" of cap {cfg.max_total_tokens}" if cfg.max_total_tokens else "")
     problem = index.problems[ep.problem_id]
     counts = ", ".join(f"{n} {k}" for k, n in sorted(problem.kinds.items())) or "no contributions yet"
     votes = ", ".join(f"{_path_of(index, ep.problem_id, c)} ({c[:12]}) x{n}"
@@ -154,13 +188,16 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
     rule = Rule.of(cfg)
     settled = ep.problem_id in view.settled
     busy = view.others_on(ep.problem_id, ep.worker)
-    task = None if ep.isolated or settled else tasks.next_task(
-        index, ep.problem_id, ep.worker, cfg.verify, _busy(view, ep), len(busy))
+    if ep.review is not None:  # an assigned review: its one task
+        task: tasks.Task | None = tasks.Task(tasks.REVIEW, 3, ep.review.path, ep.review.commit)
+    else:
+        task = None if ep.isolated or settled else tasks.next_task(
+            index, ep.problem_id, ep.worker, rule, _busy(view, ep), len(busy), reviews=not cfg.assigns_reviews)
     open_ = len([p for p in view.problems if p not in view.settled and p not in view.verified])
     return render("state_header.md.j2", problem={"id": ep.problem_id, "kind": ep.kind},
                   settled=settled, episode=ep.episode, worker=ep.worker,
                   step=step, max_steps=cfg.max_steps, budget_left=max(0, cfg.budget - view.charged),
-                  budget=cfg.budget, usd_left=usd, tokens_left=toks, start_commit=ep.start_commit,
+                  budget=cfg.budget, **spending(view), start_commit=ep.start_commit,
                   at=index.seen_tip or ep.start_commit, new_items=new_items,
                   counts=counts, nominations=votes, staged=", ".join(staged), episodes=view.episodes,
                   max_episodes=view.max_episodes, set_aside=", ".join(sorted(view.set_aside)), reviewed=reviewed,
@@ -168,7 +205,8 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
                   needs="" if ep.isolated else tasks.needs(index, ep.problem_id, rule, settled),
                   run={"problems": len(view.problems), "settled": len(view.settled & set(view.problems)),
                        "verified": len(view.verified & set(view.problems)), "open": open_},
-                  verify=cfg.verify, settle_nominations=cfg.settle_nominations, isolated=ep.isolated)
+                  verify=cfg.verify, settle_nominations=cfg.settle_nominations, isolated=ep.isolated,
+                  assigned=ep.review is not None)
 
 
 def _busy(view: RunView, ep: EpisodeInfo) -> str:

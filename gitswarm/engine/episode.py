@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 
 from gitswarm.core.stops import CapReached, Stop, StopReason
-from gitswarm.engine import context, conversation
+from gitswarm.engine import context, conversation, reviewing
 from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.failures import FATAL_KINDS, Failure, of_model_error
@@ -26,7 +26,7 @@ from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.references import References
 from gitswarm.engine.stopping import Cut
-from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
+from gitswarm.engine.tools import Final, Toolbox, ToolError, role_of, tool_schemas
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
@@ -76,6 +76,12 @@ class Shared:
     ledger: Ledger
     references: References | None = None
     """The reproduce problems' reference executables, for code workers' shells."""
+    reviewer: Model | None = None
+    """The model review episodes run on (`SolveConfig.reviewer_model`); None: `model`."""
+
+    def model_of(self, ep: EpisodeInfo) -> Model:
+        """The model episode `ep` calls: the reviewer's for an assigned review."""
+        return self.reviewer if ep.review is not None and self.reviewer is not None else self.model
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,9 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
     off mid-reply, uncounted)."""
     cut = cut or Cut()
     cfg = shared.view.config
-    index = MemoryIndex() if ep.isolated else shared.index  # an independent episode sees no one's work
+    record.model = cfg.reviewer if ep.review is not None else cfg.model
+    record.reviews = ep.review.commit if ep.review is not None else ""
+    index = MemoryIndex() if ep.alone else shared.index  # an independent episode sees no one's work
     tools = Toolbox(shared.memory, shared.git, index, shared.view, ep, shared.sandbox,
                     shared.references)
     messages: list[dict] = []
@@ -106,9 +114,12 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
     stop, failure = None, Failure.MODEL
     try:
         await _look(shared, tools)
-        head = context.header(shared.view, tools.index, ep, 1, [])
-        first = await shared.git(context.overview, shared.memory, shared.view, tools.index, ep, head)
-        messages += [{"role": "system", "content": context.system_prompt(cfg, ep.kind)},
+        head = _header(shared, tools, 1)
+        if ep.blind:
+            first = await shared.git(reviewing.first_prompt, shared.memory, shared.view, ep, head)
+        else:
+            first = await shared.git(context.overview, shared.memory, shared.view, tools.index, ep, head)
+        messages += [{"role": "system", "content": context.system_prompt(cfg, ep.kind, ep.review)},
                      {"role": "user", "content": first}]
         final = None
         with anyio.move_on_after(cfg.episode_timeout_s), cut.scope:
@@ -135,7 +146,7 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
     record.status, record.note = final.action, final.reason
     record.failure = failure.value if final.action == "failed" else ""
     await _keep_transcript(shared, record, messages)
-    lossless = conversation.of_episode(calls, ep, record, cfg.model)
+    lossless = conversation.of_episode(calls, ep, record, record.model)
     await shared.git(conversation.keep, shared.memory, lossless, calls.secrets)
     return Ended(record, stop, _review_of(index, record, final))
 
@@ -165,20 +176,21 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
     for step in range(1, cfg.max_steps + 1):
         if step > 1:
             await _look(shared, tools)
-            head = context.header(shared.view, tools.index, ep, step, tools.staged_names(), tools.new_items())
+            head = _header(shared, tools, step)
             messages.append({"role": "user", "content": render("step.md.j2", header=head, note=note)})
-        force = nudges > 0 and shared.model.may_force_tools()
+        model = shared.model_of(ep)
+        force = nudges > 0 and model.may_force_tools()
         reply = await _call(shared, ep, record, messages, step, "required" if force else None)
         messages.append(reply.message)
         note = ""
         if reply.truncated:  # its calls are not in the history: the client left them out
-            note = render("truncated.md.j2", limit=shared.model.output_limit, calls=len(reply.tool_calls))
+            note = render("truncated.md.j2", limit=model.output_limit, calls=len(reply.tool_calls))
         elif not reply.tool_calls:
             nudges += 1
             if nudges > MAX_NUDGES:
                 return Final("failed", reason=f"{nudges} replies without a tool call")
             note = render("nudge.md.j2", empty=not reply.content.strip(), left=MAX_NUDGES - nudges + 1,
-                          protocol=shared.model.protocol)
+                          protocol=model.protocol)
         else:
             final = await _run_calls(shared, ep, record, tools, messages, reply)
             if final is not None:
@@ -186,11 +198,19 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
     return Final("failed", reason=f"step limit ({cfg.max_steps}) reached without a final action")
 
 
+def _header(shared: Shared, tools: Toolbox, step: int) -> str:
+    """The state block of `step`: a blind review's own, else the run's (`context.header`)."""
+    if tools.ep.blind:
+        return reviewing.header(shared.view, tools.ep, step, tools.staged_names())
+    new = tools.new_items() if step > 1 else 0
+    return context.header(shared.view, tools.index, tools.ep, step, tools.staged_names(), new)
+
+
 async def _look(shared: Shared, tools: Toolbox) -> None:
     """The step's view of main: the problem's part of the index as it stands now, frozen, so the
-    state, the overview and every tool of the step read the same commit (an isolated episode
-    keeps its empty index and the run's first commit)."""
-    if not tools.ep.isolated:
+    state, the overview and every tool of the step read the same commit (an episode that sees
+    no one's work keeps its empty index and its start commit)."""
+    if not tools.ep.alone:
         tools.look(await shared.git(shared.index.pinned, tools.ep.problem_id))
 
 
@@ -205,10 +225,11 @@ async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages
         shared.events.emit("retry", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step,
                            error=retry.kind, what=retry.what, attempt=retry.attempt, delay=round(retry.delay_s, 1))
 
-    began, who = time.monotonic(), {"episode": ep.episode, "worker": ep.worker, "problem": ep.problem_id, "step": step}
+    began, who = time.monotonic(), {"episode": ep.episode, "worker": ep.worker, "problem": ep.problem_id, "step": step,
+                                    "model": record.model or shared.view.config.model}
     try:
-        reply = await shared.model.complete(messages, tools=tool_schemas(ep.kind), tool_choice=tool_choice,
-                                            on_retry=retrying)
+        tools = tool_schemas(ep.kind, role_of(ep, shared.view.config.assigns_reviews))
+        reply = await shared.model_of(ep).complete(messages, tools=tools, tool_choice=tool_choice, on_retry=retrying)
     except ModelError as exc:
         shared.ledger.charge(record, exc.usage)
         replied(shared, exc.usage, began, **who, error=exc.kind)
@@ -252,7 +273,7 @@ async def _run_calls(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, too
 async def _commit(shared: Shared, record: EpisodeRecord, contribution: Contribution) -> None:
     """Commit with the model and what the episode spent in the trailers. Shielded: once the
     git thread writes, the episode's wall clock must not leave the record without its commit."""
-    spent = replace(contribution, model=shared.view.config.model, usage=record.usage)
+    spent = replace(contribution, model=record.model or shared.view.config.model, usage=record.usage)
     with anyio.CancelScope(shield=True):
         written = await shared.git(shared.memory.contribute, spent)
     record.commit = written.commit

@@ -60,6 +60,8 @@ class FinalActions:
         if self.ep.isolated and kind in ("review", "summary"):
             raise ToolError(f"kind {kind} is not part of this run: {ISOLATED}")
         self.staged, self.deleted = await self.code.rebase(self.at, self.staged, self.deleted)
+        if self.ep.review is not None:  # a review episode commits its review alone
+            self.staged, self.deleted = {p: t for p, t in self.staged.items() if p.startswith("reviews/")}, set()
         if not self.staged and not self.deleted:
             raise ToolError("nothing is staged: write_file first, then contribute")
         if kind == "code" and self.ep.kind == Kind.REPRODUCE and (  # a candidate is code/<slug>/ with compile.sh
@@ -107,11 +109,24 @@ class FinalActions:
                             "(pass: no issue; gaps: justification gaps only; critical: a critical error)")
         if not any(rel.startswith("reviews/") for rel in self.staged):
             raise ToolError("stage the review itself under reviews/ (e.g. reviews/<name>.md), then contribute")
+        if self.ep.review is not None:
+            return self._assigned(reviews)
         found = self.index.resolve(self.ep.problem_id, reviews)
         if found is None:
             raise ToolError(f"reviews: no attempt or program {reviews!r} of this problem in the memory; "
                             "give its path (attempts/... or code/...) or commit id")
         return found
+
+    def _assigned(self, reviews: str) -> tuple[str, str]:
+        """The commit and path of a review episode's candidate, which `reviews` must name (by
+        its path or a prefix of its commit id of 7 characters or more)."""
+        assert self.ep.review is not None
+        path, commit = self.ep.review.path, self.ep.review.commit
+        named = reviews.strip().removeprefix(f"{self.base}/").rstrip("/")
+        if named != path and not (len(named) >= 7 and commit.startswith(named.lower())):
+            raise ToolError(f"reviews: this episode reviews {path} (commit {commit[:12]}), the candidate it was "
+                            f"assigned, not {reviews!r}; name it, or abstain")
+        return commit, path
 
     async def tool_nominate(self, candidate: str, rationale: str) -> Final:
         if self.ep.isolated:

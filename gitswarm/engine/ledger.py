@@ -72,6 +72,11 @@ class EpisodeRecord:
     failure: str = ""
     """Of a failed episode, whose failure it was (`engine.failures.Failure`): provider, model or
     engine; empty for any other status."""
+    model: str = ""
+    """The model its calls went to: the run's `model`, or for a review episode its reviewer's
+    (empty in a record written before this field)."""
+    reviews: str = ""
+    """Of an episode the scheduler assigned to review one candidate, that candidate's commit."""
     transcript: str = ""
     """Where the transcript of an episode without a commit is: `git show <this>` prints it. An
     episode with a commit has its transcript as a note on it (`git notes --ref=transcripts show`)."""

@@ -225,5 +225,6 @@ class Merger:
         save rather than a commit per call."""
         record = self._record or self.ledger.episodes.get("merger") or EpisodeRecord("merger", "merger", "", "merger")
         self._record = record
+        record.model = self.shared.view.config.merger
         self.ledger.charge(record, usage)
         self.ledger.changed(record)

@@ -73,14 +73,14 @@ class RunContext:
     async def build(cls, cfg: SolveConfig, memory: Memory, git: GitThread, problems: list[str], model: Model,
                     listeners: list[Listener] | None, *, sandbox: anyio.CapacityLimiter | None = None,
                     references: References | None = None, elsewhere: Elsewhere | None = None,
-                    streaks: Streaks | None = None) -> RunContext:
+                    streaks: Streaks | None = None, reviewer: Model | None = None) -> RunContext:
         """Load the run's records from `memory` (as a run starts or resumes) and open its event
         log; `streaks` defaults to the no-progress rule over the ledger's own episodes."""
         ledger, index, view = await load_state(cfg, memory, git, problems)
         await anyio.to_thread.run_sync(sandbox_containment)  # probed once a process, off the event loop
         events = EventLog(cfg.run, listeners)
         shared = Shared(memory, git, index, view, model, events, sandbox or anyio.CapacityLimiter(2),
-                        caps_check(cfg, ledger, view, elsewhere), ledger, references)
+                        caps_check(cfg, ledger, view, elsewhere), ledger, references, reviewer)
         if streaks is None:
             streaks = Streaks.from_records(cfg.no_progress, ledger.episodes.values())
         return cls(cfg, problems, shared, streaks)
@@ -244,7 +244,7 @@ def open_run(cfg: SolveConfig, problem_set: ProblemSet) -> Memory:
     return Memory.create(cfg.run, problem_set, problem_ids=ids)
 
 
-def _select(memory: Memory, index: MemoryIndex, problem: str, verify: int,
+def _select(memory: Memory, index: MemoryIndex, problem: str, rule: selection.Rule,
             by_answers: bool = False) -> selection.Selected | None:
     """Select with the referee's scores as the tie-break (they never reach the agents); with
     `by_answers` (a run of independent episodes, which nominate nothing), by the majority of
@@ -255,24 +255,28 @@ def _select(memory: Memory, index: MemoryIndex, problem: str, verify: int,
         from gitswarm.engine.majority import select_by_answers
 
         return select_by_answers(memory, index, problem)
-    return selection.select(memory, index, problem, verify, GradeStore(memory).scores(problem))
+    return selection.select(memory, index, problem, rule, GradeStore(memory).scores(problem))
 
 
 async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_model: Model,
-                listeners: list[Listener] | None = None, control: Control | None = None) -> RunResult:
-    """Run the swarm on `problem_set` until a stop condition; resumable at any instant."""
+                listeners: list[Listener] | None = None, control: Control | None = None,
+                reviewer: Model | None = None) -> RunResult:
+    """Run the swarm on `problem_set` until a stop condition; resumable at any instant. Review
+    episodes run on `reviewer` where it is given (`SolveConfig.reviewer_model`)."""
     git = GitThread()
     memory = await git(open_run, cfg, problem_set)
     with run_lock(cfg.run):
         removed = await git(clear_stale_locks, cfg.run)
-        return await _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed)
+        return await _solve(cfg, problem_set, (model, merger_model, reviewer), listeners, control, git, memory,
+                            removed)
 
 
-async def _solve(cfg, problem_set, model, merger_model, listeners, control, git, memory, removed) -> RunResult:
+async def _solve(cfg, problem_set, models, listeners, control, git, memory, removed) -> RunResult:
+    model, merger_model, reviewer = models
     problems = [p for p in memory.problems() if not cfg.problem_ids or p in cfg.problem_ids]
     sandbox = anyio.CapacityLimiter(2)
     run = await RunContext.build(cfg, memory, git, problems, model, listeners, sandbox=sandbox,
-                                 references=References(problem_set, sandbox))  # removed by run.close()
+                                 references=References(problem_set, sandbox), reviewer=reviewer)  # run.close() removes
     shared, ledger, index = run.shared, run.ledger, run.shared.index
     control = control or Control()
     merger = Merger(shared, ledger, merger_model)
@@ -290,7 +294,7 @@ async def _solve(cfg, problem_set, model, merger_model, listeners, control, git,
         await git(ledger.flush, memory)  # the merger's last charges
         await git(memory.pack_refs)
         isolated = cfg.isolation == "independent"
-        chosen = {p: await git(_select, memory, index, p, cfg.verify, isolated) for p in problems}
+        chosen = {p: await git(_select, memory, index, p, selection.Rule.of(cfg), isolated) for p in problems}
         run.selected(chosen)
         run.stopped(stop)
         return RunResult.of(stop, ledger, chosen)

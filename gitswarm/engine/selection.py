@@ -4,7 +4,8 @@ One rule, over the engine's index (`MemoryIndex`), which the read model builds t
 
 - a candidate is *verified* when it has at least K `pass` reviews from distinct workers other
   than its author and no `critical` one (K = `SolveConfig.verify`; K = 0 verifies every
-  candidate: plain plurality). A critical review blocks the attempt it reviews for good; a
+  candidate: plain plurality). With `verify_in_row` the K passes must be its latest reviews: a
+  `gaps` review restarts the count. A critical review blocks the attempt it reviews for good; a
   revision is a new attempt, which earns its own passes;
 - the leader is the verified candidate with the most nominations, ties going to the referee's
   score, then to more passes, then to the commit id. When no candidate is verified, the
@@ -12,10 +13,11 @@ One rule, over the engine's index (`MemoryIndex`), which the read model builds t
   the most nominations, the fewest `gaps` reviews, the newest;
 - a problem *settles* when its leader is verified and either has no verified rival (K > 0:
   nominations could not change the outcome) or has `settle_nominations` nominations (several
-  verified candidates, or K = 0, where nominations are the plurality that chooses).
+  verified candidates, or K = 0, where nominations are the plurality that chooses). A run
+  without nominations (`Rule.nominations` off: best-of-n) settles on its first verified leader.
 
-`Rule` holds K and the nominations that settle, with their defaults; `SolveConfig` and the
-read model take them from here, and `settled` is the one place that says which problems are
+`Rule` holds the rule's settings, with their defaults; `SolveConfig` and the read model take
+them from here, and `settled` is the one place that says which problems are
 settled (the engine, the merger, a remote worker and the read model all call it).
 """
 
@@ -25,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gitswarm.core.rule import Rule
-from gitswarm.engine.index import CANDIDATE_FOLDERS, MemoryIndex, candidate_path
+from gitswarm.engine.index import CANDIDATE_FOLDERS, MemoryIndex, Review, candidate_path, episode_order
 from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.frontmatter import render
@@ -38,7 +40,8 @@ class Standing:
     commit: str
     nominations: int = 0
     passes: int = 0
-    """`pass` reviews by distinct workers other than its author (their latest review of it)."""
+    """`pass` reviews by distinct workers other than its author (their latest review of it);
+    with `Rule.in_row`, only those after its latest `gaps` review."""
     critical: int = 0
     """`critical` reviews, counted the same way."""
     gaps: int = 0
@@ -70,17 +73,12 @@ class Selected:
     """The commit on main that wrote SOLUTION.md."""
 
 
-def is_verified(passes: int, critical: int, verify: int) -> bool:
-    """K passes and no critical review; K = 0 asks for nothing."""
-    return verify == 0 or (critical == 0 and passes >= verify)
-
-
-def choose(standings: Iterable[Standing], verify: int, scores: dict[str, float] | None = None) -> Choice | None:
+def choose(standings: Iterable[Standing], rule: Rule, scores: dict[str, float] | None = None) -> Choice | None:
     """The leader among `standings` by the module's rule: the best verified candidate, else the
     best-reviewed one, unverified; None only when there is no candidate at all."""
     scores = scores or {}
     pool = list(standings)
-    verified = verified_of(pool, verify)
+    verified = verified_of(pool, rule)
     if verified:
         best = min(verified, key=lambda s: (-s.nominations, -scores.get(s.commit, -1.0), -s.passes, s.commit))
     elif pool:
@@ -91,48 +89,58 @@ def choose(standings: Iterable[Standing], verify: int, scores: dict[str, float] 
     return Choice(best.commit, best.nominations, bool(verified), best.passes)
 
 
-def verified_of(standings: Iterable[Standing], verify: int) -> list[Standing]:
+def verified_of(standings: Iterable[Standing], rule: Rule) -> list[Standing]:
     """The candidates selection counts as verified: K passes and no critical review; with K = 0,
     the nominated ones (plain plurality: a candidate nobody voted for is chosen by nobody)."""
-    return [s for s in standings if is_verified(s.passes, s.critical, verify) and (verify or s.nominations)]
+    return [s for s in standings if rule.is_verified(s.passes, s.critical) and (rule.verify or s.nominations)]
 
 
-def nominations_matter(standings: Iterable[Standing], verify: int) -> bool:
-    """Whether a nomination can still change the outcome: with K = 0 (plurality), or when
-    several candidates are verified. One verified candidate with no verified rival is the
-    problem's result without any."""
-    return verify == 0 or len(verified_of(standings, verify)) > 1
+def nominations_matter(standings: Iterable[Standing], rule: Rule) -> bool:
+    """Whether a nomination can still change the outcome: in a run with nominations, with K = 0
+    (plurality) or when several candidates are verified. One verified candidate with no
+    verified rival is the problem's result without any."""
+    return rule.nominations and (rule.verify == 0 or len(verified_of(standings, rule)) > 1)
 
 
-def standings(index: MemoryIndex, problem: str) -> list[Standing]:
+def passes(reviews: Iterable[Review], in_row: bool) -> int:
+    """The `pass` reviews among `reviews` (each worker's latest), or with `in_row` those after
+    the latest `gaps` review, the reviews taken in the order of their episodes."""
+    verdicts = [r.verdict for r in sorted(reviews, key=lambda r: episode_order(r.episode))]
+    if in_row and "gaps" in verdicts:
+        verdicts = verdicts[len(verdicts) - verdicts[::-1].index("gaps"):]
+    return verdicts.count("pass")
+
+
+def standings(index: MemoryIndex, problem: str, rule: Rule) -> list[Standing]:
     """Every candidate of `problem` the engine's index knows, and every nominated commit."""
     votes = index.problems[problem].nominations
     commits = dict.fromkeys([*index.candidates(problem).values(), *votes])
     found = []
     for order, commit in enumerate(commits):
-        verdicts = [r.verdict for r in index.reviews_of(problem, commit)]
-        found.append(Standing(commit, votes.get(commit, 0), verdicts.count("pass"), verdicts.count("critical"),
-                              verdicts.count("gaps"), order))
+        reviews = index.reviews_of(problem, commit)
+        verdicts = [r.verdict for r in reviews]
+        found.append(Standing(commit, votes.get(commit, 0), passes(reviews, rule.in_row),
+                              verdicts.count("critical"), verdicts.count("gaps"), order))
     return found
 
 
-def leader(index: MemoryIndex, problem: str, verify: int, scores: dict[str, float] | None = None) -> Choice | None:
-    return choose(standings(index, problem), verify, scores)
+def leader(index: MemoryIndex, problem: str, rule: Rule, scores: dict[str, float] | None = None) -> Choice | None:
+    return choose(standings(index, problem, rule), rule, scores)
 
 
 def settles(found: list[Standing], rule: Rule, scores: dict[str, float] | None = None) -> bool:
     """Whether a problem whose candidates stand so is settled: its leader is verified and has no
     verified rival (K > 0), or has the nominations that settle it."""
-    choice = choose(found, rule.verify, scores)
+    choice = choose(found, rule, scores)
     if choice is None or not choice.verified:
         return False
-    return not nominations_matter(found, rule.verify) or choice.nominations >= rule.settle_nominations
+    return not nominations_matter(found, rule) or choice.nominations >= rule.settle_nominations
 
 
 def settled(index: MemoryIndex, problems: list[str], rule: Rule) -> set[str]:
     """Problems settled now: no more episodes go there. (The referee's scores only break ties
     between verified leaders, so they cannot change whether a problem is settled.)"""
-    return {p for p in problems if settles(standings(index, p), rule)}
+    return {p for p in problems if settles(standings(index, p, rule), rule)}
 
 
 def standing_of(index: MemoryIndex, problems: list[str], rule: Rule) -> tuple[set[str], set[str]]:
@@ -140,10 +148,10 @@ def standing_of(index: MemoryIndex, problems: list[str], rule: Rule) -> tuple[se
     run's view (`RunView.settle`) shows every step."""
     done, verified = set(), set()
     for p in problems:
-        found = standings(index, p)
+        found = standings(index, p, rule)
         if settles(found, rule):
             done.add(p)
-        if rule.verify and verified_of(found, rule.verify):
+        if rule.verify and verified_of(found, rule):
             verified.add(p)
     return done, verified
 
@@ -156,11 +164,11 @@ def path_of(index: MemoryIndex, commit: str) -> str | None:
     return candidate_path(shown) if shown else None
 
 
-def select(memory: Memory, index: MemoryIndex, problem: str, verify: int,
+def select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
            scores: dict[str, float] | None = None) -> Selected | None:
     """Write `problems/<id>/SOLUTION.md` on main for the leader (git thread); an unverified
     leader is written too, marked so."""
-    chosen = leader(index, problem, verify, scores)
+    chosen = leader(index, problem, rule, scores)
     if chosen is None:
         return None
     files = index.files_of[chosen.commit][1]
@@ -169,7 +177,7 @@ def select(memory: Memory, index: MemoryIndex, problem: str, verify: int,
     mark = "verified" if chosen.verified else "unverified"
     text = render({"problem": problem, "candidate": chosen.commit, "path": f"problems/{problem}/{path}",
                    "nominations": chosen.nominations, "verification": mark, "passes": chosen.passes,
-                   "verify": verify}, body)
+                   "verify": rule.verify}, body)
     op = f"select-{problem}-{chosen.commit[:16]}-{chosen.nominations}-{mark}-{chosen.passes}"
     written = memory.commit_to_main(
         {f"problems/{problem}/SOLUTION.md": text.encode()},

@@ -106,8 +106,10 @@ class Shell:
     and brought forward with it, and the reference on PATH."""
 
     def __init__(self, memory: Memory, git: GitThread, ep: EpisodeInfo, sandbox: anyio.CapacityLimiter,
-                 references: References | None) -> None:
+                 references: References | None, only: str | None = None) -> None:
         self.memory, self.git, self.ep = memory, git, ep
+        self.only = only
+        """`code/<slug>`: the tree holds this codebase alone (a blind review's candidate)."""
         self.sandbox, self.references = sandbox, references
         self.tree: workspace.Workspace | None = None
         self.tree_at: str | None = None
@@ -167,7 +169,10 @@ class Shell:
         return self.tree
 
     async def _baseline(self, at: str) -> dict[str, bytes]:
-        return await self.git(workspace.baseline, self.memory, self.ep.problem_id, at)
+        found = await self.git(workspace.baseline, self.memory, self.ep.problem_id, at)
+        if self.only is None:
+            return found
+        return {path: data for path, data in found.items() if path.startswith(self.only + "/")}
 
     async def _reference(self) -> tuple[tuple[Path, ...], str]:
         """The folder holding the reference executable (reproduce problems), or a note when

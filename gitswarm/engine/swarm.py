@@ -19,7 +19,7 @@ import anyio
 from gitswarm.core.control import Control
 from gitswarm.core.events import RUN_LOG
 from gitswarm.core.stops import Stop
-from gitswarm.engine import selection, stoprule, tasks
+from gitswarm.engine import reviewing, selection, stoprule, tasks
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import Shared, run_episode
@@ -42,17 +42,19 @@ def open_problems(index: MemoryIndex, problems: list[str], settled: Collection[s
     verified leader with enough nominations, made or in the making, to settle it: more
     episodes would only vote). `busy` holds one problem per nomination in the making."""
 
+    rule = selection.Rule.of(cfg)
+
     def covered(p: str) -> bool:
-        found = selection.standings(index, p)
-        top = selection.choose(found, cfg.verify)
-        return (top is not None and top.verified and selection.nominations_matter(found, cfg.verify)
+        found = selection.standings(index, p, rule)
+        top = selection.choose(found, rule)
+        return (top is not None and top.verified and selection.nominations_matter(found, rule)
                 and top.nominations + busy.count(p) >= cfg.settle_nominations)
 
     return [p for p in problems if p not in settled and p not in aside and not covered(p)]
 
 
 def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: list[str], unmerged: Unmerged,
-         verify: int, rng: random.Random, waiting: bool, announced: Mapping[str, str] | None = None,
+         rule: selection.Rule, rng: random.Random, waiting: bool, announced: Mapping[str, str] | None = None,
          tight: bool = False) -> tuple[str, str] | None:
     """A problem of `open_` and a free worker, by what the episode would do there
     (`tasks.next_task`): the step that leads most directly to a selection first (a review that
@@ -77,7 +79,7 @@ def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: li
         for worker in free_workers:
             if (problem, worker) in recent:
                 continue
-            value = tasks.next_task(index, problem, worker, verify, notes, pending.count(problem), tight).value
+            value = tasks.next_task(index, problem, worker, rule, notes, pending.count(problem), tight).value
             key = (-value, work, tie)
             if value > 0 and (best is None or key < best[0]):
                 best = (key, problem, worker)
@@ -215,7 +217,7 @@ class Scheduler:
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
         busy += self.source.elsewhere()
         unmerged, open_ = self._unmerged(), self._open()
-        return pick(self.shared.index, open_, busy, self.free_workers, unmerged, self.config.verify,
+        return pick(self.shared.index, open_, busy, self.free_workers, unmerged, selection.Rule.of(self.config),
                     self.rng, waiting=bool(self.in_flight or self.claiming or unmerged),
                     announced=self.shared.view.announcements, tight=self._tight(open_, len(busy)))
 
@@ -244,13 +246,17 @@ class Scheduler:
         for record in records:
             self.ledger.changed(record)
         await shared.git(self.ledger.flush, shared.memory)
-        isolated = self.config.isolation == "independent"
+        isolated = self.config.isolation in ("independent", "best-of-n")
         start = await shared.git(shared.memory.root if isolated else shared.memory.main)
         for record in records:
             self.in_flight[record.episode] = record
             found = self.problem_set.get(record.problem)
-            info = EpisodeInfo(record.episode, record.worker, record.problem, found.kind.value, found.title, start,
-                               found.executable, isolated)
+            review = reviewing.assignment(shared.index, shared.view, record.problem, record.worker)
+            info = EpisodeInfo(record.episode, record.worker, record.problem, found.kind.value, found.title,
+                               review.commit if review and review.blind else start, found.executable,
+                               isolated and review is None, review)
+            if review is not None:  # what the other episodes read of it: it announces nothing itself
+                shared.view.announce(record.worker, f"{record.problem}: reviewing {review.path}")
             shared.view.working(record.worker, record.episode, record.problem, 0)
             shared.events.emit("episode_started", episode=record.episode, worker=record.worker,
                                problem=record.problem, restarted=restarted)

@@ -43,18 +43,22 @@ class Task:
     review_commit: str = ""
 
 
-def next_task(index: MemoryIndex, problem: str, worker: str, verify: int, busy: str = "",
-              in_flight: int = 0, tight: bool = False) -> Task:
+def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: str = "",
+              in_flight: int = 0, tight: bool = False, reviews: bool = True) -> Task:
     """The most useful next step of `worker` on `problem`. `busy` holds what the other episodes
     in flight there announced (a candidate named in it is being worked on); `in_flight` counts
     them and the finished work not merged yet, so that reviews already under way are not asked
     for twice and a first attempt under way is not repeated blindly. `tight`: the budget left
-    cannot pay for a selection on every open problem, so a second first attempt is a filler."""
+    cannot pay for a selection on every open problem, so a second first attempt is a filler.
+    A run without nominations (best-of-n) asks for no nomination and no revision: each attempt
+    there is independent of the others. Without `reviews` (an episode that may not review: the
+    run assigns reviews as episodes of their own), the step after the reviews."""
+    verify = rule.verify
     candidates = list(index.candidates(problem).items())[::-1]  # newest first
-    found = {s.commit: s for s in selection.standings(index, problem)}
+    found = {s.commit: s for s in selection.standings(index, problem, rule)}
     votes = index.problems[problem]
-    matter = selection.nominations_matter(found.values(), verify)
-    verified = {s.commit for s in selection.verified_of(found.values(), verify)} if verify else set()
+    matter = selection.nominations_matter(found.values(), rule)
+    verified = {s.commit for s in selection.verified_of(found.values(), rule)} if verify else set()
     good = [(p, c) for p, c in candidates if c in verified]
     if good and matter and worker not in votes.nominators:
         path, commit = max(good, key=lambda pc: votes.nominations[pc[1]])
@@ -64,14 +68,14 @@ def next_task(index: MemoryIndex, problem: str, worker: str, verify: int, busy: 
                   if c not in mine and p not in busy and not found[c].critical
                   and (found[c].passes < verify or (not verify and not index.reviews_of(problem, c)))
                   and worker not in votes.reviews.get(c, {})]
-    if reviewable:
+    if reviewable and reviews:
         path, commit = max(reviewable, key=lambda pc: found[pc[1]].passes)  # max keeps the newest of a tie
         passes = found[commit].passes
         value = 3 + passes / max(verify, 1)
         if verify and in_flight >= verify - passes:  # as many episodes there as passes are missing
             value = FILLER
         return Task(VERIFY if passes else REVIEW, value, path, commit, passes)
-    for path, commit in candidates:
+    for path, commit in candidates if rule.nominations else ():
         critical = [r for r in index.reviews_of(problem, commit) if r.verdict == "critical"]
         answered = commit in index.answered or any(r.commit in index.answered for r in critical)
         if critical and not answered and path not in busy:
@@ -93,14 +97,14 @@ def needs(index: MemoryIndex, problem: str, rule: Rule, settled: bool) -> str:
 
 def _need(index: MemoryIndex, problem: str, rule: Rule, settled: bool) -> dict:
     """The case of `problem_needs.md.j2` the problem is in, and the values its sentence names."""
-    found = selection.standings(index, problem)
+    found = selection.standings(index, problem, rule)
     paths = {c: p for p, c in index.candidates(problem).items()}
-    choice = selection.choose(found, rule.verify)
+    choice = selection.choose(found, rule)
     if settled and choice is not None:
         return {"case": "settled", "path": paths.get(choice.commit, choice.commit[:12])}
     if not paths:
         return {"case": "first"}
-    verified = selection.verified_of(found, rule.verify)
+    verified = selection.verified_of(found, rule)
     if rule.verify == 0:
         return {"case": "plurality", "settle_nominations": rule.settle_nominations}
     if len(verified) > 1:

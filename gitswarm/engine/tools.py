@@ -1,5 +1,5 @@
-"""The worker's tools: read the memory as the step's view shows it, stage files, run code, and
-end the episode with one final action. Every refusal is a `ToolError` the agent reads; a
+"""The worker's tools (offered by kind and role, `toolspecs`): read the memory as the step's
+view shows it, stage files, run code, and end the episode with one final action. Every refusal is a `ToolError` the agent reads; a
 call's arguments are checked against the tool's schema first (`toolargs`).
 Program and reproduce problems also get `shell` (`CODE_TOOLS`): a command in the episode's
 code tree (`workspace`), whose changes become staged files and deletions."""
@@ -10,19 +10,18 @@ import contextlib
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 import anyio
-import yaml
 
-from gitswarm.engine import context, shell
+from gitswarm.engine import context, reviewing, shell
 from gitswarm.engine.context import CODE_KINDS, EpisodeInfo, RunView
 from gitswarm.engine.finals import ISOLATED, KINDS, Final, FinalActions, foreign
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import CANDIDATE_FOLDERS, MemoryIndex, candidate_path
 from gitswarm.engine.references import References
 from gitswarm.engine.toolargs import ToolError, check_arguments, with_notes
+from gitswarm.engine.toolspecs import CODE_TOOLS, parameters, role_of, tool_schemas
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.paths import check_path
 from gitswarm.memory.repo import Memory
@@ -33,20 +32,7 @@ PAGE = 8000
 SEARCH_ITEMS = 2000
 """Items one search reads, newest first: a bound on the git thread's time for one call."""
 SEARCH_HITS = 40
-CODE_TOOLS = ("shell",)
-"""Tools offered only for problems of `CODE_KINDS`."""
-__all__ = ["CODE_TOOLS", "KINDS", "Final", "ToolError", "Toolbox", "tool_schemas"]
-
-
-@cache
-def tool_schemas(kind: str | None = None) -> list[dict]:
-    """The tools a problem of `kind` gets (None: every tool), in the OpenAI function-calling
-    format, from prompts/tools.yaml. One list per kind, so a run's requests share prefixes."""
-    specs = yaml.safe_load((data_dir("prompts") / "tools.yaml").read_text(encoding="utf-8"))
-    offered = [s for s in specs if kind is None or kind in CODE_KINDS or s["name"] not in CODE_TOOLS]
-    return [{"type": "function", "function": spec} for spec in offered]
-
-
+__all__ = ["CODE_TOOLS", "KINDS", "Final", "ToolError", "Toolbox", "role_of", "tool_schemas"]
 @contextlib.contextmanager
 def _sandbox_faults(tool: str) -> Iterator[None]:
     """The one boundary for faults of the sandbox in the tools that run programs: the model
@@ -56,12 +42,6 @@ def _sandbox_faults(tool: str) -> Iterator[None]:
     except SandboxError as exc:
         raise ToolError(f"{tool} could not start a program on this machine (a fault of the sandbox, "
                         f"not of your code): {str(exc).split(';')[0][:300]}") from None
-
-
-@cache
-def _parameters() -> dict[str, dict]:
-    """Each tool's argument schema, by tool name."""
-    return {tool["function"]["name"]: tool["function"]["parameters"] for tool in tool_schemas()}
 
 
 @dataclass
@@ -84,7 +64,9 @@ class Toolbox(FinalActions):
     """The item commits of the episode's first view: those not in it are new since it started."""
 
     def __post_init__(self) -> None:
-        self.code = shell.Shell(self.memory, self.git, self.ep, self.sandbox, self.references)
+        only = self.ep.review.path if self.ep.blind and self.ep.review else None
+        self.code = shell.Shell(self.memory, self.git, self.ep, self.sandbox, self.references, only)
+        self.role = role_of(self.ep, self.view.config.assigns_reviews)
 
     @property
     def at(self) -> str:
@@ -117,10 +99,10 @@ class Toolbox(FinalActions):
         """Run one call of the model, its arguments (any JSON value) checked against the tool's
         schema first; a text result (or a refusal) ends with notes on what was dropped or
         read differently."""
-        handler, parameters = getattr(self, f"tool_{name}", None), _parameters().get(name)
-        if handler is None or parameters is None or (name in CODE_TOOLS and self.ep.kind not in CODE_KINDS):
+        handler, schema = getattr(self, f"tool_{name}", None), parameters(self.role).get(name)
+        if handler is None or schema is None or (name in CODE_TOOLS and self.ep.kind not in CODE_KINDS):
             raise ToolError(f"there is no tool {name!r}")
-        checked = check_arguments(name, parameters, args)
+        checked = check_arguments(name, schema, args)
         notes = [*checked.notes, *foreign(name, checked.arguments)]
         try:
             result = await handler(**checked.arguments)
@@ -166,6 +148,9 @@ class Toolbox(FinalActions):
 
     async def tool_read_file(self, path: str, offset: int = 0) -> str:
         rel = self._relative(path)
+        if not reviewing.readable(self.ep, rel):
+            raise ToolError(f"{rel}: a blind review reads the problem's own files (statement.md, docs/, starter/) "
+                            f"and its candidate, {self.ep.review.path if self.ep.review else ''}, alone")
         staged = self.staged.get(rel)
         data = staged.encode() if staged is not None else await self.git(self.memory.read_file,
                                                                           f"{self.base}/{rel}", self.at)
@@ -224,6 +209,8 @@ class Toolbox(FinalActions):
             raise ToolError("nominations are made with the nominate action, not written")
         if self.ep.isolated and (rel == "SUMMARY.md" or rel.startswith("reviews/")):
             raise ToolError(f"{rel} is shared work, not part of this run: {ISOLATED}")
+        if self.ep.review is not None and not rel.startswith("reviews/"):
+            raise ToolError(f"{rel}: a review episode writes its review, under reviews/ (e.g. reviews/<name>.md)")
         try:
             check_path(rel, self.memory.limits)
         except PathRejected as exc:

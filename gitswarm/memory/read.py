@@ -43,6 +43,18 @@ def items(repo: pygit2.Repository, problem: str, kind: str | None, at: str) -> l
     return found
 
 
+def files_under(repo: pygit2.Repository, folder: str, at: str) -> list[str]:
+    """The paths of the files below `folder` on commit `at` (none when it is not a folder)."""
+    tree = repo.revparse_single(at).peel(pygit2.Tree)
+    try:
+        sub = repo[tree[folder.rstrip("/")].id]
+    except KeyError:
+        return []
+    if not isinstance(sub, pygit2.Tree):
+        return []
+    return [f"{folder.rstrip('/')}/{path}" for path, _, _ in _walk(repo, sub, "")]
+
+
 def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid, int]]:
     for entry in tree:
         if entry.filemode == FileMode.TREE:

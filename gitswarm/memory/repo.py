@@ -213,6 +213,11 @@ class Memory:
         with self._lock:
             return read.items(self.repo, problem, kind, at or self.main())
 
+    def files_under(self, folder: str, at: str | None = None) -> list[str]:
+        """The paths of the files below `folder` on commit `at` (default: main)."""
+        with self._lock:
+            return read.files_under(self.repo, folder, at or self.main())
+
     def read_file(self, path: str, at: str | None = None) -> bytes | None:
         with self._lock:
             return read.file(self.repo, path, at or self.main())

@@ -121,7 +121,7 @@ class Candidate:
     """Its counted reviews by verdict, as selection counts them (`reviews.read_reviews` over the
     index)."""
     verified: bool = False
-    """Verified by `engine.selection.is_verified` with the run's K: enough passes, no critical."""
+    """Verified by the run's rule (`Rule.is_verified`): K passes (in a row, where it asks), no critical."""
     trail: tuple[ReviewEntry, ...] = ()
     """Its reviews, oldest first: each worker's latest, its author's own marked not counted."""
 

@@ -19,7 +19,6 @@ from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
 from gitswarm.engine import selection
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import BOOK, Ledger, Totals
-from gitswarm.engine.selection import is_verified
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.snapshot import Snapshot
 from gitswarm.readmodel.model import (
@@ -97,8 +96,8 @@ def read_problem(snapshot: Snapshot, pid: str, root: pygit2.Tree, index: MemoryI
     counts = Counts(**{f: _count(snapshot, base, f) for f in FOLDERS})
     votes = index.problems[pid].nominations
     grades = store.for_problem(pid)
-    candidates = _candidates(index, pid, grades, read_reviews(index, pid), rule.verify)
-    chosen = selection.leader(index, pid, rule.verify, scores_of(grades) if grades else None)
+    candidates = _candidates(index, pid, grades, read_reviews(index, pid), rule)
+    chosen = selection.leader(index, pid, rule, scores_of(grades) if grades else None)
     selected = _selection(snapshot, base)
     stands_on = selected.candidate if selected else chosen.commit if chosen else None
     grade = shown_grade([g for g in grades if g.candidate == stands_on]) if stands_on else None
@@ -120,21 +119,30 @@ def _state(counts: Counts, nominated: bool, selected: Selection | None, is_settl
     return "candidate" if counts.candidates else "in progress" if counts.work else "open"
 
 
+def _verified(standing: selection.Standing | None, counted: ReviewCounts, rule: Rule) -> bool:
+    """Verified as selection counts it (its standing: passes in a row where the rule asks for
+    them); a commit selection does not weigh, by its counted reviews."""
+    if standing is not None:
+        return rule.is_verified(standing.passes, standing.critical)
+    return rule.is_verified(counted.passed, counted.critical)
+
+
 def _candidates(index: MemoryIndex, pid: str, grades: list[Grade], reviews: ProblemReviews,
-                verify: int) -> tuple[Candidate, ...]:
+                rule: Rule) -> tuple[Candidate, ...]:
     """Every candidate selection weighs (each on main, each nominated), then those a grade or a
     review names: the most nominated first."""
     votes = index.problems[pid].nominations
     graded: dict[str, list[Grade]] = defaultdict(list)
     for g in grades:
         graded[g.candidate].append(g)
-    commits = dict.fromkeys([*(s.commit for s in selection.standings(index, pid)), *reviews.paths, *graded])
+    standings = {s.commit: s for s in selection.standings(index, pid, rule)}
+    commits = dict.fromkeys([*standings, *reviews.paths, *graded])
     found = []
     for commit in commits:
         path = _path(index, pid, commit) or next((g.path for g in graded.get(commit, ())), f"problems/{pid}")
         counted = reviews.counts.get(commit, ReviewCounts())
         found.append(Candidate(path, commit, votes.get(commit, 0), shown_grade(graded.get(commit, [])), counted,
-                               is_verified(counted.passed, counted.critical, verify), reviews.trails.get(commit, ())))
+                               _verified(standings.get(commit), counted, rule), reviews.trails.get(commit, ())))
     return tuple(sorted(found, key=lambda c: (-c.nominations, c.path, c.commit or "")))
 
 

@@ -234,7 +234,7 @@ class Coordinator:
         come, so it says so when it stops."""
         rule = Rule.of(self.config)
         slots = {r.worker for r in self.ledger.episodes.values() if r.episode != "merger"}
-        if self.config.isolation != "shared" or len(slots) >= rule.workers_needed:
+        if self.config.isolation == "independent" or len(slots) >= rule.workers_needed:
             return ""
         return (f"only {len(slots)} worker slot(s) took part ({', '.join(sorted(slots))}), and a candidate is "
                 f"verified by {rule.verify} pass review(s) from slots other than its author's, so no attempt could "
@@ -265,8 +265,8 @@ class Coordinator:
         from gitswarm.engine.run import _select
 
         shared = self.shared
-        isolated = self.config.isolation == "independent"
-        chosen = {p: await shared.git(_select, shared.memory, shared.index, p, self.config.verify, isolated)
+        isolated, rule = self.config.isolation == "independent", Rule.of(self.config)
+        chosen = {p: await shared.git(_select, shared.memory, shared.index, p, rule, isolated)
                   for p in shared.view.problems}
         await shared.git(self.ledger.flush, shared.memory)
         await self._published()

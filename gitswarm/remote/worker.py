@@ -27,7 +27,7 @@ import anyio.to_thread
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
 from gitswarm.core.stops import Stop, StopReason
-from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.config import ACROSS_PROCESSES, SolveConfig
 from gitswarm.engine.context import CODE_KINDS
 from gitswarm.engine.conversation import CONVERSATIONS_REF
 from gitswarm.engine.episode import Model
@@ -106,10 +106,9 @@ def worker_config(options: WorkerOptions, settings: dict) -> SolveConfig:
     `publish.OtherSettings`). The rule that K reviews need K + 1 workers is the run's (across
     every process), not this one's."""
     run = publish.run_part(settings, mask(options.url))
-    verify = run.pop("verify")
-    cfg = SolveConfig(problems=Path(settings["set"]), run=options.folder, workers=options.slots, verify=0,
-                      **run, **options.model)
-    return cfg.model_copy(update={"verify": verify})
+    values = {"problems": Path(settings["set"]), "run": options.folder, "workers": options.slots, **run,
+              **options.model}
+    return SolveConfig.model_validate(values, context={ACROSS_PROCESSES: True})
 
 
 async def join_settings(options: WorkerOptions, say: Callable[[str], None] = lambda _: None) -> SolveConfig:
