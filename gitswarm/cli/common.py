@@ -72,8 +72,10 @@ Effort = Literal["low", "medium", "high"]
 """gitswarm.models.config.ReasoningEffort, spelt out so `--help` does not import the model client."""
 ToolProtocol = Literal["auto", "native", "text"]
 """gitswarm.models.config.ToolProtocol, spelt out for the same reason."""
-Isolation = Literal["shared", "independent"]
+Isolation = Literal["shared", "independent", "best-of-n"]
 """gitswarm.engine.config.Isolation, spelt out for the same reason."""
+Reviews = Literal["open", "assigned", "blind"]
+"""gitswarm.engine.config.Reviews, spelt out for the same reason."""
 
 NO_SPACE = {errno.ENOSPC: "No space left on device", errno.EFBIG: "File too large",
             errno.EDQUOT: "Disk quota exceeded"}

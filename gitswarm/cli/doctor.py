@@ -1,4 +1,5 @@
-"""`gitswarm doctor`: check a model with at most six tiny calls before a run spends money on it."""
+"""`gitswarm doctor`: check a run's models with at most six tiny calls each before a run spends
+money on them: the workers' model, and the reviewer model where the run names one."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ MODEL_KEYS = ("model", "api_base", "api_key", "max_output_tokens", "reasoning_ef
               "idle_timeout_s", "reply_timeout_s", "price_in_per_mtok", "price_out_per_mtok",
               "price_cached_in_per_mtok", "price_cache_write_per_mtok")
 """The settings of `solve` its ModelConfig is made of: the ones doctor takes."""
+REVIEWER_KEYS = ("reviewer_model", "reviewer_api_base", "reviewer_reasoning_effort", "reviewer_price_in_per_mtok",
+                 "reviewer_price_out_per_mtok")
+"""The reviewer model's own settings (`solve --reviewer-model`), checked as a second model."""
 Opt = typer.Option
 
 
@@ -35,6 +39,9 @@ def doctor(
     price_out: Annotated[float | None, Opt(min=0, help="USD per million output tokens.")] = None,
     price_cached_in: Annotated[float | None, Opt(min=0, help="USD per million cached input tokens.")] = None,
     price_cache_write: Annotated[float | None, Opt(min=0, help="USD per million cache-written tokens.")] = None,
+    reviewer_model: Annotated[str | None, Opt(
+        help="The run's reviewer model, as for solve: checked the same way, after the workers' model.")] = None,
+    reviewer_api_base: Annotated[str | None, Opt(help="The reviewer model's server URL.")] = None,
     as_json: Annotated[bool, Opt("--json", help="Print the report as one JSON object.")] = False,
 ) -> None:
     """Check a model before a run: credentials, one streamed call with a tool (once more
@@ -44,28 +51,43 @@ def doctor(
     these options would use.
 
     Takes the model options of `solve` (and its config file's [solve] table). Makes at most six
-    tiny model calls: the probe, one more for each refusal or empty stream it learns from (the
-    output limit, `tools`, streaming with tools), or the probe once more unstreamed; then two at
-    once. Keys come from the environment and are never printed. Exit 0 when every check passed
-    (a warning passes), 1 when one failed (each failure says what to do), 2 on bad input.
+    tiny model calls per model: the probe, one more for each refusal or empty stream it learns
+    from (the output limit, `tools`, streaming with tools), or the probe once more unstreamed;
+    then two at once. A reviewer model (--reviewer-model, or reviewer_model in the config file)
+    gets the same checks, reported under "reviewer". Keys come from the environment and are
+    never printed. Exit 0 when every check passed (a warning passes), 1 when one failed (each
+    failure says what to do), 2 on bad input.
     """
     given = dict(zip(MODEL_KEYS, (model, api_base, None, max_output_tokens, reasoning_effort, tool_protocol,
                                   idle_timeout, reply_timeout, price_in, price_out, price_cached_in,
                                   price_cache_write), strict=True))
+    given |= {"reviewer_model": reviewer_model, "reviewer_api_base": reviewer_api_base}
     with user_errors():
-        config = model_config(given)
+        config, reviewer = model_configs(given)
         provider = _provider(config.model)
+        reviewer_provider = _provider(reviewer.model) if reviewer is not None else ""
+    report = _checked(config, provider)
+    report["checks"].append(asdict(_sandbox()))
+    report["ok"] = report["ok"] and report["checks"][-1]["status"] != "FAIL"
+    if reviewer is not None:
+        report["reviewer"] = _checked(reviewer, reviewer_provider)
+        report["ok"] = report["ok"] and report["reviewer"]["ok"]
+    text = json.dumps(report) if as_json else plain(report) + (
+        f"\n\nThe reviewer model (review episodes):\n{plain(report['reviewer'])}" if reviewer is not None else "")
+    typer.echo(redact(redact(text, config), reviewer or config))
+    raise typer.Exit(int(Exit.OK if report["ok"] else Exit.FAILED))
+
+
+def _checked(config, provider: str) -> dict:
+    """One model's checks, calls, speed and the settings a run would use, as the report has them."""
     first = _credentials(config, provider)
     calls = _calls(config) if first.status == "ok" else Calls()
     checks, speed = after_probe(config, calls)
     checks.insert(0, first)
-    checks.append(_sandbox())
     usage = calls.usage()
-    report = {"ok": all(c.status != "FAIL" for c in checks), "calls": usage.calls,
-              "failed_calls": usage.failed_calls, "checks": [asdict(c) for c in checks], "speed": speed,
-              "run": run_settings(config, provider, calls.probe)}
-    typer.echo(redact(json.dumps(report) if as_json else plain(report), config))
-    raise typer.Exit(int(Exit.OK if report["ok"] else Exit.FAILED))
+    return {"ok": all(c.status != "FAIL" for c in checks), "calls": usage.calls,
+            "failed_calls": usage.failed_calls, "checks": [asdict(c) for c in checks], "speed": speed,
+            "run": run_settings(config, provider, calls.probe)}
 
 
 def _sandbox() -> Check:
@@ -90,19 +112,23 @@ def _calls(config) -> Calls:
     return calls
 
 
-def model_config(given: dict[str, object]):
-    """The ModelConfig `solve` would build: the config file's [solve] model settings under the
-    flags and environment (None: unset), checked by SolveConfig's rules."""
+def model_configs(given: dict[str, object]):
+    """The ModelConfigs `solve` would build for the workers and (None when the run names none)
+    the reviewer: the config file's [solve] model settings under the flags and environment
+    (None: unset), checked by SolveConfig's rules."""
+    from gitswarm.cli.running import model_config
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.settings import config_file, file_settings
     from gitswarm.models import ModelConfig, credentials_hint
 
-    settings = {k: v for k, v in file_settings(config_file()).items() if k in MODEL_KEYS}
+    keys = (*MODEL_KEYS, *REVIEWER_KEYS)
+    settings = {k: v for k, v in file_settings(config_file()).items() if k in keys}
     settings |= {k: v for k, v in given.items() if v is not None}
     cfg = SolveConfig(problems=Path("."), run=Path("."), **{"model": "", **settings})
     if not cfg.model.strip():
         raise fail(credentials_hint(""))
-    return ModelConfig(**{k: getattr(cfg, k) for k in MODEL_KEYS})
+    workers = ModelConfig(**{k: getattr(cfg, k) for k in MODEL_KEYS})
+    return workers, model_config(cfg, cfg.reviewer, reviewer=True) if cfg.reviewer_model else None
 
 
 def _provider(model: str) -> str:

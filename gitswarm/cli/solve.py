@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from gitswarm.cli.common import Effort, Isolation, ToolProtocol, fail, user_errors
+from gitswarm.cli.common import Effort, Isolation, Reviews, ToolProtocol, fail, user_errors
 from gitswarm.cli.running import RemoteRun, model_config, refuse_busy, run_swarm
 
 RUN, MODEL, BUDGET, VERIFICATION, OUTPUT, REMOTE, PRICES = (
@@ -54,6 +54,14 @@ def solve(
         help="Turn the workers' reasoning mode on at this effort (default: the model's own).")] = None,
     merger_reasoning_effort: Annotated[Effort | None, typer.Option(
         rich_help_panel=MODEL, help="The merger's reasoning effort (default: the merger model's own).")] = None,
+    reviewer_model: Annotated[str | None, typer.Option(
+        metavar="MODEL", rich_help_panel=MODEL,
+        help="Model for the review episodes (default --model): each review is then an episode the scheduler "
+             "assigns to one candidate, run on this model, and the other episodes write none. Its effort and "
+             "prices: reviewer_reasoning_effort, reviewer_price_in_per_mtok and reviewer_price_out_per_mtok in "
+             "the config file.")] = None,
+    reviewer_api_base: Annotated[str | None, typer.Option(
+        metavar="URL", rich_help_panel=MODEL, help="The reviewer model's server URL (default --api-base).")] = None,
     tool_protocol: Annotated[ToolProtocol | None, typer.Option(
         rich_help_panel=MODEL,
         help="How tools are offered: native function calling, a text protocol, or auto (default).")] = None,
@@ -100,11 +108,23 @@ def solve(
              "finds a critical error; a problem settles only on such an attempt. With none verified at "
              "the end, the best reviewed (no critical review, then the most passes) is written, marked "
              "unverified. 0: plain plurality of nominations (default 2).")] = None,
+    verify_in_row: Annotated[bool, typer.Option(
+        "--verify-in-row", rich_help_panel=VERIFICATION,
+        help="The K passes must come in a row: a gaps review restarts a candidate's count (a critical one "
+             "blocks it in any case; its revision counts from zero).")] = False,
+    reviews: Annotated[Reviews | None, typer.Option(
+        rich_help_panel=VERIFICATION,
+        help="open (default): any episode may review, with the memory in view. assigned: each review is an "
+             "episode the scheduler assigns to one candidate (on --reviewer-model, which implies it). blind: "
+             "assigned, and it reads the statement and the candidate alone, nothing of its author, of other "
+             "reviews or of the memory: an independent check.")] = None,
     isolation: Annotated[Isolation | None, typer.Option(
         rich_help_panel=VERIFICATION,
         help="shared (default): the swarm, every episode reads the memory. independent: each episode sees "
              "only its problem's statement, as independent sampling does; answers are selected by majority "
-             "(self-consistency). The baseline an experiment compares the swarm with.")] = None,
+             "(self-consistency). best-of-n: such attempts, checked by blind reviews and selected by them "
+             "(best-of-N with a verifier; no nominations). The baselines an experiment compares the swarm "
+             "with.")] = None,
     unconfined: Annotated[bool, typer.Option(
         "--unconfined", rich_help_panel=RUN,
         help="Where this machine cannot make a sandbox (see `gitswarm doctor`), run the programs of "
@@ -168,6 +188,8 @@ def solve(
         cfg = _config(problem_set, model, folder, from_file, merger_model=merger_model, api_base=api_base,
                       workers=workers or None, budget=budget, max_episodes=max_episodes, no_progress=no_progress,
                       verify=verify, isolation=isolation, unconfined=unconfined or None,
+                      verify_in_row=verify_in_row or None, reviews=reviews, reviewer_model=reviewer_model,
+                      reviewer_api_base=reviewer_api_base,
                       max_usd=max_usd, max_total_tokens=max_total_tokens, time_limit_s=time_limit,
                       problem_ids=tuple(problem or ()), seed=seed, max_steps=max_steps,
                       max_output_tokens=max_output_tokens, reasoning_effort=reasoning_effort,
@@ -183,11 +205,13 @@ def solve(
             raise fail(hint)
         worker = model_config(cfg, cfg.model)  # a bad combination of prices is refused here
         merger = model_config(cfg, cfg.merger, merger=True)
-        unpriced = [c.model for c in dict.fromkeys((worker, merger)) if not models.has_price(c)]
+        reviewer = [model_config(cfg, cfg.reviewer, reviewer=True)] if cfg.reviewer_model else []
+        unpriced = [c.model for c in dict.fromkeys((worker, merger, *reviewer)) if not models.has_price(c)]
         if cfg.max_usd is not None and unpriced:
             raise fail(f"--max-usd cannot be enforced: litellm has no price for {' or '.join(unpriced)}. Give "
                        "--price-in and --price-out (USD per million tokens; they price the workers' model, and "
-                       "the merger's when it is the same), or use --max-total-tokens.")
+                       "the merger's when it is the same; the reviewer's are reviewer_price_in_per_mtok and "
+                       "reviewer_price_out_per_mtok in the config file), or use --max-total-tokens.")
     remote = None
     if url is not None:
         remote = RemoteRun(url, cfg.workers if workers is None else workers, claim_ttl, patience, prune_batch)

@@ -1,6 +1,7 @@
 """The worker's tools (offered by kind and role, `toolspecs`): read the memory as the step's
-view shows it, stage files, run code, and end the episode with one final action. Every refusal is a `ToolError` the agent reads; a
-call's arguments are checked against the tool's schema first (`toolargs`).
+view shows it, stage files, run code, and end the episode with one final action. Every refusal
+is a `ToolError` the agent reads; a call's arguments are checked against the tool's schema
+first (`toolargs`).
 Program and reproduce problems also get `shell` (`CODE_TOOLS`): a command in the episode's
 code tree (`workspace`), whose changes become staged files and deletions."""
 
