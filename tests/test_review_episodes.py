@@ -267,7 +267,7 @@ def test_settings_that_ask_for_reviews_where_none_are_written_are_refused(proble
     base = {"problems": problem_dir, "run": tmp_path / "r", "model": "m"}
     with pytest.raises(ValidationError, match="best-of-n selects by reviews"):
         SolveConfig(**base, isolation="best-of-n", verify=0)
-    with pytest.raises(ValidationError, match="--reviews blind sets how reviews .*, but isolation independent"):
+    with pytest.raises(ValidationError, match=r"--reviews blind sets how reviews .*, but isolation independent"):
         SolveConfig(**base, isolation="independent", reviews="blind")
     with pytest.raises(ValidationError, match="--reviewer-model sets how reviews are written, but verify=0"):
         SolveConfig(**base, reviewer_model="openai/r", verify=0)
