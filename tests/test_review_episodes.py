@@ -31,6 +31,8 @@ from gitswarm.memory.repo import Memory
 from gitswarm.models import LiteLLMModel
 from gitswarm.problems.loader import load_set
 from gitswarm.readmodel.read import read_run
+from gitswarm.report.collect import collect
+from gitswarm.report.render import to_markdown
 from gitswarm.resources import resolve_set
 
 MARK = re.compile(r"MARK-\d+")
@@ -102,6 +104,13 @@ async def test_review_episodes_go_to_the_reviewer_model_and_no_other(tmp_path: P
     shown = [line.split("\0") for line in trailers.splitlines() if "\0" in line]
     assert all(model == "openai/reviewer-model" for subject, model in shown if subject.startswith("review("))
     assert any(subject.startswith("review(") for subject, _ in shown)
+    report, _ = collect(run)  # the report says what each role spent, on which model
+    roles = {(r["role"], r["model"]): r for r in report.roles}
+    assert set(roles) == {("workers", "openai/worker-model"), ("reviews", "openai/reviewer-model"),
+                          ("merger", "openai/worker-model")}
+    assert roles[("reviews", "openai/reviewer-model")]["calls"] == len(reviewers.requests)
+    assert roles[("reviews", "openai/reviewer-model")]["episodes"] == len(reviews)
+    assert "reviews assigned to one candidate each on openai/reviewer-model" in to_markdown(report)
 
 
 @pytest.mark.anyio

@@ -97,6 +97,7 @@ class RunContext:
         ledger = self.ledger
         self.events.emit("run_started", **{
             "run": self.memory.run_id, "model": self.cfg.model, "budget": self.cfg.budget,
+            "reviewer_model": self.cfg.reviewer_model, "reviews": self.cfg.reviews, "isolation": self.cfg.isolation,
             "workers": self.cfg.workers, "charged": ledger.charged, "problems": self.problems,
             "episodes": ledger.totals.episodes, "max_episodes": self.cfg.max_episodes,
             "set_aside": sorted(self.streaks.set_aside & set(self.problems)), "stale_locks_removed": [],

@@ -99,9 +99,12 @@ class RunReport:
     workers: list[dict] = field(default_factory=list)
     """In a run on a git remote, each worker process as the read model has it."""
     failed: dict[str, int] = field(default_factory=dict)
+    """Failed episodes by class: provider, model, engine (the read model's totals)."""
     selector: dict = field(default_factory=dict)
     """The selection and the reviews against the referee's grades (`selector.SelectorQuality`)."""
-    """Failed episodes by class: provider, model, engine (the read model's totals)."""
+    roles: list[dict] = field(default_factory=list)
+    """What each role spent on its model (`spent_by_role`): the workers', the review episodes'
+    (on the reviewer model, where the run had one) and the merger's."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -141,7 +144,28 @@ def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
         ancestry_share=_share(sum(p.in_ancestry for p in problems), total),
         problems=problems, usage=state.totals.parts(), workers=[w.as_dict() for w in state.workers],
         failed=dict(state.totals.failed),
-        selector=selector_quality(list(state.problems), settings.model or "the run's model").as_dict()), graph
+        selector=selector_quality(list(state.problems), settings.reviewer or settings.model or "the run's model")
+        .as_dict(), roles=spent_by_role(every, settings.model)), graph
+
+
+def spent_by_role(every: dict, model: str | None) -> list[dict]:
+    """The ledger's records summed by role and model: `workers` (every episode but an assigned
+    review), `reviews` (the episodes the scheduler assigned a candidate to, on the reviewer
+    model where the run had one) and `merger`; a record from before records named their model
+    is the run's `model`'s."""
+    found: dict[tuple[str, str], dict] = {}
+    for key, record in every.items():
+        role = "merger" if key == "merger" else "reviews" if record.reviews else "workers"
+        name = record.model or (model if role != "merger" else None) or "not recorded"
+        row = found.setdefault((role, name), {"role": role, "model": name, "episodes": 0, "calls": 0,
+                                              "tokens": 0, "cost_usd": 0.0})
+        row["episodes"] += key != "merger"
+        row["calls"] += record.calls
+        row["tokens"] += record.tokens_in + record.tokens_out
+        known = row["cost_usd"] is not None and record.cost_known
+        row["cost_usd"] = round(row["cost_usd"] + record.cost_usd, 6) if known else None
+    order = {"workers": 0, "reviews": 1, "merger": 2}
+    return sorted(found.values(), key=lambda r: (order[r["role"]], r["model"]))
 
 
 def _share(part: int, whole: int) -> float | None:

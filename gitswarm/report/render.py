@@ -76,12 +76,19 @@ def settings_line(settings: RunSettings, processes: list[str]) -> str:
     if processes:
         workers = (f"{workers} in the coordinator's process, and {len(processes)} worker process(es): "
                    + ", ".join(processes))
-    rule = (f"a candidate is verified by {settings.verify} `pass` review(s) from workers other than its author "
-            f"and no critical one (verify K = {settings.verify})" if settings.verify
+    row = " in a row" if settings.in_row else ""
+    rule = (f"a candidate is verified by {settings.verify} `pass` review(s){row} from workers other than its "
+            f"author and no critical one (verify K = {settings.verify})" if settings.verify
             else "no review needed, plain plurality (verify K = 0)")
     resumed = f"; started {settings.starts} times (resumed)" if settings.starts > 1 else ""
+    reviews = ({"assigned": "reviews assigned to one candidate each", "blind": "blind reviews (the statement "
+                "and the candidate alone)"}.get(settings.reviews or "", "")
+               + (f" on {settings.reviewer}" if settings.reviewer else ""))
+    settle = ("the first verified candidate settles a problem (best-of-n: independent attempts, no nominations)"
+              if settings.isolation == "best-of-n" else
+              f"{settings.settle_nominations} nominations of one candidate settle a problem")
     return (f"Model {settings.model or unknown}; budget {budget}{cap}; workers {workers}{resumed}. "
-            f"Verification: {rule}; {settings.settle_nominations} nominations of one candidate settle a problem."
+            f"Verification: {rule}{f'; {reviews.strip()}' if reviews.strip() else ''}; {settle}."
             + (f" {unconfined_line(settings)}" if settings.unconfined else ""))
 
 
@@ -101,9 +108,17 @@ def totals_line(report: RunReport) -> str:
             f"{report.wall_seconds:.1f} s wall time.")
 
 
+def roles_line(roles: list[dict]) -> str:
+    """What each role spent on its model, in one sentence."""
+    shown = [f"{r['role']} on {r['model']}: " + (f"{r['episodes']} episodes, " if r["role"] != "merger" else "")
+             + f"{r['calls']} calls, {r['tokens']:,} tokens, USD {usd(r['cost_usd'])}" for r in roles]
+    return f"By role: {'; '.join(shown)}." if shown else ""
+
+
 def _summary(report: RunReport) -> str:
     processes = [w["name"] for w in report.workers]
     return (f"{settings_line(RunSettings(**report.settings), processes)} {totals_line(report)} "
+            + (f"{roles_line(report.roles)} " if report.roles else "") +
             f"All calls, the merger's too: {usage_line(report.usage)}. {failed_line(report.failed)}. "
             f"{report.contributions} contributions: {pct(report.built_on_share)} built on by later work, "
             f"{pct(report.ancestry_share)} in the selected solutions' ancestry.")

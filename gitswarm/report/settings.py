@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from gitswarm.core.events import EVENT_LOG
+from gitswarm.core.rule import Rule
 from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.read import rule_of, scheduler_record
 
@@ -40,6 +41,15 @@ class RunSettings:
     """The nominations of one candidate that settle a problem."""
     source: str
     """Where model, budget and workers were read: the event log, the published settings, or nothing."""
+    reviewer: str | None = None
+    """The model of its review episodes (`solve --reviewer-model`), as of its last start; None:
+    the workers' model (or not recorded)."""
+    reviews: str | None = None
+    """Who wrote its reviews and what they saw: open, assigned or blind (as of its last start)."""
+    isolation: str | None = None
+    """shared, independent or best-of-n (as of its last start)."""
+    in_row: bool = False
+    """The K passes had to come in a row (the ledger's rule)."""
     sandbox: str | None = None
     """What the programs of its starts ran under ("bwrap", "namespaces", "unconfined"; several,
     in order, when resumes differed); None where not recorded."""
@@ -55,23 +65,29 @@ class RunSettings:
 
 def read_settings(memory: Memory, run: Path) -> RunSettings:
     """The run's settings from its event log (else the published settings) and its ledger."""
-    verify, settle = rule_of(scheduler_record(memory))
+    record = scheduler_record(memory)
+    verify, settle = rule_of(record)
+    in_row = Rule.from_record(record.get("selection")).in_row
     starts = _starts(run / EVENT_LOG)
     if starts:
         last = starts[-1]
         models = list(dict.fromkeys(str(s.get("model")) for s in starts if s.get("model")))
         boxes = list(dict.fromkeys(str(s["sandbox"]) for s in starts if s.get("sandbox")))
+        said = {key: value if isinstance(value := last.get(key), str) else None
+                for key in ("reviewer_model", "reviews", "isolation")}
         return RunSettings(", then ".join(models) or None, _int(last.get("budget")), _int(last.get("max_episodes")),
                            _int(last.get("workers")), len(starts), verify, settle, f"{EVENT_LOG} (run_started)",
+                           said["reviewer_model"], said["reviews"], said["isolation"], in_row,
                            ", then ".join(boxes) or None)
     published = _published(memory)
     if published:
         solve, coordinator = _table(published, "solve"), _table(published, "coordinator")
         model = coordinator.get("model")
+        shown = {key: value if isinstance(value := solve.get(key), str) else None for key in ("reviews", "isolation")}
         return RunSettings(model if isinstance(model, str) else None, _int(solve.get("budget")),
                            _int(solve.get("max_episodes")), None, 0, verify, settle,
-                           "the coordinator's published settings")
-    return RunSettings(None, None, None, None, 0, verify, settle, "not recorded")
+                           "the coordinator's published settings", None, shown["reviews"], shown["isolation"], in_row)
+    return RunSettings(None, None, None, None, 0, verify, settle, "not recorded", in_row=in_row)
 
 
 def _starts(log: Path) -> list[dict]:
