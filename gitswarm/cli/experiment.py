@@ -133,10 +133,14 @@ def runner_for(spec, parallel: int, judge):
         return RemoteRun(url, local, spec.remote.claim_ttl_s, spec.remote.patience_s)
 
     async def grade(plan) -> list[str]:
+        """Every candidate of the problems graded without a model (answers, programs), so that the
+        report can check the selection against them; of proofs, the selected solutions alone."""
         memory = Memory(plan.config.run)
         problems = [p for p in spec.problem_set.problems if p.id in memory.problems()]
-        _, errors = await grade_all(memory, problems, judge, 3, False, False, 900.0)
-        return [message for message, _ in errors]
+        proofs = [p for p in problems if p.kind == "proof"]
+        _, errors = await grade_all(memory, [p for p in problems if p not in proofs], judge, 3, False, True, 900.0)
+        _, more = await grade_all(memory, proofs, judge, 3, False, False, 900.0)
+        return [message for message, _ in [*errors, *more]]
 
     runner = Runner(spec, start, grade, _say, Control(), parallel)
     return runner

@@ -39,6 +39,12 @@ def blocks(data: dict) -> list[tuple]:
                     [[c["arm"], str(c["pairs"]), _num(c["mean_difference"], 3, sign=True), _ci(c["ci95"]),
                       "yes" if c["within_noise"] else "no", str(c["solved_only_by_arm"]),
                       str(c["solved_only_by_baseline"]), str(c["pairs_left_out"])] for c in data["comparisons"]]))
+    if data.get("by_kind"):
+        out += [("p", "The same comparison within each problem kind:"),
+                ("table", ["arm", "kind", "pairs", "mean difference", "95% CI", "within the noise"],
+                 [[c["arm"], c["kind"], str(c["pairs"]), _num(c["mean_difference"], 3, sign=True), _ci(c["ci95"]),
+                   "yes" if c["within_noise"] else "no"] for c in data["by_kind"]])]
+    out += _selectors(arms)
     kinds = list(dict.fromkeys(k for a in arms for k in a["outcomes"]))
     out += [("h", "Episodes by outcome"),
             ("table", ["arm", "episodes", *kinds], [[a["arm"], str(a["episodes"]),
@@ -52,6 +58,22 @@ def blocks(data: dict) -> list[tuple]:
             ("p", f"Spent by the experiment, every run listed: {data['spent']['tokens']} tokens, "
                   f"{_usd(data['spent']['cost_usd'])} USD.")]
     return out
+
+
+def _selectors(arms: list[dict]) -> list[tuple]:
+    """Each arm's selection and reviews against the referee (the run report's figures, summed)."""
+    rows = [[a["arm"], s["reviewer"] or "-", f"{s['graded']} of {s['candidates']}",
+             f"{s['picked_best']} of {s['selected']}", f"{s['critical_confirmed']} of {s['critical']}",
+             f"{s['false_passes']} of {s['passes']}"] for a in arms if (s := a.get("selector"))]
+    if not rows:
+        return []
+    return [("h", "Selection and reviews against the referee"),
+            ("table", ["arm", "reviewer", "candidates graded", "picked a best-graded", "critical confirmed",
+                       "false passes"], rows),
+            ("p", "Per arm, over its finished runs: how often the selection picked a best-graded candidate (of "
+                  "the problems whose selected candidate is graded), how many critical reviews the referee "
+                  "confirms, and how many passes it contradicts. The experiment grades every candidate of "
+                  "the problems graded without a model (answers, programs); of proofs, the selected ones.")]
 
 
 def _runs(data: dict) -> tuple:

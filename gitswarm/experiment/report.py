@@ -1,6 +1,7 @@
 """The comparison of an experiment's arms, as one JSON-ready dict: per arm (solved, mean
 score, tokens and USD per solved problem, wall time, episodes by outcome, the compounding
-figures), each arm against the baseline (paired by problem and seed, with a bootstrap 95% CI),
+figures, the selector's quality against the referee), each arm against the baseline (paired by
+problem and seed, with a bootstrap 95% CI; per problem kind too, where the set has several),
 and per run (the numbers `gitswarm status --json` gives of it). Read-only."""
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ def assemble(spec: Spec, figures: list[RunFigures], again: list[RunFigures] | No
     pairs = {arm: _pairs(spec, arm, stand) for arm in spec.arms}
     comparisons = [compare(arm, spec.baseline, pairs[arm], pairs[spec.baseline]).as_dict()
                    for arm in spec.arms if arm != spec.baseline]
+    kinds = _kinds(spec)
+    by_kind = [compare(arm, spec.baseline, _of(pairs[arm], ids), _of(pairs[spec.baseline], ids)).as_dict()
+               | {"kind": kind} for arm in spec.arms if arm != spec.baseline for kind, ids in kinds.items()
+               ] if len(kinds) > 1 else []
     standing_paths = {f.path for f in stand}
     runs = [f.as_dict() | {"name": Path(f.path).name, "pass": 2 if f in again else 1,
                            "stands": f.path in standing_paths} for f in [*figures, *again]]
@@ -61,7 +66,7 @@ def assemble(spec: Spec, figures: list[RunFigures], again: list[RunFigures] | No
             "resamples": RESAMPLES,
             "arms": [_arm(spec, arm, [f for f in stand if f.arm == arm], [f for f in done if f.arm == arm])
                      for arm in spec.arms],
-            "comparisons": comparisons, "runs": runs,
+            "comparisons": comparisons, "by_kind": by_kind, "runs": runs,
             "equal_spend": [fair[seed].as_dict() | {"standing": spec.standing(fair[seed])} if seed in fair
                             else {"seed": seed, "tokens": None}
                             for seed in spec.seeds] if spec.budget.smallest else None,
@@ -104,6 +109,30 @@ def _pairs(spec: Spec, arm: str, figures: list[RunFigures]) -> dict[tuple[str, i
     return found
 
 
+def _kinds(spec: Spec) -> dict[str, set[str]]:
+    """The experiment's problems by kind."""
+    chosen = set(spec.runs[0].config.problem_ids) or {p.id for p in spec.problem_set.problems}
+    found: dict[str, set[str]] = {}
+    for p in spec.problem_set.problems:
+        if p.id in chosen:
+            found.setdefault(p.kind.value, set()).add(p.id)
+    return found
+
+
+def _of(pairs: dict[tuple[str, int], float | None], ids: set[str]) -> dict[tuple[str, int], float | None]:
+    return {key: score for key, score in pairs.items() if key[0] in ids}
+
+
+def _selector(done: list[RunFigures]) -> dict:
+    """The selector's figures summed over the arm's finished runs (`report.selector`)."""
+    counts = ("graded", "candidates", "selected", "picked_best", "contested", "critical", "critical_confirmed",
+              "passes", "false_passes")
+    found = {name: sum(int(f.selector.get(name, 0)) for f in done) for name in counts}
+    reviewers = list(dict.fromkeys(str(f.selector["reviewer"]) for f in done if f.selector.get("reviewer")))
+    return found | {"reviewer": ", ".join(reviewers) or None,
+                    "scripted": any(bool(f.selector.get("scripted")) for f in done)}
+
+
 def _arm(spec: Spec, arm: str, runs: list[RunFigures], done: list[RunFigures]) -> dict:
     scores = [s for f in done for s in f.scores.values()]
     graded = [s for s in scores if s is not None]
@@ -124,7 +153,8 @@ def _arm(spec: Spec, arm: str, runs: list[RunFigures], done: list[RunFigures]) -
             "wall_seconds": round(sum(f.wall_seconds for f in done), 3), "outcomes": dict(outcomes),
             "contributions": contributions,
             "built_on_share": _share(sum(f.built_on for f in done), contributions),
-            "ancestry_share": _share(sum(f.in_ancestry for f in done), contributions)}
+            "ancestry_share": _share(sum(f.in_ancestry for f in done), contributions),
+            "selector": _selector(done)}
 
 
 def _share(part: int, whole: int) -> float | None:
