@@ -27,7 +27,7 @@ from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.references import References
 from gitswarm.engine.stopping import Cut
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
-from gitswarm.memory.errors import PathRejected
+from gitswarm.errors import Refusal
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.models.calls import CallLog
@@ -123,15 +123,14 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
         final, failure = Final("failed", reason=str(exc)), of_model_error(exc.kind)
         stop = Stop(StopReason.MODEL_FATAL, str(exc)) if exc.kind in FATAL_KINDS else None
     except Exception as exc:  # the episode's boundary: a bug of ours ends this episode alone
-        log = shared.events.log_error(f"engine error in episode {ep.episode} ({ep.worker} on {ep.problem_id})", exc)
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        final, failure = Final("failed", reason=f"engine error: {reason} (the traceback is in {log})"), Failure.ENGINE
+        final, failure = Final("failed", reason=_engine_error(shared, ep, exc)), Failure.ENGINE
     finally:
         calls.close()
         shared.view.finished(ep.worker)
         tools.close()
     if final.action in ("failed", "stopped") and tools.staged and record.commit is None:
-        final = await _keep_staged(shared, record, tools, final)
+        final, bug = await _keep_staged(shared, record, tools, final)
+        failure = Failure.ENGINE if bug else failure
     record.status, record.note = final.action, final.reason
     record.failure = failure.value if final.action == "failed" else ""
     await _keep_transcript(shared, record, messages)
@@ -226,10 +225,18 @@ def replied(shared: Shared, usage: Usage, began: float, **fields: object) -> Non
                        cache_write=usage.cache_write, calls=usage.calls, seconds=round(time.monotonic() - began, 3))
 
 
+def _engine_error(shared: Shared, ep: EpisodeInfo, exc: Exception) -> str:
+    """Log a bug met in episode `ep`, traceback and all; the reason the episode failed."""
+    log = shared.events.log_error(f"engine error in episode {ep.episode} ({ep.worker} on {ep.problem_id})", exc)
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return f"engine error: {reason} (the traceback is in {log})"
+
+
 async def _run_calls(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: Toolbox,
                      messages: list[dict], reply) -> Final | None:
-    """Run the reply's tool calls in order; a final action that commits ends the episode (a
-    contribution the memory refuses goes back to the model)."""
+    """Run the reply's tool calls in order; a final action that commits ends the episode. A
+    refusal (`errors.Refusal`: a tool's `ToolError`, a contribution the memory refuses) goes back
+    to the model, and nothing else does: any other error is the episode's engine error."""
     for n, call in enumerate(reply.tool_calls):
         shared.events.emit("tool", episode=ep.episode, worker=ep.worker, tool=call.name)
         try:
@@ -243,7 +250,7 @@ async def _run_calls(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, too
                 return result
         except ToolError as exc:
             result = f"error: {exc}"
-        except (PathRejected, ValueError) as exc:
+        except Refusal as exc:
             result = f"error: the contribution was refused: {exc}"
         messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     return None
@@ -258,14 +265,18 @@ async def _commit(shared: Shared, record: EpisodeRecord, contribution: Contribut
     record.commit = written.commit
 
 
-async def _keep_staged(shared: Shared, record: EpisodeRecord, tools: Toolbox, final: Final) -> Final:
-    """Commit a failed episode's staged files as an incomplete note; the record says where
-    they went, or why they could not be kept."""
+async def _keep_staged(shared: Shared, record: EpisodeRecord, tools: Toolbox, final: Final) -> tuple[Final, bool]:
+    """Commit a failed episode's staged files as an incomplete note; the record says where they
+    went, or why they could not be kept. True with it when a bug kept them (logged as the
+    episode's engine error: like any bug inside, it ends no more than this episode)."""
+    kept, bug = f"its staged files are kept in notes/incomplete-{tools.ep.episode}.md", False
     try:
         await _commit(shared, record, _incomplete(tools, final.reason))
-    except (PathRejected, ValueError) as exc:
-        return replace(final, reason=f"{final.reason}; its staged files were not kept: {exc}")
-    return replace(final, reason=f"{final.reason}; its staged files are kept in notes/incomplete-{tools.ep.episode}.md")
+    except Refusal as exc:
+        kept = f"its staged files were not kept: {exc}"
+    except Exception as exc:
+        kept, bug = f"its staged files were not kept: {_engine_error(shared, tools.ep, exc)}", True
+    return replace(final, reason=f"{final.reason}; {kept}"), bug
 
 
 def _incomplete(tools: Toolbox, reason: str) -> Contribution:
