@@ -36,13 +36,13 @@ class GitswarmError(Exception):
         super().__init__(f"{what}; {fix}" if fix else what)
 
 
-class BadInput(GitswarmError, ValueError):
+class BadInput(GitswarmError):
     """Input that was validated and refused; nothing was changed.
 
-    It stays a `ValueError` for two reasons: pydantic turns only a `ValueError` (or an
-    `AssertionError`) raised in a validator into the `ValidationError` that names the
-    setting, and click turns a `ValueError` from a typer option's parser into a usage error.
-    A model's refused contribution is a `Refusal`, not bad input."""
+    Not a `ValueError`, so that no bug's `ValueError` is read as bad input. At pydantic's
+    boundary a validator raises a plain `ValueError` (pydantic makes only that, or an
+    `AssertionError`, the `ValidationError` that names the setting); a typer option's parser
+    would raise `typer.BadParameter`. A model's refused contribution is a `Refusal`."""
 
 
 class EnvironmentFault(GitswarmError):

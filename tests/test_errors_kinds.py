@@ -130,7 +130,7 @@ def test_existing_errors_have_their_kind():
     assert issubclass(PathRejected, Refusal) and not issubclass(PathRejected, BadInput)
     assert issubclass(ToolError, Refusal) and issubclass(NotARun, BadInput)
     assert issubclass(ImportRefused, BadInput) and issubclass(OtherProtocol, BadInput)
-    assert issubclass(ForeignFolder, BadInput) and issubclass(BadInput, ValueError)
+    assert issubclass(ForeignFolder, BadInput) and not issubclass(BadInput, ValueError)
     assert issubclass(RemoteError, EnvironmentFault) and issubclass(ModelError, EnvironmentFault)
     assert issubclass(Contention, RunFault)
     rejected = PathRejected("a/../b", "it leaves the folder")

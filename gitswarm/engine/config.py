@@ -9,7 +9,6 @@ from typing import Literal, get_args
 from pydantic import BaseModel, Field, model_validator
 
 from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
-from gitswarm.errors import BadInput
 from gitswarm.models.config import ReasoningEffort, ToolProtocol
 
 Isolation = Literal["shared", "independent"]
@@ -147,8 +146,8 @@ class SolveConfig(BaseModel):
         """K passes from workers other than the author need K + 1 workers: with fewer, no
         attempt could ever be verified, and no problem settle."""
         needed = Rule.of(self).workers_needed
-        if self.workers < needed and self.isolation == "shared":
-            raise BadInput(f"verify={self.verify} needs at least {needed} workers (a review counts "
+        if self.workers < needed and self.isolation == "shared":  # a ValueError: pydantic reports it
+            raise ValueError(f"verify={self.verify} needs at least {needed} workers (a review counts "
                              f"only from a worker other than the attempt's author), not {self.workers}: give "
                              f"--workers {needed} or more, or a smaller --verify (0: no review needed)")
         return self
