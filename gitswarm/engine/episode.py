@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
-from gitswarm.core.stops import CapReached, Stop, StopReason
+from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import context, conversation
 from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.events import EventLog
@@ -38,7 +38,7 @@ from gitswarm.usage import Usage
 if TYPE_CHECKING:
     from gitswarm.models.errors import Retry
 
-__all__ = ["CapReached", "Ended", "Model", "Shared", "run_episode", "transcript"]
+__all__ = ["Ended", "Model", "Shared", "run_episode", "transcript"]
 
 MAX_NUDGES = 3
 """Replies without a tool call an episode may have before it ends as failed."""
@@ -71,8 +71,8 @@ class Shared:
     model: Model
     events: EventLog
     sandbox: anyio.CapacityLimiter
-    check_caps: Callable[[], None]
-    """Raises CapReached when the next call may not be made."""
+    check_caps: Callable[[], Stop | None]
+    """The stop a cap reached calls for when the next call may not be made, else None."""
     ledger: Ledger
     references: References | None = None
     """The reproduce problems' reference executables, for code workers' shells."""
@@ -117,8 +117,6 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
             final = Final("stopped", reason=f"{cut.why} after {record.calls} model calls")
         elif final is None:
             final = Final("failed", reason=f"episode wall-clock limit ({cfg.episode_timeout_s:.0f} s) reached")
-    except CapReached as exc:
-        final, stop = Final("stopped", reason=str(exc)), exc.stop
     except ModelError as exc:
         final, failure = Final("failed", reason=str(exc)), of_model_error(exc.kind)
         stop = Stop(StopReason.MODEL_FATAL, str(exc)) if exc.kind in FATAL_KINDS else None
@@ -131,7 +129,7 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
     if final.action in ("failed", "stopped") and tools.staged and record.commit is None:
         final, bug = await _keep_staged(shared, record, tools, final)
         failure = Failure.ENGINE if bug else failure
-    record.status, record.note = final.action, final.reason
+    record.status, record.note, stop = final.action, final.reason, stop or final.stop
     record.failure = failure.value if final.action == "failed" else ""
     await _keep_transcript(shared, record, messages)
     lossless = conversation.of_episode(calls, ep, record, cfg.model)
@@ -166,6 +164,8 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
             await _look(shared, tools)
             head = context.header(shared.view, tools.index, ep, step, tools.staged_names(), tools.new_items())
             messages.append({"role": "user", "content": render("step.md.j2", header=head, note=note)})
+        if (reached := shared.check_caps()) is not None:  # the run's stop: no more calls
+            return Final("stopped", reason=reached.detail, stop=reached)
         force = nudges > 0 and shared.model.may_force_tools()
         reply = await _call(shared, ep, record, messages, step, "required" if force else None)
         messages.append(reply.message)
@@ -196,7 +196,6 @@ async def _look(shared: Shared, tools: Toolbox) -> None:
 async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages: list[dict], step: int,
                 tool_choice: str | None):
     """One model call, charged to the episode whatever its outcome."""
-    shared.check_caps()
     shared.view.working(ep.worker, ep.episode, ep.problem_id, step)
     shared.events.emit("step", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step,
                        tokens=record.tokens_in + record.tokens_out)  # the episode's so far, for the dashboard
