@@ -12,13 +12,17 @@ For the user of a command (`cli.common.describe` turns them into a message and a
 
 For the model: `Refusal`, a tool call or a contribution the checks refused (the tools'
 `ToolError`, the memory's `ContributionRefused`). An episode turns exactly this family into
-the answer the model reads (`engine/episode.py`), and the coordinator's intake refuses a
-pushed episode for it (`remote/intake.py`). It never reaches a command.
+the answer the model reads (`engine/episode.py`); the coordinator's intake refuses a pushed
+episode the memory's checks refuse (`remote/intake.py`). It never reaches a command.
 
-A control signal (a cap reached, a claim lost) is not an error of these kinds and is not
-caught as one. Anything else, a plain `ValueError` from deep inside a run included, is a bug:
-an episode ends as an engine failure, a command raises it as it is. Existing error classes
-keep their names and data and inherit a family.
+A control signal is no error of these families. A cap reached is a return value
+(`engine.run.caps_check` returns the `Stop` it calls for). The claims protocol's outcomes
+(`ClaimHeld`, `ClaimLost`, `ClaimPruned`: an atomic push refused whole, nothing written) stay
+exceptions of their own, caught by name where a claim is taken, renewed or closed.
+
+Anything else, a plain `ValueError` from deep inside a run included, is a bug: an episode
+ends as an engine failure, a command raises it as it is. Existing error classes keep their
+names and data and inherit a family.
 """
 
 from __future__ import annotations
