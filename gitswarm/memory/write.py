@@ -78,8 +78,8 @@ def _check_text(c: Contribution) -> None:
     for what, text in (("title", c.title), ("summary", c.summary), ("self-assessment", c.self_assessment)):
         if not _utf8(text):
             raise ContributionRefused(f"the {what} is not UTF-8 text (it holds a lone surrogate)")
-    for path, text in c.files.items():
-        if isinstance(text, str) and not _utf8(text):
+    for path, data in c.files.items():
+        if isinstance(data, str) and not _utf8(data):
             raise PathRejected(path, "the content is not UTF-8 text")
 
 
