@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from gitswarm.cli.common import Exit, describe
 from gitswarm.cli.main import app
 from gitswarm.engine import settings
-from gitswarm.errors import BadInput, EnvironmentFault, RunFault
+from gitswarm.engine.toolargs import ToolError
+from gitswarm.errors import BadInput, EnvironmentFault, Refusal, RunFault
 from gitswarm.memory import books
 from gitswarm.memory.errors import Contention, NotARun, PathRejected
 from gitswarm.memory.retry import is_transient, retry
@@ -126,9 +127,10 @@ def test_retry_raises_a_permanent_error_at_once(repo):
 
 
 def test_existing_errors_have_their_kind():
-    assert issubclass(PathRejected, BadInput) and issubclass(NotARun, BadInput)
+    assert issubclass(PathRejected, Refusal) and not issubclass(PathRejected, BadInput)
+    assert issubclass(ToolError, Refusal) and issubclass(NotARun, BadInput)
     assert issubclass(ImportRefused, BadInput) and issubclass(OtherProtocol, BadInput)
-    assert issubclass(ForeignFolder, BadInput) and issubclass(BadInput, ValueError)
+    assert issubclass(ForeignFolder, BadInput) and not issubclass(BadInput, ValueError)
     assert issubclass(RemoteError, EnvironmentFault) and issubclass(ModelError, EnvironmentFault)
     assert issubclass(Contention, RunFault)
     rejected = PathRejected("a/../b", "it leaves the folder")
@@ -146,6 +148,7 @@ def test_the_kind_decides_the_exit_code():
     assert code is Exit.FAILED and "run the same command again" in message
     assert describe(ValueError("from deep inside a run")) is None  # a bug: raised as it is
     assert describe(ExceptionGroup("writers", [BadInput("x"), ValueError("y")])) is None
+    assert describe(PathRejected("notes/x", "no")) is None  # the model's to read: none reaches a command
 
 
 def test_a_bad_config_file_is_bad_input_through_the_cli(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from test_episode_replies import CONTRIBUTE, WRITE, call, one_episode, said
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
@@ -19,6 +20,7 @@ from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FakeReply, FaultPlan, serve
+from gitswarm.memory.errors import ContributionRefused
 from gitswarm.memory.repo import Memory
 from gitswarm.models import LiteLLMModel, ModelConfig
 from gitswarm.models.reply import Reply, ToolCall
@@ -208,3 +210,52 @@ async def test_a_stream_cut_early_is_retried_and_each_retry_is_said(tmp_path: Pa
     assert lines[0].startswith("e00001 w01: the server ended the reply early (1st time); retrying in ")
     assert lines[1].startswith("e00001 w01: the server ended the reply early (2nd time); retrying in ")
     assert records(run)[0].status == "abstain"
+
+
+def failing_once(monkeypatch, error: Exception, op: str = "-final") -> None:
+    """The memory raises `error` on the episode's first commit of an op ending in `op` (its final
+    action's, or `-incomplete`: the note of what a failed episode staged), else commits as usual."""
+    contribute, raised = Memory.contribute, []
+
+    def once(memory: Memory, contribution):
+        if contribution.op.endswith(op) and not raised:
+            raised.append(error)
+            raise error
+        return contribute(memory, contribution)
+
+    monkeypatch.setattr(Memory, "contribute", once)
+
+
+@pytest.mark.anyio
+async def test_a_refused_contribution_goes_back_to_the_model_which_contributes_again(tmp_path: Path, monkeypatch):
+    failing_once(monkeypatch, ContributionRefused("informed_by 'f00d' is not a commit of this run"))
+    replies = [FakeReply(tool_calls=[WRITE]), FakeReply(tool_calls=[CONTRIBUTE]), FakeReply(tool_calls=[CONTRIBUTE])]
+    record, server, _ = await one_episode(tmp_path, replies)
+    assert "error: the contribution was refused: informed_by 'f00d' is not a commit" in said(server, 2)
+    assert (record.status, record.failure) == ("contribute", "") and record.commit
+
+
+@pytest.mark.anyio
+async def test_a_value_error_of_a_bug_is_not_told_to_the_model_but_fails_the_episode_as_the_engines(
+        tmp_path: Path, monkeypatch):
+    """A plain ValueError is a bug, not a refusal (once, any ValueError while committing was
+    told to the model as "the contribution was refused")."""
+    failing_once(monkeypatch, ValueError("a bug deep in the memory"))
+    replies = [FakeReply(tool_calls=[WRITE]), FakeReply(tool_calls=[CONTRIBUTE]), FakeReply(tool_calls=[CONTRIBUTE])]
+    record, server, run = await one_episode(tmp_path, replies)
+    assert len(server.requests) == 2 and "refused" not in said(server, 1)  # the model was told nothing
+    assert (record.status, record.failure) == ("failed", "engine")
+    assert "engine error: ValueError: a bug deep in the memory" in record.note and RUN_LOG in record.note
+    assert f"its staged files are kept in notes/incomplete-{record.episode}.md" in record.note
+    assert "Traceback" in (run / RUN_LOG).read_text()
+
+
+@pytest.mark.anyio
+async def test_a_bug_while_keeping_a_failed_episodes_staged_files_fails_it_alone_as_the_engines(
+        tmp_path: Path, monkeypatch):
+    failing_once(monkeypatch, ValueError("a bug deep in the memory"), op="-incomplete")
+    replies = [FakeReply(tool_calls=[WRITE]), FakeReply(tool_calls=[call("list_items", {})])]
+    record, _, run = await one_episode(tmp_path, replies, max_steps=2)
+    assert (record.status, record.failure) == ("failed", "engine") and "step limit (2)" in record.note
+    assert "its staged files were not kept: engine error: ValueError: a bug deep in the memory" in record.note
+    assert "Traceback" in (run / RUN_LOG).read_text()

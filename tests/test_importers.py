@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gitswarm.errors import BadInput
 from gitswarm.problems.importers import ImportRefused, import_file, safe_id
 from gitswarm.problems.loader import check_set
 from gitswarm.problems.model import Kind
@@ -82,15 +83,15 @@ def test_proofbench_fixture_level_filter(tmp_path: Path) -> None:
 
 def test_unknown_level_lists_levels_present(tmp_path: Path) -> None:
     source = write_csv(tmp_path / "pb.csv", PROOF_HEADER, [proof_row("PB-1", "IMO-easy")])
-    with pytest.raises(ValueError, match="levels in the file: IMO-easy"):
+    with pytest.raises(BadInput, match="levels in the file: IMO-easy"):
         import_file("imo-proofbench", source, tmp_path / "out", level="olympic")
-    with pytest.raises(ValueError, match="only applies to the imo-proofbench"):
+    with pytest.raises(BadInput, match="only applies to the imo-proofbench"):
         import_file("imo-answerbench", source, tmp_path / "out", level="IMO-easy")
 
 
 def test_missing_column_names_missing_and_found(tmp_path: Path) -> None:
     source = write_csv(tmp_path / "ab.csv", ANSWER_HEADER[:2], [["A-1", "Find x."]])
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(BadInput) as info:
         import_file("imo-answerbench", source, tmp_path / "out")
     assert "missing column(s) Short Answer, Category, Subcategory, Source" in str(info.value)
     assert "found: Problem ID, Problem" in str(info.value)
@@ -194,7 +195,7 @@ def test_jsonl_with_bad_line_blank_line_and_int_answer(tmp_path: Path) -> None:
 def test_non_utf8_names_the_line(tmp_path: Path) -> None:
     good = b'{"id": "a", "problem": "p", "answer": 1}\n'
     (tmp_path / "set.jsonl").write_bytes(good + b'{"id": "caf\xe9"}\n')
-    with pytest.raises(ValueError, match=r"set\.jsonl:2: not UTF-8"):
+    with pytest.raises(BadInput, match=r"set\.jsonl:2: not UTF-8"):
         import_file("jsonl", tmp_path / "set.jsonl", tmp_path / "out")
 
 
@@ -213,9 +214,9 @@ def test_existing_file_needs_overwrite(tmp_path: Path) -> None:
 
 def test_unknown_format_and_empty_file(tmp_path: Path) -> None:
     source = write_csv(tmp_path / "ab.csv", ANSWER_HEADER, [])
-    with pytest.raises(ValueError, match="unknown format"):
+    with pytest.raises(BadInput, match="unknown format"):
         import_file("xlsx", source, tmp_path / "out")
-    with pytest.raises(ValueError, match="no records"):
+    with pytest.raises(BadInput, match="no records"):
         import_file("imo-answerbench", source, tmp_path / "out")
 
 

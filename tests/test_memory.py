@@ -8,7 +8,7 @@ import pytest
 from conftest import fsck_clean, git
 
 from gitswarm.memory.compose import Resolution
-from gitswarm.memory.errors import NotARun, PathRejected
+from gitswarm.memory.errors import ContributionRefused, NotARun, PathRejected
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
@@ -96,10 +96,15 @@ def test_oversize_invalid_and_unknown_problem_rejected(memory: Memory):
         memory.contribute(contribution(memory, "e1", {f"notes/{i}.md": "x" for i in range(100)}))
     with pytest.raises(PathRejected, match="no such problem"):
         memory.contribute(contribution(memory, "e1", {"notes/a.md": "x"}, problem="nope"))
-    with pytest.raises(ValueError, match="episode"):
+    with pytest.raises(ContributionRefused, match="episode"):
         memory.contribute(contribution(memory, "../e1", {"notes/a.md": "x"}))
-    with pytest.raises(ValueError, match="informed_by"):
+    with pytest.raises(ContributionRefused, match="informed_by"):
         memory.contribute(contribution(memory, "e1", {"notes/a.md": "x"}, informed_by=("f00d",)))
+    with pytest.raises(PathRejected, match="UTF-8"):  # a lone surrogate a model's JSON carried
+        memory.contribute(contribution(memory, "e1", {"notes/a.md": "x\ud800"}))
+    with pytest.raises(ContributionRefused, match="title is not UTF-8"):
+        memory.contribute(contribution(memory, "e1", {"notes/a.md": "x"}, title="x\ud800"))
+    assert memory.pending() == {}
 
 
 def test_disjoint_additions_merge_without_conflict_keeping_every_parent(memory: Memory):

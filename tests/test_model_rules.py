@@ -7,6 +7,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
+from gitswarm.errors import BadInput
 from gitswarm.fakeserver import FakeError, FakeReply, FaultPlan, ScriptedResponder, serve
 from gitswarm.models import LiteLLMModel, ModelConfig, ModelError, has_price, textproto
 from gitswarm.models.capabilities import refuses_tools, stated_output_limit
@@ -175,7 +176,7 @@ def test_default_timeouts_fit_a_model_that_thinks_for_fifteen_minutes() -> None:
 
 
 def test_a_thinking_budget_that_cannot_fit_the_output_limit_is_refused_before_any_call() -> None:
-    with pytest.raises(ValueError, match="raise --max-output-tokens above 4096"):
+    with pytest.raises(BadInput, match="raise --max-output-tokens above 4096"):
         LiteLLMModel(ModelConfig("anthropic/claude-sonnet-4-5", reasoning_effort="high", max_output_tokens=3000))
     assert LiteLLMModel(ModelConfig("anthropic/claude-sonnet-4-5", reasoning_effort="high")).output_limit > 4096
 

@@ -14,6 +14,7 @@ import time
 import anyio
 import pytest
 
+from gitswarm.errors import BadInput
 from gitswarm.fakeserver import FakeError, FakeReply, FakeServer, FaultPlan, ScriptedResponder, serve
 from gitswarm.models import LiteLLMModel, ModelConfig, ModelError, Usage, credentials_hint, has_price
 from gitswarm.models.errors import backoff_delay
@@ -225,7 +226,7 @@ def test_usage_sums_keep_unknown_costs_unknown() -> None:
 
 
 def test_prices_come_in_pairs() -> None:
-    with pytest.raises(ValueError, match="both"):
+    with pytest.raises(BadInput, match="both"):
         ModelConfig("openai/x", price_in_per_mtok=1.0)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gitswarm.errors import BadInput
 from gitswarm.problems.loader import load_set
 from gitswarm.problems.model import Kind, Problem
 from gitswarm.referee.programs import ProgramGradingError, grade_program, hidden_tests
@@ -80,7 +81,7 @@ def test_hidden_tests_stay_in_scratch(rev: Problem, tmp_path: Path):
     grade_program(rev, {"solution.py": b"def rev(s):\n    return s[::-1]\n"})
     assert set(Path(tempfile.gettempdir()).glob("gitswarm-grade-*")) == before
     assert all(name.startswith(".gitswarm_tests/") for name in hidden_tests(rev))
-    with pytest.raises(ValueError):
+    with pytest.raises(BadInput, match="may not live under"):
         grade_program(rev, {".gitswarm_tests/test_x.py": b""})
 
 

@@ -13,6 +13,7 @@ import pytest
 from conftest import git
 from remote_fixture import commit, fsck_served, served
 
+from gitswarm.errors import BadInput
 from gitswarm.memory.trailers import parse
 from gitswarm.remote import layout
 from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, Claims
@@ -241,7 +242,7 @@ def test_a_workers_local_refs_map_to_its_own_prefix_and_back() -> None:
     assert layout.local_ref(layout.claim_ref("e00001")) is None
     assert layout.episode_of(layout.claim_ref("e00001")) == "e00001"
     for bad in ("../w2", "w1/heads", ""):
-        with pytest.raises(ValueError, match="invalid worker"):
+        with pytest.raises(BadInput, match="invalid worker"):
             layout.worker_ref(bad, "refs/heads/main")
     with pytest.raises(ValueError, match="full ref"):
         layout.worker_ref("w1", "heads/main")

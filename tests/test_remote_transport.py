@@ -13,6 +13,7 @@ import pytest
 from conftest import git
 from remote_fixture import commit, fsck_served, served
 
+from gitswarm.errors import BadInput
 from gitswarm.remote.daemon import bare
 from gitswarm.remote.errors import (
     AuthFailed,
@@ -209,9 +210,9 @@ def test_urls_are_masked_and_their_transport_named() -> None:
     assert [scheme(u) for u in ("file:///srv/run.git", "git://h/run.git", "ssh://h/r", "https://h/r",
                                 "git@host:run.git", "host:run.git", "/srv/run.git", "./a:b")] == \
         ["file", "git", "ssh", "https", "ssh", "ssh", "file", "file"]
-    with pytest.raises(ValueError, match="unknown transport 'ftp'"):
+    with pytest.raises(BadInput, match="unknown transport 'ftp'"):
         scheme("ftp://alice:pw@h/r")
-    with pytest.raises(ValueError) as bad:
+    with pytest.raises(BadInput) as bad:
         Remote("ftp://alice:pw@h/r", Path("/nonexistent/mirror"))
     assert "pw" not in str(bad.value)
 

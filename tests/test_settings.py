@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gitswarm.engine.settings import config_file, file_settings, merge
+from gitswarm.errors import BadInput
 from gitswarm.problems.loader import load_set
 
 
@@ -26,15 +27,15 @@ def test_precedence_and_default_budget(problem_dir: Path, tmp_path: Path, monkey
 def test_bad_config_files_are_named(tmp_path: Path, problem_dir: Path, monkeypatch):
     bad = tmp_path / "bad.toml"
     bad.write_text("[solve]\nwokers = 3\n")
-    with pytest.raises(ValueError, match=r"unknown setting.*wokers"):
+    with pytest.raises(BadInput, match=r"unknown setting.*wokers"):
         file_settings(bad)
     bad.write_text("[solve\n")
-    with pytest.raises(ValueError, match=r"bad\.toml: invalid TOML"):
+    with pytest.raises(BadInput, match=r"bad\.toml: invalid TOML"):
         file_settings(bad)
     monkeypatch.setenv("GITSWARM_CONFIG", str(tmp_path / "missing.toml"))
-    with pytest.raises(ValueError, match="no such file"):
+    with pytest.raises(BadInput, match="no such file"):
         config_file()
-    with pytest.raises(ValueError, match="no problem nope"):
+    with pytest.raises(BadInput, match="no problem nope"):
         merge(load_set(problem_dir), None, {"problem_ids": ("nope",)}, {})
 
 
@@ -51,7 +52,7 @@ def test_the_episode_cap_is_three_times_the_budget_unless_given(problem_dir: Pat
 def test_max_tokens_is_refused_with_the_two_names_it_could_mean(tmp_path: Path):
     config = tmp_path / "gitswarm.toml"
     config.write_text("[solve]\nmax_tokens = 100000\n")
-    with pytest.raises(ValueError, match=r"max_tokens .*max_total_tokens.*max_output_tokens"):
+    with pytest.raises(BadInput, match=r"max_tokens .*max_total_tokens.*max_output_tokens"):
         file_settings(config)
     config.write_text("[solve]\nmax_total_tokens = 100000\nmax_output_tokens = 8000\n")
     assert file_settings(config) == {"max_total_tokens": 100000, "max_output_tokens": 8000}
@@ -99,5 +100,5 @@ def test_grade_settings_come_from_the_grade_table_and_flags_win(tmp_path: Path):
     assert (flagged.reasoning_effort, flagged.referee_model) == ("low", "openai/r")
     assert merge_grade({}, grade_settings(None)).reasoning_effort is None
     config.write_text('[grade]\nreasoning = "high"\n')
-    with pytest.raises(ValueError, match=r"unknown setting\(s\) reasoning in \[grade\]; did you mean reasoning_effort"):
+    with pytest.raises(BadInput, match=r"unknown setting\(s\) reasoning in \[grade\]; did you mean reasoning_effort"):
         grade_settings(config)

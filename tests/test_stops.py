@@ -9,7 +9,7 @@ import pytest
 from gitswarm.cli.common import STOP_EXIT, Exit
 from gitswarm.cli.running import run_swarm
 from gitswarm.cli.solve import _config
-from gitswarm.core.stops import CapReached, Stop, StopReason
+from gitswarm.core.stops import Stop, StopReason
 from gitswarm.fakeserver import FakeError, FakeReply
 from gitswarm.problems.loader import load_set
 
@@ -29,7 +29,6 @@ def test_a_stop_carries_its_reason_and_message():
     stop = Stop(StopReason.TOKEN_CAP, "token cap of 10 reached")
     assert str(stop) == "token cap of 10 reached"
     assert stop.as_event() == {"reason": "token_cap", "detail": "token cap of 10 reached"}
-    assert CapReached(stop).stop is stop and str(CapReached(stop)) == stop.detail
 
 
 def _abstain(request: dict) -> FakeReply:

@@ -74,6 +74,8 @@ def test_unambiguous_mends_are_made_and_said(field: str, sent: object, read: obj
                          "(join the parts yourself)"),
     ("text", {"a": 1}, "`text` must be a string; you sent an object"),
     ("text", True, "`text` must be a string; you sent true"),
+    ("text", "x\ud800", "`text` is not valid UTF-8 text (it holds a lone surrogate)"),  # JSON's "\ud800"
+    ("ids", ["a", "\udfff"], "`ids[1]` is not valid UTF-8 text (it holds a lone surrogate)"),
     ("count", 2.5, "`count` must be a whole number, written in digits; you sent 2.5"),
     ("count", "sixty", "`count` must be a whole number, written in digits; you sent 'sixty'"),
     ("count", True, "`count` must be a whole number, written in digits; you sent true"),

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from gitswarm.cli.common import Exit, fail, user_errors
+from gitswarm.errors import BadInput
 
 
 def grade_folder(candidate: Path, set_path: Path | None, wanted: list[str] | None,
@@ -69,7 +70,7 @@ def _program(problem, candidate: Path, as_json: bool) -> None:
              if p.is_file() and ".git" not in p.relative_to(candidate).parts}
     try:
         result = grade_program(problem, files)
-    except (ProgramGradingError, ValueError) as exc:
+    except (ProgramGradingError, BadInput) as exc:
         raise fail(str(exc)) from None
     if as_json:
         typer.echo(json.dumps({"problem": problem.id, "candidate": str(candidate), "score": result.score,

@@ -58,12 +58,3 @@ class Stop:
     def as_event(self) -> dict[str, str]:
         """The fields a `run_stopped` event carries."""
         return {"reason": self.reason.value, "detail": self.detail}
-
-
-class CapReached(Exception):
-    """A token or USD cap would be passed by another model call: raised before that call, it
-    ends the episode (or the merger's call) and, through the scheduler, the run."""
-
-    def __init__(self, stop: Stop) -> None:
-        super().__init__(stop.detail)
-        self.stop = stop

@@ -9,7 +9,6 @@ from typing import Literal, get_args
 from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
 from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
-from gitswarm.errors import BadInput
 from gitswarm.models.config import ReasoningEffort, ToolProtocol
 
 Isolation = Literal["shared", "independent", "best-of-n"]
@@ -190,18 +189,18 @@ class SolveConfig(BaseModel):
         of a remote run's: `ACROSS_PROCESSES`). Reviews need a rule that asks for them."""
         needed = Rule.of(self).workers_needed
         alone = not (info.context or {}).get(ACROSS_PROCESSES)
-        if alone and self.workers < needed and self.isolation != "independent":
-            raise BadInput(f"verify={self.verify} needs at least {needed} workers (a review counts "
+        if alone and self.workers < needed and self.isolation != "independent":  # ValueError: pydantic reports it
+            raise ValueError(f"verify={self.verify} needs at least {needed} workers (a review counts "
                              f"only from a worker other than the attempt's author), not {self.workers}: give "
                              f"--workers {needed} or more, or a smaller --verify (0: no review needed)")
         if self.isolation == "best-of-n" and self.verify == 0:
-            raise BadInput("isolation best-of-n selects by reviews, and verify=0 asks for none: give --verify 1 "
+            raise ValueError("isolation best-of-n selects by reviews, and verify=0 asks for none: give --verify 1 "
                            "or more, or --isolation independent (selection by majority answer)")
         if self.reviews != "open" and (self.isolation == "independent" or self.verify == 0):
             why = "isolation independent writes no review" if self.isolation == "independent" else \
                 "verify=0 asks for no review"
             given = "--reviewer-model" if self.reviewer_model else f"--reviews {self.reviews}"
-            raise BadInput(f"{given} sets how reviews are written, but {why}: give --verify 1 or more with "
+            raise ValueError(f"{given} sets how reviews are written, but {why}: give --verify 1 or more with "
                            "isolation shared or best-of-n, or leave it out")
         return self
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
-from gitswarm.core.stops import CapReached, Stop, StopReason
+from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import context, conversation, reviewing
 from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.events import EventLog
@@ -27,7 +27,7 @@ from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.references import References
 from gitswarm.engine.stopping import Cut
 from gitswarm.engine.tools import Final, Toolbox, ToolError, role_of, tool_schemas
-from gitswarm.memory.errors import PathRejected
+from gitswarm.errors import Refusal
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.models.calls import CallLog
@@ -38,7 +38,7 @@ from gitswarm.usage import Usage
 if TYPE_CHECKING:
     from gitswarm.models.errors import Retry
 
-__all__ = ["CapReached", "Ended", "Model", "Shared", "run_episode", "transcript"]
+__all__ = ["Ended", "Model", "Shared", "run_episode", "transcript"]
 
 MAX_NUDGES = 3
 """Replies without a tool call an episode may have before it ends as failed."""
@@ -71,8 +71,8 @@ class Shared:
     model: Model
     events: EventLog
     sandbox: anyio.CapacityLimiter
-    check_caps: Callable[[], None]
-    """Raises CapReached when the next call may not be made."""
+    check_caps: Callable[[], Stop | None]
+    """The stop a cap reached calls for when the next call may not be made, else None."""
     ledger: Ledger
     references: References | None = None
     """The reproduce problems' reference executables, for code workers' shells."""
@@ -128,22 +128,19 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
             final = Final("stopped", reason=f"{cut.why} after {record.calls} model calls")
         elif final is None:
             final = Final("failed", reason=f"episode wall-clock limit ({cfg.episode_timeout_s:.0f} s) reached")
-    except CapReached as exc:
-        final, stop = Final("stopped", reason=str(exc)), exc.stop
     except ModelError as exc:
         final, failure = Final("failed", reason=str(exc)), of_model_error(exc.kind)
         stop = Stop(StopReason.MODEL_FATAL, str(exc)) if exc.kind in FATAL_KINDS else None
     except Exception as exc:  # the episode's boundary: a bug of ours ends this episode alone
-        log = shared.events.log_error(f"engine error in episode {ep.episode} ({ep.worker} on {ep.problem_id})", exc)
-        reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        final, failure = Final("failed", reason=f"engine error: {reason} (the traceback is in {log})"), Failure.ENGINE
+        final, failure = Final("failed", reason=_engine_error(shared, ep, exc)), Failure.ENGINE
     finally:
         calls.close()
         shared.view.finished(ep.worker)
         tools.close()
     if final.action in ("failed", "stopped") and tools.staged and record.commit is None:
-        final = await _keep_staged(shared, record, tools, final)
-    record.status, record.note = final.action, final.reason
+        final, bug = await _keep_staged(shared, record, tools, final)
+        failure = Failure.ENGINE if bug else failure
+    record.status, record.note, stop = final.action, final.reason, stop or final.stop
     record.failure = failure.value if final.action == "failed" else ""
     await _keep_transcript(shared, record, messages)
     lossless = conversation.of_episode(calls, ep, record, record.model)
@@ -178,6 +175,8 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
             await _look(shared, tools)
             head = _header(shared, tools, step)
             messages.append({"role": "user", "content": render("step.md.j2", header=head, note=note)})
+        if (reached := shared.check_caps()) is not None:  # the run's stop: no more calls
+            return Final("stopped", reason=reached.detail, stop=reached)
         model = shared.model_of(ep)
         force = nudges > 0 and model.may_force_tools()
         reply = await _call(shared, ep, record, messages, step, "required" if force else None)
@@ -217,7 +216,6 @@ async def _look(shared: Shared, tools: Toolbox) -> None:
 async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages: list[dict], step: int,
                 tool_choice: str | None):
     """One model call, charged to the episode whatever its outcome."""
-    shared.check_caps()
     shared.view.working(ep.worker, ep.episode, ep.problem_id, step)
     shared.events.emit("step", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step,
                        tokens=record.tokens_in + record.tokens_out)  # the episode's so far, for the dashboard
@@ -247,10 +245,18 @@ def replied(shared: Shared, usage: Usage, began: float, **fields: object) -> Non
                        cache_write=usage.cache_write, calls=usage.calls, seconds=round(time.monotonic() - began, 3))
 
 
+def _engine_error(shared: Shared, ep: EpisodeInfo, exc: Exception) -> str:
+    """Log a bug met in episode `ep`, traceback and all; the reason the episode failed."""
+    log = shared.events.log_error(f"engine error in episode {ep.episode} ({ep.worker} on {ep.problem_id})", exc)
+    reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return f"engine error: {reason} (the traceback is in {log})"
+
+
 async def _run_calls(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: Toolbox,
                      messages: list[dict], reply) -> Final | None:
-    """Run the reply's tool calls in order; a final action that commits ends the episode (a
-    contribution the memory refuses goes back to the model)."""
+    """Run the reply's tool calls in order; a final action that commits ends the episode. A
+    refusal (`errors.Refusal`: a tool's `ToolError`, a contribution the memory refuses) goes back
+    to the model, and nothing else does: any other error is the episode's engine error."""
     for n, call in enumerate(reply.tool_calls):
         shared.events.emit("tool", episode=ep.episode, worker=ep.worker, tool=call.name)
         try:
@@ -264,7 +270,7 @@ async def _run_calls(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, too
                 return result
         except ToolError as exc:
             result = f"error: {exc}"
-        except (PathRejected, ValueError) as exc:
+        except Refusal as exc:
             result = f"error: the contribution was refused: {exc}"
         messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     return None
@@ -279,14 +285,18 @@ async def _commit(shared: Shared, record: EpisodeRecord, contribution: Contribut
     record.commit = written.commit
 
 
-async def _keep_staged(shared: Shared, record: EpisodeRecord, tools: Toolbox, final: Final) -> Final:
-    """Commit a failed episode's staged files as an incomplete note; the record says where
-    they went, or why they could not be kept."""
+async def _keep_staged(shared: Shared, record: EpisodeRecord, tools: Toolbox, final: Final) -> tuple[Final, bool]:
+    """Commit a failed episode's staged files as an incomplete note; the record says where they
+    went, or why they could not be kept. True with it when a bug kept them (logged as the
+    episode's engine error: like any bug inside, it ends no more than this episode)."""
+    kept, bug = f"its staged files are kept in notes/incomplete-{tools.ep.episode}.md", False
     try:
         await _commit(shared, record, _incomplete(tools, final.reason))
-    except (PathRejected, ValueError) as exc:
-        return replace(final, reason=f"{final.reason}; its staged files were not kept: {exc}")
-    return replace(final, reason=f"{final.reason}; its staged files are kept in notes/incomplete-{tools.ep.episode}.md")
+    except Refusal as exc:
+        kept = f"its staged files were not kept: {exc}"
+    except Exception as exc:
+        kept, bug = f"its staged files were not kept: {_engine_error(shared, tools.ep, exc)}", True
+    return replace(final, reason=f"{final.reason}; {kept}"), bug
 
 
 def _incomplete(tools: Toolbox, reason: str) -> Contribution:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from gitswarm.core.stops import Stop
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.index import VERDICTS, MemoryIndex
 from gitswarm.engine.toolargs import ToolError
@@ -29,11 +30,13 @@ KIND_ONLY = {"reviews": "review", "verdict": "review"}
 @dataclass(frozen=True)
 class Final:
     """How an episode ends: `contribute` or `nominate` (with the contribution to commit),
-    `abstain`, or `failed` (the step limit, the wall clock, replies without tool calls)."""
+    `abstain`, `failed` (the step limit, the wall clock, replies without tool calls) or
+    `stopped` (cut short, or a cap reached: then `stop`, the run's stop it calls for)."""
 
     action: str
     contribution: Contribution | None = None
     reason: str = ""
+    stop: Stop | None = None
 
 
 class FinalActions:

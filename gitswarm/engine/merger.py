@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from gitswarm.core.stops import CapReached
 from gitswarm.engine import digest, selection
 from gitswarm.engine.episode import Shared, replied
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
@@ -204,14 +203,14 @@ class Merger:
         from gitswarm.models import ModelError
 
         merger, began = {"worker": "merger", "model": self.shared.view.config.merger}, time.monotonic()
+        if (reached := self.shared.check_caps()) is not None:  # the run stops: no more calls
+            self.shared.events.emit("merger_failed", error=reached.detail)
+            return None
         try:
-            self.shared.check_caps()
             reply = await self.model.complete([{"role": "user", "content": prompt}])
-        except (ModelError, CapReached) as exc:
-            spent = getattr(exc, "usage", None)  # a failed call's tokens are paid for too
-            if spent is not None:
-                self._charge(spent)
-                replied(self.shared, spent, began, **merger, error=exc.kind)
+        except ModelError as exc:
+            self._charge(exc.usage)  # a failed call's tokens are paid for too
+            replied(self.shared, exc.usage, began, **merger, error=exc.kind)
             self.shared.events.emit("merger_failed", error=str(exc))
             return None
         self._charge(reply.usage)

@@ -21,7 +21,7 @@ import anyio.to_thread
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
-from gitswarm.core.stops import CapReached, Stop, StopReason
+from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import selection
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
@@ -130,18 +130,21 @@ class RunContext:
             self.shared.references.close()
 
 
-def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView, elsewhere: Elsewhere | None = None):
-    """The check made before every model call: CapReached once the ledger's totals, which
-    hold every call charged so far (failed ones too), reach the token or USD cap. In a run
-    on a remote, `elsewhere` gives the tokens and USD the rest of the run spent meanwhile."""
-    def check() -> None:
+def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView,
+               elsewhere: Elsewhere | None = None) -> Callable[[], Stop | None]:
+    """The check made before every model call: the stop a cap calls for once the ledger's
+    totals, which hold every call charged so far (failed ones too), reach the token or USD cap;
+    None while the call may be made. In a run on a remote, `elsewhere` gives the tokens and
+    USD the rest of the run spent meanwhile."""
+    def check() -> Stop | None:
         more_tokens, more_usd = elsewhere() if elsewhere is not None else (0, 0.0)
         cost, known = ledger.cost
         view.spent(ledger.tokens + more_tokens, cost + more_usd, known)
         if cfg.max_total_tokens is not None and view.tokens >= cfg.max_total_tokens:
-            raise CapReached(Stop(StopReason.TOKEN_CAP, f"token cap of {cfg.max_total_tokens} reached"))
+            return Stop(StopReason.TOKEN_CAP, f"token cap of {cfg.max_total_tokens} reached")
         if cfg.max_usd is not None and view.cost >= cfg.max_usd:
-            raise CapReached(Stop(StopReason.USD_CAP, f"USD cap of {cfg.max_usd:.2f} reached"))
+            return Stop(StopReason.USD_CAP, f"USD cap of {cfg.max_usd:.2f} reached")
+        return None
     return check
 
 

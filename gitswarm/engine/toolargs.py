@@ -5,19 +5,22 @@ Every problem of one call is reported at once, each naming the field, what it mu
 what was sent. Only unambiguous mistakes are mended, and each mend is said in a note the
 model reads: a number for a string, one string for a list of strings, 3.0 or "3" for an
 integer, "true"/"false" for a boolean. Unknown fields are dropped with a note, and an
-optional field sent as null counts as left out."""
+optional field sent as null counts as left out. A string JSON gave a lone surrogate is
+refused: no file, commit message or program text can hold it."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from gitswarm.errors import Refusal
+
 _DIGITS = re.compile(r"^\s*[+-]?\d+\s*$")
 _BOOLEANS = {"true": True, "false": False}
 
 
-class ToolError(Exception):
-    """A tool call the agent must fix; the message goes back to it."""
+class ToolError(Refusal):
+    """A tool call the agent must fix; the message goes back to it (`errors.Refusal`)."""
 
 
 class BadArguments(ToolError):
@@ -101,6 +104,10 @@ def _value(spec: dict, value: object, where: str, notes: list[str]) -> object:
 
 def _string(spec: dict, value: object, where: str) -> str:
     if isinstance(value, str):
+        try:
+            value.encode()
+        except UnicodeEncodeError:  # JSON's "\ud800": no file, commit or program can hold it
+            raise _Misfit(f"`{where}` is not valid UTF-8 text (it holds a lone surrogate)") from None
         return value
     if _is_number(value):
         return str(value)

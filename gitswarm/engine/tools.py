@@ -216,10 +216,7 @@ class Toolbox(FinalActions):
             check_path(rel, self.memory.limits)
         except PathRejected as exc:
             raise ToolError(exc.reason) from None
-        try:
-            size = len(content.encode("utf-8"))
-        except UnicodeEncodeError:
-            raise ToolError("the content is not valid UTF-8 text (it holds a lone surrogate)") from None
+        size = len(content.encode("utf-8"))  # `toolargs` refused a lone surrogate
         if "\x00" in content:
             raise ToolError("the content contains NUL characters; write text")
         if size > self.memory.limits.max_file_bytes:

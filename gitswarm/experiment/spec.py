@@ -258,7 +258,7 @@ def _config(path: Path, problem_set: ProblemSet, run: Path, arm: str, base: dict
     except ValidationError as exc:
         raise SpecError(f"{path}: arm {arm!r} (its settings over [solve]): "
                         f"{_errors(exc, SolveConfig.model_fields)}") from None
-    except ValueError as exc:
+    except BadInput as exc:
         raise SpecError(f"{path}: arm {arm!r}: {exc}") from None
 
 

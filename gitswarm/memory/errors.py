@@ -1,16 +1,23 @@
-"""Exceptions of the memory; each carries what its caller needs to react, and its kind
-(gitswarm.errors) says what a command makes of it."""
+"""Exceptions of the memory; each carries what its caller needs to react, and its family
+(gitswarm.errors) says who reads it: a refused contribution goes back to the model that made
+it, the others to the user of a command."""
 
 from __future__ import annotations
 
-from gitswarm.errors import BadInput, RunFault
+from gitswarm.errors import BadInput, Refusal, RunFault
 
 
 class MemoryError_(Exception):
     """Base of the memory's errors (named so it does not shadow the builtin)."""
 
 
-class PathRejected(MemoryError_, BadInput):
+class ContributionRefused(MemoryError_, Refusal):
+    """A contribution the memory's checks refuse before anything is written (`write.validate`):
+    a bad name, a path it may not write, a cited commit not in the run, text that is not UTF-8.
+    The episode tells the model; the coordinator's intake refuses the pushed episode."""
+
+
+class PathRejected(ContributionRefused):
     """An agent asked to write a path it may not write; `reason` says why, for the agent."""
 
     def __init__(self, path: str, reason: str) -> None:

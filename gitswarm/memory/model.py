@@ -14,10 +14,19 @@ KIND_FOLDERS = {"note": "notes", "lemma": "lemmas", "attempt": "attempts", "revi
                 "code": "code"}
 
 
-def check_name(what: str, value: str) -> str:
+def safe_name(value: str) -> bool:
     """Ids that become ref names or e-mail local parts must be plain and short."""
-    if not SAFE_NAME.match(value) or ".." in value or value.endswith(".lock"):
-        raise BadInput(f"invalid {what} {value!r}: use letters, digits, '.', '_' and '-'")
+    return bool(SAFE_NAME.match(value)) and ".." not in value and not value.endswith(".lock")
+
+
+def name_problem(what: str, value: str) -> str:
+    return f"invalid {what} {value!r}: use letters, digits, '.', '_' and '-'"
+
+
+def check_name(what: str, value: str) -> str:
+    """`value`, a name given as input (a worker's, a problem's); `BadInput` if it is not safe."""
+    if not safe_name(value):
+        raise BadInput(name_problem(what, value))
     return value
 
 

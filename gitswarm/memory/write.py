@@ -6,10 +6,9 @@ import time
 
 import pygit2
 
-from gitswarm.errors import BadInput
 from gitswarm.memory import commitmeta, trees
-from gitswarm.memory.errors import Contention, PathRejected
-from gitswarm.memory.model import Contribution, Written, check_name
+from gitswarm.memory.errors import Contention, ContributionRefused, PathRejected
+from gitswarm.memory.model import Contribution, Written, name_problem, safe_name
 from gitswarm.memory.paths import WriteLimits, check_files, check_path
 
 COMMITTER = ("gitswarm", "gitswarm@gitswarm.local")
@@ -51,10 +50,14 @@ def message(run_id: str, c: Contribution) -> str:
 
 
 def validate(repo: pygit2.Repository, c: Contribution, limits: WriteLimits) -> dict[str, bytes]:
-    """Check ids, the start commit, the problem and every path; return the files to write."""
+    """Check ids, the start commit, the problem, every path and the text; return the files to
+    write. A contribution that fails a check is `ContributionRefused` (`PathRejected` for a
+    path or a file), never written."""
     for what, value in (("episode", c.episode), ("worker", c.worker), ("op", c.op),
                         ("problem", c.problem), ("kind", c.kind)):
-        check_name(what, value)
+        if not safe_name(value):
+            raise ContributionRefused(name_problem(what, value))
+    _check_text(c)
     files = check_files(c.file_bytes(), limits) if c.files or not c.deleted else {}
     if len(c.deleted) > limits.max_files:
         raise PathRejected("", f"{len(c.deleted)} files deleted in one contribution; the limit is {limits.max_files}")
@@ -69,12 +72,31 @@ def validate(repo: pygit2.Repository, c: Contribution, limits: WriteLimits) -> d
     return files
 
 
+def _check_text(c: Contribution) -> None:
+    """The commit message's text and the files given as text must be UTF-8 (a model's JSON may
+    carry a lone surrogate, which git cannot store)."""
+    for what, text in (("title", c.title), ("summary", c.summary), ("self-assessment", c.self_assessment)):
+        if not _utf8(text):
+            raise ContributionRefused(f"the {what} is not UTF-8 text (it holds a lone surrogate)")
+    for path, data in c.files.items():
+        if isinstance(data, str) and not _utf8(data):
+            raise PathRejected(path, "the content is not UTF-8 text")
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _commit(repo: pygit2.Repository, rev: str, what: str) -> pygit2.Commit:
     try:
         obj = repo.revparse_single(rev)
         return obj.peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
-        raise BadInput(f"{what} {rev!r} is not a commit of this run") from None
+        raise ContributionRefused(f"{what} {rev!r} is not a commit of this run") from None
 
 
 def to_main(repo: pygit2.Repository, files: dict[str, bytes], message: str, op: str) -> Written:

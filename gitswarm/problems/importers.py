@@ -106,7 +106,7 @@ def safe_id(raw: str) -> str:
 
 def _check_options(fmt: str, on_error: str, level: str | None, fields: FieldMap | None,
                    id_prefix: str | None, limit: int | None) -> None:
-    """A ValueError for an option the format does not take or a value out of range."""
+    """BadInput for an option the format does not take or a value out of range."""
     if fmt not in FORMATS:
         raise BadInput(f"unknown format {fmt!r}; known formats: {', '.join(FORMATS)}")
     if on_error not in ("skip", "refuse"):

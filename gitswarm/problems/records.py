@@ -52,7 +52,7 @@ class Record:
 
 
 def read_text(source: Path) -> str:
-    """The file's text; a file that is not UTF-8 is a ValueError naming the line."""
+    """The file's text; a file that is not UTF-8 is BadInput naming the line."""
     raw = source.read_bytes()
     try:
         return raw.decode("utf-8-sig")

@@ -28,7 +28,7 @@ import pygit2
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.memory import books, commitmeta, write
 from gitswarm.memory.commitmeta import Verdict
-from gitswarm.memory.errors import PathRejected
+from gitswarm.memory.errors import ContributionRefused
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.paths import WriteLimits
 from gitswarm.remote import layout
@@ -96,7 +96,7 @@ def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
                                 informed_by=meta.informed_by, deleted=tuple(deleted))
     try:
         write.validate(repo, contribution, limits or WriteLimits())
-    except (PathRejected, ValueError) as exc:
+    except ContributionRefused as exc:
         raise refuse(str(exc)) from None
     return op
 

@@ -29,7 +29,7 @@ def is_remote(run: str) -> bool:
 def scheme(url: str) -> str:
     """The transport a URL names: one of `SCHEMES`, `ssh` for `user@host:path`, `file` for a path.
 
-    Raises ValueError for a scheme git has no transport for here (`ftp://`, a typo)."""
+    Raises BadInput for a scheme git has no transport for here (`ftp://`, a typo)."""
     found = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*)://", url)
     if found:
         name = found[1].lower()
