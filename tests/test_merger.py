@@ -12,12 +12,12 @@ from conftest import fsck_clean
 from gitswarm.demo.brain import respond
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
-from gitswarm.engine.episode import Shared
 from gitswarm.engine.events import EventLog, read_events
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
+from gitswarm.engine.shared import Shared
 from gitswarm.fakeserver import serve
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import brain_server, fsck_clean, git
+from conftest import MODEL_LATENCY_S, brain_server, fsck_clean, git
 from remote_fixture import git_commands, pushed_refs
 
 from gitswarm.demo import audit
@@ -60,13 +60,13 @@ def coordinator(url: str, mirror: Path, api: str, *extra: str, trace: Path | Non
 
 
 def worker(url: str, folder: Path, name: str, api: str, watch: bool = False, slots: int = 2,
-           trace: Path | None = None) -> subprocess.Popen:
+           trace: Path | None = None, extra: tuple[str, ...] = ()) -> subprocess.Popen:
     """A worker process; with `watch`, its JSON events can be read from its stdout (read them:
     a full pipe would block it); with `trace`, git's own trace of its commands goes there."""
     traced = {"GIT_TRACE2_EVENT": str(trace)} if trace else {}
     return subprocess.Popen(cli("worker", url, "--name", name, "--workers", str(slots), "--model",
                                 "openai/gitswarm-scripted", "--api-base", api, "--dir", str(folder),
-                                "--patience", "60", "--json"),
+                                "--patience", "60", "--json", *extra),
                             stdout=subprocess.PIPE if watch else subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True, env={**env(), **traced})
 
@@ -114,6 +114,31 @@ def check_run(mirror: Path, remote: Path) -> None:
 
 
 @pytest.mark.e2e  # five processes; a coordinator process and a worker end to end: test_worker_tui.py
+@pytest.mark.e2e
+def test_a_worker_runs_its_blind_reviews_on_its_own_reviewer_model(tmp_path: Path, model_server: str):
+    remote = server_repo(tmp_path / "run.git")
+    url = f"file://{remote}"
+    coord = coordinator(url, tmp_path / "mirror", model_server, "--reviews", "blind")
+    served = brain_server(MODEL_LATENCY_S)  # the reviewer model's own server
+    try:
+        reviewer_api = next(served)
+        one = worker(url, tmp_path / "a", "a", model_server, slots=3,
+                     extra=("--reviewer-model", "openai/gitswarm-reviewer", "--reviewer-api-base", reviewer_api))
+        code, _, err = finish(coord)
+        assert code == 0, err
+        assert finish(one)[0] == 0
+    finally:
+        served.close()
+    check_run(tmp_path / "mirror", remote)
+    records = [r for key, r in Ledger.load(Memory(tmp_path / "mirror")).episodes.items() if key != "merger"]
+    reviews = [r for r in records if r.reviews]
+    assert reviews and all(r.model == "openai/gitswarm-reviewer" for r in reviews)
+    assert all(r.model == "openai/gitswarm-scripted" for r in records if not r.reviews)
+    started = [json.loads(line)["data"] for line in (tmp_path / "mirror" / "gitswarm-events.jsonl").open()
+               if '"run_started"' in line]
+    assert started[-1]["reviews"] == "blind"
+
+
 def test_a_coordinator_and_three_workers_over_file_url(tmp_path: Path, model_server: str):
     remote = server_repo(tmp_path / "run.git")
     url = f"file://{remote}"

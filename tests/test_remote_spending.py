@@ -105,10 +105,10 @@ def test_a_worker_looks_less_often_while_the_run_stands_still(tmp_path: Path, me
     from remote_fixture import git_commands
 
     from gitswarm.engine.context import RunView
-    from gitswarm.engine.episode import Shared
     from gitswarm.engine.events import EventLog
     from gitswarm.engine.gitio import GitThread
     from gitswarm.engine.index import MemoryIndex
+    from gitswarm.engine.shared import Shared
 
     url, cfg = published(tmp_path, memory, problem_dir)
     publisher = publish.Publisher(Remote(url, memory.path), OWN_REFS)

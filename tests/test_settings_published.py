@@ -218,3 +218,17 @@ async def test_a_remote_run_with_independent_isolation_runs_independent_episodes
     assert "majority of answers: 4 of 6 attempts answer 7" in solution
     settings, _ = report(url)
     assert settings["model"] == "openai/gitswarm-fake"
+
+
+def test_a_worker_s_reviewer_model_needs_a_run_whose_reviews_are_assigned(tmp_path: Path, memory: Memory,
+                                                                          problem_dir: Path):
+    from pydantic import ValidationError
+
+    options = WorkerOptions("file:///srv/run.git", tmp_path / "w", "far", 3,
+                            {"model": "openai/m", "reviewer_model": "openai/r"})
+    blind = SolveConfig(problems=problem_dir, run=memory.path, model="openai/c", reviews="blind")
+    worker = worker_config(options, publish.settings_of(blind, load_set(problem_dir), ["sum"], 600))
+    assert (worker.reviewer_model, worker.reviews) == ("openai/r", "blind")  # the run's reviews, its own model
+    open_ = SolveConfig(problems=problem_dir, run=memory.path, model="openai/c")
+    with pytest.raises(ValidationError, match="this run's are open"):
+        worker_config(options, publish.settings_of(open_, load_set(problem_dir), ["sum"], 600))

@@ -135,7 +135,7 @@ async def run_engine(cfg, problem_set, listeners, control, fake=None, remote: Re
         return await solve_remote(cfg, problem_set, remote.url, model, merger, listeners, control,
                                   local_slots=remote.local_slots, claim_ttl_s=remote.claim_ttl_s,
                                   patience_s=remote.patience_s, prune_batch=remote.prune_batch,
-                                  model_settings=own)
+                                  model_settings=own, reviewer=reviewer)
 
     async with traced(listeners) as listeners:  # with a tracer when OTEL_EXPORTER_OTLP_ENDPOINT asks
         if fake is None:

@@ -50,6 +50,12 @@ def worker(
         min=0, metavar="USD", rich_help_panel=MODEL, help="USD per million input tokens.")] = None,
     price_out: Annotated[float | None, typer.Option(
         min=0, metavar="USD", rich_help_panel=MODEL, help="USD per million output tokens.")] = None,
+    reviewer_model: Annotated[str | None, typer.Option(
+        metavar="MODEL", rich_help_panel=MODEL,
+        help="Model for this worker's review episodes, in a run whose reviews are assigned or blind "
+             "(default --model).")] = None,
+    reviewer_api_base: Annotated[str | None, typer.Option(
+        metavar="URL", rich_help_panel=MODEL, help="The reviewer model's server URL (default --api-base).")] = None,
     patience: Annotated[float, typer.Option(
         min=1, metavar="SECONDS", rich_help_panel=RUN,
         help="Seconds to wait with nothing to claim before giving up on the coordinator.")] = 600.0,
@@ -87,7 +93,8 @@ def worker(
                "reasoning_effort": reasoning_effort, "tool_protocol": tool_protocol,
                "idle_timeout_s": idle_timeout, "reply_timeout_s": reply_timeout,
                "max_concurrent_calls": max_concurrent_calls,
-               "price_in_per_mtok": price_in, "price_out_per_mtok": price_out}
+               "price_in_per_mtok": price_in, "price_out_per_mtok": price_out,
+               "reviewer_model": reviewer_model, "reviewer_api_base": reviewer_api_base}
         from gitswarm.remote.owner import default_worker_folder
 
         options = WorkerOptions(url, folder or default_worker_folder(url, name), name, slots,
@@ -172,8 +179,11 @@ async def join_and_work(options, listeners: list, control, say: Callable[[str], 
     from gitswarm.telemetry import traced
 
     cfg = await join_settings(options, say)
+    model = LiteLLMModel(model_config(cfg, cfg.model))
+    reviewer = LiteLLMModel(model_config(cfg, cfg.reviewer, reviewer=True), turns=model.turns) \
+        if cfg.reviewer_model else None
     async with traced(listeners) as listeners:  # with a tracer when OTEL_EXPORTER_OTLP_ENDPOINT asks
-        return await run_worker(options, LiteLLMModel(model_config(cfg, cfg.model)), listeners, control, say)
+        return await run_worker(options, model, listeners, control, say, reviewer=reviewer)
 
 
 async def follow_and_work(options, listeners: list, control, say: Callable[[str], None]):

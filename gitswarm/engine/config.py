@@ -166,9 +166,14 @@ class SolveConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _assigned(cls, data: object) -> object:
-        """A reviewer model runs the review episodes: reviews left open become assigned."""
+    def _assigned(cls, data: object, info: ValidationInfo) -> object:
+        """A reviewer model runs the review episodes: reviews left open become assigned (in a
+        run's process: `ACROSS_PROCESSES`, whose reviews are the run's, it is refused instead)."""
         if isinstance(data, dict) and data.get("reviewer_model") and data.get("reviews", "open") == "open":
+            if (info.context or {}).get(ACROSS_PROCESSES):
+                raise ValueError("--reviewer-model runs the review episodes of a run whose reviews are assigned or "
+                                 "blind, and this run's are open (any episode reviews, on its model): leave "
+                                 "--reviewer-model out, or start the run with --reviews assigned or blind")
             data = {**data, "reviews": "assigned"}
         return data
 

@@ -10,26 +10,22 @@ as an incomplete note.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import anyio
 
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import context, conversation, reviewing
-from gitswarm.engine.context import EpisodeInfo, RunView
-from gitswarm.engine.events import EventLog
+from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.failures import FATAL_KINDS, Failure, of_model_error
-from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
-from gitswarm.engine.ledger import EpisodeRecord, Ledger
-from gitswarm.engine.references import References
+from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.engine.shared import Shared
 from gitswarm.engine.stopping import Cut
 from gitswarm.engine.tools import Final, Toolbox, ToolError, role_of, tool_schemas
 from gitswarm.errors import Refusal
 from gitswarm.memory.model import Contribution
-from gitswarm.memory.repo import Memory
 from gitswarm.models.calls import CallLog
 from gitswarm.models.errors import ModelError
 from gitswarm.resources import render
@@ -38,50 +34,10 @@ from gitswarm.usage import Usage
 if TYPE_CHECKING:
     from gitswarm.models.errors import Retry
 
-__all__ = ["Ended", "Model", "Shared", "run_episode", "transcript"]
+__all__ = ["Ended", "run_episode", "transcript"]
 
 MAX_NUDGES = 3
 """Replies without a tool call an episode may have before it ends as failed."""
-
-
-class Model(Protocol):
-    """What the engine needs of a model (gitswarm.models.LiteLLMModel in production)."""
-
-    output_limit: int
-    """Tokens one reply may have (told to the model when a reply is cut off)."""
-    protocol: str
-    """How tools reach the model now, `native` or `text` (a nudge shows a call in it)."""
-
-    def may_force_tools(self) -> bool:
-        """The provider lets a request force a tool call."""
-
-    async def complete(self, messages: list[dict], tools: list[dict] | None = None, *,
-                       tool_choice: str | None = None, on_retry: Callable[[Retry], None] | None = None):
-        """One reply; `on_retry` hears of each failed attempt before the next."""
-
-
-@dataclass
-class Shared:
-    """What every episode of a run shares."""
-
-    memory: Memory
-    git: GitThread
-    index: MemoryIndex
-    view: RunView
-    model: Model
-    events: EventLog
-    sandbox: anyio.CapacityLimiter
-    check_caps: Callable[[], Stop | None]
-    """The stop a cap reached calls for when the next call may not be made, else None."""
-    ledger: Ledger
-    references: References | None = None
-    """The reproduce problems' reference executables, for code workers' shells."""
-    reviewer: Model | None = None
-    """The model review episodes run on (`SolveConfig.reviewer_model`); None: `model`."""
-
-    def model_of(self, ep: EpisodeInfo) -> Model:
-        """The model episode `ep` calls: the reviewer's for an assigned review."""
-        return self.reviewer if ep.review is not None and self.reviewer is not None else self.model
 
 
 @dataclass(frozen=True)
@@ -104,7 +60,7 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
     off mid-reply, uncounted)."""
     cut = cut or Cut()
     cfg = shared.view.config
-    record.model = cfg.reviewer if ep.review is not None else cfg.model
+    record.model = cfg.reviewer if ep.review is not None and shared.reviewer is not None else cfg.model
     record.reviews = ep.review.commit if ep.review is not None else ""
     index = MemoryIndex() if ep.alone else shared.index  # an independent episode sees no one's work
     tools = Toolbox(shared.memory, shared.git, index, shared.view, ep, shared.sandbox,

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 import anyio
 
 from gitswarm.engine import digest, selection
-from gitswarm.engine.episode import Shared, replied
+from gitswarm.engine.episode import replied
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.engine.shared import Shared
 from gitswarm.memory import commitmeta
 from gitswarm.memory.compose import Composed, Conflict, Resolution
 from gitswarm.resources import render

@@ -25,7 +25,6 @@ from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import selection
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
-from gitswarm.engine.episode import Model, Shared
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
@@ -36,6 +35,7 @@ from gitswarm.engine.rngstate import restore_rng
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.selection import Selected
 from gitswarm.engine.setaside import Streaks
+from gitswarm.engine.shared import Model, Shared
 from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory

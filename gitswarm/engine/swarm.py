@@ -22,12 +22,13 @@ from gitswarm.core.stops import Stop
 from gitswarm.engine import reviewing, selection, stoprule, tasks
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo
-from gitswarm.engine.episode import Shared, run_episode
+from gitswarm.engine.episode import run_episode
 from gitswarm.engine.failures import Breakers
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.engine.rngstate import json_state
 from gitswarm.engine.setaside import Streaks
+from gitswarm.engine.shared import Shared
 from gitswarm.engine.source import EpisodeSource
 from gitswarm.engine.stopping import Cut, wind_down
 from gitswarm.problems.model import ProblemSet

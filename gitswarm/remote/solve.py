@@ -15,11 +15,11 @@ import anyio.to_thread
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
-from gitswarm.engine.episode import Model
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.run import RunContext, RunResult, open_run
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
+from gitswarm.engine.shared import Model
 from gitswarm.problems.model import ProblemSet
 from gitswarm.remote import owner, publish
 from gitswarm.remote.claims import Claims
@@ -44,7 +44,7 @@ async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, mer
                        listeners: list[Listener] | None = None, control: Control | None = None, *,
                        local_slots: int = 0, claim_ttl_s: float = CLAIM_TTL_S, patience_s: float = 600.0,
                        prune_batch: int = PRUNE_BATCH,
-                       model_settings: dict | None = None) -> RunResult:
+                       model_settings: dict | None = None, reviewer: Model | None = None) -> RunResult:
     """Coordinate the run on `url` until it stops; `cfg.run` is the local mirror."""
     git = GitThread()
     await anyio.to_thread.run_sync(owner.check_mirror, cfg.run, url)  # before a run is made there
@@ -60,7 +60,7 @@ async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, mer
         await git(publish.write_stop, memory, None)  # a resumed run goes on
         publisher = await anyio.to_thread.run_sync(publish.Publisher, remote, OWN_REFS)
         await anyio.to_thread.run_sync(publisher.push, OWN_REFS)
-        run = await RunContext.build(cfg, memory, git, problems, model, listeners)
+        run = await RunContext.build(cfg, memory, git, problems, model, listeners, reviewer=reviewer)
         spending = Spending.of(run.ledger.episodes.values(), run.ledger.spending)
         run.counting(spending.in_flight)
         merger = Merger(run.shared, run.ledger, merger_model)

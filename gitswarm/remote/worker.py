@@ -30,13 +30,13 @@ from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.config import ACROSS_PROCESSES, SolveConfig
 from gitswarm.engine.context import CODE_KINDS
 from gitswarm.engine.conversation import CONVERSATIONS_REF
-from gitswarm.engine.episode import Model
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.references import References, built_from
 from gitswarm.engine.rngstate import restore_rng
 from gitswarm.engine.run import RunContext
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
+from gitswarm.engine.shared import Model
 from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory import books
 from gitswarm.memory.errors import NotARun
@@ -160,9 +160,11 @@ def _stop_of(remote: Remote) -> Stop | None:
 
 
 async def run_worker(options: WorkerOptions, model: Model, listeners: list[Listener] | None = None,
-                     control: Control | None = None, say: Callable[[str], None] = lambda _: None) -> Stop:
+                     control: Control | None = None, say: Callable[[str], None] = lambda _: None,
+                     reviewer: Model | None = None) -> Stop:
     """Claim and run the run's episodes until it stops; returns why this worker stopped.
-    `say` tells the user what this worker leaves to others (`own_references`)."""
+    `say` tells the user what this worker leaves to others (`own_references`); its review
+    episodes run on `reviewer` where it is given."""
     held = owner.check_worker(options.folder, options.url, options.name)
     options.folder.mkdir(parents=True, exist_ok=True)
     remote = Remote(options.url, options.folder)
@@ -180,7 +182,8 @@ async def run_worker(options: WorkerOptions, model: Model, listeners: list[Liste
         with run_lock(options.folder):
             await git(clear_stale_locks, options.folder)
             return await _work(options, cfg, settings, remote, memory, git, model, listeners, control or Control(),
-                               sandbox=sandbox, references=references, skip=skip, skip_why=why, say=say)
+                               sandbox=sandbox, references=references, skip=skip, skip_why=why, say=say,
+                               reviewer=reviewer)
     finally:
         if references is not None:
             references.close()
@@ -239,12 +242,12 @@ def _runnable(problem_set: ProblemSet, references: References | None) -> Problem
 
 async def _work(options, cfg, settings, remote, memory, git, model, listeners, control, *,
                 sandbox: anyio.CapacityLimiter, references: References | None, skip: frozenset[str], skip_why: str,
-                say: Callable[[str], None]) -> Stop:
+                say: Callable[[str], None], reviewer: Model | None = None) -> Stop:
     problems = list(settings["problems"])
     spending = Published(options.name)
     run = await RunContext.build(cfg, memory, git, problems, model, listeners, sandbox=sandbox,
                                  references=references, elsewhere=spending.elsewhere,
-                                 streaks=RunStreaks(cfg.no_progress))
+                                 streaks=RunStreaks(cfg.no_progress), reviewer=reviewer)
     shared, ledger, events = run.shared, run.ledger, run.events
     claims = Claims(remote, options.name, ttl_s=float(settings["claim_ttl_s"]))
     source = ClaimSource(remote, claims, memory, shared, settings, claims.ttl_s, patience_s=options.patience_s,

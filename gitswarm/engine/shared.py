@@ -1,0 +1,61 @@
+"""What every episode of a run shares (`Shared`), and what the engine needs of a model (`Model`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import anyio
+
+from gitswarm.core.stops import Stop
+from gitswarm.engine.context import EpisodeInfo, RunView
+from gitswarm.engine.events import EventLog
+from gitswarm.engine.gitio import GitThread
+from gitswarm.engine.index import MemoryIndex
+from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.references import References
+from gitswarm.memory.repo import Memory
+
+if TYPE_CHECKING:
+    from gitswarm.models.errors import Retry
+
+
+class Model(Protocol):
+    """What the engine needs of a model (gitswarm.models.LiteLLMModel in production)."""
+
+    output_limit: int
+    """Tokens one reply may have (told to the model when a reply is cut off)."""
+    protocol: str
+    """How tools reach the model now, `native` or `text` (a nudge shows a call in it)."""
+
+    def may_force_tools(self) -> bool:
+        """The provider lets a request force a tool call."""
+
+    async def complete(self, messages: list[dict], tools: list[dict] | None = None, *,
+                       tool_choice: str | None = None, on_retry: Callable[[Retry], None] | None = None):
+        """One reply; `on_retry` hears of each failed attempt before the next."""
+
+
+@dataclass
+class Shared:
+    """What every episode of a run shares."""
+
+    memory: Memory
+    git: GitThread
+    index: MemoryIndex
+    view: RunView
+    model: Model
+    events: EventLog
+    sandbox: anyio.CapacityLimiter
+    check_caps: Callable[[], Stop | None]
+    """The stop a cap reached calls for when the next call may not be made, else None."""
+    ledger: Ledger
+    references: References | None = None
+    """The reproduce problems' reference executables, for code workers' shells."""
+    reviewer: Model | None = None
+    """The model review episodes run on (`SolveConfig.reviewer_model`); None: `model`."""
+
+    def model_of(self, ep: EpisodeInfo) -> Model:
+        """The model episode `ep` calls: the reviewer's for an assigned review."""
+        return self.reviewer if ep.review is not None and self.reviewer is not None else self.model
