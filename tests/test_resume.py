@@ -30,6 +30,14 @@ def demo(run: Path) -> subprocess.Popen:
                              "0.05", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
+def stopped(run: Path) -> bool:
+    """The event log's last start was followed by `run_stopped`: the run ended by itself."""
+    kinds = [json.loads(line)["kind"] for line in (run / "gitswarm-events.jsonl").read_text().splitlines()
+             if line.endswith("}")]
+    starts = [i for i, kind in enumerate(kinds) if kind == "run_started"]
+    return bool(starts) and "run_stopped" in kinds[starts[-1]:]
+
+
 DEMO_BUDGET = 60
 """The demo set's budget (its set.toml [defaults])."""
 
@@ -52,8 +60,11 @@ def test_sigkill_at_several_points_then_resume_to_completion(tmp_path: Path):
         deadline = time.monotonic() + 120
         while finished_events(run) < target and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
+        assert process.poll() is None, "the run ended before the kill: nothing here would test a kill mid-run"
+        assert finished_events(run) >= target, "the kill would land before the work it is meant to cut"
         process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
+        assert process.wait(timeout=30) == -signal.SIGKILL
+        assert not stopped(run), "the kill landed after the run had stopped, not mid-run"
         assert fsck_clean(run)
         seen |= set(git(run, "rev-list", "--all").split())
         mains.append(git(run, "rev-parse", "main").strip())
