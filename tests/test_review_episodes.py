@@ -135,6 +135,9 @@ async def test_a_blind_review_reads_the_statement_and_its_candidate_alone(tmp_pa
         assert names.isdisjoint({"list_items", "search", "in_flight", "announce", "nominate"})
     free = [r for r in workers.requests if r.get("tools") and not is_review(r)]
     assert free and all("review" not in kinds_offered(r) for r in free)
+    said = [json.loads(line)["data"] for line in (run / "gitswarm-events.jsonl").read_text().splitlines()
+            if '"committed"' in line]
+    assert any(d.get("verdict") and d.get("reviews") for d in said)  # the events name each blind review's verdict
 
 
 @pytest.mark.anyio

@@ -101,13 +101,16 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
     await _keep_transcript(shared, record, messages)
     lossless = conversation.of_episode(calls, ep, record, record.model)
     await shared.git(conversation.keep, shared.memory, lossless, calls.secrets)
-    return Ended(record, stop, _review_of(index, record, final))
+    return Ended(record, stop, _review_of(index, ep, record, final))
 
 
-def _review_of(index: MemoryIndex, record: EpisodeRecord, final: Final) -> dict[str, str] | None:
-    """The verdict of a committed review and the path of what it reviews."""
+def _review_of(index: MemoryIndex, ep: EpisodeInfo, record: EpisodeRecord, final: Final) -> dict[str, str] | None:
+    """The verdict of a committed review and the path of what it reviews (an assigned review's
+    candidate, which a blind review's empty index does not hold)."""
     c = final.contribution
-    found = index.resolve(record.problem, c.reviews) if c is not None and record.commit and c.verdict else None
+    if c is None or not record.commit or not c.verdict:
+        return None
+    found = (c.reviews, ep.review.path) if ep.review is not None else index.resolve(record.problem, c.reviews)
     return {"verdict": c.verdict, "reviews": found[1]} if found else None
 
 
