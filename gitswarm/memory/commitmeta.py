@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from typing import Any, Literal, overload
 
 import pygit2
 
@@ -57,8 +58,13 @@ class Verification(StrEnum):
     UNVERIFIED = "unverified"
 
 
-def _key(name: str, many: bool = False) -> str | tuple[str, ...]:
-    """A record field written as the trailer `name` (`many`: a tuple, one trailer per item)."""
+@overload
+def _key(name: str, many: Literal[False] = False) -> str: ...
+@overload
+def _key(name: str, many: Literal[True]) -> tuple[str, ...]: ...
+def _key(name: str, many: bool = False) -> Any:
+    """A record field written as the trailer `name` (`many`: a tuple, one trailer per item): a
+    dataclass field, typed as the value it holds, as `field` is."""
     if many:
         return field(default=(), metadata={"key": name, "many": True})
     return field(default="", metadata={"key": name})
@@ -257,8 +263,9 @@ def changes(repo: pygit2.Repository, commit: pygit2.Commit, problem: str, meta: 
     if isinstance(meta, Contribution) and meta.files and not any("…" in p for p in meta.files + meta.deleted):
         return Changes(tuple(sorted(meta.files)), tuple(sorted(meta.deleted)))
     prefix = f"problems/{problem}/"
-    diff = repo.diff(commit.parents[0].tree, commit.tree) if commit.parents else commit.tree.diff_to_tree(swap=True)
-    written, deleted = [], []
+    diff = commit.parents[0].tree.diff_to_tree(commit.tree) if commit.parents else commit.tree.diff_to_tree(swap=True)
+    written: list[str] = []
+    deleted: list[str] = []
     for delta in diff.deltas:
         path = delta.new_file.path
         if not path.startswith(prefix):

@@ -8,12 +8,13 @@ conflict is returned as data for the merger agent, and that branch waits for a r
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pygit2
 from pygit2.enums import FileMode
 
-from gitswarm.memory import commitmeta, refnames, trees
+from gitswarm.memory import commitmeta, objects, refnames, trees
 from gitswarm.memory.errors import Contention
 from gitswarm.memory.write import committer
 
@@ -60,9 +61,9 @@ class MainLine:
             self.tip = tip
             self.tips.add(tip)
             return
-        at = tip
+        at: pygit2.Oid | None = tip
         while at is not None and at not in self.tips:
-            commit = repo[at]
+            commit = objects.commit(repo, at)
             self.tips.add(at)
             self.merged.update(commit.parent_ids[1:])
             at = commit.parent_ids[0] if commit.parent_ids else None
@@ -74,7 +75,7 @@ class MainLine:
             return True, head
         at = head
         for _ in range(self.SEARCH):
-            parents = repo[at].parent_ids
+            parents = objects.commit(repo, at).parent_ids
             if not parents:
                 return None
             at = parents[0]
@@ -108,23 +109,23 @@ def pending(repo: pygit2.Repository) -> dict[str, pygit2.Oid]:
     for name in refnames.under(repo, BRANCH_PREFIX):  # not every ref: one per op ever written
         ref = repo.references.get(name)
         if ref is not None:
-            found[name.removeprefix(BRANCH_PREFIX)] = ref.target
+            found[name.removeprefix(BRANCH_PREFIX)] = objects.target(ref)
     return found
 
 
 def compose(repo: pygit2.Repository, run_id: str, episodes: list[str] | None = None,
-            resolutions: list[Resolution] = (), line: MainLine | None = None) -> Composed:
+            resolutions: Sequence[Resolution] = (), line: MainLine | None = None) -> Composed:
     """One attempt to merge pending branches into main; raises Contention if main moved.
     `line`, kept between calls, spares the history walks (see MainLine)."""
     main = repo.references[MAIN]
-    tip = repo[main.target]
+    tip = objects.commit(repo, objects.target(main))
     line = line or MainLine()
     line.advance(repo, tip.id)
     if episodes is None:
         branches = pending(repo)
     else:  # the caller knows its branches: listing every ref (one per op ever written) costs more
         refs = {e: repo.references.get(BRANCH_PREFIX + e) for e in episodes}
-        branches = {e: ref.target for e, ref in refs.items() if ref is not None}
+        branches = {e: objects.target(ref) for e, ref in refs.items() if ref is not None}
     chosen = sorted(branches)
     merged, conflicts, stale = [], [], []
     overlay: trees.Changes = {}  # changes of the branches merged so far; one tree write at the end
@@ -150,7 +151,7 @@ def compose(repo: pygit2.Repository, run_id: str, episodes: list[str] | None = N
         commit = repo.create_commit(None, committer(), committer(),
                                     _message(run_id, repo, parents, merged),
                                     trees.update(repo, tip.tree, overlay), parents)
-    _advance(repo, main.target, commit, {e: branches[e] for e in merged + stale})
+    _advance(repo, tip.id, commit, {e: branches[e] for e in merged + stale})
     if commit is not None:
         line.advance(repo, commit)
     return Composed(str(commit) if commit else None, merged, conflicts)
