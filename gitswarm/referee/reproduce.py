@@ -91,14 +91,20 @@ class ReproduceGrade:
                 "resolved": self.resolved, "almost_resolved": self.almost_resolved, **asdict(self)}
 
 
-def suite_of(problem: Problem) -> Suite:
-    """The problem's test suite, or ReproduceGradingError."""
+def tests_dir_of(problem: Problem) -> Path:
+    """The problem's tests folder, or ReproduceGradingError."""
     if problem.tests_dir is None:
         raise ReproduceGradingError(f"{problem.id} has no tests folder to grade against")
+    return problem.tests_dir
+
+
+def suite_of(problem: Problem) -> Suite:
+    """The problem's test suite, or ReproduceGradingError."""
+    tests_dir = tests_dir_of(problem)
     try:
-        return read_suite(problem.tests_dir / SUITE_FILE)
+        return read_suite(tests_dir / SUITE_FILE)
     except SuiteError as exc:
-        where = f"{problem.tests_dir / SUITE_FILE}" + (f":{exc.line}" if exc.line else "")
+        where = f"{tests_dir / SUITE_FILE}" + (f":{exc.line}" if exc.line else "")
         raise ReproduceGradingError(f"{where}: {exc.message}") from None
 
 
@@ -142,7 +148,7 @@ def run_suite(problem: Problem, suite: Suite, executable: bytes | None, scratch:
         if executable is None:
             results += [CaseResult(t, branch.id, "not_run", error or "") for t in branch.counted()]
             continue
-        cases, step = run_branch(problem.tests_dir, branch, executable, scratch / f"branch-{branch.id}",
+        cases, step = run_branch(tests_dir_of(problem), branch, executable, scratch / f"branch-{branch.id}",
                                  branch_timeout, hide)
         steps.append(step)
         found, extra = _match(branch, cases)
