@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +15,7 @@ from gitswarm.cli.common import Effort, Exit, ToolProtocol, fail, user_errors
 from gitswarm.cli.doctor_calls import Calls, needs_unstreamed, pair, probe, unstreamed
 from gitswarm.cli.doctor_checks import Check, after_probe
 from gitswarm.cli.doctor_report import key_variables, plain, redact, run_settings
+from gitswarm.usage import Usage
 
 MODEL_KEYS = ("model", "api_base", "api_key", "max_output_tokens", "reasoning_effort", "tool_protocol",
               "idle_timeout_s", "reply_timeout_s", "price_in_per_mtok", "price_out_per_mtok",
@@ -56,14 +58,14 @@ def doctor(
         config = model_config(given)
         provider = _provider(config.model)
     first = _credentials(config, provider)
-    calls = _calls(config) if first.status == "ok" else Calls()
+    calls = _calls(config) if first.status == "ok" else None
     checks, speed = after_probe(config, calls)
     checks.insert(0, first)
     checks.append(_sandbox())
-    usage = calls.usage()
+    usage = calls.usage() if calls is not None else Usage()
     report = {"ok": all(c.status != "FAIL" for c in checks), "calls": usage.calls,
               "failed_calls": usage.failed_calls, "checks": [asdict(c) for c in checks], "speed": speed,
-              "run": run_settings(config, provider, calls.probe)}
+              "run": run_settings(config, provider, calls.probe if calls is not None else None)}
     typer.echo(redact(json.dumps(report) if as_json else plain(report), config))
     raise typer.Exit(int(Exit.OK if report["ok"] else Exit.FAILED))
 
@@ -90,31 +92,32 @@ def _calls(config) -> Calls:
     return calls
 
 
-def model_config(given: dict[str, object]):
+def model_config(given: Mapping[str, object]):
     """The ModelConfig `solve` would build: the config file's [solve] model settings under the
     flags and environment (None: unset), checked by SolveConfig's rules."""
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.settings import config_file, file_settings
-    from gitswarm.models import ModelConfig, credentials_hint
+    from gitswarm.models import ModelConfig
+    from gitswarm.models.credentials import NO_MODEL
 
     settings = {k: v for k, v in file_settings(config_file()).items() if k in MODEL_KEYS}
     settings |= {k: v for k, v in given.items() if v is not None}
     cfg = SolveConfig(problems=Path("."), run=Path("."), **{"model": "", **settings})
     if not cfg.model.strip():
-        raise fail(credentials_hint(""))
+        raise fail(NO_MODEL)
     return ModelConfig(**{k: getattr(cfg, k) for k in MODEL_KEYS})
 
 
 def _provider(model: str) -> str:
     """litellm's provider of `model`; a model string it cannot route is bad input."""
-    from gitswarm.models import credentials_hint
+    from gitswarm.models.credentials import unroutable
     from gitswarm.models.lib import litellm_module
 
     litellm = litellm_module()
     try:
         return litellm.get_llm_provider(model)[1]
     except litellm.exceptions.BadRequestError:
-        raise fail(credentials_hint(model)) from None
+        raise fail(unroutable(model)) from None
 
 
 def _credentials(config, provider: str) -> Check:

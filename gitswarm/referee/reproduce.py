@@ -24,6 +24,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -248,7 +249,7 @@ def details(grade: ReproduceGrade) -> dict:
                        "timed_out": s.timed_out} for s in grade.steps]}
 
 
-def mean_score(scores: dict[str, float | None], problems: list[str]) -> float:
+def mean_score(scores: Mapping[str, float | None], problems: list[str]) -> float:
     """A set's mean score: every problem counts, an unattempted or ungraded one as 0."""
     if not problems:
         return 0.0
