@@ -184,12 +184,13 @@ class Other:
 
 
 Record = Contribution | Merge | Solution | Grade | Removal | ClaimNote | Other
-_BY_KIND: dict[str, type] = {Kind.NOMINATION: Nomination, Kind.REVIEW: Review, Kind.MERGE: Merge,
+_BY_KIND: dict[str, type[Record]] = {Kind.NOMINATION: Nomination, Kind.REVIEW: Review, Kind.MERGE: Merge,
                              Kind.SOLUTION: Solution, Kind.GRADE: Grade, Kind.REPLAY: Removal,
                              **{k: Contribution for k in CONTRIBUTION_KINDS - {Kind.NOMINATION, Kind.REVIEW}}}
 _ENUMS = {"kind": Kind, "verdict": Verdict, "verification": Verification}
-_KEYED = {cls: tuple((f.name, f.metadata["key"], f.metadata.get("many", False)) for f in fields(cls)
-                     if "key" in f.metadata) for cls in (*_BY_KIND.values(), ClaimNote, Other)}
+_KEYED: dict[type[Record], tuple[tuple[str, str, bool], ...]] = {
+    cls: tuple((f.name, f.metadata["key"], f.metadata.get("many", False)) for f in fields(cls) if "key" in f.metadata)
+    for cls in (*_BY_KIND.values(), ClaimNote, Other)}
 """Each record class's fields that are trailers: (field, key, is a list), in trailer order."""
 _ALL_KEYS = frozenset(key for keyed in _KEYED.values() for _, key, _ in keyed)
 
@@ -217,7 +218,7 @@ def from_trailers(trailers: Mapping[str, str | Sequence[str]]) -> Record:
     found = {k: [v] if isinstance(v, str) else list(v) for k, v in trailers.items()}
     kind = found.get("Kind", [""])[-1]
     cls = _BY_KIND.get(kind) or (ClaimNote if "Claim" in found and not kind else Other)
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}  # field -> its value, of the type the field's metadata gives
     for name, key, many in _KEYED[cls]:
         if key not in found:
             continue

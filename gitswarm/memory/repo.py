@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pygit2
 from pygit2.enums import ObjectType, RepositoryOpenFlag
@@ -280,15 +281,17 @@ def _cache_trees() -> None:
     pygit2.settings.cache_max_size(CACHE_BYTES)
 
 
-def _read_meta(repo: pygit2.Repository, path: Path) -> dict:
+def _read_meta(repo: pygit2.Repository, path: Path) -> dict[str, Any]:
     ref = repo.references.get(META_REF)
     if ref is None:
         raise NotARun(f"{path} is a git repository but not a gitswarm run (no {META_REF}); give the "
                       "folder `gitswarm solve` made, e.g. runs/<set>")
     try:
         meta = json.loads(objects.blob(repo, repo[ref.target].peel(pygit2.Commit).tree["run.json"].id).data)
+        if not isinstance(meta, dict):
+            raise ValueError("run.json holds no object")
         version = meta.get("format", 0)
-    except (KeyError, ValueError, TypeError, AttributeError):  # TypeError: run.json is a folder
+    except (KeyError, ValueError, TypeError):  # TypeError: run.json is a folder
         raise NotARun(f"{path} has unreadable run metadata ({META_REF}:run.json); it was not made "
                       "by this gitswarm, or was damaged") from None
     if not isinstance(version, int) or version > FORMAT:
