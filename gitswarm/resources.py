@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported by the first render, not with gitswarm
+    import jinja2
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -58,7 +62,7 @@ def shipped_sets() -> list[str]:
 
 
 @cache
-def _environment():
+def _environment() -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(

@@ -3,7 +3,9 @@ trailers, `status` and the report."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class Usage:
                    int(cost_usd is None), 1, int(failed), (tokens_in + tokens_out) * estimated)
 
     @classmethod
-    def from_dict(cls, data: dict) -> Usage:
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
         """A Usage from its `as_dict` form; unknown keys are ignored, missing ones are zero."""
         return cls(**{f.name: data[f.name] for f in fields(cls) if f.name in data})
 

@@ -18,10 +18,14 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
-RUNS = (
+if TYPE_CHECKING:
+    from gitswarm.models.config import ReasoningEffort
+
+RUNS: tuple[tuple[str, str, str, ReasoningEffort | None, bool], ...] = (
     # (label, personality, model, reasoning effort, cache breakpoints)
     ("anthropic, no cache breakpoints (baseline)", "anthropic", "anthropic/claude-sonnet-4-5", None, False),
     ("anthropic, cache breakpoints", "anthropic", "anthropic/claude-sonnet-4-5", None, True),
@@ -30,7 +34,7 @@ RUNS = (
 )
 
 
-async def one_run(personality: str, model: str, effort: str | None, cache: bool, workers: int,
+async def one_run(personality: str, model: str, effort: ReasoningEffort | None, cache: bool, workers: int,
                   budget: int) -> dict:
     """One demo run over `personality`; the ledger's totals beside the fake's bill."""
     from gitswarm.demo.brain import respond

@@ -47,7 +47,8 @@ def build(root: Path, size: int, seed: int = 0) -> Memory:
     """A run of one problem whose memory holds `size` contributions citing each other (each
     cites up to two earlier ones, preferring the already cited), and a SUMMARY.md."""
     memory = Memory.create(root / "run", load_set(write_set(root / "set", 1)), run_id="bench-context")
-    rng, pool, done = random.Random(seed), [], 0
+    rng, done = random.Random(seed), 0
+    pool: list[str] = []
     chunk = -(-size // min(size, CHUNKS))
     while done < size:
         batch = range(done + 1, min(size, done + chunk) + 1)

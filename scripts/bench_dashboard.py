@@ -31,7 +31,7 @@ def synthetic(commits: int, workers: int, problems: int = 30) -> list[str]:
                        t).to_json())
     for i in range(commits):
         w, e, p = f"w{i % workers:03d}", f"e{i:05d}", f"p{i % problems:03d}"
-        base = {"episode": e, "worker": w, "problem": p}
+        base: dict[str, object] = {"episode": e, "worker": w, "problem": p}
         t += 0.01
         lines += [Event("episode_started", base, t).to_json(),
                   Event("step", {**base, "step": 1}, t).to_json(),

@@ -20,9 +20,13 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 from bench_history import write_set
+
+if TYPE_CHECKING:
+    from gitswarm.export.run import Format
 
 
 async def build(run: Path, episodes: int, problems: int, workers: int) -> None:
@@ -59,14 +63,14 @@ def baseline(run: Path) -> int:
     sink = io.StringIO()
     records = [r for r in Ledger.load(memory).episodes.values() if r.episode != "merger"]
     for record in records:
-        found = read_conversation(memory.repo, record.episode)
+        found: object = read_conversation(memory.repo, record.episode)
         if found is None:
             found = memory.transcript(record.commit) if record.commit else memory.book_text(record.transcript or ":")
         sink.write(json.dumps(found, ensure_ascii=False) + "\n")
     return len(records)
 
 
-def export(run: Path, layout: str, credit: str) -> int:
+def export(run: Path, layout: Format, credit: str) -> int:
     """`gitswarm export` as the command runs it, to a string; returns the records."""
     from gitswarm.export.labels import read_facts
     from gitswarm.export.run import export as records
@@ -112,7 +116,8 @@ def main() -> None:
     args = options(__doc__, episodes=1000, rounds=3)
     with tempfile.TemporaryDirectory() as tmp:
         run = built(args, Path(tmp))
-        rows = {"baseline": [], "chat": [], "steps": [], "chat ancestry+reviews": []}
+        rows: dict[str, list[tuple[float, int]]] = {name: [] for name in ("baseline", "chat", "steps",
+                                                                          "chat ancestry+reviews")}
         for _ in range(args.rounds):  # in turn: the machine's load drifts, so each round pairs its runs
             rows["baseline"].append(timed(baseline, run))
             rows["chat"].append(timed(export, run, "chat", "ancestry"))

@@ -24,8 +24,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolUnionParam
 
 HERE = Path(__file__).resolve().parent
 OPENAI_SDK = "openai SDK alone (AsyncOpenAI, no litellm): the floor"
@@ -49,21 +53,21 @@ SETTINGS: dict[str, dict] = {
 CALLBACK_LISTS = ("callbacks", "success_callback", "failure_callback", "input_callback", "service_callback",
                   "_async_success_callback", "_async_failure_callback", "_async_input_callback")
 WARM_UP = 10
-REPLY = {"content": "Let me look at the note first.",
-         "tool_calls": [{"name": "read_file", "arguments": {"path": "problems/p001/notes/a.md"}}]}
+REPLY_TEXT = "Let me look at the note first."
+REPLY_CALLS: list[dict] = [{"name": "read_file", "arguments": {"path": "problems/p001/notes/a.md"}}]
 
 
 # --- the server ------------------------------------------------------------------------------
 
 async def serve_fixed(port: int, content_chars: int) -> None:
-    """The fake server answering every request with REPLY (usage included), its text
+    """The fake server answering every request with REPLY_TEXT and REPLY_CALLS (usage included), its text
     lengthened to `content_chars` (the fake streams text 16 characters a chunk)."""
     from gitswarm.fakeserver import FakeReply, serve
 
-    text = REPLY["content"]
+    text = REPLY_TEXT
     while len(text) < content_chars:  # varied words: litellm fails a stream that repeats one chunk
         text += f" step {len(text)} of the argument;"
-    reply = FakeReply(**{**REPLY, "content": text[:max(content_chars, len(REPLY["content"]))]})
+    reply = FakeReply(content=text[:max(content_chars, len(REPLY_TEXT))], tool_calls=REPLY_CALLS)
     async with serve(lambda body: reply, port=port):
         await anyio.sleep_forever()
 
@@ -87,7 +91,7 @@ async def through_litellm(setting: str, url: str, model: str, stream: bool, call
     from gitswarm.models import LiteLLMModel, ModelConfig
     from gitswarm.models.lib import litellm_module
 
-    litellm = litellm_module()
+    litellm: Any = litellm_module()  # a module whose attributes this bench sets and replaces
     chosen = SETTINGS[setting]
     for name, value in chosen.get("attrs", {}).items():
         setattr(litellm, name, value)
@@ -113,7 +117,7 @@ def _checked(replies: list) -> dict:
     """What gitswarm reads off each reply is still there: usage, the tool call, its arguments."""
     usage = all(r.usage.tokens_in > 0 and r.usage.tokens_out > 0 for r in replies)
     calls = all(len(r.tool_calls) == 1 and r.tool_calls[0].name == "read_file"
-                and r.tool_calls[0].arguments == REPLY["tool_calls"][0]["arguments"] for r in replies)
+                and r.tool_calls[0].arguments == REPLY_CALLS[0]["arguments"] for r in replies)
     priced = sum(r.usage.cost_usd is not None for r in replies)
     return {"usage_ok": usage, "tool_calls_ok": calls, "priced": priced, "replies": len(replies)}
 
@@ -122,7 +126,9 @@ async def through_openai(url: str, model: str, stream: bool, calls: int, c: int)
     import openai
 
     client = openai.AsyncOpenAI(base_url=url, api_key="k", max_retries=0)
-    messages, tools = request()
+    plain_messages, plain_tools = request()  # openai's TypedDicts, as plain dicts
+    messages = cast("list[ChatCompletionMessageParam]", plain_messages)
+    tools = cast("list[ChatCompletionToolUnionParam]", plain_tools)
     name = model.split("/", 1)[-1]
     seen: list[tuple[int, int]] = []  # (usage present, tool calls)
 
@@ -133,7 +139,7 @@ async def through_openai(url: str, model: str, stream: bool, calls: int, c: int)
             return
         response = await client.chat.completions.create(model=name, messages=messages, tools=tools, max_tokens=8192,
                                                         stream=True, stream_options={"include_usage": True})
-        usage, ids = None, set()
+        usage, ids = None, set[int]()
         async for chunk in response:
             usage = chunk.usage or usage
             for choice in chunk.choices:
@@ -177,7 +183,8 @@ class Profiled:
         import cProfile
         import threading
 
-        self.main, self.threads = cProfile.Profile(), []
+        self.main = cProfile.Profile()
+        self.threads: list[cProfile.Profile] = []
         threading.setprofile(self._start)
 
     def _start(self, *_args) -> None:  # the first event in each new thread: profile it from here
@@ -302,7 +309,7 @@ def print_table(names: list[str], results: dict, args: argparse.Namespace) -> No
         callbacks = max(f.get("callbacks", 0) for f in runs)
         return ("LOST " + ", ".join(lost) if lost else "ok") + (f", {callbacks} callbacks" if callbacks else "")
 
-    chunks = max(args.content_chars, len(REPLY["content"])) // 16 + 1
+    chunks = max(args.content_chars, len(REPLY_TEXT)) // 16 + 1
     print(f"\nCPU ms per call of the client process: {args.calls} calls at C={args.c}, model {args.model}, "
           f"a streamed reply's text in about {chunks} chunks of 16 characters (and its tool call), "
           f"median (min-max) of {args.repeat} runs; x default: against the first row, same run; loop: the "

@@ -62,9 +62,17 @@ class Counted:
     def output_limit(self) -> int:
         return self.model.output_limit
 
+    @output_limit.setter
+    def output_limit(self, value: int) -> None:  # the engine's Model has it settable
+        self.model.output_limit = value
+
     @property
     def protocol(self) -> str:
         return self.model.protocol
+
+    @protocol.setter
+    def protocol(self, value: str) -> None:
+        self.model.protocol = value
 
     def may_force_tools(self) -> bool:
         return self.model.may_force_tools()

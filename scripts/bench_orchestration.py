@@ -110,7 +110,7 @@ class Timings:
                     self.system += after.ru_stime - before.ru_stime
             return await original(git, inner)
 
-        GitThread.__call__ = call
+        GitThread.__call__ = call  # type: ignore[method-assign]  # instrumented on purpose, as Memory's above
 
     def _timed(self, method, name):
         @functools.wraps(method)
@@ -149,7 +149,7 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
     timings = Timings()
     timings.install()
     collector = GcTime()
-    started: list[float] = []
+    started: list[tuple[float, float]] = []  # (wall, process time) of each episode's start
     with tempfile.TemporaryDirectory() as tmp:
         folder = write_set(Path(tmp) / "set", problems)
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=f"http://127.0.0.1:{port}/v1",

@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pygit2
@@ -40,9 +41,9 @@ class Counted(Remote):
 
     pushes = 0
 
-    def push(self, updates) -> None:
+    def push(self, updates: Sequence[Update], *, follow: bool = True) -> None:
         self.pushes += 1
-        super().push(updates)
+        super().push(updates, follow=follow)
 
 
 def result(repo: pygit2.Repository, claim: Claim) -> str:

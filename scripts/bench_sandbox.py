@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from gitswarm.problems.loader import load_set
@@ -73,6 +74,8 @@ def main() -> None:
     parser.add_argument("--old", default="08ce2cf", help="The commit whose sandbox is the old way.")
     args = parser.parse_args()
     problem = load_set(resolve_set("demo")).get("demo-shout")
+    reference = problem.reference_dir
+    assert reference is not None, "demo-shout has a reference"
     new_run = reproduce.run
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as tmp:
         old = old_sandbox(args.old, Path(tmp))
@@ -80,7 +83,7 @@ def main() -> None:
         def old_run(*a, packages=(), **k):
             return old.run(*a, **k)
 
-        arms = {"old": ("", old_run)}
+        arms: dict[str, tuple[str, Callable[..., object]]] = {"old": ("", old_run)}
         for name in ("bwrap", "namespaces"):
             os.environ["GITSWARM_SANDBOX"] = name
             containment.cache_clear()
@@ -93,7 +96,7 @@ def main() -> None:
             for arm, (backend, runner) in arms.items():
                 os.environ["GITSWARM_SANDBOX"] = backend or "namespaces"
                 containment.cache_clear()
-                times[arm].append(one_grading(problem, problem.reference_dir, Path(tmp) / arm, runner))
+                times[arm].append(one_grading(problem, reference, Path(tmp) / arm, runner))
         base = statistics.median(times["old"][1:])
         print(f"demo-shout: compile.sh + {reproduce.suite_of(problem).total} hidden tests, median of {args.repeat}")
         for arm, samples in times.items():

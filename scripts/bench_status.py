@@ -30,7 +30,7 @@ import pygit2
 import yaml
 from bench_export import built, options
 
-from gitswarm.memory import trees
+from gitswarm.memory import objects, trees
 from gitswarm.memory.read import ParsedBlobs
 from gitswarm.memory.repo import Memory
 from gitswarm.problems import frontmatter
@@ -45,9 +45,9 @@ def as_before() -> Iterator[None]:
     once more (the previous `split` composed it for the key lines, then `safe_load` again)."""
     fast, load = frontmatter.FAST, frontmatter._load
 
-    def twice(text: str, loader: type):
-        yaml.compose(text, Loader=loader)
-        return load(text, loader)
+    def twice(yaml_text: str, loader: type) -> tuple[frontmatter.Pairs, object]:
+        yaml.compose(yaml_text, Loader=loader)
+        return load(yaml_text, loader)
 
     frontmatter.FAST, frontmatter._load = yaml.SafeLoader, twice
     kept, readmodel_read.FRONTS = readmodel_read.FRONTS, Unkept()
@@ -58,11 +58,14 @@ def as_before() -> Iterator[None]:
         readmodel_read.FRONTS = kept
 
 
-class Unkept:
+class Unkept(ParsedBlobs[dict]):
     """The read model's front matter cache as it was before there was one: every read parses."""
 
+    def __init__(self) -> None:
+        super().__init__(readmodel_tree.front)
+
     def get(self, repo: pygit2.Repository, oid: pygit2.Oid) -> dict:
-        return readmodel_tree.front(repo[oid].data)
+        return readmodel_tree.front(objects.blob(repo, oid).data)
 
 
 def new_process() -> None:
@@ -131,7 +134,7 @@ def ways(run: Path) -> dict[str, tuple[Way, Way]]:
         return refresh(run, 3)
 
     def split() -> list[float]:
-        return [timed(lambda: [front(memory.repo[oid].data) for oid in ids])]
+        return [timed(lambda: [front(objects.blob(memory.repo, oid).data) for oid in ids])]
 
     def cached() -> list[float]:
         return [timed(lambda: [kept.get(memory.repo, oid) for oid in ids])]
@@ -145,7 +148,7 @@ def ways(run: Path) -> dict[str, tuple[Way, Way]]:
 def measure(run: Path, rounds: int) -> dict[str, tuple[list[float], list[float]]]:
     """Each figure's times before and now, the two ways in turn in each round (the machine's
     load drifts, so each round pairs its runs)."""
-    found = {name: ([], []) for name in ways(run)}
+    found: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in ways(run)}
     for _ in range(rounds):
         for name, (old, new) in ways(run).items():
             with as_before():

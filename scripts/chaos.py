@@ -91,7 +91,10 @@ def kill_anywhere(kills: int, latency: float, budget: int, seed: int) -> bool:
             return False
         whole = time.monotonic() - start
         ref_charged = audit.charged(Path(tmp) / "ref")
-        run, seen, mains, done, starts, worst = Path(tmp) / "run", set(), [], 0, 0, {}
+        run, done, starts = Path(tmp) / "run", 0, 0
+        seen: set[str] = set()
+        mains: list[str] = []
+        worst: dict[str, int] = {}
         latest = 3.0 + 2 * whole / kills  # start-up (imports) plus twice a fair share of the run
         while done < kills:
             process = solve_process(problems, run, url, budget)

@@ -19,6 +19,10 @@ import inspect
 import posixpath
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTSIDE = {"README.md": "index.md", "ARCHITECTURE.md": "architecture.md", "problems/README.md": "problem-format.md"}
@@ -85,7 +89,9 @@ def settings_reference() -> str:
 def field_docs(model: type) -> dict[str, str]:
     """Each field's docstring (the string under its line in the class body), on one line."""
     tree = ast.parse(inspect.getsource(model))
-    body = tree.body[0].body
+    cls = tree.body[0]
+    assert isinstance(cls, ast.ClassDef), f"{model.__name__}'s source is its class"
+    body = cls.body
     docs: dict[str, str] = {}
     for node, after in zip(body, [*body[1:], None], strict=True):
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
@@ -115,7 +121,7 @@ def _flag(field: str, flags: dict[str, str]) -> str:
     return "config file only"
 
 
-def _default(model: type, field: str) -> str:
+def _default(model: type[BaseModel], field: str) -> str:
     from gitswarm.engine.settings import BUDGET_PER_PROBLEM
 
     info = model.model_fields[field]
@@ -135,7 +141,7 @@ def _default(model: type, field: str) -> str:
     return f"`{value!r}`".replace("'", '"')
 
 
-def _table(model: type, flags: dict[str, str]) -> str:
+def _table(model: type[BaseModel], flags: dict[str, str]) -> str:
     docs = field_docs(model)
     rows = ["| key | flag | default | meaning |", "|---|---|---|---|"]
     for field in model.model_fields:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "programbench"
@@ -78,7 +79,7 @@ INCORRECT = {"compile.sh": COMPILE_COPY, "calculator.sh": "#!/bin/sh\necho 42\n"
 """An incorrect one: it prints 42 whatever it is asked, as the harness's output shows."""
 
 
-def write(folder: Path, files: dict[str, str | bytes]) -> Path:
+def write(folder: Path, files: Mapping[str, str | bytes]) -> Path:
     """Write `files` (relative path -> text) below `folder`; scripts are made executable."""
     for name, content in files.items():
         path = folder / name

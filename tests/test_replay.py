@@ -196,6 +196,16 @@ def test_bad_input_is_one_paragraph_and_writes_nothing(made_run, tmp_path: Path,
     assert not out.exists() and snapshot(run) == before
 
 
+def test_a_config_files_verify_that_is_no_number_is_one_paragraph(made_run, tmp_path: Path, monkeypatch):
+    """The draws' worker count is read from verify: a word there was a ValueError's traceback."""
+    run, ids = made_run
+    (tmp_path / "gitswarm.toml").write_text('[solve]\nverify = "two"\n')
+    monkeypatch.setenv("GITSWARM_CONFIG", str(tmp_path / "gitswarm.toml"))
+    result = replay(run, ids["attempt"], tmp_path / "out", *SURE)
+    assert result.exit_code == 2, result.output
+    assert "verify" in result.output and result.output.startswith("gitswarm: ") and "Traceback" not in result.output
+
+
 def test_fisher_exact_on_fixed_tables():
     assert fisher_exact(4, 4, 0, 4) == pytest.approx(2 / 70)
     assert fisher_exact(3, 4, 1, 4) == pytest.approx(0.4857142857)

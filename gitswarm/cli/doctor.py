@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
@@ -15,6 +16,7 @@ from gitswarm.cli.common import Effort, Exit, ToolProtocol, fail, user_errors
 from gitswarm.cli.doctor_calls import Calls, needs_unstreamed, pair, probe, unstreamed
 from gitswarm.cli.doctor_checks import Check, after_probe
 from gitswarm.cli.doctor_report import key_variables, plain, redact, run_settings
+from gitswarm.usage import Usage
 
 MODEL_KEYS = ("model", "api_base", "api_key", "max_output_tokens", "reasoning_effort", "tool_protocol",
               "idle_timeout_s", "reply_timeout_s", "price_in_per_mtok", "price_out_per_mtok",
@@ -81,13 +83,13 @@ def doctor(
 def _checked(config, provider: str) -> dict:
     """One model's checks, calls, speed and the settings a run would use, as the report has them."""
     first = _credentials(config, provider)
-    calls = _calls(config) if first.status == "ok" else Calls()
+    calls = _calls(config) if first.status == "ok" else None
     checks, speed = after_probe(config, calls)
     checks.insert(0, first)
-    usage = calls.usage()
+    usage = calls.usage() if calls is not None else Usage()
     return {"ok": all(c.status != "FAIL" for c in checks), "calls": usage.calls,
             "failed_calls": usage.failed_calls, "checks": [asdict(c) for c in checks], "speed": speed,
-            "run": run_settings(config, provider, calls.probe)}
+            "run": run_settings(config, provider, calls.probe if calls is not None else None)}
 
 
 def _sandbox() -> Check:
@@ -112,35 +114,36 @@ def _calls(config) -> Calls:
     return calls
 
 
-def model_configs(given: dict[str, object]):
+def model_configs(given: Mapping[str, object]):
     """The ModelConfigs `solve` would build for the workers and (None when the run names none)
     the reviewer: the config file's [solve] model settings under the flags and environment
     (None: unset), checked by SolveConfig's rules."""
     from gitswarm.cli.running import model_config
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.settings import config_file, file_settings
-    from gitswarm.models import ModelConfig, credentials_hint
+    from gitswarm.models import ModelConfig
+    from gitswarm.models.credentials import NO_MODEL
 
     keys = (*MODEL_KEYS, *REVIEWER_KEYS)
     settings = {k: v for k, v in file_settings(config_file()).items() if k in keys}
     settings |= {k: v for k, v in given.items() if v is not None}
     cfg = SolveConfig(problems=Path("."), run=Path("."), **{"model": "", **settings})
     if not cfg.model.strip():
-        raise fail(credentials_hint(""))
+        raise fail(NO_MODEL)
     workers = ModelConfig(**{k: getattr(cfg, k) for k in MODEL_KEYS})
     return workers, model_config(cfg, cfg.reviewer, reviewer=True) if cfg.reviewer_model else None
 
 
 def _provider(model: str) -> str:
     """litellm's provider of `model`; a model string it cannot route is bad input."""
-    from gitswarm.models import credentials_hint
+    from gitswarm.models.credentials import unroutable
     from gitswarm.models.lib import litellm_module
 
     litellm = litellm_module()
     try:
         return litellm.get_llm_provider(model)[1]
     except litellm.exceptions.BadRequestError:
-        raise fail(credentials_hint(model)) from None
+        raise fail(unroutable(model)) from None
 
 
 def _credentials(config, provider: str) -> Check:

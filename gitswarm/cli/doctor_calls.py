@@ -70,9 +70,9 @@ class Outcome:
 
 @dataclass
 class Calls:
-    """Every call doctor made."""
+    """Every call doctor made (none without credentials: then there is no `Calls`)."""
 
-    probe: Probe | None = None
+    probe: Probe
     unstreamed: Probe | None = None
     """The probe once more without streaming, when the streamed one brought no tool call."""
     pair: list[Outcome] = field(default_factory=list)
@@ -81,7 +81,7 @@ class Calls:
     """The two were streamed (a server can cut a stream for another request, never a whole reply)."""
 
     @property
-    def answered(self) -> Probe | None:
+    def answered(self) -> Probe:
         """The probe whose reply the run's settings are judged by: the streamed one, or the
         unstreamed one where only that came back."""
         if self.unstreamed is not None and (self.unstreamed.reply is not None or self.probe.reply is None):

@@ -48,17 +48,18 @@ class Check:
     fix: str | None = None
 
 
-def after_probe(config, calls: Calls) -> tuple[list[Check], dict | None]:
+def after_probe(config, calls: Calls | None) -> tuple[list[Check], dict | None]:
     """The checks after credentials, and the speed measured (None: none)."""
     names = ["call", "tool calling", "usage", "output limit", "speed", "concurrency", "price"] + \
         ["reasoning"] * bool(config.reasoning_effort)
-    limit, source = output_limit(config, calls.probe)
+    limit, source = output_limit(config, calls.probe if calls is not None else None)
     checks = {"output limit": Check("output limit", "ok", f"{limit} tokens, {source}"),
               "price": _price_check(config, calls)}
-    probe, speed = calls.probe, None
-    if probe is None:
+    if calls is None:
         checks |= {n: Check(n, "skip", "no call without credentials") for n in names if n not in checks}
-    elif calls.answered.reply is None:
+        return [checks[n] for n in names], None
+    probe, speed = calls.probe, None
+    if calls.answered.reply is None:
         checks |= {n: Check(n, "skip", "the call failed")
                    for n in ("tool calling", "usage", "speed", "concurrency", "reasoning")}
         where, detail, fix = _diagnose(probe.error, config, probe)
@@ -283,14 +284,15 @@ def _complete(outcome, probe: Probe) -> bool:
     return not probe.pinged() or any(c.name == "ping" and not c.error for c in reply.tool_calls)
 
 
-def _price_check(config, calls: Calls) -> Check:
+def _price_check(config, calls: Calls | None) -> Check:
     """A price is known (so --max-usd works), and what doctor's calls cost."""
     from gitswarm.models import has_price
+    from gitswarm.usage import Usage
 
     if not has_price(config):
         return Check("price", "warn", f"unknown: litellm has no price for {config.model}",
                      "--max-usd then needs --price-in and --price-out (USD per million tokens)")
-    spent = calls.usage()
+    spent = calls.usage() if calls is not None else Usage()
     cost = spent.cost_usd
     said = f"; doctor's calls cost USD {cost:.6f}".replace("USD 0.000000", "nothing") if cost is not None \
         else "; the cost of doctor's calls is unknown" if spent.calls else ""

@@ -50,16 +50,17 @@ def log(
     reviewed = Reviewed(memory.snapshot())
     for c in commits:
         meta = c.meta
-        verdict = str(meta.verdict) if isinstance(meta, commitmeta.Review) and meta.verdict else None
+        review = meta if isinstance(meta, commitmeta.Review) and meta.verdict else None
+        verdict = str(review.verdict) if review is not None else None
         if oneline:
             typer.echo(f"{c.id[:10]} {c.author:<8} {c.subject}" + (f" [{verdict}]" if verdict else ""))
             continue
         when = datetime.datetime.fromtimestamp(c.time).strftime("%Y-%m-%d %H:%M:%S")
-        typer.echo(f"commit {c.id}\n{c.author} · {when}"
-                   + (f" · episode {meta.episode}" if getattr(meta, "episode", "") else ""))
+        episode = getattr(meta, "episode", "")
+        typer.echo(f"commit {c.id}\n{c.author} · {when}" + (f" · episode {episode}" if episode else ""))
         typer.echo(f"\n    {c.subject}")
-        if verdict:
-            typer.echo(f"    verdict: {verdict} · reviews {reviewed.path(meta.reviews, c.problem)}")
+        if review is not None:
+            typer.echo(f"    verdict: {verdict} · reviews {reviewed.path(review.reviews, c.problem)}")
         if c.body:
             typer.echo("\n" + "\n".join(f"    {line}" for line in c.body.splitlines()))
         cited = c.informed_by

@@ -58,7 +58,7 @@ def check(
     if defects:
         raise fail(f"{len(defects)} defect(s) in {directory}; fix them and run the check again")
     assert problem_set is not None
-    kinds = {}
+    kinds: dict[str, int] = {}
     for p in problem_set.problems:
         kinds[p.kind.value] = kinds.get(p.kind.value, 0) + 1
     summary = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))

@@ -53,7 +53,7 @@ def printer(as_json: bool = False):
 
     def show(event: Event) -> None:
         if event.kind == "run_started":
-            budget["total"] = int(event.data.get("budget") or 0)
+            budget["total"] = _int(event.data.get("budget"))
         if as_json:
             typer.echo(event.to_json())
             return
@@ -63,20 +63,26 @@ def printer(as_json: bool = False):
         data = {"interrupted": 0, **event.data}
         data["reviews"] = data.get("reviews") or "a candidate"
         data["commit_short"] = str(data.get("commit") or "")[:10]
-        data["bar"] = bar(int(data.get("charged") or 0), budget["total"])
+        data["bar"] = bar(_int(data.get("charged")), budget["total"])
         if event.kind == "merged":
-            data["count"] = len(data.get("episodes") or [])
+            episodes = data.get("episodes")
+            data["count"] = len(episodes) if isinstance(episodes, list) else 0
         if event.kind == "budget_short":
             data["need"] = (f"{data.get('verify')} counted reviews" if data.get("verify")
                             else "the nominations that settle it")
         if event.kind == "retry":
-            data["nth"] = ordinal(int(data.get("attempt") or 1))
+            data["nth"] = ordinal(_int(data.get("attempt")) or 1)
         mark = ", unverified" if data.get("verified") is False else ""
         data["choice"] = (f"selected {data.get('path')} ({data.get('nominations')} nominations{mark})"
                           if data.get("path") else "no candidate")
         typer.echo(template.format_map(_Default(data)))
         sys.stdout.flush()
     return show
+
+
+def _int(value: object) -> int:
+    """A number an event carries (0 when it has none)."""
+    return int(value) if isinstance(value, int | float | str) and value else 0
 
 
 def ordinal(n: int) -> str:
@@ -110,4 +116,4 @@ def _failed(reason: object) -> bool:
     from gitswarm.cli.common import STOP_EXIT, Exit
     from gitswarm.core.stops import StopReason
 
-    return reason in set(StopReason) and STOP_EXIT[StopReason(reason)] == Exit.FAILED
+    return isinstance(reason, str) and reason in set(StopReason) and STOP_EXIT[StopReason(reason)] == Exit.FAILED

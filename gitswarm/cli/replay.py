@@ -143,8 +143,9 @@ def _config(target, model: str | None, solver, **given):
     selection = {k: v for k, v in target.selection.items()
                  if k in ("verify", "settle_nominations") and isinstance(v, int) and not isinstance(v, bool)}
     verify = selection.get("verify", from_file.get("verify", SolveConfig.model_fields["verify"].default))
+    workers = max(1, verify + 1) if isinstance(verify, int) else 1  # else the settings' check says why
     held = {"problem_ids": (target.problem.id,), "budget": 1, "max_episodes": 1, "isolation": "shared",
-            "workers": max(1, int(verify) + 1), "verify": verify, **selection}
+            "workers": workers, "verify": verify, **selection}
     if solver is not None:
         held |= {"model": SOLVER_LITELLM, "api_key": SOLVER_KEY}
     cfg = merge(target.problem_set, None, {"model": model, **given, **held}, from_file)

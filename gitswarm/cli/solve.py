@@ -254,7 +254,7 @@ def _load(problems: str):
         raise fail(f"the problem set {problems} has {len(exc.defects)} defect(s)") from None
 
 
-def _config(problem_set, model: str | None, run: Path | None, from_file: dict | None = None, **options):
+def _config(problem_set, model: str | None, run: Path | None, from_file: dict | None = None, /, **options):
     from gitswarm.engine.settings import merge
 
     return merge(problem_set, run, {"model": model, **options}, from_file or {})

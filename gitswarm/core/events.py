@@ -59,7 +59,7 @@ def running_seconds(times: list[tuple[str, float]]) -> float:
 
 def read_times(path: Path) -> list[tuple[str, float]]:
     """The (kind, time) of every event of the log at `path`, in order (a line a crash cut is skipped)."""
-    found = []
+    found: list[tuple[str, float]] = []
     if not path.exists():
         return found
     with path.open(encoding="utf-8", errors="replace") as lines:

@@ -174,4 +174,4 @@ def _choice(choice: dict) -> object:
     kind = choice.get("type")
     if kind == "tool":
         return {"type": "function", "function": {"name": choice.get("name")}}
-    return {"any": "required"}.get(kind, kind)
+    return "required" if kind == "any" else kind

@@ -86,6 +86,7 @@ def events(reply: FakeReply, body: dict, index: int, usage: dict, signer: Signer
 
 def _block_events(i: int, block: dict, raw: str) -> list[bytes]:
     kind = block["type"]
+    opening: dict[str, object]
     if kind == "thinking":
         opening = {"type": "thinking", "thinking": "", "signature": ""}
         deltas = [{"type": "thinking_delta", "thinking": p} for p in _pieces(block["thinking"])]

@@ -97,9 +97,10 @@ class PromptCache:
         read = sizes[read_at] if read_at >= 0 else 0
         written, done = {"5m": 0, "1h": 0}, read
         for i in marks:
-            if i > read_at and sizes[i] >= min_tokens:
-                self.entries[hashes[i]] = (now + TTL_S[prompt[i].ttl], prompt[i].ttl)
-                written[prompt[i].ttl] += sizes[i] - done
+            ttl = prompt[i].ttl
+            if ttl and i > read_at and sizes[i] >= min_tokens:
+                self.entries[hashes[i]] = (now + TTL_S[ttl], ttl)
+                written[ttl] += sizes[i] - done
                 done = sizes[i]
         return CacheUse(sizes[-1] if sizes else 0, read, written["5m"], written["1h"])
 

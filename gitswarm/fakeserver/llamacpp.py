@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import replace
 
@@ -68,7 +68,7 @@ class LlamaCppPersonality(Personality):
         self.waiting = 0
         """Requests waiting for the lock (the server's outer lock is held while any does)."""
 
-    def authenticate(self, headers: dict[str, str]) -> FakeError | None:
+    def authenticate(self, headers: Mapping[str, str]) -> FakeError | None:
         """With --api_key, a bearer token; the HTTPException(401) comes back as a 500."""
         expected = self.settings.api_key
         if expected is None or headers.get("authorization", "") == f"Bearer {expected}":

@@ -7,11 +7,12 @@ written once with its history kept, and `git log refs/gitswarm/ledger` shows eve
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Mapping
 
 import pygit2
 from pygit2.enums import FileMode
 
-from gitswarm.memory import trees
+from gitswarm.memory import objects, trees
 from gitswarm.memory.errors import Contention
 from gitswarm.memory.write import committer
 
@@ -26,7 +27,7 @@ def put(repo: pygit2.Repository, book: str, records: dict[str, object], message:
     return put_blobs(repo, book, blobs, message)
 
 
-def put_blobs(repo: pygit2.Repository, book: str, blobs: dict[str, bytes | None], message: str,
+def put_blobs(repo: pygit2.Repository, book: str, blobs: Mapping[str, bytes | None], message: str,
               keep: bool = False) -> str | None:
     """Write `blobs` (path -> bytes, a text file each; None removes the path) to the book in
     one commit; None if all unchanged. `keep`: a path the book already holds is left as it is."""
@@ -67,7 +68,7 @@ def put_notes(repo: pygit2.Repository, ref: str, notes: dict[str, str]) -> None:
     note rewrites a 256-entry tree and one of N/256. Git and libgit2 read either layout; the
     flat entry an older run may hold for the same commit is removed."""
     tip_ref = repo.references.get(ref)
-    tip = repo[tip_ref.target] if tip_ref is not None else None
+    tip = objects.commit(repo, objects.target(tip_ref)) if tip_ref is not None else None
     changes: trees.Changes = {}
     for target, text in notes.items():
         changes |= {f"{target[:2]}/{target[2:]}": (repo.create_blob(text.encode()), FileMode.BLOB), target: None}
@@ -78,8 +79,8 @@ def get(repo: pygit2.Repository, book: str, path: str) -> object | None:
     ref = repo.references.get(ref_name(book))
     if ref is None:
         return None
-    entry = trees.lookup(repo[ref.target].tree, path)
-    return None if entry is None else json.loads(repo[entry[0]].data)
+    entry = trees.lookup(objects.commit(repo, objects.target(ref)).tree, path)
+    return None if entry is None else json.loads(objects.blob(repo, entry[0]).data)
 
 
 def all_records(repo: pygit2.Repository, book: str, folder: str = "") -> dict[str, object]:
@@ -87,22 +88,22 @@ def all_records(repo: pygit2.Repository, book: str, folder: str = "") -> dict[st
     ref = repo.references.get(ref_name(book))
     if ref is None:
         return {}
-    tree = repo[ref.target].tree
+    tree = objects.commit(repo, objects.target(ref)).tree
     if folder:
         try:
-            tree = repo[tree[folder].id]
+            tree = objects.tree(repo, tree[folder].id)
         except KeyError:
             return {}
     found: dict[str, object] = {}
     prefix = f"{folder}/" if folder else ""
     for path, oid in _blobs(repo, tree, prefix):
-        found[path] = json.loads(repo[oid].data)
+        found[path] = json.loads(objects.blob(repo, oid).data)
     return found
 
 
-def _blobs(repo, tree, prefix):
+def _blobs(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid]]:
     for entry in tree:
         if entry.type_str == "tree":
-            yield from _blobs(repo, repo[entry.id], f"{prefix}{entry.name}/")
+            yield from _blobs(repo, objects.tree(repo, entry.id), f"{prefix}{entry.name}/")
         else:
             yield f"{prefix}{entry.name}", entry.id

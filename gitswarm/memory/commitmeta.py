@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
+from typing import Any, Literal, overload
 
 import pygit2
 
@@ -57,8 +58,13 @@ class Verification(StrEnum):
     UNVERIFIED = "unverified"
 
 
-def _key(name: str, many: bool = False) -> str | tuple[str, ...]:
-    """A record field written as the trailer `name` (`many`: a tuple, one trailer per item)."""
+@overload
+def _key(name: str, many: Literal[False] = False) -> str: ...
+@overload
+def _key(name: str, many: Literal[True]) -> tuple[str, ...]: ...
+def _key(name: str, many: bool = False) -> Any:
+    """A record field written as the trailer `name` (`many`: a tuple, one trailer per item): a
+    dataclass field, typed as the value it holds, as `field` is."""
     if many:
         return field(default=(), metadata={"key": name, "many": True})
     return field(default="", metadata={"key": name})
@@ -178,12 +184,13 @@ class Other:
 
 
 Record = Contribution | Merge | Solution | Grade | Removal | ClaimNote | Other
-_BY_KIND: dict[str, type] = {Kind.NOMINATION: Nomination, Kind.REVIEW: Review, Kind.MERGE: Merge,
+_BY_KIND: dict[str, type[Record]] = {Kind.NOMINATION: Nomination, Kind.REVIEW: Review, Kind.MERGE: Merge,
                              Kind.SOLUTION: Solution, Kind.GRADE: Grade, Kind.REPLAY: Removal,
                              **{k: Contribution for k in CONTRIBUTION_KINDS - {Kind.NOMINATION, Kind.REVIEW}}}
 _ENUMS = {"kind": Kind, "verdict": Verdict, "verification": Verification}
-_KEYED = {cls: tuple((f.name, f.metadata["key"], f.metadata.get("many", False)) for f in fields(cls)
-                     if "key" in f.metadata) for cls in (*_BY_KIND.values(), ClaimNote, Other)}
+_KEYED: dict[type[Record], tuple[tuple[str, str, bool], ...]] = {
+    cls: tuple((f.name, f.metadata["key"], f.metadata.get("many", False)) for f in fields(cls) if "key" in f.metadata)
+    for cls in (*_BY_KIND.values(), ClaimNote, Other)}
 """Each record class's fields that are trailers: (field, key, is a list), in trailer order."""
 _ALL_KEYS = frozenset(key for keyed in _KEYED.values() for _, key, _ in keyed)
 
@@ -211,7 +218,7 @@ def from_trailers(trailers: Mapping[str, str | Sequence[str]]) -> Record:
     found = {k: [v] if isinstance(v, str) else list(v) for k, v in trailers.items()}
     kind = found.get("Kind", [""])[-1]
     cls = _BY_KIND.get(kind) or (ClaimNote if "Claim" in found and not kind else Other)
-    values: dict[str, object] = {}
+    values: dict[str, Any] = {}  # field -> its value, of the type the field's metadata gives
     for name, key, many in _KEYED[cls]:
         if key not in found:
             continue
@@ -257,8 +264,9 @@ def changes(repo: pygit2.Repository, commit: pygit2.Commit, problem: str, meta: 
     if isinstance(meta, Contribution) and meta.files and not any("…" in p for p in meta.files + meta.deleted):
         return Changes(tuple(sorted(meta.files)), tuple(sorted(meta.deleted)))
     prefix = f"problems/{problem}/"
-    diff = repo.diff(commit.parents[0].tree, commit.tree) if commit.parents else commit.tree.diff_to_tree(swap=True)
-    written, deleted = [], []
+    diff = commit.parents[0].tree.diff_to_tree(commit.tree) if commit.parents else commit.tree.diff_to_tree(swap=True)
+    written: list[str] = []
+    deleted: list[str] = []
     for delta in diff.deltas:
         path = delta.new_file.path
         if not path.startswith(prefix):

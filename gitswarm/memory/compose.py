@@ -8,12 +8,13 @@ conflict is returned as data for the merger agent, and that branch waits for a r
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pygit2
 from pygit2.enums import FileMode
 
-from gitswarm.memory import commitmeta, refnames, trees
+from gitswarm.memory import commitmeta, objects, refnames, trees
 from gitswarm.memory.errors import Contention
 from gitswarm.memory.write import committer
 
@@ -60,9 +61,9 @@ class MainLine:
             self.tip = tip
             self.tips.add(tip)
             return
-        at = tip
+        at: pygit2.Oid | None = tip
         while at is not None and at not in self.tips:
-            commit = repo[at]
+            commit = objects.commit(repo, at)
             self.tips.add(at)
             self.merged.update(commit.parent_ids[1:])
             at = commit.parent_ids[0] if commit.parent_ids else None
@@ -74,7 +75,7 @@ class MainLine:
             return True, head
         at = head
         for _ in range(self.SEARCH):
-            parents = repo[at].parent_ids
+            parents = objects.commit(repo, at).parent_ids
             if not parents:
                 return None
             at = parents[0]
@@ -108,23 +109,23 @@ def pending(repo: pygit2.Repository) -> dict[str, pygit2.Oid]:
     for name in refnames.under(repo, BRANCH_PREFIX):  # not every ref: one per op ever written
         ref = repo.references.get(name)
         if ref is not None:
-            found[name.removeprefix(BRANCH_PREFIX)] = ref.target
+            found[name.removeprefix(BRANCH_PREFIX)] = objects.target(ref)
     return found
 
 
 def compose(repo: pygit2.Repository, run_id: str, episodes: list[str] | None = None,
-            resolutions: list[Resolution] = (), line: MainLine | None = None) -> Composed:
+            resolutions: Sequence[Resolution] = (), line: MainLine | None = None) -> Composed:
     """One attempt to merge pending branches into main; raises Contention if main moved.
     `line`, kept between calls, spares the history walks (see MainLine)."""
     main = repo.references[MAIN]
-    tip = repo[main.target]
+    tip = objects.commit(repo, objects.target(main))
     line = line or MainLine()
     line.advance(repo, tip.id)
     if episodes is None:
         branches = pending(repo)
     else:  # the caller knows its branches: listing every ref (one per op ever written) costs more
         refs = {e: repo.references.get(BRANCH_PREFIX + e) for e in episodes}
-        branches = {e: ref.target for e, ref in refs.items() if ref is not None}
+        branches = {e: objects.target(ref) for e, ref in refs.items() if ref is not None}
     chosen = sorted(branches)
     merged, conflicts, stale = [], [], []
     overlay: trees.Changes = {}  # changes of the branches merged so far; one tree write at the end
@@ -150,19 +151,22 @@ def compose(repo: pygit2.Repository, run_id: str, episodes: list[str] | None = N
         commit = repo.create_commit(None, committer(), committer(),
                                     _message(run_id, repo, parents, merged),
                                     trees.update(repo, tip.tree, overlay), parents)
-    _advance(repo, main.target, commit, {e: branches[e] for e in merged + stale})
+    _advance(repo, tip.id, commit, {e: branches[e] for e in merged + stale})
     if commit is not None:
         line.advance(repo, commit)
     return Composed(str(commit) if commit else None, merged, conflicts)
 
 
-def _merge_one(repo, tip: pygit2.Commit, overlay: trees.Changes, head: pygit2.Oid,
-               base_id: pygit2.Oid | None, episode: str, fixes: dict) -> tuple[trees.Changes, list[Conflict]]:
+def _merge_one(repo: pygit2.Repository, tip: pygit2.Commit, overlay: trees.Changes, head: pygit2.Oid,
+               base_id: pygit2.Oid | None, episode: str,
+               fixes: dict[tuple[str, str], Resolution]) -> tuple[trees.Changes, list[Conflict]]:
     """The changes that merge branch `head` (merge base `base_id`) into main's tip plus
     `overlay`, or its conflicts."""
-    base = repo[base_id].tree if base_id is not None else repo[repo.TreeBuilder().write()]
-    theirs = repo[head].tree
-    changes, conflicts = {}, []
+    base = (objects.commit(repo, base_id).tree if base_id is not None
+            else objects.tree(repo, repo.TreeBuilder().write()))
+    theirs = objects.commit(repo, head).tree
+    changes: trees.Changes = {}
+    conflicts: list[Conflict] = []
     for path, their_entry in trees.diff(base, theirs).items():
         base_entry = trees.lookup(base, path)
         our_entry = overlay[path] if path in overlay else trees.lookup(tip.tree, path)
@@ -181,36 +185,39 @@ def _merge_one(repo, tip: pygit2.Commit, overlay: trees.Changes, head: pygit2.Oi
     return ({}, conflicts) if conflicts else (changes, [])
 
 
-def _merge_file(repo, path, base, ours, theirs) -> pygit2.Oid | None:
+def _merge_file(repo: pygit2.Repository, path: str, base: trees.Entry | None, ours: trees.Entry | None,
+                theirs: trees.Entry | None) -> pygit2.Oid | None:
     """A clean three-way merge of one file's text, or None when the hunks overlap."""
     if ours is None or theirs is None:
         return None  # one side deleted what the other changed
-    entries = [pygit2.IndexEntry(path, e[0], e[1]) if e else None for e in (base, ours, theirs)]
-    result = repo.merge_file_from_index(*entries)
+    ancestor, mine, other = (pygit2.IndexEntry(path, e[0], FileMode(e[1])) if e else None
+                             for e in (base, ours, theirs))
+    result = repo.merge_file_from_index(ancestor, mine, other)
     if not result.automergeable:
         return None
     return repo.create_blob(result.contents.encode())
 
 
-def _text(repo, entry) -> str | None:
-    return None if entry is None else repo[entry[0]].data.decode("utf-8", "replace")
+def _text(repo: pygit2.Repository, entry: trees.Entry | None) -> str | None:
+    return None if entry is None else objects.blob(repo, entry[0]).data.decode("utf-8", "replace")
 
 
-def _hex(entry) -> str | None:
+def _hex(entry: trees.Entry | None) -> str | None:
     return None if entry is None else str(entry[0])
 
 
-def _message(run_id: str, repo, parents: list[pygit2.Oid], episodes: list[str]) -> str:
-    metas = [commitmeta.decode(repo[p].message) for p in parents[1:]]
+def _message(run_id: str, repo: pygit2.Repository, parents: list[pygit2.Oid], episodes: list[str]) -> str:
+    heads = [objects.commit(repo, p) for p in parents[1:]]
+    metas = [commitmeta.decode(c.message) for c in heads]
     problems = sorted({getattr(m, "problem", "") for m in metas} - {""})
     digest = hashlib.sha1(b"".join(p.raw for p in parents)).hexdigest()[:16]
     return commitmeta.encode(
         commitmeta.Merge(run=run_id, op=f"merge-{digest}", merged=tuple(episodes)),
         f"merge: compose {len(episodes)} contribution(s) ({', '.join(problems) or 'no problem'})",
-        "\n".join(f"- {e}: {repo[p].message.splitlines()[0]}" for e, p in zip(episodes, parents[1:], strict=True)))
+        "\n".join(f"- {e}: {c.message.splitlines()[0]}" for e, c in zip(episodes, heads, strict=True)))
 
 
-def _advance(repo, expected: pygit2.Oid, commit: pygit2.Oid | None,
+def _advance(repo: pygit2.Repository, expected: pygit2.Oid, commit: pygit2.Oid | None,
              done: dict[str, pygit2.Oid]) -> None:
     """Move main from `expected` to `commit` and drop the merged branches, in one transaction."""
     if commit is None and not done:

@@ -9,7 +9,7 @@ from typing import Generic, TypeVar
 import pygit2
 from pygit2.enums import FileMode, SortMode
 
-from gitswarm.memory import commitmeta, trailers
+from gitswarm.memory import commitmeta, objects, trailers
 from gitswarm.memory.model import KIND_FOLDERS, CommitInfo, Item
 
 T = TypeVar("T")
@@ -39,7 +39,7 @@ def items(repo: pygit2.Repository, problem: str, kind: str | None, at: str) -> l
         except KeyError:
             continue
         found += [Item(k, f"{folder}/{path}", str(oid), size)
-                  for path, oid, size in _walk(repo, repo[sub.id], "")]
+                  for path, oid, size in _walk(repo, objects.tree(repo, sub.id), "")]
     return found
 
 
@@ -58,9 +58,9 @@ def files_under(repo: pygit2.Repository, folder: str, at: str) -> list[str]:
 def _walk(repo: pygit2.Repository, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, pygit2.Oid, int]]:
     for entry in tree:
         if entry.filemode == FileMode.TREE:
-            yield from _walk(repo, repo[entry.id], f"{prefix}{entry.name}/")
+            yield from _walk(repo, objects.tree(repo, entry.id), f"{prefix}{entry.name}/")
         else:
-            yield f"{prefix}{entry.name}", entry.id, repo[entry.id].size
+            yield f"{prefix}{entry.name}", entry.id, objects.blob(repo, entry.id).size
 
 
 def file(repo: pygit2.Repository, path: str, at: str) -> bytes | None:
@@ -117,7 +117,7 @@ class ParsedBlobs(Generic[T]):
         with self._lock:
             if oid in self._kept:
                 return self._kept[oid]
-        found = self._parse(repo[oid].data)
+        found = self._parse(objects.blob(repo, oid).data)
         with self._lock:
             if len(self._kept) >= self._limit:
                 del self._kept[next(iter(self._kept))]

@@ -8,14 +8,16 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pygit2
 from pygit2.enums import ObjectType, RepositoryOpenFlag
 
 from gitswarm import __version__
-from gitswarm.memory import books, commitmeta, read, trees, write
+from gitswarm.memory import books, commitmeta, objects, read, trees, write
 from gitswarm.memory import compose as composer
 from gitswarm.memory.errors import NotARun, RunTooNew
 from gitswarm.memory.model import CommitInfo, Contribution, Item, Written
@@ -99,7 +101,7 @@ class Memory:
             return retry(lambda: write.adopt(self.repo, episode, op, commit))
 
     def compose(self, episodes: list[str] | None = None,
-                resolutions: list[composer.Resolution] = ()) -> composer.Composed:
+                resolutions: Sequence[composer.Resolution] = ()) -> composer.Composed:
         """Merge pending branches (all, or `episodes`) into main; retried until main is ours."""
         with self._lock:
             return retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions, self._line))
@@ -172,8 +174,9 @@ class Memory:
         ref, _, path = spec.partition(":")
         with self._lock:
             found = self.repo.references.get(ref)
-            entry = trees.lookup(self.repo[found.target].tree, path) if found is not None else None
-            return None if entry is None else self.repo[entry[0]].data.decode("utf-8", "replace")
+            tip = objects.commit(self.repo, objects.target(found)) if found is not None else None
+            entry = trees.lookup(tip.tree, path) if tip is not None else None
+            return None if entry is None else objects.blob(self.repo, entry[0]).data.decode("utf-8", "replace")
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -283,15 +286,17 @@ def _cache_trees() -> None:
     pygit2.settings.cache_max_size(CACHE_BYTES)
 
 
-def _read_meta(repo: pygit2.Repository, path: Path) -> dict:
+def _read_meta(repo: pygit2.Repository, path: Path) -> dict[str, Any]:
     ref = repo.references.get(META_REF)
     if ref is None:
         raise NotARun(f"{path} is a git repository but not a gitswarm run (no {META_REF}); give the "
                       "folder `gitswarm solve` made, e.g. runs/<set>")
     try:
-        meta = json.loads(repo[ref.target].peel(pygit2.Commit).tree["run.json"].data)
+        meta = json.loads(objects.blob(repo, repo[ref.target].peel(pygit2.Commit).tree["run.json"].id).data)
+        if not isinstance(meta, dict):
+            raise ValueError("run.json holds no object")
         version = meta.get("format", 0)
-    except (KeyError, ValueError, AttributeError):
+    except (KeyError, ValueError, TypeError):  # TypeError: run.json is a folder
         raise NotARun(f"{path} has unreadable run metadata ({META_REF}:run.json); it was not made "
                       "by this gitswarm, or was damaged") from None
     if not isinstance(version, int) or version > FORMAT:

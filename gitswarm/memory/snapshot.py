@@ -16,7 +16,7 @@ from typing import Concatenate, ParamSpec, Protocol, TypeVar
 import pygit2
 from pygit2.enums import FileMode, SortMode
 
-from gitswarm.memory import commitmeta, compose, read, refnames, trees
+from gitswarm.memory import commitmeta, compose, objects, read, refnames, trees
 from gitswarm.memory.model import CommitInfo, Item
 from gitswarm.memory.read import ParsedBlobs
 
@@ -38,6 +38,8 @@ class Snapshot:
 
     __slots__ = ("_refs", "_repo", "main", "pending")
 
+    _repo: pygit2.Repository
+    _refs: dict[str, str | None]
     main: str
     """Main's tip when the snapshot was taken."""
     pending: Mapping[str, str]
@@ -90,12 +92,12 @@ class Snapshot:
     def subtree(self, tree: pygit2.Tree | None, path: str) -> pygit2.Tree | None:
         """The folder at `path` below `tree`, or None (absent, or a file)."""
         entry = trees.lookup(tree, path)
-        return self._repo[entry[0]] if entry is not None and entry[1] == FileMode.TREE else None
+        return objects.tree(self._repo, entry[0]) if entry is not None and entry[1] == FileMode.TREE else None
 
     def blob(self, tree: pygit2.Tree | None, path: str) -> bytes | None:
         """The content of the file at `path` below `tree`, or None (absent, or a folder)."""
         found = _file_id(tree, path)
-        return None if found is None else self._repo[found].data
+        return None if found is None else objects.blob(self._repo, found).data
 
     def parsed(self, parses: ParsedBlobs[T], tree: pygit2.Tree | None, path: str) -> T | None:
         """What `parses` makes of the file at `path` below `tree` (once per blob id, so a reader
@@ -107,18 +109,18 @@ class Snapshot:
         """Every file below `tree`, depth first in tree order: (`prefix` + its path, content)."""
         for entry in tree:
             if entry.filemode == FileMode.TREE:
-                yield from self.files(self._repo[entry.id], f"{prefix}{entry.name}/")
+                yield from self.files(objects.tree(self._repo, entry.id), f"{prefix}{entry.name}/")
             else:
-                yield f"{prefix}{entry.name}", self._repo[entry.id].data
+                yield f"{prefix}{entry.name}", objects.blob(self._repo, entry.id).data
 
     def data(self, blob: str | pygit2.Oid) -> bytes:
-        """The content of the blob `blob`; KeyError when there is none."""
-        return self._repo[blob].data
+        """The content of the blob `blob`; KeyError when there is none (TypeError: not a blob)."""
+        return objects.blob(self._repo, blob).data
 
     def touched(self, rev: str) -> list[str]:
         """The paths commit `rev` added, changed or deleted against its first parent, in diff order."""
         new = self.commit(rev)
-        diff = (self._repo.diff(new.parents[0].tree, new.tree) if new.parents
+        diff = (new.parents[0].tree.diff_to_tree(new.tree) if new.parents
                 else new.tree.diff_to_tree(swap=True))
         return [delta.new_file.path for delta in diff.deltas]
 

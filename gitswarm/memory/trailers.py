@@ -9,7 +9,7 @@ trailer per item (git's own convention for repeated trailers), so `git log
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 PREFIX = "Gitswarm-"
@@ -31,7 +31,7 @@ class Message:
 
     subject: str
     body: str = ""
-    trailers: dict[str, str | Sequence[str]] = field(default_factory=dict)
+    trailers: Mapping[str, str | Sequence[str]] = field(default_factory=dict)
 
     def render(self) -> str:
         lines = [one_line(self.subject, 120), ""]

@@ -7,6 +7,8 @@ from collections import defaultdict
 import pygit2
 from pygit2.enums import DeltaStatus, FileMode
 
+from gitswarm.memory import objects
+
 Entry = tuple[pygit2.Oid, int]
 """A tree entry's content: object id and file mode."""
 Changes = dict[str, Entry | None]
@@ -43,9 +45,9 @@ def update(repo: pygit2.Repository, tree: pygit2.Tree | None, changes: Changes) 
             builder.insert(name, entry[0], entry[1])
     for name, sub_changes in below.items():
         current = builder.get(name)
-        subtree = repo[current.id] if current is not None and current.filemode == FileMode.TREE else None
+        subtree = objects.tree(repo, current.id) if current is not None and current.filemode == FileMode.TREE else None
         sub_id = update(repo, subtree, sub_changes)
-        if len(repo[sub_id]) == 0:
+        if len(objects.tree(repo, sub_id)) == 0:
             if current is not None:
                 builder.remove(name)
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pygit2
 
@@ -36,7 +37,7 @@ def message(run_id: str, c: Contribution) -> str:
     """The commit message of contribution `c` (`commitmeta.encode` of its record)."""
     usage = c.usage
     cost = "unknown" if usage.cost_usd is None else f"{usage.cost_usd:.4f}"
-    common = dict(run=run_id, episode=c.episode, op=c.op, worker=c.worker, problem=c.problem,
+    common: dict[str, Any] = dict(run=run_id, episode=c.episode, op=c.op, worker=c.worker, problem=c.problem,
                   informed_by=tuple(c.informed_by), model=c.model, tokens=usage.trailer(), cost_usd=cost,
                   self_assessment=c.self_assessment, files=tuple(sorted(c.files)), deleted=tuple(sorted(c.deleted)))
     record: commitmeta.Contribution

@@ -113,7 +113,8 @@ def attempt(args: dict, tools: list[dict] | None, protocol: str) -> Iterator[Att
         log.secrets.add(args["api_key"])
     request = {**log.delta(_plain(args["messages"])), "protocol": protocol,
                **_plain({k: v for k, v in args.items() if k not in _NOT_KEPT})}
-    entry = {"started": time.time(), "ended": None, "request": request, "reply": None, "usage": None, "error": None}
+    entry: dict[str, object] = {"started": time.time(), "ended": None, "request": request, "reply": None,
+                                "usage": None, "error": None}
     log.calls.append(entry)
     try:
         yield Attempt(entry)

@@ -38,6 +38,7 @@ from gitswarm.models.reply import (
     Reply,
     ToolCall,
     assistant_message,
+    call_usage,
     replayable,
     tool_call,
     usage_parts,
@@ -182,7 +183,7 @@ class LiteLLMModel:
     async def _attempt(self, messages: list[dict], tools: list[dict] | None, tool_choice: str | None,
                        attempt: int) -> Reply:
         text = bool(tools) and self.protocol == "text"
-        sent = textproto.to_text_messages(_for_text(messages), tools) if text else messages
+        sent = textproto.to_text_messages(_for_text(messages), tools) if text and tools else messages
         if self.config.api_base and not text:
             sent = [_with_content(m) for m in sent]
         streamed = self.streams(bool(tools))
@@ -234,15 +235,15 @@ class LiteLLMModel:
         """The error, carrying what its attempt used: the call, and the tokens a cut stream
         reported before it broke, or litellm's count of them when it reported none (a refused
         request bills nothing)."""
-        parts, cost = {"tokens_in": 0, "tokens_out": 0}, 0.0  # refused or lost before any reply: not billed
+        parts = {"tokens_in": 0, "tokens_out": 0}  # refused or lost before any reply: not billed
+        cost: float | None = 0.0
         if chunks:
             response = joined(chunks, sent)
             parts = usage_parts(response)
             if parts["tokens_in"] or parts["tokens_out"]:
                 cost = self.pricer.cost(response, parts)
         estimated = bool(chunks) and stream is not None and not counted_by_server(stream)
-        error.usage = Usage.of_call(parts.pop("tokens_in"), parts.pop("tokens_out"), cost, failed=True,
-                                    estimated=estimated, **parts)
+        error.usage = call_usage(parts, cost, failed=True, estimated=estimated)
         return error
 
     @functools.cached_property
@@ -261,7 +262,7 @@ class LiteLLMModel:
         content = message.content or ""
         parts = usage_parts(response)
         cost = self.pricer.cost(response, parts)
-        usage = Usage.of_call(parts.pop("tokens_in"), parts.pop("tokens_out"), cost, estimated=estimated, **parts)
+        usage = call_usage(parts, cost, estimated=estimated)
         if not content and not message.tool_calls and not usage.tokens_out:
             # Nothing generated at all: the transport lost the reply. (An empty reply that did
             # generate tokens, such as Gemini's malformed function call, goes to the engine.)

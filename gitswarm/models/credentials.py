@@ -21,18 +21,26 @@ def has_price(config: ModelConfig) -> bool:
     return cost_in + cost_out > 0
 
 
+NO_MODEL = ("No model is configured. Pass --model with a litellm model string (for example "
+            "anthropic/claude-opus-4-8, openai/gpt-5.5 or ollama/llama3) or set GITSWARM_MODEL; "
+            "`gitswarm demo` runs offline without one.")
+
+
+def unroutable(model: str) -> str:
+    """What to do when litellm cannot tell which provider serves `model`."""
+    return (f"litellm cannot tell which provider serves the model {model!r}. Write it as "
+            "provider/name, for example anthropic/claude-opus-4-8, openai/gpt-5.5 or ollama/llama3.")
+
+
 def credentials_hint(model: str, *, api_base: str | None = None, api_key: str | None = None) -> str | None:
     """None when `model` can be called as configured; otherwise one paragraph saying what to set."""
     if not model.strip():
-        return ("No model is configured. Pass --model with a litellm model string (for example "
-                "anthropic/claude-opus-4-8, openai/gpt-5.5 or ollama/llama3) or set GITSWARM_MODEL; "
-                "`gitswarm demo` runs offline without one.")
+        return NO_MODEL
     litellm = litellm_module()
     try:
         provider = litellm.get_llm_provider(model)[1]
     except litellm.exceptions.BadRequestError:
-        return (f"litellm cannot tell which provider serves the model {model!r}. Write it as "
-                "provider/name, for example anthropic/claude-opus-4-8, openai/gpt-5.5 or ollama/llama3.")
+        return unroutable(model)
     if api_key or configured_base(model, api_base):
         return None
     missing = _missing_keys(litellm, model)

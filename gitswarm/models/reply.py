@@ -129,6 +129,13 @@ def usage_parts(response: Any) -> dict[str, int]:
             "reasoning": _int(_get(completion_details, "reasoning_tokens"))}
 
 
+def call_usage(parts: dict[str, int], cost: float | None, *, failed: bool = False, estimated: bool = False) -> Usage:
+    """The usage of one call, from its `usage_parts` and its cost (None: no price known)."""
+    return Usage.of_call(parts["tokens_in"], parts["tokens_out"], cost, cache_read=parts.get("cache_read", 0),
+                         cache_write=parts.get("cache_write", 0), reasoning=parts.get("reasoning", 0),
+                         failed=failed, estimated=estimated)
+
+
 def _get(obj: Any, name: str) -> Any:
     if obj is None:
         return None

@@ -42,7 +42,8 @@ def parse_reply(content: str, tools: list[dict]) -> tuple[str, list[ToolCall]]:
     if "\n" in content and content.count("\r\n") == content.count("\n"):
         content = content.replace("\r\n", "\n")
     thinking, content = _split_thinking(content)
-    lines, items, i = content.split("\n"), [], 0
+    lines, i = content.split("\n"), 0
+    items: list[str | _Block] = []
     while i < len(lines):
         match = _CALL.match(lines[i])
         if match:

@@ -78,8 +78,8 @@ def to_text_messages(messages: list[dict], tools: list[dict]) -> list[dict]:
             text = "\n\n".join(part for part in (text, format_calls([c[1:] for c in calls])) if part)
             labels = _labels(calls, text, tools)
         elif role == "tool":
-            label = labels.get(message.get("tool_call_id"),
-                               f'call="{message.get("tool_call_id")}" tool="{message.get("name", "?")}"')
+            call_id = str(message.get("tool_call_id"))
+            label = labels.get(call_id, f'call="{call_id}" tool="{message.get("name", "?")}"')
             role, text = "user", f"<result {label}>\n{text}\n</result>"
         elif role == "system" and any(m["role"] != "system" for m in out):
             role = "user"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gitswarm.errors import BadInput
 from gitswarm.problems import frontmatter, reproduce
-from gitswarm.problems.model import Kind, Problem, ProblemSet
+from gitswarm.problems.model import Kind, Parts, Problem, ProblemSet
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
 TEXT_KEYS = ("id", "title", "kind", "source", "answer", "solution", "grading", "executable", "build")
@@ -238,29 +238,28 @@ def _build(path: Path, parsed: frontmatter.Parsed) -> tuple[Problem | None, list
 
 
 def _folders(path: Path, problem_id: str, kind: Kind | None, text: dict[str, str | None],
-             defect) -> dict[str, Path | None]:
+             defect) -> Parts:
     """Resolve the program folders (tests, starter, reference); default `<id>/<name>`."""
-    found: dict[str, Path | None] = {f"{key}_dir": None for key in PROGRAM_FOLDERS}
+    found: dict[str, Path | None] = dict.fromkeys(PROGRAM_FOLDERS)
     if kind is not Kind.PROGRAM or not ID_PATTERN.match(problem_id):
         for key in PROGRAM_FOLDERS:
             if text[key] and kind not in (None, Kind.PROGRAM, Kind.REPRODUCE):
                 defect(key, f"{key!r} is only for program problems")
-        return found
+        return Parts(tests_dir=None, starter_dir=None, reference_dir=None)
     for key in PROGRAM_FOLDERS:
         given = text[key]
         folder = path.parent / (given or f"{problem_id}/{key}")
         resolved = folder.resolve()
         if not resolved.is_relative_to(path.parent.resolve()):
             defect(key, f"{key!r} folder {given!r} lies outside the set folder")
-            folder = None
         elif not folder.is_dir():
             if key == "tests":
                 defect(key if given else None, f"missing test folder {folder}: a program problem needs "
                        "hidden pytest files there (or set 'tests:' to their folder)")
             elif given:
                 defect(key, f"{key!r} folder {folder} does not exist")
-            folder = None
-        elif key == "tests" and not list(folder.rglob("test_*.py")):
-            defect(key if given else None, f"test folder {folder} holds no test_*.py file")
-        found[f"{key}_dir"] = folder
-    return found
+        else:
+            if key == "tests" and not list(folder.rglob("test_*.py")):
+                defect(key if given else None, f"test folder {folder} holds no test_*.py file")
+            found[key] = folder
+    return Parts(tests_dir=found["tests"], starter_dir=found["starter"], reference_dir=found["reference"])

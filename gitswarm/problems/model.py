@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TypedDict
 
 
 class Kind(StrEnum):
@@ -15,6 +16,18 @@ class Kind(StrEnum):
     PROGRAM = "program"
     REPRODUCE = "reproduce"
     """Rebuild a program from its documentation; graded by behavioural tests (ProgramBench)."""
+
+
+class Parts(TypedDict, total=False):
+    """A `Problem`'s folders and reproduce fields, as the loader resolves them from its front matter."""
+
+    tests_dir: Path | None
+    starter_dir: Path | None
+    reference_dir: Path | None
+    executable: str | None
+    docs_dir: Path | None
+    build: str | None
+    clean_hashes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -53,6 +66,8 @@ class Problem:
         """Files of this problem that agents may read, relative to `problems/<id>/`."""
         files = {"statement.md": self.statement_markdown().encode()}
         for name, folder in (("starter", self.starter_dir), ("docs", self.docs_dir)):
+            if folder is None:
+                continue
             for p in _files_of(folder):
                 files[f"{name}/{p.relative_to(folder).as_posix()}"] = p.read_bytes()
         return files

@@ -148,7 +148,8 @@ def _front(pid: str, task: dict[str, object], name: str) -> dict[str, object]:
         "id": pid, "title": f"Rebuild {name} ({repository})", "kind": "reproduce",
         "source": f"ProgramBench task {repository}@{commit[:7]}" + (f" ({details})" if details else "")
                   + " (MIT)", "executable": name}
-    hashes = [h.lower() for h in task.get("eval_clean_hashes") or []]
+    given = task.get("eval_clean_hashes")
+    hashes = [str(h).lower() for h in given] if isinstance(given, list) else []  # the loader checks each
     return front | ({"eval_clean_hashes": hashes} if hashes else {})
 
 

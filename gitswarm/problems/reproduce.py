@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from gitswarm.problems.model import Parts
 from gitswarm.problems.suite import SUITE_FILE, SuiteError, missing_code, read_suite
 
 KEYS = ("executable", "docs", "build", "eval_clean_hashes")
@@ -33,7 +34,7 @@ Report = Callable[[str | None, str], None]
 
 
 def resolve(path: Path, problem_id: str, values: dict[str, object], text: dict[str, str | None],
-            defect: Report, at: Callable[[Path, str, int | None], None]) -> dict[str, object]:
+            defect: Report, at: Callable[[Path, str, int | None], None]) -> Parts:
     """The reproduce fields of `Problem`, reporting each defect; `at` reports one in another file."""
     executable = text["executable"]
     if not executable:
@@ -42,11 +43,11 @@ def resolve(path: Path, problem_id: str, values: dict[str, object], text: dict[s
         defect("executable", f"'executable' {executable!r} must be a plain file name (letters, digits, "
                "'.', '_', '+', '-')")
         executable = None
-    found: dict[str, object] = {"executable": executable, "build": text["build"] or None,
-                                "clean_hashes": _hashes(values.get("eval_clean_hashes"), defect)}
-    for key in ("docs", "reference", "tests"):
-        found[f"{key}_dir"] = _folder(path, problem_id, key, text[key], defect, required=key != "docs")
-    reference, tests = found["reference_dir"], found["tests_dir"]
+    docs, reference, tests = (_folder(path, problem_id, key, text[key], defect, required=key != "docs")
+                              for key in ("docs", "reference", "tests"))
+    found: Parts = {"executable": executable, "build": text["build"] or None,
+                    "clean_hashes": _hashes(values.get("eval_clean_hashes"), defect),
+                    "docs_dir": docs, "reference_dir": reference, "tests_dir": tests}
     if isinstance(reference, Path) and executable and not text["build"] \
             and not (reference / executable).is_file():
         defect("reference" if text["reference"] else None,
@@ -66,7 +67,7 @@ def _hashes(value: object, defect: Report) -> tuple[str, ...]:
         defect("eval_clean_hashes", f"'eval_clean_hashes' must be a list of sha256 hex digests; "
                f"{bad[0][:70]!r} is not one")
         return ()
-    return tuple(h.strip().lower() for h in items)
+    return tuple(h.strip().lower() for h in items if isinstance(h, str))  # every one, as none is bad
 
 
 def _folder(path: Path, problem_id: str, key: str, given: str | None, defect: Report,

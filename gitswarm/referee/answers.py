@@ -108,8 +108,8 @@ class _Judge:
 
     def labeled(self, x: Node, y: Node) -> Verdict:
         inner = self.nodes(_value(x), _value(y))
-        both = isinstance(x, Labeled) and isinstance(y, Labeled)
-        if both and _squash(x.label) != _squash(y.label) and inner.equal:
+        if (isinstance(x, Labeled) and isinstance(y, Labeled) and _squash(x.label) != _squash(y.label)
+                and inner.equal):
             return Verdict(None, "undecided", f"{x.label} and {y.label} are different names")
         return inner
 
@@ -169,8 +169,8 @@ class _Judge:
         keys = [sorted(_squash(getattr(i, "text", repr(i))) for i in s) for s in (xs, ys)]
         if keys[0] == keys[1]:
             return Verdict(True, method, "the same values in some order")
-        fractions = [[_fraction(getattr(i, "text", "")) for i in s] for s in (xs, ys)]
-        if all(f is not None for s in fractions for f in s):
+        fractions = [[f for i in s if (f := _fraction(getattr(i, "text", ""))) is not None] for s in (xs, ys)]
+        if len(fractions[0]) == len(xs) and len(fractions[1]) == len(ys):
             equal = sorted(fractions[0]) == sorted(fractions[1])
             return Verdict(equal, method, "compared as exact numbers")
         return Verdict(None, "undecided", "too many values to match one by one")

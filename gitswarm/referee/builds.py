@@ -51,7 +51,9 @@ _BUILT: dict[tuple, bytes] = {}
 def _digest(folder: Path | None) -> str:
     """A digest of a folder's file names and contents."""
     found = hashlib.sha256()
-    for path in sorted(folder.rglob("*")) if folder is not None else []:
+    if folder is None:
+        return found.hexdigest()
+    for path in sorted(folder.rglob("*")):
         if path.is_file():
             found.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
     return found.hexdigest()

@@ -10,6 +10,7 @@ last changed it, found by walking main's history for the commits whose record na
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pygit2.enums import FileMode
@@ -59,11 +60,11 @@ def selected(memory: Memory, problem: str, kind: Kind) -> Candidate | None:
     missing = [k for k in ("candidate", "path") if not values.get(k)]
     if missing:
         raise CandidateError(f"{solution_path(problem)} lacks {', '.join(missing)} in its front matter")
-    nominations = values.get("nominations")
+    nominations = str(values.get("nominations") or "")
     found = load(memory, problem, kind, str(values["candidate"]), str(values["path"]),
                  fallback_text=parsed.body)
     return Candidate(found.problem, found.commit, found.path, found.text, found.files,
-                     int(nominations) if str(nominations or "").isdigit() else None)
+                     int(nominations) if nominations.isdigit() else None)
 
 
 def load(memory: Memory, problem: str, kind: Kind, commit: str, path: str,
@@ -105,7 +106,7 @@ def every(memory: Memory, problem: str, kind: Kind) -> list[Candidate]:
     return [_load(snapshot, problem, kind, owners[p], p) for p in sorted(paths) if p in owners]
 
 
-def last_changed(snapshot: Snapshot, problem: str, paths: dict[str, trees.Entry]) -> dict[str, str]:
+def last_changed(snapshot: Snapshot, problem: str, paths: Mapping[str, trees.Entry]) -> dict[str, str]:
     """For each path, the newest contribution of `problem` that gave it its entry on the
     snapshot's main.
 

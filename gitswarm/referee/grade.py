@@ -167,11 +167,12 @@ async def _reproduce(store: GradeStore, problem: Problem, c: Candidate, force: b
                      compile_timeout: float) -> Outcome:
     if kept := _kept(store, c, REPRODUCE, None, force):
         return kept
-    if c.files is None:
+    files = c.files
+    if files is None:
         raise GradingError(f"the candidate {c.path} of {problem.id} has no program files")
     try:
         result = await anyio.to_thread.run_sync(
-            lambda: reproduce.grade_reproduce(problem, c.files, compile_timeout=compile_timeout))
+            lambda: reproduce.grade_reproduce(problem, files, compile_timeout=compile_timeout))
     except reproduce.ReproduceGradingError as exc:
         raise GradingError(str(exc)) from None
     return _save(store, c, REPRODUCE, None, result.score, 1.0, reproduce.details(result), [], force)

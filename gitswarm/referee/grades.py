@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 import pygit2
 from pygit2.enums import FileMode
 
-from gitswarm.memory import books, commitmeta, trees
+from gitswarm.memory import books, commitmeta, objects, trees
 from gitswarm.memory.repo import Memory
 
 GRADES_BOOK = "grades"
@@ -89,7 +89,7 @@ class GradeStore:
         """The current entry for this key, or None."""
         tree = self._tree()
         entry = trees.lookup(tree, entry_path(problem, candidate, grader, model))
-        return None if entry is None else Grade.from_json(self.repo[entry[0]].data)
+        return None if entry is None else Grade.from_json(objects.blob(self.repo, entry[0]).data)
 
     def for_problem(self, problem: str) -> list[Grade]:
         """Every current grade of a problem's candidates."""
@@ -112,7 +112,7 @@ class GradeStore:
         for commit in self.repo.walk(ref.target):
             entry = trees.lookup(commit.tree, grade_key)
             if entry is not None and entry[0] != last:
-                found.append(Grade.from_json(self.repo[entry[0]].data))
+                found.append(Grade.from_json(objects.blob(self.repo, entry[0]).data))
             last = entry[0] if entry is not None else None
         return found
 
@@ -146,13 +146,13 @@ class GradeStore:
         entry = trees.lookup(tree, folder)
         if entry is None or entry[1] != FileMode.TREE:
             return
-        stack = [self.repo[entry[0]]]
+        stack = [objects.tree(self.repo, entry[0])]
         while stack:
             for item in stack.pop():
                 if item.filemode == FileMode.TREE:
-                    stack.append(self.repo[item.id])
+                    stack.append(objects.tree(self.repo, item.id))
                 else:
-                    yield Grade.from_json(self.repo[item.id].data)
+                    yield Grade.from_json(objects.blob(self.repo, item.id).data)
 
 
 def describe(grade: Grade | None) -> str:

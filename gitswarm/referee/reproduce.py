@@ -24,6 +24,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -91,14 +92,20 @@ class ReproduceGrade:
                 "resolved": self.resolved, "almost_resolved": self.almost_resolved, **asdict(self)}
 
 
-def suite_of(problem: Problem) -> Suite:
-    """The problem's test suite, or ReproduceGradingError."""
+def tests_dir_of(problem: Problem) -> Path:
+    """The problem's tests folder, or ReproduceGradingError."""
     if problem.tests_dir is None:
         raise ReproduceGradingError(f"{problem.id} has no tests folder to grade against")
+    return problem.tests_dir
+
+
+def suite_of(problem: Problem) -> Suite:
+    """The problem's test suite, or ReproduceGradingError."""
+    tests_dir = tests_dir_of(problem)
     try:
-        return read_suite(problem.tests_dir / SUITE_FILE)
+        return read_suite(tests_dir / SUITE_FILE)
     except SuiteError as exc:
-        where = f"{problem.tests_dir / SUITE_FILE}" + (f":{exc.line}" if exc.line else "")
+        where = f"{tests_dir / SUITE_FILE}" + (f":{exc.line}" if exc.line else "")
         raise ReproduceGradingError(f"{where}: {exc.message}") from None
 
 
@@ -142,7 +149,7 @@ def run_suite(problem: Problem, suite: Suite, executable: bytes | None, scratch:
         if executable is None:
             results += [CaseResult(t, branch.id, "not_run", error or "") for t in branch.counted()]
             continue
-        cases, step = run_branch(problem.tests_dir, branch, executable, scratch / f"branch-{branch.id}",
+        cases, step = run_branch(tests_dir_of(problem), branch, executable, scratch / f"branch-{branch.id}",
                                  branch_timeout, hide)
         steps.append(step)
         found, extra = _match(branch, cases)
@@ -242,7 +249,7 @@ def details(grade: ReproduceGrade) -> dict:
                        "timed_out": s.timed_out} for s in grade.steps]}
 
 
-def mean_score(scores: dict[str, float | None], problems: list[str]) -> float:
+def mean_score(scores: Mapping[str, float | None], problems: list[str]) -> float:
     """A set's mean score: every problem counts, an unattempted or ungraded one as 0."""
     if not problems:
         return 0.0

@@ -20,7 +20,7 @@ from gitswarm.problems.model import Problem
 from gitswarm.problems.suite import SUITE_FILE, Branch, canonical
 from gitswarm.referee.builds import COMPILE_TIMEOUT, build_reference
 from gitswarm.referee.junit import Case
-from gitswarm.referee.reproduce import BRANCH_TIMEOUT, run_branch, suite_of
+from gitswarm.referee.reproduce import BRANCH_TIMEOUT, run_branch, suite_of, tests_dir_of
 
 EMPTY_PROGRAM = b"#!/bin/sh\nexit 0\n"
 
@@ -28,7 +28,7 @@ EMPTY_PROGRAM = b"#!/bin/sh\nexit 0\n"
 def check_problem(problem: Problem, *, compile_timeout: float = COMPILE_TIMEOUT,
                   branch_timeout: float = BRANCH_TIMEOUT) -> list[Defect]:
     """Every defect found by building the reference and running the tests twice."""
-    suite = suite_of(problem)
+    suite, tests_dir = suite_of(problem), tests_dir_of(problem)
     branches = [b for b in suite.branches if b.counted()]
     with tempfile.TemporaryDirectory(prefix="gitswarm-check-") as tmp:
         scratch = Path(tmp)
@@ -40,11 +40,11 @@ def check_problem(problem: Problem, *, compile_timeout: float = COMPILE_TIMEOUT,
                            "source or the 'build' command", _key_line(problem.path, "build"))]
         defects: list[Defect] = []
         for branch in branches:
-            cases, _ = run_branch(problem.tests_dir, branch, built, scratch / f"gold-{branch.id}",
+            cases, _ = run_branch(tests_dir, branch, built, scratch / f"gold-{branch.id}",
                                   branch_timeout)
             defects += _gold(problem, branch, cases)
         for branch in branches:
-            cases, _ = run_branch(problem.tests_dir, branch, EMPTY_PROGRAM, scratch / f"dummy-{branch.id}",
+            cases, _ = run_branch(tests_dir, branch, EMPTY_PROGRAM, scratch / f"dummy-{branch.id}",
                                   branch_timeout)
             defects += _dummy(problem, branch, cases)
     return defects
@@ -57,7 +57,7 @@ def _gold(problem: Problem, branch: Branch, cases: list[Case]) -> list[Defect]:
     for test in branch.counted():
         case = by_name.get(canonical(test))
         if case is None:
-            defects.append(Defect(problem.tests_dir / SUITE_FILE, f"branch {branch.id}: {test} is listed but "
+            defects.append(Defect(tests_dir_of(problem) / SUITE_FILE, f"branch {branch.id}: {test} is listed but "
                                   "pytest did not report it (a typo, or a test that was not collected)",
                                   branch.line))
         elif case.status != "passed":
@@ -78,7 +78,7 @@ def _dummy(problem: Problem, branch: Branch, cases: list[Case]) -> list[Defect]:
 
 
 def _file(problem: Problem, branch: Branch, case: Case) -> Path:
-    folder = problem.tests_dir / branch.id
+    folder = tests_dir_of(problem) / branch.id
     return folder / case.file if case.file else folder
 
 

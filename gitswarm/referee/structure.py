@@ -28,7 +28,7 @@ class Coll:
     """Several values: kind "set" or "list" (order ignored) or "tuple" (order matters)."""
 
     kind: str
-    items: tuple
+    items: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class Interval:
 class Union:
     """A union of intervals and sets."""
 
-    parts: tuple
+    parts: tuple[Node, ...]
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Labeled:
     """`label = value` or `label \\in value`: a variable or function and what it equals."""
 
     label: str
-    value: object
+    value: Node
 
 
 Node = Leaf | Coll | Interval | Union | Labeled
@@ -97,8 +97,9 @@ def _family(items: list[Node]) -> Node:
         rest = items[1:]
         if all(not isinstance(i, Labeled) for i in rest):
             return Labeled(first.label, Coll("list", (first.value, *rest)))
-        if all(isinstance(i, Labeled) and i.label == first.label for i in rest):
-            return Labeled(first.label, Coll("list", tuple(i.value for i in items)))
+        same = [i for i in items if isinstance(i, Labeled) and i.label == first.label]
+        if len(same) == len(items):
+            return Labeled(first.label, Coll("list", tuple(i.value for i in same)))
     return Coll("list", tuple(items))
 
 

@@ -48,7 +48,7 @@ class SymbolicWorker:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
 
     def compare(self, a: str, b: str, timeout: float) -> Decision:
         """Decide whether cleaned expressions `a` and `b` are equal within `timeout` seconds
@@ -58,6 +58,7 @@ class SymbolicWorker:
         try:
             proc = self._started()  # a first start (one sympy import) is not timed
             deadline = time.monotonic() + timeout
+            assert proc.stdin is not None  # started with stdin=PIPE
             proc.stdin.write(json.dumps({"a": a, "b": b}).encode() + b"\n")
             proc.stdin.flush()
             line = _read_line(proc, deadline)
@@ -77,10 +78,11 @@ class SymbolicWorker:
             self._proc.kill()
             self._proc.wait()
             for stream in (self._proc.stdin, self._proc.stdout):
-                stream.close()
+                if stream is not None:
+                    stream.close()
             self._proc = None
 
-    def _started(self) -> subprocess.Popen:
+    def _started(self) -> subprocess.Popen[bytes]:
         if self._proc is not None and self._proc.poll() is None:
             return self._proc
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
@@ -94,8 +96,9 @@ class SymbolicWorker:
         return self._proc
 
 
-def _read_line(proc: subprocess.Popen, deadline: float) -> str | None:
+def _read_line(proc: subprocess.Popen[bytes], deadline: float) -> str | None:
     """One line from the helper, or None at the deadline (EOF raises OSError)."""
+    assert proc.stdout is not None  # started with stdout=PIPE
     fd = proc.stdout.fileno()
     data = bytearray()
     with selectors.DefaultSelector() as sel:

@@ -9,8 +9,11 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
+from typing import overload
 
 import pygit2
+
+from gitswarm.memory import objects
 
 FILE = "claim.json"
 HOLDINGS = 3
@@ -102,10 +105,14 @@ class ClaimPruned(Exception):
         super().__init__(f"{episode} was claimed before and its claim is gone (pruned): it is not claimed again")
 
 
+@overload
+def load(repo: pygit2.Repository, commit: str) -> Claim: ...
+@overload
+def load(repo: pygit2.Repository, commit: str | None) -> Claim | None: ...
 def load(repo: pygit2.Repository, commit: str | None) -> Claim | None:
     if commit is None:
         return None
-    data = json.loads(repo[repo[commit].peel(pygit2.Commit).tree[FILE].id].data)
+    data = json.loads(objects.blob(repo, repo[commit].peel(pygit2.Commit).tree[FILE].id).data)
     return Claim(**{k: v for k, v in data.items() if k in _FIELDS}, id=commit)
 
 

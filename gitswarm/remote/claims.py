@@ -87,7 +87,7 @@ class Claims:
             if ref is not None:
                 commit = str(ref.target)
                 claim = self._loaded.get(commit) or load(repo, commit)
-                found[layout.episode_of(name)], loaded[commit] = claim, claim
+                found[name.removeprefix(layout.CLAIMS)], loaded[commit] = claim, claim
         self._loaded = loaded
         return found
 
@@ -231,10 +231,11 @@ class Claims:
                 if not stale:
                     raise  # a lease on one of `extra` failed: not a claim's business
                 current = {i: self.read(claims[i].episode) for i in stale}
-                lost = [claims[i] for i, now in current.items() if now is None or now.id not in self._unconfirmed]
+                ours = {i: now for i, now in current.items() if now is not None and now.id in self._unconfirmed}
+                lost = [claims[i] for i in current if i not in ours]
                 if lost:
                     raise ClaimLost(lost) from None
-                for i, now in current.items():
+                for i, now in ours.items():
                     self._unconfirmed.discard(now.id)
                     claims[i] = now
 

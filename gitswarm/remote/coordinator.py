@@ -21,6 +21,7 @@ import anyio.to_thread
 from gitswarm.core.rule import Rule
 from gitswarm.core.stops import Stop
 from gitswarm.engine import selection, stoprule
+from gitswarm.engine.episode import Shared
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.setaside import Streaks
@@ -46,7 +47,7 @@ so a fetch in between sees the claim closed and its results not yet."""
 class Coordinator:
     """Takes workers' episodes into the run and decides when it ends."""
 
-    shared: object
+    shared: Shared
     """The run's `Shared` (memory, git thread, index, view, events)."""
     ledger: Ledger
     merger: Merger

@@ -159,7 +159,7 @@ class Outage:
         """Note one failure; True for the first of an outage; raises `exc` once it lasted too long."""
         now = self.clock()
         first = self.since is None
-        if first:
+        if self.since is None:
             self.since = now
         if now - self.since > self.limit_s:
             raise exc

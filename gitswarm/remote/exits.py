@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pygit2
 
 from gitswarm.core.stops import Stop
-from gitswarm.memory import refnames, trees
+from gitswarm.memory import objects, refnames, trees
 from gitswarm.memory.write import committer
 from gitswarm.remote import layout
 from gitswarm.remote.errors import RemoteError
@@ -84,7 +84,7 @@ def read_exits(repo: pygit2.Repository) -> dict[str, Exit]:
             continue
         entry = trees.lookup(repo[repo.references[ref].target].peel(pygit2.Commit).tree, "exit.json")
         try:
-            data = json.loads(repo[entry[0]].data) if entry is not None else None
+            data = json.loads(objects.blob(repo, entry[0]).data) if entry is not None else None
         except ValueError:
             data = None  # not a mark this version wrote: the worker is read as if unmarked
         if not isinstance(data, dict):

@@ -23,7 +23,7 @@ import pygit2
 
 from gitswarm.core.control import Control
 from gitswarm.core.stops import Stop, StopReason
-from gitswarm.memory import trees
+from gitswarm.memory import objects, trees
 from gitswarm.remote.errors import MissingRef, NoRepository
 from gitswarm.remote.transport import Remote
 from gitswarm.remote.worker import WorkerOptions
@@ -55,7 +55,7 @@ def read_index(remote: Remote) -> dict | None:
         return None
     repo = remote.repo()
     entry = trees.lookup(repo[repo.references[INDEX_REF].target].peel(pygit2.Commit).tree, "runs.json")
-    return json.loads(repo[entry[0]].data) if entry is not None else None
+    return json.loads(objects.blob(repo, entry[0]).data) if entry is not None else None
 
 
 async def follow(options: WorkerOptions, work: Work, control: Control,

@@ -19,6 +19,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
+from gitswarm.memory import objects
 from gitswarm.memory.repo import META_REF
 from gitswarm.remote import gitcli
 from gitswarm.remote.errors import ForeignFolder
@@ -157,6 +158,7 @@ def _run_id(repo: pygit2.Repository) -> str | None:
     if ref is None:
         return None
     try:
-        return json.loads(repo[ref.target].peel(pygit2.Commit).tree["run.json"].data).get("run_id")
-    except (KeyError, ValueError):
+        meta = objects.blob(repo, repo[ref.target].peel(pygit2.Commit).tree["run.json"].id)
+        return json.loads(meta.data).get("run_id")
+    except (KeyError, ValueError, TypeError):
         return None

@@ -101,8 +101,9 @@ class Pruner:
                 return False  # not merged yet: the next step looks again, without a fetch
             await anyio.to_thread.run_sync(self._refresh, coordinator)
             self.waiting = await shared.git(gather, shared.memory.repo, coordinator.ledger, claims, mark, least)
-        if self.waiting is not None and await coordinator.shared.git(self._published, coordinator):
-            return await anyio.to_thread.run_sync(self._push, coordinator)
+        batch = self.waiting
+        if batch is not None and await coordinator.shared.git(self._published, coordinator, batch):
+            return await anyio.to_thread.run_sync(self._push, coordinator, batch)
         return False
 
     def _refresh(self, coordinator) -> None:
@@ -110,14 +111,13 @@ class Pruner:
         with contextlib.suppress(Unreachable):  # the push's leases then fail, or it waits for the remote
             coordinator.remote.fetch([layout.workers_refspec()], prune=True)
 
-    def _published(self, coordinator) -> bool:
+    def _published(self, coordinator, batch: Batch) -> bool:
         repo, known = coordinator.shared.memory.repo, coordinator.publisher.known
-        batch = self.waiting
         return (in_history(repo, known.get(layout.MAIN), batch.main)
                 and in_history(repo, known.get(LEDGER), batch.ledger))
 
-    def _push(self, coordinator) -> bool:
-        batch, events = self.waiting, coordinator.shared.events
+    def _push(self, coordinator, batch: Batch) -> bool:
+        events = coordinator.shared.events
         try:
             coordinator.remote.push(list(batch.updates))
         except Unreachable:

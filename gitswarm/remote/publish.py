@@ -30,7 +30,7 @@ from gitswarm.engine.config import PARTS, SolveConfig
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.setaside import Streaks
 from gitswarm.errors import BadInput
-from gitswarm.memory import books, refnames, trees
+from gitswarm.memory import books, objects, refnames, trees
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.read import in_history
 from gitswarm.memory.repo import META_BOOK, META_REF, Memory
@@ -75,7 +75,7 @@ def published(repo: pygit2.Repository) -> dict:
     if entry is None:
         raise NotARun("the remote holds no gitswarm run published by a coordinator (no "
                       f"{META_REF}:{SETTINGS}); start `gitswarm solve SET --run URL` first")
-    return json.loads(repo[entry[0]].data)
+    return json.loads(objects.blob(repo, entry[0]).data)
 
 
 def read_settings(repo: pygit2.Repository, url: str = "the remote") -> dict:
@@ -136,7 +136,7 @@ def read_stop(repo: pygit2.Repository, ref: str = STOP_REF) -> Stop | None:
     entry = trees.lookup(repo[found.target].peel(pygit2.Commit).tree, STOP_FILE) if found is not None else None
     if entry is None:
         return None
-    data = json.loads(repo[entry[0]].data)
+    data = json.loads(objects.blob(repo, entry[0]).data)
     return Stop(StopReason(data["reason"]), data["detail"])
 
 
@@ -157,7 +157,7 @@ class Publisher:
 
     def _read(self) -> None:
         """The leases: what the remote holds now of our refs (only we push them)."""
-        self.known = {ref: None for ref in self.own}
+        self.known: dict[str, str | None] = {ref: None for ref in self.own}
         self.known |= self.remote.refs(*self.known)
         ops = self.remote.refs("refs/gitswarm/ops/*")
         self.known |= {r: v for r, v in ops.items() if r.startswith("refs/gitswarm/ops/")}
@@ -198,17 +198,17 @@ class Publisher:
             old = self.known.get(ref)
             if value == old:
                 continue
-            if not _ours(repo, value, old):
+            if old is not None and not _ours(repo, value, old):
                 self.refused[ref] = old
                 raise RefMoved(self.remote.shown, ref, old, value)
             updates.append(Update(ref, value, old))
         return updates
 
 
-def _ours(repo: pygit2.Repository, value: str | None, there: str | None) -> bool:
+def _ours(repo: pygit2.Repository, value: str | None, there: str) -> bool:
     """Whether the remote's value `there` of a ref is in the history of our `value` (so
-    pushing ours over it loses nothing): absent, equal, or one of its ancestors."""
-    return there is None or in_history(repo, value, there)
+    pushing ours over it loses nothing): equal, or one of its ancestors (an absent one is ours too)."""
+    return in_history(repo, value, there)
 
 
 @dataclass

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 
 from gitswarm.engine.conversation import CONVERSATIONS_REF
 from gitswarm.engine.ledger import EpisodeRecord
-from gitswarm.memory import books, commitmeta, write
+from gitswarm.memory import books, commitmeta, objects, write
 from gitswarm.memory.read import in_history
 from gitswarm.memory.repo import NOTES_REF, TRANSCRIPTS, Memory
 from gitswarm.remote import layout
 from gitswarm.remote.claims import Claim, ClaimLost, Claims
-from gitswarm.remote.errors import NameInUse, PushesFailing, RemoteError, Unreachable
+from gitswarm.remote.errors import NameInUse, PushesFailing, RemoteError, StaleLease, Unreachable
 from gitswarm.remote.spending import spent
 from gitswarm.remote.transport import Remote, Update
 
@@ -74,9 +74,9 @@ class ResultPush:
                 continue
             except RemoteError as exc:
                 last = exc
-                stale = getattr(exc, "stale", None)
+                stale = exc.stale if isinstance(exc, StaleLease) else ()
                 if stale and not any(layout.CLAIMS in s for s in stale) and not self.landed(stale):
-                    raise self._name_in_use(exc, batch) from None
+                    raise self._name_in_use(exc, stale, batch) from None
                 self.emit("push_failed", episodes=[r.episode for r in batch], detail=str(exc))
                 time.sleep(min(0.2 * 2 ** attempt, 5))
                 continue
@@ -147,9 +147,9 @@ class ResultPush:
         return {e for e, record in found.items()
                 if isinstance(record, dict) and record.get("process") == self.claims.worker}
 
-    def _name_in_use(self, exc: RemoteError, batch: list[EpisodeRecord]) -> NameInUse:
+    def _name_in_use(self, exc: RemoteError, stale: tuple[str, ...], batch: list[EpisodeRecord]) -> NameInUse:
         """Our own refs moved to commits we did not push: another process runs under our name."""
-        error = NameInUse(self.remote.shown, exc.detail, self.claims.worker, tuple(exc.stale))
+        error = NameInUse(self.remote.shown, exc.detail, self.claims.worker, stale)
         self.emit("push_refused", episodes=[r.episode for r in batch], refs=list(error.refs), detail=str(error))
         return error
 
@@ -161,7 +161,8 @@ class ResultPush:
         local = []
         for r in batch:
             if r.commit:
-                op = getattr(commitmeta.decode(repo[r.commit].message), "op", "") or f"{r.episode}-final"
+                meta = commitmeta.decode(objects.commit(repo, r.commit).message)
+                op = getattr(meta, "op", "") or f"{r.episode}-final"
                 local += [write.branch_ref(r.episode), write.op_ref(op)]
         local += ["refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS), CONVERSATIONS_REF]
         updates = []

@@ -24,6 +24,7 @@ import anyio.to_thread
 
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import selection
+from gitswarm.engine.episode import Shared
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.swarm import open_problems
 from gitswarm.memory import books
@@ -47,7 +48,7 @@ class ClaimSource:
     remote: Remote
     claims: Claims
     memory: Memory
-    shared: object
+    shared: Shared
     """The scheduler's `Shared`: its index and view are brought up to the fetched main."""
     settings: dict
     ttl_s: float
@@ -166,7 +167,8 @@ class ClaimSource:
                 self.remote.fetch(wanted)
         except MissingRef:
             return False  # moved meanwhile: the next refresh fetches it
-        state = books.get(self.memory.repo, "run-ledger", "scheduler.json") or {}
+        state = books.get(self.memory.repo, "run-ledger", "scheduler.json")
+        state = state if isinstance(state, dict) else {}
         totals = state.get("totals") or {}
         self._uncharged = int(totals.get("episodes", 0)) - int(totals.get("charged", 0))
         if self.spending is not None:
@@ -184,8 +186,8 @@ class ClaimSource:
         looked for in any case."""
         if self.stop is not None:
             return [None] * len(picks)
-        cfg = self.shared.view.config
-        cap = min(cfg.max_episodes, cfg.budget + self._uncharged)
+        view = self.shared.view
+        cap = min(view.max_episodes, view.config.budget + self._uncharged)
         got: list[Claim] = []
         if self.spending is not None and self.spending.expired():
             got = await self._reach(self._take_expired, picks[0][0]) or []

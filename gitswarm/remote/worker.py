@@ -244,20 +244,20 @@ async def _work(options, cfg, settings, remote, memory, git, model, listeners, c
                 sandbox: anyio.CapacityLimiter, references: References | None, skip: frozenset[str], skip_why: str,
                 say: Callable[[str], None], reviewer: Model | None = None) -> Stop:
     problems = list(settings["problems"])
-    spending = Published(options.name)
+    spending, streaks = Published(options.name), RunStreaks(cfg.no_progress)
     run = await RunContext.build(cfg, memory, git, problems, model, listeners, sandbox=sandbox,
-                                 references=references, elsewhere=spending.elsewhere,
-                                 streaks=RunStreaks(cfg.no_progress), reviewer=reviewer)
+                                 references=references, elsewhere=spending.elsewhere, streaks=streaks,
+                                 reviewer=reviewer)
     shared, ledger, events = run.shared, run.ledger, run.events
     claims = Claims(remote, options.name, ttl_s=float(settings["claim_ttl_s"]))
     source = ClaimSource(remote, claims, memory, shared, settings, claims.ttl_s, patience_s=options.patience_s,
-                         spending=spending, streaks=run.streaks, skip=skip, skip_why=skip_why, say=say)
+                         spending=spending, streaks=streaks, skip=skip, skip_why=skip_why, say=say)
     scheduler = Scheduler(shared, ledger, source, _runnable(publish.problem_set_of(settings), references),
                           [p for p in problems if p not in skip], control,
                           restore_rng(f"{cfg.seed}/{options.name}", None), run.streaks,
                           free_workers=slots(options.name, options.slots))
     run.started(False, charged=0, episodes=0, worker=options.name, remote=remote.shown)
-    why: Stop | BaseException = Stop(StopReason.USER, "interrupted")
+    why: Stop | BaseException | None = Stop(StopReason.USER, "interrupted")
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(source.renew)

@@ -65,7 +65,8 @@ def selector_quality(problems: list[ProblemState], reviewer: str) -> SelectorQua
     from gitswarm.report.collect import is_scripted
 
     every = [c for p in problems for c in p.candidates]
-    graded = [c for c in every if _score(c) is not None]
+    scored = [(c, s) for c in every if (s := _score(c)) is not None]
+    graded = [c for c, _ in scored]
     selected = picked = contested = 0
     for problem in problems:
         marks = {c.commit: s for c in problem.candidates if (s := _score(c)) is not None}
@@ -75,7 +76,7 @@ def selector_quality(problems: list[ProblemState], reviewer: str) -> SelectorQua
         selected += 1
         contested += len(marks) > 1
         picked += marks[chosen] >= max(marks.values())
-    reviews = [(r.verdict, _score(c)) for c in graded for r in c.trail if r.counted]
+    reviews = [(r.verdict, s) for c, s in scored for r in c.trail if r.counted]
     critical = [s for verdict, s in reviews if verdict == "critical"]
     passes = [s for verdict, s in reviews if verdict == "pass"]
     return SelectorQuality(

@@ -92,7 +92,7 @@ def read_settings(memory: Memory, run: Path) -> RunSettings:
 
 def _starts(log: Path) -> list[dict]:
     """The data of every `run_started` event (other events are not parsed)."""
-    found = []
+    found: list[dict] = []
     if not log.exists():
         return found
     with log.open(encoding="utf-8", errors="replace") as lines:

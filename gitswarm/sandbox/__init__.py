@@ -247,6 +247,7 @@ def _spawn_and_wait(cfg: dict, environ: dict, stdin: bytes | None, limits: Limit
         finally:
             os.close(status_w)
     out, err = Capture(limits.output_bytes), Capture(limits.output_bytes)
+    assert proc.stdout is not None and proc.stderr is not None  # started with both PIPE
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     _LIVE.add(proc)
     try:

@@ -36,11 +36,15 @@ HOW_TO_FIX = ("install bubblewrap (apt-get install bubblewrap, dnf install bubbl
 
 
 class Backend(Protocol):
-    """One way of confining a program in the root made for it."""
+    """One way of confining a program in the root made for it (its fields read-only, as a
+    frozen dataclass's are)."""
 
-    name: str
-    gives: str
-    """What containment it gives, in a sentence (doctor, README)."""
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def gives(self) -> str:
+        """What containment it gives, in a sentence (doctor, README)."""
 
     def missing(self) -> str | None:
         """Why this backend cannot work here without trying it (a tool not installed), or None."""

@@ -120,7 +120,7 @@ class Spans:
         step = event.data.get("step")
         episode.began = at
         episode.step = self.tracer.start_span(f"step {step}", context=_under(episode.span), start_time=at,
-                                              attributes={**_who(event.data), "gitswarm.step": int(step or 0)})
+                                              attributes={**_who(event.data), "gitswarm.step": int(_number(step))})
 
     def _retry(self, episode: _Episode, event: Event) -> None:
         episode.retries.append(event)
@@ -145,7 +145,7 @@ class Spans:
     def _model_call(self, parent: Span | None, event: Event, retries: list[Event], earliest: int = 0) -> None:
         data = event.data
         model, end = str(data.get("model") or ""), ns(event.time)
-        start = max(earliest, end - int(float(data.get("seconds") or 0) * 1e9))
+        start = max(earliest, end - int(_number(data.get("seconds")) * 1e9))
         span = self.tracer.start_span(f"chat {_name(model)}", context=_under(parent), kind=SpanKind.CLIENT,
                                       start_time=start, attributes=_genai(data, model))
         for retry in retries:
@@ -214,6 +214,11 @@ def provider_of(model: str) -> str:
 def _name(model: str) -> str:
     """The model's name without litellm's provider prefix: `gpt-4o` of `openai/gpt-4o`."""
     return model.split("/", 1)[1] if "/" in model else model
+
+
+def _number(value: object) -> float:
+    """An event's numeric field (0 when it has none)."""
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 def _who(data: dict) -> dict:

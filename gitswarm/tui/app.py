@@ -90,20 +90,23 @@ class Dashboard(App):
         self.set_interval(SNAPSHOT_S, self.read_snapshot)
         self.read_snapshot()
         if self.engine is not None:
-            self.run_worker(self._run_engine(), name="engine", group="engine", exit_on_error=False)
+            self.run_worker(self._run_engine(self.engine), name="engine", group="engine", exit_on_error=False)
         else:
             self.tail_log()
         self.query_one(ProblemsTable).focus()
 
     # -- background work: only posts messages ---------------------------------------------
 
-    async def _run_engine(self) -> None:
+    async def _run_engine(self, engine: Engine) -> None:
         try:
-            result = await self.engine(lambda event: self.post_message(EventsArrived([event])))
+            result = await engine(self._heard)
         except Exception as exc:  # handed to the CLI, which turns it into a message
             self.post_message(RunFinished(error=exc))
         else:
             self.post_message(RunFinished(result))
+
+    def _heard(self, event: Event) -> None:
+        self.post_message(EventsArrived([event]))
 
     @work(thread=True, exclusive=True, group="tail")
     def tail_log(self) -> None:
@@ -169,16 +172,16 @@ class Dashboard(App):
         stopped_by_user = getattr(reason, "reason", None) == "user"
         if self.after is not None and message.result is not None and not stopped_by_user:
             self.notify(f"run ended ({reason}); grading the selected solutions…", timeout=30)
-            self.run_worker(self._after(), name="after", group="after", exit_on_error=False)
+            self.run_worker(self._after(self.after), name="after", group="after", exit_on_error=False)
         elif self.exit_when_done:
             self.exit()
         else:
             self.notify(f"run ended ({reason}); press q to quit", timeout=30)
 
-    async def _after(self) -> None:
+    async def _after(self, after: Callable[[], Awaitable[None]]) -> None:
         """The post-run work; the grades it stores show in the table at the next read."""
         try:
-            await self.after()
+            await after()
         finally:
             self.read_snapshot()
             if self.exit_when_done:
@@ -202,7 +205,7 @@ class Dashboard(App):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if isinstance(event.data_table, ProblemsTable):
             problem = str(event.row_key.value)
-            self.push_screen(DetailScreen(problem))
+            self.push_screen(DetailScreen(problem, self.load_item))
             self.load_history(problem)
 
     # -- frames ----------------------------------------------------------------------------

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gitswarm.memory.model import CommitInfo
 from gitswarm.readmodel.model import RunState
+
+if TYPE_CHECKING:  # the engine's index is imported by the first read, not with the dashboard
+    from gitswarm.engine.index import MemoryIndex
 
 
 def open_memory(run: Path):
@@ -28,7 +32,7 @@ class Snapshots:
     its thread when the next starts, and the index is not safe to update from two threads."""
 
     def __init__(self) -> None:
-        self._index = None
+        self._index: MemoryIndex | None = None
         self._lock = threading.Lock()
 
     def read(self, memory) -> RunState:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from textual.app import ComposeResult
@@ -33,14 +34,16 @@ class DetailScreen(Screen):
     DetailScreen > VerticalScroll { height: 1fr; border-top: solid $primary; }
     """
 
-    def __init__(self, problem: str) -> None:
+    def __init__(self, problem: str, load_item: Callable[[CommitInfo], object]) -> None:
         super().__init__()
         self.problem = problem
+        self.load_item = load_item
+        """Reads a commit's item in the background; `show_item` gets it."""
         self.commits: dict[str, CommitInfo] = {}
 
     def compose(self) -> ComposeResult:
         yield Static(f"history of {self.problem} (newest first)", id="detail-title")
-        table = DataTable(id="history", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str] = DataTable(id="history", cursor_type="row", zebra_stripes=True)
         table.add_columns("commit", "kind", "worker", "subject")
         yield table
         with VerticalScroll():
@@ -59,7 +62,7 @@ class DetailScreen(Screen):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         commit = self.commits.get(str(event.row_key.value))
         if commit is not None:
-            self.app.load_item(commit)
+            self.load_item(commit)
 
     def show_item(self, markdown: str) -> None:
         self.query_one("#item", Markdown).update(markdown)
