@@ -133,8 +133,16 @@ async def test_a_blind_review_reads_the_statement_and_its_candidate_alone(tmp_pa
         assert not others, (target, others)  # no other candidate either
         names = {t["function"]["name"] for t in request["tools"]}
         assert names.isdisjoint({"list_items", "search", "in_flight", "announce", "nominate"})
+        told = {t["function"]["name"]: t["function"] for t in request["tools"]}
+        assert {"reviews", "verdict"} <= set(told["contribute"]["parameters"]["required"])
+        assert "reviews/" in told["write_file"]["description"] and "lemmas/" not in told["read_file"]["description"]
+        system = request["messages"][0]["content"]  # a reviewer's standards, not a worker's
+        assert "A review verifies" in system or "A review of a program" in system
+        assert "Put each codebase in one folder" not in system and "If your\n  proof is not" not in system
     free = [r for r in workers.requests if r.get("tools") and not is_review(r)]
     assert free and all("review" not in kinds_offered(r) for r in free)
+    assert all("`contribute` the review" not in r["messages"][0]["content"] for r in free)  # told what it can do
+    assert any("which the scheduler assigns to review episodes" in json.dumps(r["messages"]) for r in free)
     said = [json.loads(line)["data"] for line in (run / "gitswarm-events.jsonl").read_text().splitlines()
             if '"committed"' in line]
     assert any(d.get("verdict") and d.get("reviews") for d in said)  # the events name each blind review's verdict

@@ -193,6 +193,9 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
     else:
         task = None if ep.isolated or settled else tasks.next_task(
             index, ep.problem_id, ep.worker, rule, _busy(view, ep), len(busy), reviews=not cfg.assigns_reviews)
+    if task is not None and cfg.assigns_reviews and task.action == tasks.ATTEMPT and tasks.next_task(
+            index, ep.problem_id, ep.worker, rule, _busy(view, ep), len(busy)).action in (tasks.REVIEW, tasks.VERIFY):
+        task = tasks.Task(tasks.ASSIGNED, 0)  # what the problem needs is a review, which is not this episode's
     open_ = len([p for p in view.problems if p not in view.settled and p not in view.verified])
     return render("state_header.md.j2", problem={"id": ep.problem_id, "kind": ep.kind},
                   settled=settled, episode=ep.episode, worker=ep.worker,

@@ -19,6 +19,9 @@ from gitswarm.engine.index import MemoryIndex
 from gitswarm.resources import render
 
 REVIEW, VERIFY, NOMINATE, REVISE, ATTEMPT = "review", "verify", "nominate", "revise", "attempt"
+ASSIGNED = "assigned"
+"""The state's word for an episode that may not review, on a problem whose next step is a review
+the scheduler assigns to a review episode: nothing there needs it."""
 FILLER = 1
 """The value of a step that may still help but leads to no selection by itself: another attempt
 beside candidates that wait for other workers' reviews, or a review whose missing passes the

@@ -45,20 +45,23 @@ def tool_schemas(kind: str | None = None, role: str = "worker") -> list[dict]:
 
 
 def _in_role(spec: dict, role: str) -> dict:
-    """A tool's spec as `role` gets it: `contribute` without kind review for a free episode,
-    with that kind alone for a review one, each with its role's description."""
-    described = spec.pop("roles", {})
+    """A tool's spec as `role` gets it: its role's description and property descriptions
+    (`roles` in tools.yaml), and `contribute` without kind review for a free episode, with that
+    kind alone (naming its candidate and verdict) for a review one."""
+    told = spec.pop("roles", {}).get(role, {})
+    spec = copy.deepcopy(spec)
+    spec["description"] = told.get("description", spec["description"])
+    properties = spec["parameters"].get("properties", {})
+    for name, text in told.get("properties", {}).items():
+        properties[name]["description"] = text
     if spec["name"] != "contribute" or role == "worker":
         return spec
-    spec = copy.deepcopy(spec)
-    spec["description"] = described["free" if role == "free" else "review"]
-    properties = spec["parameters"]["properties"]
     if role == "free":
         properties["kind"]["enum"] = [k for k in properties["kind"]["enum"] if k != "review"]
         del properties["reviews"], properties["verdict"]
     else:
         properties["kind"]["enum"] = ["review"]
-        spec["parameters"]["required"] = [*spec["parameters"]["required"], "verdict"]
+        spec["parameters"]["required"] = [*spec["parameters"]["required"], "reviews", "verdict"]
         if role == "blind":  # it sees no commit to cite but its candidate, which its review cites
             del properties["informed_by"]
     return spec
