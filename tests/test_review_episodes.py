@@ -13,7 +13,9 @@ import anyio
 import pytest
 from conftest import git
 from pydantic import ValidationError
+from typer.testing import CliRunner
 
+from gitswarm.cli.main import app
 from gitswarm.cli.running import model_config
 from gitswarm.core.rule import Rule
 from gitswarm.demo.brain import respond
@@ -143,6 +145,8 @@ async def test_a_blind_review_reads_the_statement_and_its_candidate_alone(tmp_pa
     assert free and all("review" not in kinds_offered(r) for r in free)
     assert all("`contribute` the review" not in r["messages"][0]["content"] for r in free)  # told what it can do
     assert any("which the scheduler assigns to review episodes" in json.dumps(r["messages"]) for r in free)
+    shown = CliRunner().invoke(app, ["status", str(run)])
+    assert shown.exit_code == 0 and "rule: verify K = 2, reviews blind, isolation shared" in shown.output
     said = [json.loads(line)["data"] for line in (run / "gitswarm-events.jsonl").read_text().splitlines()
             if '"committed"' in line]
     assert any(d.get("verdict") and d.get("reviews") for d in said)  # the events name each blind review's verdict

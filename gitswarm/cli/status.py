@@ -26,7 +26,7 @@ def status(
     from gitswarm.memory.repo import Memory
     from gitswarm.readmodel.read import read_run
     from gitswarm.remote.layout import RUN_LEDGER
-    from gitswarm.report.render import unconfined_line
+    from gitswarm.report.render import rule_line, unconfined_line
     from gitswarm.report.settings import read_settings
 
     with user_errors(), run_folder(run) as folder:
@@ -42,7 +42,9 @@ def status(
     if as_json:
         typer.echo(json.dumps(state.as_dict(), indent=2))
         return
-    for line in table(state) + worker_table(state.workers):
+    lines = table(state)
+    lines[3:3] = [f"  {rule_line(settings)}"]  # under the totals: how the run decides
+    for line in lines + worker_table(state.workers):
         typer.echo(line)
 
 

@@ -92,6 +92,15 @@ def settings_line(settings: RunSettings, processes: list[str]) -> str:
             + (f" {unconfined_line(settings)}" if settings.unconfined else ""))
 
 
+def rule_line(settings: RunSettings) -> str:
+    """The run's rule in a few words, as `status` shows it: K (in a row), who reviews and on
+    which model, the isolation."""
+    parts = [f"verify K = {settings.verify}" + (" in a row" if settings.in_row else "")]
+    parts.append(f"reviews {settings.reviews or 'open'}" + (f" on {settings.reviewer}" if settings.reviewer else ""))
+    parts.append(f"isolation {settings.isolation or 'shared'}")
+    return "rule: " + ", ".join(parts)
+
+
 def unconfined_line(settings: RunSettings) -> str:
     """What `status` and the report say of a run whose programs ran without a sandbox."""
     return (f"Programs ran UNCONFINED (solve --unconfined; sandbox: {settings.sandbox}): they could read this "
