@@ -90,6 +90,10 @@ async def test_review_episodes_go_to_the_reviewer_model_and_no_other(tmp_path: P
     asked = [r for r in reviewers.requests if r.get("tools")]
     assert asked and all(r["model"] == "reviewer-model" and is_review(r) for r in asked)
     assert all(kinds_offered(r) == ["review"] for r in asked)
+    for request in asked:  # it sees the memory, and is told its one task
+        first = request["messages"][1]["content"]
+        assert "Memory overview" in first and "Check the candidate you were assigned" in first
+        assert "# How to work on a" not in first  # a worker's guide to writing code is not a reviewer's
     for request in [r for r in workers.requests if r.get("tools")]:
         assert not is_review(request) and "review" not in kinds_offered(request)
     assert len(episodes) == len(asked) + len([r for r in workers.requests if r.get("tools")])

@@ -265,7 +265,9 @@ def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodeInfo,
     others = [] if ep.isolated else view.others_on(ep.problem_id, ep.worker)
     return render("episode_start.md.j2", header=head, problem={"id": ep.problem_id, "title": ep.title},
                   statement=statement.strip(), summary=summary.strip(), items=rows,
-                  total=total, in_flight=others[:10], code_work=_code_work(ep), isolated=ep.isolated)
+                  total=total, in_flight=others[:10], code_work="" if ep.review else _code_work(ep),
+                  isolated=ep.isolated, assigned=ep.review is not None,
+                  executable=ep.executable if ep.kind in CODE_KINDS else None)
 
 
 def _code_work(ep: EpisodeInfo) -> str:
