@@ -13,6 +13,8 @@ import anyio
 import pytest
 from conftest import git
 from pydantic import ValidationError
+from test_isolation import MARK, marking
+from test_projection_agreement import add
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
@@ -21,7 +23,7 @@ from gitswarm.core.rule import Rule
 from gitswarm.demo.brain import respond
 from gitswarm.engine import selection
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import Assignment, EpisodeInfo, RunView
+from gitswarm.engine.context import Assignment, EpisodeInfo, RunView, header
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
@@ -37,7 +39,6 @@ from gitswarm.report.collect import collect
 from gitswarm.report.render import to_markdown
 from gitswarm.resources import resolve_set
 
-MARK = re.compile(r"MARK-\d+")
 ASSIGNED = re.compile(r"^assignment: review (\S+) \(", re.MULTILINE)
 
 
@@ -148,7 +149,6 @@ async def test_a_blind_review_reads_the_statement_and_its_candidate_alone(tmp_pa
     free = [r for r in workers.requests if r.get("tools") and not is_review(r)]
     assert free and all("review" not in kinds_offered(r) for r in free)
     assert all("`contribute` the review" not in r["messages"][0]["content"] for r in free)  # told what it can do
-    assert any("which the scheduler assigns to review episodes" in json.dumps(r["messages"]) for r in free)
     shown = CliRunner().invoke(app, ["status", str(run)])
     assert shown.exit_code == 0 and "rule: verify K = 2, reviews blind, isolation shared" in shown.output
     said = [json.loads(line)["data"] for line in (run / "gitswarm-events.jsonl").read_text().splitlines()
@@ -191,14 +191,6 @@ async def test_a_blind_review_cannot_read_past_its_candidate(tmp_path: Path):
     assert list(final.contribution.files) == ["reviews/r.md"]
 
 
-def add(memory: Memory, episode: str, worker: str, kind: str, files: dict[str, str], **record: str) -> str:
-    written = memory.contribute(Contribution(
-        problem="sum", episode=episode, worker=worker, kind=kind, title=f"{kind} of {episode}", files=files,
-        parent=memory.main(), op=f"{episode}-final", **record))
-    memory.compose()
-    return written.commit
-
-
 def review(memory: Memory, episode: str, worker: str, candidate: str, verdict: str) -> None:
     add(memory, episode, worker, "review", {f"reviews/{episode}.md": f"{verdict}."}, reviews=candidate,
         verdict=verdict)
@@ -212,6 +204,18 @@ def verified(memory: Memory, candidate: str, rule: Rule) -> bool:
     shown = {c.commit: c.verified for c in read_run(memory).problem("sum").candidates}
     assert shown[candidate] == engine  # the views count as selection does
     return engine
+
+
+def test_an_episode_that_may_not_review_is_told_when_only_a_review_is_needed(memory: Memory, problem_dir: Path):
+    add(memory, "e01", "w01", "attempt", {"attempts/a.md": "Answer: 7"})
+    index = MemoryIndex()
+    index.update(memory.repo, memory.main())
+    for reviews, told in (("blind", True), ("open", False)):
+        cfg = SolveConfig(problems=problem_dir, run=memory.path, model="m", reviews=reviews)
+        ep = EpisodeInfo("e02", "w02", "sum", "answer", "A sum", memory.main())
+        head = header(RunView(cfg, problems=["sum"]), index, ep, 1, [])
+        assert ("which the scheduler assigns to review episodes" in head) is told, reviews
+        assert ("most useful next: review attempts/a.md" in head) is not told, reviews
 
 
 def test_k_passes_in_a_row_restart_after_a_gaps_review_and_on_a_revision(memory: Memory):
@@ -236,38 +240,25 @@ def test_k_passes_in_a_row_restart_after_a_gaps_review_and_on_a_revision(memory:
 
 
 def best_of_n() -> tuple:
-    """A model whose attempts carry a mark of their own (answer 7 twice out of three times, else
-    8), trying first to read others' work; and whose reviews pass an attempt answering 7 and
-    find a critical error in any other. Returns (responder, the review requests' marks)."""
-    made: list[str] = []
-    reviewed: list[tuple[str, list[str]]] = []
+    """test_isolation's marking model (attempts carrying a mark of their own, answer 7 twice out
+    of three times, else 8, trying first to read others' work), whose reviews pass an attempt
+    answering 7 and find a critical error in any other. Returns (responder, the review requests'
+    marks)."""
+    attempts, reviewed = marking(), []
 
     def reply(request: dict) -> FakeReply:
         messages = request["messages"]
-        if not request.get("tools"):
-            return respond(request)  # the merger's
-        step = sum(m["role"] == "assistant" for m in messages)
-        if is_review(request):
-            first = messages[1]["content"]
-            target = ASSIGNED.search(first).group(1)
-            if step == 0:
-                reviewed.append((target, MARK.findall(json.dumps(messages))))
-                return FakeReply(tool_calls=[{"name": "write_file", "arguments": {
-                    "path": "reviews/r.md", "content": "Checked the sum."}}])
-            verdict = "pass" if "Answer: 7" in first else "critical"
-            return FakeReply(tool_calls=[{"name": "contribute", "arguments": {
-                "kind": "review", "title": "a check", "summary": "Checked.", "reviews": target, "verdict": verdict}}])
-        if step == 0:
-            return FakeReply(tool_calls=[{"name": "list_items", "arguments": {}},
-                                         {"name": "in_flight", "arguments": {}}])
-        if step == 1:
-            mark = f"MARK-{len(made)}"
-            made.append(mark)
-            answer = 8 if len(made) % 3 == 1 else 7
+        if not request.get("tools") or not is_review(request):
+            return attempts(request) if request.get("tools") else respond(request)  # the merger's: the brain
+        first = messages[1]["content"]
+        target = ASSIGNED.search(first).group(1)
+        if sum(m["role"] == "assistant" for m in messages) == 0:
+            reviewed.append((target, MARK.findall(json.dumps(messages))))
             return FakeReply(tool_calls=[{"name": "write_file", "arguments": {
-                "path": f"attempts/{mark.lower()}.md", "content": f"{mark}: 3 + 4.\n\nAnswer: {answer}\n"}}])
+                "path": "reviews/r.md", "content": "Checked the sum."}}])
+        verdict = "pass" if "Answer: 7" in first else "critical"
         return FakeReply(tool_calls=[{"name": "contribute", "arguments": {
-            "kind": "attempt", "title": "3 + 4", "summary": "Added."}}])
+            "kind": "review", "title": "a check", "summary": "Checked.", "reviews": target, "verdict": verdict}}])
 
     return reply, reviewed
 
@@ -288,7 +279,6 @@ async def test_best_of_n_attempts_never_see_each_other_and_reviews_select(tmp_pa
     solution = git(run, "show", "main:problems/sum/SOLUTION.md")
     assert "verification: verified" in solution and "Answer: 7" in solution
     assert not re.search(r"^nominat", git(run, "log", "main", "--format=%s"), re.M)  # best-of-n nominates nothing
-    assert "critical" in git(run, "log", "main", "--format=%B")  # the first attempt (answer 8) was caught
 
 
 def test_settings_that_ask_for_reviews_where_none_are_written_are_refused(problem_dir: Path, tmp_path: Path):
