@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from gitswarm.engine.settings import config_file, file_settings, merge
 from gitswarm.errors import BadInput
@@ -37,6 +38,17 @@ def test_bad_config_files_are_named(tmp_path: Path, problem_dir: Path, monkeypat
         config_file()
     with pytest.raises(BadInput, match="no problem nope"):
         merge(load_set(problem_dir), None, {"problem_ids": ("nope",)}, {})
+
+
+def test_problem_ids_in_a_config_file_that_are_not_a_list_of_names_are_refused_as_a_setting(
+        problem_dir: Path, tmp_path: Path):
+    # They were iterated before SolveConfig checked them: 5 raised a TypeError (an internal
+    # error), and "p1" was read letter by letter ("no problem 1, p").
+    config = tmp_path / "gitswarm.toml"
+    for value in ("5", '"p1"', "[1]"):
+        config.write_text(f"[solve]\nproblem_ids = {value}\n")
+        with pytest.raises(ValidationError, match="problem_ids"):
+            merge(load_set(problem_dir), None, {}, file_settings(config))
 
 
 def test_the_episode_cap_is_three_times_the_budget_unless_given(problem_dir: Path):
