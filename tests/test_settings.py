@@ -61,6 +61,17 @@ def test_the_episode_cap_is_three_times_the_budget_unless_given(problem_dir: Pat
     assert (cfg.no_progress, cfg.episode_timeout_s, cfg.idle_timeout_s, cfg.reply_timeout_s) == (4, 3 * 3600, 300, 1800)
 
 
+def test_the_episode_cap_follows_a_budget_the_config_file_writes_as_text_or_a_float(problem_dir: Path,
+                                                                                     tmp_path: Path):
+    # The field reads "5" and 5.0 as 5, but the cap was left None: a TypeError where the run
+    # compares its episodes with it (`may_start`, the stop rule).
+    config = tmp_path / "gitswarm.toml"
+    for value in ('"5"', "5.0"):
+        config.write_text(f"[solve]\nbudget = {value}\n")
+        cfg = merge(load_set(problem_dir), None, {}, file_settings(config))
+        assert (cfg.budget, cfg.max_episodes) == (5, 15)
+
+
 def test_max_tokens_is_refused_with_the_two_names_it_could_mean(tmp_path: Path):
     config = tmp_path / "gitswarm.toml"
     config.write_text("[solve]\nmax_tokens = 100000\n")
