@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, Field, ValidationInfo, model_validator
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, ValidationInfo, model_validator
 
 from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
 from gitswarm.models.config import ReasoningEffort, ToolProtocol
@@ -236,7 +236,7 @@ class SolveConfig(BaseModel):
 
     def part(self, part: Part) -> dict:
         """The values of one part's fields (`PARTS`), by name, as JSON has them (a tuple as a list)."""
-        return self.model_dump(mode="json", include=PARTS[part])
+        return self.model_dump(mode="json", include=set(PARTS[part]))  # IncEx: a set, not a frozenset
 
 
 def declared_parts(model: type[BaseModel]) -> dict[Part, frozenset[str]]:
