@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from gitswarm.engine.settings import config_file, file_settings, merge
 from gitswarm.errors import BadInput
@@ -39,6 +40,17 @@ def test_bad_config_files_are_named(tmp_path: Path, problem_dir: Path, monkeypat
         merge(load_set(problem_dir), None, {"problem_ids": ("nope",)}, {})
 
 
+def test_problem_ids_in_a_config_file_that_are_not_a_list_of_names_are_refused_as_a_setting(
+        problem_dir: Path, tmp_path: Path):
+    # They were iterated before SolveConfig checked them: 5 raised a TypeError (an internal
+    # error), and "p1" was read letter by letter ("no problem 1, p").
+    config = tmp_path / "gitswarm.toml"
+    for value in ("5", '"p1"', "[1]"):
+        config.write_text(f"[solve]\nproblem_ids = {value}\n")
+        with pytest.raises(ValidationError, match="problem_ids"):
+            merge(load_set(problem_dir), None, {}, file_settings(config))
+
+
 def test_the_episode_cap_is_three_times_the_budget_unless_given(problem_dir: Path):
     problem_set = load_set(problem_dir)
     assert merge(problem_set, None, {"budget": 5}, {}).max_episodes == 15
@@ -47,6 +59,17 @@ def test_the_episode_cap_is_three_times_the_budget_unless_given(problem_dir: Pat
     assert merge(problem_set, None, {"budget": 5, "max_episodes": 6}, {"max_episodes": 7}).max_episodes == 6
     cfg = merge(problem_set, None, {}, {})
     assert (cfg.no_progress, cfg.episode_timeout_s, cfg.idle_timeout_s, cfg.reply_timeout_s) == (4, 3 * 3600, 300, 1800)
+
+
+def test_the_episode_cap_follows_a_budget_the_config_file_writes_as_text_or_a_float(problem_dir: Path,
+                                                                                     tmp_path: Path):
+    # The field reads "5" and 5.0 as 5, but the cap was left None: a TypeError where the run
+    # compares its episodes with it (`may_start`, the stop rule).
+    config = tmp_path / "gitswarm.toml"
+    for value in ('"5"', "5.0"):
+        config.write_text(f"[solve]\nbudget = {value}\n")
+        cfg = merge(load_set(problem_dir), None, {}, file_settings(config))
+        assert (cfg.budget, cfg.max_episodes) == (5, 15)
 
 
 def test_max_tokens_is_refused_with_the_two_names_it_could_mean(tmp_path: Path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import errno
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import IntEnum
 from pathlib import Path
@@ -19,7 +19,7 @@ from gitswarm.errors import BadInput, EnvironmentFault, GitswarmError, RunFault
 try:  # newer typer vendors its own click
     from typer._click import exceptions as clicks
 except ImportError:  # pragma: no cover - typer that uses click itself
-    from click import exceptions as clicks
+    from click import exceptions as clicks  # type: ignore[no-redef]  # one of the two imports runs: not a redefinition
 
 
 class Exit(IntEnum):
@@ -118,12 +118,14 @@ class Group(TyperGroup):
             if type(command) is TyperCommand:  # typer builds them; the subclass only formats help
                 command.__class__ = PanelCommand
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
         if not standalone_mode:
-            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+            return super().main(args, prog_name, complete_var, standalone_mode,
+                               windows_expand_args=windows_expand_args, **extra)
         try:
-            code = super().main(args, prog_name, complete_var, False, **extra)
+            code = super().main(args, prog_name, complete_var, False, windows_expand_args=windows_expand_args,
+                                **extra)
         except clicks.NoArgsIsHelpError as exc:
             exc.show()
             sys.exit(exc.exit_code)

@@ -5,11 +5,23 @@ them from here, so the dashboard gets them without loading the engine."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 VERIFY = 2
 """K by default: the `pass` reviews that verify a candidate."""
 SETTLE_NOMINATIONS = 3
 """The nominations of a verified leader that settle its problem, by default."""
+
+
+class Settings(Protocol):
+    """What `Rule.of` needs of a run's settings (a `SolveConfig`); their `verify_in_row` and
+    `isolation` are read when they have them."""
+
+    @property
+    def verify(self) -> int: ...
+
+    @property
+    def settle_nominations(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -50,7 +62,7 @@ class Rule:
         return needed if budget_left < needed else None
 
     @classmethod
-    def of(cls, config) -> Rule:
+    def of(cls, config: Settings) -> Rule:
         """The rule of a `SolveConfig` (or anything with its `verify`, `settle_nominations`,
         `verify_in_row` and `isolation`)."""
         return cls(config.verify, config.settle_nominations, bool(getattr(config, "verify_in_row", False)),

@@ -58,7 +58,7 @@ def respond(request: dict) -> FakeReply:
     if state is None:
         return FakeReply(tool_calls=[tool_call("abstain", reason="no state header in the prompt")])
     problem, kind, episode = state.groups()
-    items = {}
+    items: dict[str, list[tuple[str, str]]] = {}
     for path, commit in ROW.findall(first):
         items.setdefault(path.split("/")[0], []).append((path, commit))
     done = sum(1 for m in messages if m["role"] == "assistant")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, Field, ValidationInfo, model_validator
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, ValidationInfo, model_validator
 
 from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
 from gitswarm.models.config import ReasoningEffort, ToolProtocol
@@ -21,6 +21,8 @@ ACROSS_PROCESSES = "slots across processes"
 K reviews need K + 1 workers holds across every process, not in this one alone."""
 EPISODES_PER_CHARGE = 3
 """The episode cap's default: this many episodes, of any outcome, per budgeted one."""
+_COUNT = TypeAdapter(int)
+"""A whole number read as a field of type int reads it (`SolveConfig._episode_cap`)."""
 
 Part = Literal["run", "model", "process"]
 """Whose a `SolveConfig` field is, as the field itself declares (`json_schema_extra`):
@@ -180,11 +182,14 @@ class SolveConfig(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _episode_cap(cls, data: object) -> object:
-        """No episode cap given: three times the budget."""
+        """No episode cap given: three times the budget, read as the field reads it (a config
+        file's "5" or 5.0 is 5); a budget that is no number is left to the field to refuse."""
         if isinstance(data, dict) and data.get("max_episodes") is None:
-            budget = data.get("budget", cls.model_fields["budget"].default)
-            if isinstance(budget, int) and not isinstance(budget, bool):
-                data = {**data, "max_episodes": max(1, EPISODES_PER_CHARGE * budget)}
+            try:
+                budget = _COUNT.validate_python(data.get("budget", cls.model_fields["budget"].default))
+            except ValidationError:
+                return data
+            data = {**data, "max_episodes": max(1, EPISODES_PER_CHARGE * budget)}
         return data
 
     @model_validator(mode="after")
@@ -231,7 +236,7 @@ class SolveConfig(BaseModel):
 
     def part(self, part: Part) -> dict:
         """The values of one part's fields (`PARTS`), by name, as JSON has them (a tuple as a list)."""
-        return self.model_dump(mode="json", include=PARTS[part])
+        return self.model_dump(mode="json", include=set(PARTS[part]))  # IncEx: a set, not a frozenset
 
 
 def declared_parts(model: type[BaseModel]) -> dict[Part, frozenset[str]]:

@@ -65,7 +65,9 @@ class RunView:
     @property
     def max_episodes(self) -> int:
         """The episode cap."""
-        return self.config.max_episodes
+        cap = self.config.max_episodes
+        assert cap is not None  # SolveConfig sets it from the budget when none is given (`_episode_cap`)
+        return cap
 
     def counted(self, charged: int, episodes: int) -> None:
         """The episodes so far: those charged to the budget, and those of any outcome."""

@@ -116,7 +116,8 @@ def all_conversations(repo: pygit2.Repository) -> Iterator[dict]:
 
 def restored(record: dict) -> dict:
     """A stored record with every call's whole list of messages (`CallLog.delta` undone)."""
-    calls, before = [], []
+    calls: list[dict] = []
+    before: list[dict] = []
     for call in record.get("calls", []):
         request = dict(call["request"])
         messages = before[:request.pop("kept", 0)] + request["messages"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from gitswarm.core.rule import Rule
 from gitswarm.engine import context, tasks
 from gitswarm.engine.index import MemoryIndex
+from gitswarm.memory import objects
 from gitswarm.memory.repo import INITIAL_SUMMARY, Memory
 from gitswarm.resources import render
 
@@ -50,5 +51,5 @@ def assemble(memory: Memory, index: MemoryIndex, problem: str, rule: Rule, settl
 
 def _title(memory: Memory, commit: str) -> str:
     """The subject of the commit that wrote an item (a contribution's title)."""
-    subject = memory.repo[commit].message.split("\n", 1)[0]
+    subject = objects.commit(memory.repo, commit).message.split("\n", 1)[0]
     return subject.split(": ", 1)[1] if ": " in subject else subject

@@ -48,8 +48,12 @@ class FinalActions:
     deleted: set[str]
     code: Shell
     """The episode's shell (a reproduce problem's candidate is checked by it)."""
-    at: str
-    """The commit of main the step's view shows: the contribution is made on it."""
+
+    @property
+    def at(self) -> str:
+        """The commit of main the step's view shows: the contribution is made on it (the
+        Toolbox's, read-only)."""
+        raise NotImplementedError
 
     @property
     def base(self) -> str:
@@ -72,14 +76,14 @@ class FinalActions:
             raise ToolError(problem)
         reviewed = self._reviewed(kind, reviews, verdict)
         cited = [*(reviewed[:1] if reviewed else []), *(self._commit(ref) for ref in (informed_by or []))]
-        files, review, title = dict(self.staged), {}, title.strip()[:100]
+        files, title = dict(self.staged), title.strip()[:100]
         if kind in ("attempt", "code"):
             title = self._revision_title(cited, title)
         if reviewed:
             files.update(self._stamped(*reviewed, str(verdict)))
-            review = {"reviews": reviewed[0], "verdict": str(verdict)}
-        return Final("contribute", replace(self._contribution(kind, title, summary, files, cited,
-                                                              self_assessment, **review),
+        of, said = (reviewed[0], str(verdict)) if reviewed else ("", "")  # a review's: what it reviews, its verdict
+        return Final("contribute", replace(self._contribution(kind, title, summary, files, cited, self_assessment,
+                                                              reviews=of, verdict=said),
                                            deleted=tuple(sorted(self.deleted))))
 
     def _revision_title(self, cited: list[str], title: str) -> str:
@@ -147,13 +151,15 @@ class FinalActions:
     async def tool_abstain(self, reason: str) -> Final:
         return Final("abstain", reason=reason.strip()[:500])
 
-    def _contribution(self, kind, title, summary, files, cited, assessment, **record: str) -> Contribution:
-        """The episode's contribution; `record`: its kind's own fields (`candidate`, `reviews`, `verdict`)."""
+    def _contribution(self, kind: str, title: str, summary: str, files: dict[str, str], cited: list[str],
+                      assessment: str, candidate: str = "", reviews: str = "", verdict: str = "") -> Contribution:
+        """The episode's contribution, with its kind's own fields (`candidate`, `reviews`, `verdict`)."""
         return Contribution(
             problem=self.ep.problem_id, episode=self.ep.episode, worker=self.ep.worker, kind=kind,
             title=title.strip()[:160] or kind, files=dict(files), parent=self.at,
             op=f"{self.ep.episode}-final", summary=summary.strip()[:2000],
-            informed_by=tuple(dict.fromkeys(cited)), self_assessment=assessment.strip()[:200], **record)
+            informed_by=tuple(dict.fromkeys(cited)), self_assessment=assessment.strip()[:200],
+            candidate=candidate, reviews=reviews, verdict=verdict)
 
     def _commit(self, reference: str) -> str:
         """A cited commit, named by an item's path or by (a prefix of) its id."""

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import pygit2
 from pygit2.enums import SortMode
 
-from gitswarm.memory import commitmeta
+from gitswarm.memory import commitmeta, objects
 from gitswarm.memory.commitmeta import Kind, Verdict
 from gitswarm.memory.model import KIND_FOLDERS
 
@@ -71,6 +72,7 @@ class MemoryIndex:
 
     def update(self, repo: pygit2.Repository, tip: str) -> None:
         """Take in the commits of main between the last seen tip and `tip` (git thread)."""
+        new: Iterable[pygit2.Commit]
         if self.seen_tip is None:
             new = repo.walk(pygit2.Oid(hex=tip), SortMode.TOPOLOGICAL | SortMode.REVERSE)
         else:
@@ -89,7 +91,7 @@ class MemoryIndex:
         found: list[pygit2.Commit] = []
         if tip in self.taken:
             return found
-        start = repo[pygit2.Oid(hex=tip)]
+        start = objects.commit(repo, pygit2.Oid(hex=tip))
         stack, pushed = [(start, 0)], {tip}
         while stack:
             commit, i = stack[-1]
@@ -102,7 +104,7 @@ class MemoryIndex:
             parent = str(parents[i])
             if parent not in self.taken and parent not in pushed:
                 pushed.add(parent)
-                stack.append((repo[parents[i]], 0))
+                stack.append((objects.commit(repo, parents[i]), 0))
         return found
 
     def _add(self, repo: pygit2.Repository, commit: pygit2.Commit) -> None:

@@ -159,6 +159,13 @@ _SUMMED = _FIGURES[_FIGURES.index("calls"):]
 _RECORD_FIELDS = frozenset(f.name for f in fields(EpisodeRecord))
 
 
+def _json_object(value: object, path: str) -> dict:
+    """A record of the ledger's book, each a JSON object (TypeError for any other value)."""
+    if not isinstance(value, dict):
+        raise TypeError(f"the ledger's record {path} is not a JSON object: {value!r:.60}")
+    return value
+
+
 def _figures(record: EpisodeRecord) -> tuple:
     """What one record adds to the totals, in `_FIGURES` order."""
     return (int(record.episode != "merger"), int(record.status in CHARGED), record.tokens_in,
@@ -199,15 +206,16 @@ class Ledger:
     @classmethod
     def load(cls, memory: Memory) -> Ledger:
         records = memory.records(BOOK)
-        state = records.pop("scheduler.json", {}) or {}
-        episodes = {r["episode"]: EpisodeRecord.from_dict(r) for r in records.values()}
+        state = _json_object(records.pop("scheduler.json", None) or {}, "scheduler.json")
+        episodes = {r["episode"]: EpisodeRecord.from_dict(r)
+                    for r in (_json_object(value, path) for path, value in records.items())}
         return cls(episodes, state.get("next_number", 1), state.get("rng_state"), spending=state.get("spending"))
 
     @classmethod
     def summary(cls, memory: Memory) -> Totals:
         """The run's totals from the scheduler record alone; a run written before totals were
         kept is summed record by record."""
-        state = memory.record(BOOK, "scheduler.json") or {}
+        state = _json_object(memory.record(BOOK, "scheduler.json") or {}, "scheduler.json")
         kept = state.get("totals") or {}
         if set(_FIGURES) <= set(kept):
             return Totals(**{k: kept[k] for k in _FIGURES})

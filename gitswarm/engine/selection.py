@@ -173,6 +173,7 @@ def select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
         return None
     files = index.files_of[chosen.commit][1]
     path = path_of(index, chosen.commit)
+    assert path is not None  # a leader is a candidate: nominations name one (finals, remote.named)
     body = _candidate_text(memory, problem, chosen.commit, path, files)
     mark = "verified" if chosen.verified else "unverified"
     text = render({"problem": problem, "candidate": chosen.commit, "path": f"problems/{problem}/{path}",

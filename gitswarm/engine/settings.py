@@ -91,7 +91,10 @@ def merge(problem_set: ProblemSet, run: Path | None, given: dict[str, object],
     set_defaults = {k: v for k, v in problem_set.defaults.items() if k in SolveConfig.model_fields}
     settings = {"budget": BUDGET_PER_PROBLEM * len(problem_set.problems)} | set_defaults | from_file
     settings |= {k: v for k, v in given.items() if v is not None and v != ()}
-    unknown = set(settings.get("problem_ids", ())) - {p.id for p in problem_set.problems}
+    ids = settings.get("problem_ids", ())
+    # A config file's value may be anything: one that is not a list of names is SolveConfig's to refuse.
+    named = set(ids) if isinstance(ids, list | tuple) and all(isinstance(i, str) for i in ids) else set()
+    unknown = named - {p.id for p in problem_set.problems}
     if unknown:
         raise BadInput(f"no problem {', '.join(sorted(unknown))} in {problem_set.path}")
     if not settings.get("model"):

@@ -111,8 +111,8 @@ def _need(index: MemoryIndex, problem: str, rule: Rule, settled: bool) -> dict:
     if rule.verify == 0:
         return {"case": "plurality", "settle_nominations": rule.settle_nominations}
     if len(verified) > 1:
-        best = max(s.nominations for s in verified)
-        return {"case": "nominations", "verified": len(verified), "more": rule.settle_nominations - best}
+        most = max(s.nominations for s in verified)
+        return {"case": "nominations", "verified": len(verified), "more": rule.settle_nominations - most}
     short = [s for s in found if s.commit in paths and not s.critical]
     if not short:
         return {"case": "revision"}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from gitswarm.errors import Refusal
 
@@ -97,7 +98,7 @@ def _value(spec: dict, value: object, where: str, notes: list[str]) -> object:
             raise _Misfit(f"`{where}` must be at most {spec['maximum']}; you sent {mended}")
     if mended is not value:
         notes.append(f"`{where}` {_sent(value, bare=True)} read as {_sent(mended, bare=True)}")
-    if kind == "array":
+    if kind == "array" and isinstance(mended, list):  # _array's list
         mended = [_value(spec.get("items") or {}, item, f"{where}[{n}]", notes) for n, item in enumerate(mended)]
     return mended
 
@@ -163,7 +164,7 @@ _CHECKS = {"string": _string, "integer": _integer, "number": _number, "boolean":
            "object": _object}
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

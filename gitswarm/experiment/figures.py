@@ -55,7 +55,8 @@ def run_status(run: Path) -> RunStatus:
             last = event
     wall += (last.time - started.time) if started and last else 0.0
     if last is None or last.kind != "run_stopped" or last.data.get("reason") == StopReason.USER.value:
-        return RunStatus(INTERRUPTED, last.data.get("reason") if last else None, "", round(wall, 3))
+        reason = last.data.get("reason") if last else None
+        return RunStatus(INTERRUPTED, None if reason is None else str(reason), "", round(wall, 3))
     return RunStatus(FINISHED, str(last.data.get("reason")), str(last.data.get("detail") or ""), round(wall, 3))
 
 

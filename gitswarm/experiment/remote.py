@@ -109,7 +109,7 @@ def remote_arms(path: Path, table: object) -> RemoteArms | None:
     if not is_remote(table["url"]):
         raise BadInput(f"{path}: [remote] url = {table['url']!r} is not a git URL (file://, ssh://, git://, "
                        "http(s):// or user@host:path); for runs in the experiment's own folder, drop [remote]")
-    numbers = {}
+    numbers: dict[str, int | float | None] = {}
     for key, least in (("local_workers", 0), ("claim_ttl", 1), ("patience", 1)):
         value = table.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float) or value < least
@@ -117,5 +117,6 @@ def remote_arms(path: Path, table: object) -> RemoteArms | None:
             kind = "a whole number" if key == "local_workers" else "a number of seconds"
             raise BadInput(f"{path}: [remote] {key} must be {kind}, at least {least}, not {value!r}")
         numbers[key] = value
-    return RemoteArms(table["url"], numbers["local_workers"],
+    local = numbers["local_workers"]  # checked a whole number above
+    return RemoteArms(table["url"], None if local is None else int(local),
                       float(numbers["claim_ttl"] or 600.0), float(numbers["patience"] or 600.0))

@@ -102,7 +102,7 @@ def to_markdown(data: dict) -> str:
 
 
 def to_html(data: dict) -> str:
-    parts = []
+    parts: list[str] = []
     for block in blocks(data):
         if block[0] == "h":
             tag = "h1" if not parts else "h2"
@@ -133,9 +133,9 @@ def plot(data: dict) -> str:
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for arm in data["arms"]:
-        points = sorted((r["tokens"], _mean(r["scores"])) for r in data["runs"]
+        points = sorted((r["tokens"], mean) for r in data["runs"]
                         if r["arm"] == arm["arm"] and r["state"] == "finished" and r["stands"]
-                        and _mean(r["scores"]) is not None)
+                        and (mean := _mean(r["scores"])) is not None)
         if points:
             ax.plot([x for x, _ in points], [y for _, y in points], marker="o", label=arm["arm"])
     ax.set_xlabel("tokens spent by the run")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pygit2
 
 from gitswarm.experiment.replay import ReplayError, Target
-from gitswarm.memory import commitmeta, trees
+from gitswarm.memory import commitmeta, objects, trees
 from gitswarm.memory.repo import META_REF
 from gitswarm.memory.write import COMMITTER
 
@@ -108,7 +108,7 @@ def _meta(repo: pygit2.Repository, target: Target, draw: Draw) -> None:
     """The run's metadata as a child of the original's: its own run id, and what it replays."""
     ref = repo.references[META_REF]
     parent = repo[ref.target].peel(pygit2.Commit)
-    meta = json.loads(parent.tree["run.json"].data)
+    meta = json.loads(objects.blob(repo, parent.tree["run.json"].id).data)
     meta["run_id"] = f"{target.run_id}-replay-{target.candidate[:10]}-{draw.arm}-{draw.number:02d}"
     meta["replay"] = {"of": target.run_id, "run": str(Path(target.run).resolve()), "problem": target.problem.id,
                       "candidate": target.candidate, "start": target.start, "arm": draw.arm,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gitswarm.engine.run import RunResult
     from gitswarm.memory.repo import Memory
     from gitswarm.problems.model import Problem
+    from gitswarm.referee.verdicts import Model
 
 Start = Callable[[Draw], Awaitable["RunResult"]]
 """Runs (or resumes) one draw's run to its end."""
@@ -72,7 +73,7 @@ class Replayer:
     target: Target
     draws: list[Draw]
     start: Start
-    judge: object | None
+    judge: Model | None
     """The referee model (proofs, and answers the symbolic check cannot decide), or None."""
     say: Callable[[str], None]
     control: Control
@@ -130,7 +131,9 @@ class Replayer:
         for record in sorted(records, key=lambda r: r.episode):
             commit = memory.op_commit(f"{record.episode}-final")
             did.append(action_of(memory, commit, record.status))
-            for path in written(memory, commit, self.target.problem) if commit else []:
+            if not commit:
+                continue
+            for path in written(memory, commit, self.target.problem):
                 paths.append(path)
                 score, why = await self._grade(memory, store, commit, path)
                 scores.append(score)

@@ -88,23 +88,25 @@ def compare(counted: dict[str, ArmTally], results: list[DrawResult], candidate: 
     numbers = sorted(n for arm, n in paired if arm == WITH and (WITHOUT, n) in paired)
     diffs = [float(paired[WITH, n].accepted) - float(paired[WITHOUT, n].accepted) for n in numbers]
     low, high = bootstrap_ci(diffs) if diffs else (None, None)
-    if not mine.episodes or not theirs.episodes:
+    mine_rate, their_rate = mine.rate, theirs.rate
+    if mine_rate is None or their_rate is None:  # an arm with no finished episode
         return {"difference": None, "ci95": None, "pairs": len(diffs), "fisher_p": None, "within_noise": True,
                 "sentence": f"Nothing to compare yet: an arm has no finished episode; {_resume()}"}
-    difference = mine.rate - theirs.rate
+    difference = mine_rate - their_rate
     p = fisher_exact(mine.accepted, mine.episodes, theirs.accepted, theirs.episodes)
     within = p >= ALPHA
     return {"difference": difference, "ci95": [low, high] if diffs else None, "pairs": len(diffs), "fisher_p": p,
-            "within_noise": within, "sentence": _sentence(mine, theirs, candidate, p, within, (low, high), len(diffs),
-                                                          simulated)}
+            "within_noise": within, "sentence": _sentence(mine, theirs, difference, candidate, p, within, (low, high),
+                                                          len(diffs), simulated)}
 
 
-def _sentence(mine: ArmTally, theirs: ArmTally, candidate: str, p: float, within: bool,
+def _sentence(mine: ArmTally, theirs: ArmTally, difference: float, candidate: str, p: float, within: bool,
               interval: tuple[float | None, float | None], pairs: int, simulated: bool) -> str:
+    """`difference`: the arms' difference in rate, both arms having finished episodes."""
     short = candidate[:10]
     text = (f"With the memory {short} cited, {mine.accepted} of {mine.episodes} episodes reached an accepted "
             f"solution ({mine.rate:.0%}); without it, {theirs.accepted} of {theirs.episodes} ({theirs.rate:.0%}): "
-            f"a difference of {mine.rate - theirs.rate:+.2f}")
+            f"a difference of {difference:+.2f}")
     if pairs and interval[0] is not None:
         text += (f" (percentile-bootstrap {LEVEL:.0%} interval [{interval[0]:+.2f}, {interval[1]:+.2f}] over "
                  f"{pairs} paired draw{'s' if pairs != 1 else ''})")

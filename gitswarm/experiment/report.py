@@ -60,6 +60,7 @@ def assemble(spec: Spec, figures: list[RunFigures], again: list[RunFigures] | No
     runs = [f.as_dict() | {"name": Path(f.path).name, "pass": 2 if f in again else 1,
                            "stands": f.path in standing_paths} for f in [*figures, *again]]
     costs = [f.cost_usd for f in [*figures, *again]]
+    known = [c for c in costs if c is not None]
     return {"experiment": spec.name, "spec": str(spec.path), "folder": str(spec.folder),
             "problems": str(spec.problem_set.path), "model": _model(spec), "simulated": spec.scripted is not None,
             "budget": spec.budget.describe(), "seeds": list(spec.seeds), "baseline": spec.baseline,
@@ -71,7 +72,7 @@ def assemble(spec: Spec, figures: list[RunFigures], again: list[RunFigures] | No
                             else {"seed": seed, "tokens": None}
                             for seed in spec.seeds] if spec.budget.smallest else None,
             "spent": {"tokens": sum(f.tokens for f in [*figures, *again]),
-                      "cost_usd": round(sum(costs), 6) if None not in costs else None},
+                      "cost_usd": round(sum(known), 6) if len(known) == len(costs) else None},
             "notes": _notes(spec, stand, done, again, fair),
             "definitions": {"scores": SCORES, "compounding": COMPOUNDING}}
 
@@ -139,7 +140,8 @@ def _arm(spec: Spec, arm: str, runs: list[RunFigures], done: list[RunFigures]) -
     solved = sum(f.solved for f in done)
     tokens = sum(f.tokens for f in done)
     costs = [f.cost_usd for f in done]
-    usd = round(sum(costs), 6) if done and None not in costs else None
+    known = [c for c in costs if c is not None]
+    usd = round(sum(known), 6) if done and len(known) == len(costs) else None
     outcomes: Counter[str] = Counter()
     for f in done:
         outcomes.update(f.outcomes)

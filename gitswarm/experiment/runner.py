@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gitswarm.core.control import Control
     from gitswarm.core.events import Listener
     from gitswarm.engine.run import RunResult
+    from gitswarm.experiment.remote import RemoteArms
 
 JOURNAL = "experiment.json"
 
@@ -191,9 +192,11 @@ class Runner:
     def _write(self) -> None:
         """experiment.json, replaced whole (a kill never leaves half a file)."""
         spec = self.spec
-        data = {"name": spec.name, "spec": str(spec.path), "problems": str(spec.problem_set.path),
-                "baseline": spec.baseline, "budget": spec.budget.describe(), "seeds": list(spec.seeds),
-                "arms": spec.arms, "runs": [{"name": name, **entry} for name, entry in self.states.items()]}
+        runs = [{"name": name, **entry} for name, entry in self.states.items()]
+        data: dict[str, object] = {
+            "name": spec.name, "spec": str(spec.path), "problems": str(spec.problem_set.path),
+            "baseline": spec.baseline, "budget": spec.budget.describe(), "seeds": list(spec.seeds),
+            "arms": spec.arms, "runs": runs}
         if spec.budget.smallest:
             data["equal_spend"] = [self.fair[seed].as_dict() | {"standing": spec.standing(self.fair[seed])}
                                    if seed in self.fair else {"seed": seed, "tokens": None}
@@ -203,16 +206,16 @@ class Runner:
         part.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         os.replace(part, path)
         if spec.remote is not None:
-            self._publish(data["runs"])
+            self._publish(spec.remote, runs)
 
-    def _publish(self, runs: list[dict]) -> None:
+    def _publish(self, remote: RemoteArms, runs: list[dict]) -> None:
         """The list of runs for workers that follow the experiment (`experiment/remote.py`);
         a failed push is told once, and the experiment goes on."""
         ended = all(r["state"] == FINISHED for r in runs) and (
             not self.spec.budget.smallest or len(self.fair) == len(self.spec.seeds))
-        failed = self.spec.remote.publish(self.spec.folder, runs, ended)
+        failed = remote.publish(self.spec.folder, runs, ended)
         if failed and not self._unpublished:
-            self.say(f"could not publish the list of runs to {self.spec.remote.index_url()} (workers started "
+            self.say(f"could not publish the list of runs to {remote.index_url()} (workers started "
                      f"with --experiment follow the last list pushed): {failed}")
         self._unpublished = bool(failed)
 

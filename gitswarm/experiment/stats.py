@@ -78,10 +78,10 @@ def compare(arm: str, baseline: str, ours: Mapping[Pair, float | None], theirs: 
     """Pair the arm's scores with the baseline's by (problem, seed); a pair missing or ungraded
     on either side is left out and counted."""
     keys = sorted(set(ours) | set(theirs))
-    both = [k for k in keys if ours.get(k) is not None and theirs.get(k) is not None]
-    diffs = [ours[k] - theirs[k] for k in both]
-    only_arm = sum(ours[k] >= solved > theirs[k] for k in both)
-    only_baseline = sum(theirs[k] >= solved > ours[k] for k in both)
+    both = [(a, b) for k in keys if (a := ours.get(k)) is not None and (b := theirs.get(k)) is not None]
+    diffs = [a - b for a, b in both]
+    only_arm = sum(a >= solved > b for a, b in both)
+    only_baseline = sum(b >= solved > a for a, b in both)
     if not diffs:
         return Comparison(arm, baseline, 0, None, None, None, only_arm, only_baseline, len(keys))
     low, high = bootstrap_ci(diffs, seed=seed)

@@ -199,7 +199,9 @@ class ProblemState:
         """"verified", "unverified", "not required" (K = 0) or "-" (no candidate to judge)."""
         if self.verify == 0 and self.verified is not None:
             return "not required"
-        return {True: "verified", False: "unverified"}.get(self.verified, "-")
+        if self.verified is None:
+            return "-"
+        return "verified" if self.verified else "unverified"
 
     @property
     def grade_text(self) -> str:

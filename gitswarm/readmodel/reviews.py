@@ -42,7 +42,7 @@ def read_reviews(index: MemoryIndex, pid: str) -> ProblemReviews:
         if path is None:
             continue
         paths[candidate] = f"problems/{pid}/{path}"
-        tally = dict.fromkeys(VERDICTS, 0)
+        tally: dict[str, int] = dict.fromkeys(VERDICTS, 0)
         for review in index.reviews_of(pid, candidate):
             tally[review.verdict] += 1
         if any(tally.values()):

@@ -75,15 +75,16 @@ def read_workers(snapshot: Snapshot, scheduler: dict) -> tuple[WorkerState, ...]
     from gitswarm.remote.exits import read_exits
     from gitswarm.remote.publish import read_stop
 
-    spending = scheduler.get("spending") if isinstance(scheduler.get("spending"), dict) else {}
-    counted = spending.get("processes") if isinstance(spending.get("processes"), dict) else {}
+    spending = given if isinstance(given := scheduler.get("spending"), dict) else {}
+    counted = given if isinstance(given := spending.get("processes"), dict) else {}
     books = {ref.removeprefix(WORKERS).removesuffix(BOOK): ref
              for ref in snapshot.refs(WORKERS) if ref.endswith(BOOK)}
     marks = snapshot.read_with(read_exits)
     found, stopped = [], bool(books or counted) and snapshot.read_with(read_stop) is not None
     for name in sorted({*books, *counted, *marks}):
-        live = counted.get(name) if isinstance(counted.get(name), dict) else {}
-        outcomes, pushed = Counter(), 0
+        live = given if isinstance(given := counted.get(name), dict) else {}
+        outcomes: Counter[str] = Counter()
+        pushed = 0
         if name in books:
             tip = snapshot.commit(books[name])
             outcomes, pushed = Counter(_status(data) for data in _records(snapshot, tip.tree)), tip.commit_time
