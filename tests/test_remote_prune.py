@@ -193,7 +193,9 @@ def test_a_close_that_landed_with_its_answer_lost_and_was_pruned_is_not_a_lost_c
 
     served_repo = bare(tmp_path / "remote.git")
     url, clock = served_repo.as_uri(), Clock()
-    claims = Claims(Remote(url, memory.path, timeout_s=0.3), "w", ttl_s=TTL, clock=clock)
+    # The client's timeout is short of the hook's sleep (below), and long enough that a loaded
+    # machine's ordinary fetch fits in it (0.3 s did not, once, under a full suite beside it).
+    claims = Claims(Remote(url, memory.path, timeout_s=2.0), "w", ttl_s=TTL, clock=clock)
     events: list[tuple[str, dict]] = []
     results = ResultPush(claims.remote, claims, memory, lambda kind, **data: events.append((kind, data)))
     [mine, theirs] = claims.claim_next(["sum", "sum"], cap=100)
@@ -207,7 +209,7 @@ def test_a_close_that_landed_with_its_answer_lost_and_was_pruned_is_not_a_lost_c
     hook = served_repo / "hooks" / "post-receive"
     hook.write_text(f"#!/bin/sh\ncat >/dev/null\n[ -e lose-answer ] || exit 0\nrm lose-answer\n"
                     f"git update-ref refs/gitswarm/ledger {tip}\n"
-                    f"git update-ref -d {layout.claim_ref(mine.episode)}\nsleep 1\n")
+                    f"git update-ref -d {layout.claim_ref(mine.episode)}\nsleep 4\n")
     hook.chmod(0o755)
     (served_repo / "lose-answer").touch()
     held = {mine.episode: mine}
