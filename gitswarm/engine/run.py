@@ -21,8 +21,8 @@ import anyio.to_thread
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
-from gitswarm.core.stops import Stop, StopReason
-from gitswarm.engine import selection
+from gitswarm.core.stops import Stop
+from gitswarm.engine import selection, stoprule
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
 from gitswarm.engine.events import EventLog
@@ -140,11 +140,7 @@ def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView,
         more_tokens, more_usd = elsewhere() if elsewhere is not None else (0, 0.0)
         cost, known = ledger.cost
         view.spent(ledger.tokens + more_tokens, cost + more_usd, known)
-        if cfg.max_total_tokens is not None and view.tokens >= cfg.max_total_tokens:
-            return Stop(StopReason.TOKEN_CAP, f"token cap of {cfg.max_total_tokens} reached")
-        if cfg.max_usd is not None and view.cost >= cfg.max_usd:
-            return Stop(StopReason.USD_CAP, f"USD cap of {cfg.max_usd:.2f} reached")
-        return None
+        return stoprule.capped(view.tokens, view.cost, cfg.max_total_tokens, cfg.max_usd)
     return check
 
 
