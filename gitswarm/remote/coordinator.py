@@ -36,7 +36,6 @@ from gitswarm.remote.spending import Spending
 from gitswarm.remote.transport import Remote
 
 OWN_REFS = (layout.MAIN, META_REF, "refs/gitswarm/ledger", NOTES_REF, "refs/gitswarm/grades", publish.STOP_REF)
-CAUGHT = {"contribute": "committed", "nominate": "nominated"}
 LANDING_S = 10.0
 """How long a closed claim's results may stay out of sight before it counts as closed without
 them: a remote moves the refs of one atomic push one by one (in name order, claims first),
@@ -192,7 +191,7 @@ class Coordinator:
                                             "detail": self.streaks.describe(record.problem)}))
         self.ledger.set_aside = sorted(self.streaks.set_aside)
         self._show()
-        self.told.append((CAUGHT.get(record.status, record.status), {
+        self.told.append((record.ended_as, {
             "episode": record.episode, "worker": record.worker, "problem": record.problem, "commit": record.commit,
             "note": record.note, "tokens": record.tokens_in + record.tokens_out, "charged": self.ledger.charged,
             "process": claim.worker}))
