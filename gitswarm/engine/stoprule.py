@@ -94,7 +94,7 @@ def decide(f: Facts) -> Stop | None:
 
 def capped(tokens: int, usd: float, max_tokens: int | None, max_usd: float | None) -> Stop | None:
     """The stop a token or USD cap calls for once `tokens` or `usd` reach it, else None: the
-    rule's, and the check made before every model call (`caps_check`)."""
+    rule's, and the check made before every model call (`engine.kernel.caps_check`)."""
     if max_tokens is not None and tokens >= max_tokens:
         return Stop(StopReason.TOKEN_CAP, f"token cap of {max_tokens} reached")
     if max_usd is not None and usd >= max_usd:

@@ -22,6 +22,7 @@ from gitswarm.core.rule import Rule
 from gitswarm.core.stops import Stop
 from gitswarm.engine import selection, stoprule
 from gitswarm.engine.episode import Shared
+from gitswarm.engine.kernel import select_all
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.setaside import Streaks
@@ -262,12 +263,8 @@ class Coordinator:
 
     async def select(self) -> dict[str, selection.Selected | None]:
         """Each problem's solution, as a local run selects it, then the end state published."""
-        from gitswarm.engine.run import _select
-
         shared = self.shared
-        isolated, rule = self.config.isolation == "independent", Rule.of(self.config)
-        chosen = {p: await shared.git(_select, shared.memory, shared.index, p, rule, isolated)
-                  for p in shared.view.problems}
+        chosen = await select_all(shared, shared.view.problems)
         await shared.git(self.ledger.flush, shared.memory)
         await self._published()
         return chosen
