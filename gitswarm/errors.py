@@ -16,7 +16,7 @@ the answer the model reads (`engine/episode.py`); the coordinator's intake refus
 episode the memory's checks refuse (`remote/intake.py`). It never reaches a command.
 
 A control signal is no error of these families. A cap reached is a return value
-(`engine.run.caps_check` returns the `Stop` it calls for). The claims protocol's outcomes
+(`engine.kernel.caps_check` returns the `Stop` it calls for). The claims protocol's outcomes
 (`ClaimHeld`, `ClaimLost`, `ClaimPruned`: an atomic push refused whole, nothing written) stay
 exceptions of their own, caught by name where a claim is taken, renewed or closed.
 

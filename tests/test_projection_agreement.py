@@ -25,7 +25,7 @@ from gitswarm.engine import selection
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
-from gitswarm.engine.run import load_state
+from gitswarm.engine.kernel import load_state
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.model import ProblemState

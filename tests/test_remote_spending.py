@@ -13,8 +13,8 @@ import pytest
 from gitswarm.core.stops import StopReason
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
+from gitswarm.engine.kernel import caps_check
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
-from gitswarm.engine.run import caps_check
 from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set

@@ -67,10 +67,8 @@ def decide(f: Facts) -> Stop | None:
         return Stop(StopReason.REMOTE_MOVED, f.moved)
     if f.failed is not None:
         return f.failed
-    if f.max_total_tokens is not None and f.tokens >= f.max_total_tokens:
-        return Stop(StopReason.TOKEN_CAP, f"token cap of {f.max_total_tokens} reached")
-    if f.max_usd is not None and f.usd >= f.max_usd:
-        return Stop(StopReason.USD_CAP, f"USD cap of {f.max_usd:.2f} reached")
+    if (cap := capped(f.tokens, f.usd, f.max_total_tokens, f.max_usd)) is not None:
+        return cap
     if f.user:
         return Stop(StopReason.USER, "stopped by SIGTERM" if f.by_signal else "stopped by the user")
     if f.charged >= f.budget:
@@ -91,4 +89,14 @@ def decide(f: Facts) -> Stop | None:
     if f.idle_s is not None and f.idle_s > f.patience_s:
         return Stop(StopReason.NO_WORKERS, f"no worker held or closed a claim for {f.patience_s:.0f} s: "
                     f"start workers with {f.workers_hint}, then run the same command again")
+    return None
+
+
+def capped(tokens: int, usd: float, max_tokens: int | None, max_usd: float | None) -> Stop | None:
+    """The stop a token or USD cap calls for once `tokens` or `usd` reach it, else None: the
+    rule's, and the check made before every model call (`engine.kernel.caps_check`)."""
+    if max_tokens is not None and tokens >= max_tokens:
+        return Stop(StopReason.TOKEN_CAP, f"token cap of {max_tokens} reached")
+    if max_usd is not None and usd >= max_usd:
+        return Stop(StopReason.USD_CAP, f"USD cap of {max_usd:.2f} reached")
     return None

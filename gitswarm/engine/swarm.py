@@ -298,8 +298,7 @@ class Scheduler:
         """The event of an ended episode (a review's with its verdict and what it reviews)."""
         self._show()
         view = self.shared.view
-        kind = {"contribute": "committed", "nominate": "nominated"}.get(
-            record.status, record.status)
+        kind = record.ended_as
         self.shared.events.emit(kind, episode=record.episode, worker=record.worker,
                                 problem=record.problem, commit=record.commit, note=record.note,
                                 tokens=record.tokens_in + record.tokens_out, charged=view.charged,

@@ -24,7 +24,7 @@ from gitswarm.memory import trees
 
 if TYPE_CHECKING:
     from gitswarm.core.control import Control
-    from gitswarm.engine.run import RunResult
+    from gitswarm.engine.kernel import RunResult
     from gitswarm.memory.repo import Memory
     from gitswarm.problems.model import Problem
     from gitswarm.referee.verdicts import Model

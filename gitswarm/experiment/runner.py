@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from gitswarm.core.control import Control
     from gitswarm.core.events import Listener
-    from gitswarm.engine.run import RunResult
+    from gitswarm.engine.kernel import RunResult
     from gitswarm.experiment.remote import RemoteArms
 
 JOURNAL = "experiment.json"

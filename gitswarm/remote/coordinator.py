@@ -22,6 +22,7 @@ from gitswarm.core.rule import Rule
 from gitswarm.core.stops import Stop
 from gitswarm.engine import selection, stoprule
 from gitswarm.engine.episode import Shared
+from gitswarm.engine.kernel import select_all
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.setaside import Streaks
@@ -36,7 +37,6 @@ from gitswarm.remote.spending import Spending
 from gitswarm.remote.transport import Remote
 
 OWN_REFS = (layout.MAIN, META_REF, "refs/gitswarm/ledger", NOTES_REF, "refs/gitswarm/grades", publish.STOP_REF)
-CAUGHT = {"contribute": "committed", "nominate": "nominated"}
 LANDING_S = 10.0
 """How long a closed claim's results may stay out of sight before it counts as closed without
 them: a remote moves the refs of one atomic push one by one (in name order, claims first),
@@ -192,7 +192,7 @@ class Coordinator:
                                             "detail": self.streaks.describe(record.problem)}))
         self.ledger.set_aside = sorted(self.streaks.set_aside)
         self._show()
-        self.told.append((CAUGHT.get(record.status, record.status), {
+        self.told.append((record.ended_as, {
             "episode": record.episode, "worker": record.worker, "problem": record.problem, "commit": record.commit,
             "note": record.note, "tokens": record.tokens_in + record.tokens_out, "charged": self.ledger.charged,
             "process": claim.worker}))
@@ -263,12 +263,8 @@ class Coordinator:
 
     async def select(self) -> dict[str, selection.Selected | None]:
         """Each problem's solution, as a local run selects it, then the end state published."""
-        from gitswarm.engine.run import _select
-
         shared = self.shared
-        isolated, rule = self.config.isolation == "independent", Rule.of(self.config)
-        chosen = {p: await shared.git(_select, shared.memory, shared.index, p, rule, isolated)
-                  for p in shared.view.problems}
+        chosen = await select_all(shared, shared.view.problems)
         await shared.git(self.ledger.flush, shared.memory)
         await self._published()
         return chosen

@@ -1,13 +1,15 @@
 """`solve_remote`: `gitswarm solve SET --run URL`, the coordinator's side of a remote run.
 
 It opens (or creates) the local run repository, which is the remote's mirror, publishes the
-run's settings and refs, and runs the `Coordinator` beside the engine's `Merger`. With
+run's settings and refs, and runs the `Coordinator` beside the engine's `Merger`: one
+configuration of the run kernel (`engine/kernel.py` `Run`), the coordinator its intake. With
 local slots it also runs a worker in-process against the same remote (`run_worker`, under
 the name `LOCAL_NAME`), so local and remote workers follow one path.
 """
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -15,11 +17,11 @@ import anyio.to_thread
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
-from gitswarm.engine.gitio import GitThread
+from gitswarm.engine.kernel import Run, RunResult
 from gitswarm.engine.merger import Merger
-from gitswarm.engine.run import RunContext, RunResult, open_run
-from gitswarm.engine.runlock import clear_stale_locks, run_lock
+from gitswarm.engine.run import open_run
 from gitswarm.engine.shared import Model
+from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import ProblemSet
 from gitswarm.remote import owner, publish
 from gitswarm.remote.claims import Claims
@@ -46,48 +48,40 @@ async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, mer
                        prune_batch: int = PRUNE_BATCH,
                        model_settings: dict | None = None, reviewer: Model | None = None) -> RunResult:
     """Coordinate the run on `url` until it stops; `cfg.run` is the local mirror."""
-    git = GitThread()
-    await anyio.to_thread.run_sync(owner.check_mirror, cfg.run, url)  # before a run is made there
-    memory = await git(open_run, cfg, problem_set)
-    await anyio.to_thread.run_sync(owner.bind_mirror, cfg.run, url)
     control = control or Control()
-    with run_lock(cfg.run):
-        await git(clear_stale_locks, cfg.run)
-        remote = Remote(url, cfg.run)
-        problems = [p for p in memory.problems() if not cfg.problem_ids or p in cfg.problem_ids]
-        settings = publish.settings_of(cfg, problem_set, problems, claim_ttl_s)
-        await git(publish.write_settings, memory, settings)
-        await git(publish.write_stop, memory, None)  # a resumed run goes on
-        publisher = await anyio.to_thread.run_sync(publish.Publisher, remote, OWN_REFS)
-        await anyio.to_thread.run_sync(publisher.push, OWN_REFS)
-        run = await RunContext.build(cfg, memory, git, problems, model, listeners, reviewer=reviewer)
-        spending = Spending.of(run.ledger.episodes.values(), run.ledger.spending)
-        run.counting(spending.in_flight)
-        merger = Merger(run.shared, run.ledger, merger_model)
-        coordinator = Coordinator(run.shared, run.ledger, merger, remote, run.streaks,
+    async with Run.opened(cfg, partial(_mirror, cfg, problem_set, url)) as run:
+        remote, problems = Remote(url, cfg.run), run.chosen()
+        publisher = await _published(run, remote, publish.settings_of(cfg, problem_set, problems, claim_ttl_s))
+        ctx = await run.build(problems, model, listeners, reviewer=reviewer)
+        spending = Spending.of(ctx.ledger.episodes.values(), ctx.ledger.spending)
+        ctx.counting(spending.in_flight)
+        merger = Merger(ctx.shared, ctx.ledger, merger_model)
+        coordinator = Coordinator(ctx.shared, ctx.ledger, merger, remote, ctx.streaks,
                                   Claims(remote, LOCAL_NAME, ttl_s=claim_ttl_s), publisher, spending=spending,
                                   patience_s=patience_s, pruner=Pruner(prune_batch))
-        run.started(workers=local_slots, remote=remote.shown)
-        try:
-            return await _run(cfg, run, coordinator, control, url, model, local_slots, model_settings or {})
-        finally:
-            run.close()
+        ctx.started(workers=local_slots, remote=remote.shown)
+        options = WorkerOptions(url, local_worker_folder(cfg.run), LOCAL_NAME, local_slots, model_settings or {},
+                                references=cfg.problems)  # the coordinator holds the set, hidden parts too
+        local = [partial(run_worker, options, model, None, Control())] if local_slots else []
+        stop = await run.drive(partial(coordinator.run, control.stop), merger, local)
+        chosen = await coordinator.select()
+        await coordinator.pruner.end(coordinator)  # the end state is published: what is left goes
+        return run.end(stop, chosen)
 
 
-async def _run(cfg, run: RunContext, coordinator: Coordinator, control: Control, url: str, model: Model,
-               local_slots: int, model_settings: dict) -> RunResult:
-    async with anyio.create_task_group() as tg:
-        stop_merger = anyio.Event()
-        tg.start_soon(coordinator.merger.run, stop_merger)
-        if local_slots:
-            options = WorkerOptions(url, local_worker_folder(cfg.run), LOCAL_NAME, local_slots, model_settings,
-                                    references=cfg.problems)  # the coordinator holds the set, hidden parts too
-            tg.start_soon(run_worker, options, model, None, Control())
-        stop = await coordinator.run(control.stop)
-        stop_merger.set()
-    chosen = await coordinator.select()
-    await coordinator.pruner.end(coordinator)  # the end state is published: what is left goes
-    run.selected(chosen)
-    run.stopped(stop)
-    return RunResult.of(stop, run.ledger, chosen)
+def _mirror(cfg, problem_set: ProblemSet, url: str) -> Memory:
+    """The run repository that mirrors `url`: checked to be no other remote's before a run is
+    made there, then bound to it."""
+    owner.check_mirror(cfg.run, url)
+    memory = open_run(cfg, problem_set)
+    owner.bind_mirror(cfg.run, url)
+    return memory
 
+
+async def _published(run: Run, remote: Remote, settings: dict) -> publish.Publisher:
+    """The run's settings written, its stop cleared (a resumed run goes on), and its refs pushed."""
+    await run.git(publish.write_settings, run.memory, settings)
+    await run.git(publish.write_stop, run.memory, None)
+    publisher = await anyio.to_thread.run_sync(publish.Publisher, remote, OWN_REFS)
+    await anyio.to_thread.run_sync(publisher.push, OWN_REFS)
+    return publisher

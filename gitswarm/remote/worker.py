@@ -2,9 +2,9 @@
 
 The worker reads the run's settings from the remote (`publish.read_settings`), builds the
 same `Shared` and `Scheduler` a local run uses, with `source.ClaimSource` as the scheduler's
-`EpisodeSource` and no merger (the coordinator composes main), and runs until the
-coordinator publishes the run's stop (or its own stops: the user, its time limit, a model
-error no retry can fix).
+`EpisodeSource` and no merger (the coordinator composes main): one configuration of the run
+kernel (`engine/kernel.py` `Run`). It runs until the coordinator publishes the run's stop (or
+its own stops: the user, its time limit, a model error no retry can fix).
 
 The worker holds no hidden part of a problem. It runs the run's reproduce problems only when
 its user gave it the problem set (`WorkerOptions.references`): their reference executables
@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -31,11 +32,9 @@ from gitswarm.engine.config import ACROSS_PROCESSES, SolveConfig
 from gitswarm.engine.context import CODE_KINDS
 from gitswarm.engine.conversation import CONVERSATIONS_REF
 from gitswarm.engine.events import EventLog
-from gitswarm.engine.gitio import GitThread
+from gitswarm.engine.kernel import Run
 from gitswarm.engine.references import References, built_from
 from gitswarm.engine.rngstate import restore_rng
-from gitswarm.engine.run import RunContext
-from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.shared import Model
 from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory import books
@@ -176,17 +175,9 @@ async def run_worker(options: WorkerOptions, model: Model, listeners: list[Liste
     unconfinable = no_sandbox_for(settings, await anyio.to_thread.run_sync(containment), say)
     references = None if unconfinable else await own_references(options, settings, sandbox, say)
     skip, why = skipped(settings, references, unconfinable)
-    git = GitThread()
-    try:
-        memory = await git(Memory, options.folder)
-        with run_lock(options.folder):
-            await git(clear_stale_locks, options.folder)
-            return await _work(options, cfg, settings, remote, memory, git, model, listeners, control or Control(),
-                               sandbox=sandbox, references=references, skip=skip, skip_why=why, say=say,
-                               reviewer=reviewer)
-    finally:
-        if references is not None:
-            references.close()
+    async with Run.opened(cfg, partial(Memory, options.folder), references) as run:
+        return await _work(run, options, settings, remote, model, listeners, control or Control(), sandbox=sandbox,
+                           skip=skip, skip_why=why, say=say, reviewer=reviewer)
 
 
 def no_sandbox_for(settings: dict, found: Containment, say: Callable[[str], None]) -> frozenset[str]:
@@ -240,30 +231,26 @@ def _runnable(problem_set: ProblemSet, references: References | None) -> Problem
                                           if p.kind is Kind.REPRODUCE else p for p in problem_set.problems])
 
 
-async def _work(options, cfg, settings, remote, memory, git, model, listeners, control, *,
-                sandbox: anyio.CapacityLimiter, references: References | None, skip: frozenset[str], skip_why: str,
-                say: Callable[[str], None], reviewer: Model | None = None) -> Stop:
+async def _work(run: Run, options: WorkerOptions, settings: dict, remote: Remote, model: Model,
+                listeners: list[Listener] | None, control: Control, *, sandbox: anyio.CapacityLimiter,
+                skip: frozenset[str], skip_why: str, say: Callable[[str], None], reviewer: Model | None = None) -> Stop:
     problems = list(settings["problems"])
-    spending, streaks = Published(options.name), RunStreaks(cfg.no_progress)
-    run = await RunContext.build(cfg, memory, git, problems, model, listeners, sandbox=sandbox,
-                                 references=references, elsewhere=spending.elsewhere, streaks=streaks,
-                                 reviewer=reviewer)
-    shared, ledger, events = run.shared, run.ledger, run.events
+    spending, streaks = Published(options.name), RunStreaks(run.cfg.no_progress)
+    ctx = await run.build(problems, model, listeners, sandbox=sandbox, elsewhere=spending.elsewhere, streaks=streaks,
+                          reviewer=reviewer)
+    shared, ledger = ctx.shared, ctx.ledger
     claims = Claims(remote, options.name, ttl_s=float(settings["claim_ttl_s"]))
-    source = ClaimSource(remote, claims, memory, shared, settings, claims.ttl_s, patience_s=options.patience_s,
+    source = ClaimSource(remote, claims, run.memory, shared, settings, claims.ttl_s, patience_s=options.patience_s,
                          spending=spending, streaks=streaks, skip=skip, skip_why=skip_why, say=say)
-    scheduler = Scheduler(shared, ledger, source, _runnable(publish.problem_set_of(settings), references),
+    scheduler = Scheduler(shared, ledger, source, _runnable(publish.problem_set_of(settings), run.references),
                           [p for p in problems if p not in skip], control,
-                          restore_rng(f"{cfg.seed}/{options.name}", None), run.streaks,
+                          restore_rng(f"{run.cfg.seed}/{options.name}", None), ctx.streaks,
                           free_workers=slots(options.name, options.slots))
-    run.started(False, charged=0, episodes=0, worker=options.name, remote=remote.shown)
+    ctx.started(False, charged=0, episodes=0, worker=options.name, remote=remote.shown)
     why: Stop | BaseException | None = Stop(StopReason.USER, "interrupted")
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(source.renew)
-            why = stop = await scheduler.loop()
-            tg.cancel_scope.cancel()
-        run.stopped(stop, worker=options.name)
+        why = stop = await run.drive(partial(_claiming, source, scheduler))
+        run.end(stop, worker=options.name)
         return stop
     except NameInUse:
         why = None  # the refs under this name are another process's: its mark is not ours to push
@@ -273,8 +260,16 @@ async def _work(options, cfg, settings, remote, memory, git, model, listeners, c
         raise
     finally:
         if why is not None:
-            await _leave(remote, options.name, why, events)
-        events.close()  # the references are the caller's (`run_worker`)
+            await _leave(remote, options.name, why, ctx.events)
+
+
+async def _claiming(source: ClaimSource, scheduler: Scheduler) -> Stop:
+    """The scheduler's loop over its claims, which the source renews until it ends."""
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(source.renew)
+        stop = await scheduler.loop()
+        tg.cancel_scope.cancel()
+    return stop
 
 
 async def _leave(remote: Remote, name: str, why: Stop | BaseException, events: EventLog) -> None:
