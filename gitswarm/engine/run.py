@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.to_thread
 
+from gitswarm.core import event_types as ev
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
 from gitswarm.core.stops import Stop, StopReason
@@ -95,34 +96,34 @@ class RunContext:
         where the budget left cannot let the rule select on every open problem, `budget_short`
         (not `check_budget`: a remote worker, whose ledger holds only its own spending)."""
         ledger = self.ledger
-        self.events.emit("run_started", **{
+        self.events.emit(ev.RunStarted(**{
             "run": self.memory.run_id, "model": self.cfg.model, "budget": self.cfg.budget,
             "reviewer_model": self.cfg.reviewer_model, "reviews": self.cfg.reviews, "isolation": self.cfg.isolation,
             "workers": self.cfg.workers, "charged": ledger.charged, "problems": self.problems,
             "episodes": ledger.totals.episodes, "max_episodes": self.cfg.max_episodes,
             "set_aside": sorted(self.streaks.set_aside & set(self.problems)), "stale_locks_removed": [],
-            "sandbox": sandbox_in_force(), **fields})
+            "sandbox": sandbox_in_force(), **fields}))
         rule, view = selection.Rule.of(self.cfg), self.shared.view
         waiting = [p for p in self.problems if p not in view.settled]
         left = max(0, self.cfg.budget - ledger.charged)
         needed = rule.budget_short(left, len(waiting))
         if check_budget and needed is not None:  # said at the start, so the user can give more before any is spent
-            self.events.emit("budget_short", budget=self.cfg.budget, left=left, problems=len(waiting),
-                             per_problem=rule.episodes_to_select, verify=rule.verify,
-                             suggested=ledger.charged + needed)
+            self.events.emit(ev.BudgetShort(budget=self.cfg.budget, left=left, problems=len(waiting),
+                                            per_problem=rule.episodes_to_select, verify=rule.verify,
+                                            suggested=ledger.charged + needed))
 
     def selected(self, chosen: dict[str, Selected | None]) -> None:
         """A `selected` event per problem: the solution selection wrote, or none."""
         for problem, picked in chosen.items():
-            self.events.emit("selected", problem=problem, path=picked.path if picked else None,
-                             nominations=picked.nominations if picked else 0,
-                             verified=picked.verified if picked else None)
+            self.events.emit(ev.Selected(problem=problem, path=picked.path if picked else None,
+                                         nominations=picked.nominations if picked else 0,
+                                         verified=picked.verified if picked else None))
 
     def stopped(self, stop: Stop, **fields: object) -> None:
         """`run_stopped`: why, and what this process's ledger counts."""
         ledger = self.ledger
-        self.events.emit("run_stopped", **stop.as_event(), charged=ledger.charged, episodes=ledger.totals.episodes,
-                         tokens=ledger.tokens, **fields)
+        self.events.emit(ev.RunStopped(**stop.as_event(), charged=ledger.charged, episodes=ledger.totals.episodes,
+                                       tokens=ledger.tokens, **fields))
 
     def close(self) -> None:
         self.events.close()

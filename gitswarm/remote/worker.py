@@ -26,6 +26,7 @@ import anyio.to_thread
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
+from gitswarm.core.remote_events import ExitUnmarked
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.config import ACROSS_PROCESSES, SolveConfig
 from gitswarm.engine.context import CODE_KINDS
@@ -286,4 +287,4 @@ async def _leave(remote: Remote, name: str, why: Stop | BaseException, events: E
             return
         failed = await anyio.to_thread.run_sync(exits.mark, remote, name, why)
     if failed:
-        events.emit("exit_unmarked", worker=name, detail=failed)
+        events.emit(ExitUnmarked(worker=name, detail=failed))
