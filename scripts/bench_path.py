@@ -57,7 +57,8 @@ class Recorder:
             return
         module = path.relative_to(ROOT).as_posix()
         (self.after if self.merged else self.before).add(module)
-        if module == "engine/events.py" and code.co_name == "emit" and frame.f_locals.get("kind") == "merged":
+        said = frame.f_locals.get("event") if module == "engine/events.py" and code.co_name == "emit" else None
+        if getattr(said, "kind", None) == "merged":
             self.merged = True
 
 

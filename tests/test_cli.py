@@ -102,12 +102,12 @@ def test_log_shows_contributions_and_rejects_non_runs(memory: Memory, tmp_path: 
 
 def test_plain_progress_shows_the_budget_as_a_bar(capsys):
     from gitswarm.cli.progress import bar, printer
-    from gitswarm.core.events import Event
+    from gitswarm.core.events import event_of
 
     assert bar(6, 20, width=10) == "[###.......]  6/20"
     show = printer()
-    show(Event("run_started", {"run": "r", "workers": 2, "budget": 4, "charged": 0}))
-    show(Event("committed", {"episode": "e00001", "worker": "w01", "problem": "p", "commit": "abc",
+    show(event_of("run_started", {"run": "r", "workers": 2, "budget": 4, "charged": 0}))
+    show(event_of("committed", {"episode": "e00001", "worker": "w01", "problem": "p", "commit": "abc",
                              "charged": 1}))
     assert "[#####...............] 1/4 e00001 w01 committed to p (abc)" in capsys.readouterr().out
 

@@ -194,14 +194,15 @@ def abstainer(request: dict) -> FakeReply:
 @pytest.mark.anyio
 async def test_a_stream_cut_early_is_retried_and_each_retry_is_said(tmp_path: Path, problem_dir: Path, capsys):
     from gitswarm.cli.progress import printer
+    from gitswarm.core.event_types import Retry
     from gitswarm.engine.events import read_events
 
     run = tmp_path / "run"
     faults = FaultPlan.first("truncated_stream", "truncated_stream")
     result = await run_with(problem_dir, run, abstainer, faults, workers=1, budget=1, max_episodes=1)
     assert result.reason.reason is StopReason.EPISODE_CAP
-    retries = [e for e in read_events(run) if e.kind == "retry"]
-    assert [(e.data["episode"], e.data["attempt"], e.data["error"]) for e in retries] == [
+    retries = [e for e in read_events(run) if isinstance(e, Retry)]
+    assert [(e.episode, e.attempt, e.error) for e in retries] == [
         ("e00001", 1, "stream_cut"), ("e00001", 2, "stream_cut")]
     show = printer()
     for event in retries:

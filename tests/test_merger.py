@@ -9,6 +9,7 @@ import anyio
 import pytest
 from conftest import fsck_clean
 
+from gitswarm.core.event_types import ConflictResolved
 from gitswarm.demo.brain import respond
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
@@ -68,7 +69,7 @@ async def test_conflicts_on_one_file_are_each_resolved_once_against_the_current_
     assert all(f"- {e}" in summary for e in episodes)
     # e1 merged as it was; each other branch conflicted once and its one fix was taken:
     # no model call was made on a version of main that had moved on.
-    resolved = [e.data["episode"] for e in read_events(memory.path) if e.kind == "conflict_resolved"]
+    resolved = [e.episode for e in read_events(memory.path) if isinstance(e, ConflictResolved)]
     assert sorted(resolved) == ["e2", "e3", "e4"]
     assert len(server.requests) == 3
     assert merger.ledger.episodes["merger"].calls == 3
@@ -92,7 +93,7 @@ async def test_a_branch_conflicting_on_two_files_merges_with_both_fixes(
     for path, line in (("SUMMARY.md", "- e"), ("notes/ideas.md", "- idea of e")):
         text = memory.read_file(f"problems/sum/{path}").decode()
         assert f"{line}1" in text and f"{line}2" in text, text
-    resolved = sorted(e.data["path"] for e in read_events(memory.path) if e.kind == "conflict_resolved")
+    resolved = sorted(e.path for e in read_events(memory.path) if isinstance(e, ConflictResolved))
     assert resolved == ["problems/sum/SUMMARY.md", "problems/sum/notes/ideas.md"]
     assert len(server.requests) == 2 and merger.ledger.episodes["merger"].calls == 2
     assert fsck_clean(memory.path)

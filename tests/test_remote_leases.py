@@ -16,6 +16,7 @@ from conftest import fsck_clean, git
 from test_remote_faults import check_claims, processes, wait_until
 from test_remote_run import BUDGET, check_run, coordinator, finish, server_repo, worker
 
+from gitswarm.core.remote_events import PublishRefused, PushRefused
 from gitswarm.demo import audit
 from gitswarm.engine.events import read_events
 
@@ -43,9 +44,9 @@ def test_two_workers_under_one_name(tmp_path: Path, model_server: str):
     assert sorted(ends[f][0] for f in ("a1", "a2")) == [0, 1], ends
     loser = next(f for f in ("a1", "a2") if ends[f][0] == 1)
     assert "another process pushes as worker 'a'" in ends[loser][2] and "--name" in ends[loser][2]
-    refused = [e.data for e in read_events(tmp_path / loser) if e.kind == "push_refused"]
-    assert len(refused) == 1 and refused[0]["refs"], refused
-    assert "refs/gitswarm/workers/a/" in refused[0]["refs"][0]
+    refused = [e for e in read_events(tmp_path / loser) if isinstance(e, PushRefused)]
+    assert len(refused) == 1 and refused[0].refs, refused
+    assert "refs/gitswarm/workers/a/" in refused[0].refs[0]
 
 
 def ancestor(repo: Path, old: str, new: str = "main") -> bool:
@@ -88,8 +89,8 @@ def test_the_coordinators_publish_found_stale(tmp_path: Path, model_server: str)
             assert finish(w, 60)[0] == 1  # the run's stop: remote_moved
     assert git(remote, "rev-parse", "main").strip() == theirs  # not overwritten
     assert json.loads(git(remote, "show", "refs/gitswarm/stop:stop.json"))["reason"] == "remote_moved"
-    refused = [e.data for e in read_events(mirror) if e.kind == "publish_refused"]
-    assert [(e["ref"], e["found"]) for e in refused] == [("refs/heads/main", theirs)], refused
+    refused = [e for e in read_events(mirror) if isinstance(e, PublishRefused)]
+    assert [(e.ref, e.found) for e in refused] == [("refs/heads/main", theirs)], refused
     before = git(remote, "for-each-ref")
     with processes(*(coordinator(url, m, model_server) for m in (mirror, tmp_path / "fresh"))) as again:
         for p in again:

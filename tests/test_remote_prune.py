@@ -17,6 +17,8 @@ from conftest import git
 from remote_fixture import fsck_served, pushed_refs, served
 from test_remote_claims import TTL, Clock, results_of, worker
 
+from gitswarm.core.events import Event
+from gitswarm.core.remote_events import Pushed
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
 from gitswarm.memory import books
 from gitswarm.memory.repo import Memory
@@ -196,8 +198,8 @@ def test_a_close_that_landed_with_its_answer_lost_and_was_pruned_is_not_a_lost_c
     # The client's timeout is short of the hook's sleep (below), and long enough that a loaded
     # machine's ordinary fetch fits in it (0.3 s did not, once, under a full suite beside it).
     claims = Claims(Remote(url, memory.path, timeout_s=2.0), "w", ttl_s=TTL, clock=clock)
-    events: list[tuple[str, dict]] = []
-    results = ResultPush(claims.remote, claims, memory, lambda kind, **data: events.append((kind, data)))
+    events: list[Event] = []
+    results = ResultPush(claims.remote, claims, memory, events.append)
     [mine, theirs] = claims.claim_next(["sum", "sum"], cap=100)
     ledger = Ledger()
     records = [EpisodeRecord(c.episode, "w-w01", "sum", status="abstain", tokens_in=10) for c in (mine, theirs)]
@@ -214,8 +216,8 @@ def test_a_close_that_landed_with_its_answer_lost_and_was_pruned_is_not_a_lost_c
     (served_repo / "lose-answer").touch()
     held = {mine.episode: mine}
     results.push([records[0]], held)
-    assert [kind for kind, _ in events] == ["push_failed", "pushed"], events
-    assert events[-1][1]["episodes"] == [mine.episode] and held == {}
+    assert [e.kind for e in events] == ["push_failed", "pushed"], events
+    assert isinstance(events[-1], Pushed) and events[-1].episodes == [mine.episode] and held == {}
     assert layout.claim_ref(mine.episode) not in claims.remote.refs()
 
     events.clear()  # the other claim: taken over after it expired, closed by its taker, pruned
@@ -227,5 +229,5 @@ def test_a_close_that_landed_with_its_answer_lost_and_was_pruned_is_not_a_lost_c
     git(served_repo, "update-ref", "refs/gitswarm/ledger", tip)  # published: it has the taker's record
     held = {theirs.episode: theirs}
     results.push([records[1]], held)
-    assert [kind for kind, _ in events] == ["claim_lost"], events
+    assert [e.kind for e in events] == ["claim_lost"], events
     assert held == {}

@@ -15,6 +15,7 @@ from conftest import git
 from test_remote_faults import all_end_cleanly, check_claims, events, processes, wait_until
 from test_remote_run import check_pruned, check_run, coordinator, server_repo, worker
 
+from gitswarm.core.event_types import Abstained, Committed, Failed, Nominated, RunStarted
 from gitswarm.engine.events import read_events
 from gitswarm.remote import layout
 
@@ -22,13 +23,13 @@ pytestmark = pytest.mark.slow
 RUN_S = 120
 PRUNE = ("--prune-batch", "2")
 """Claims and worker refs pruned two episodes at a time: the coordinator is killed after a prune."""
-TAKEN_IN = ("committed", "nominated", "abstain", "failed")
+TAKEN_IN = (Committed, Nominated, Abstained, Failed)
 """The coordinator's events for an episode it took into the run's ledger."""
 
 
 def taken_in(mirror: Path) -> list[str]:
     """The episodes the coordinator's event log says it took in, in order (both its lives)."""
-    return [e.data["episode"] for e in read_events(mirror) if e.kind in TAKEN_IN and "process" in e.data]
+    return [e.episode for e in read_events(mirror) if isinstance(e, TAKEN_IN) and e.process is not None]
 
 
 def closed_claims(remote: Path) -> set[str]:
@@ -73,8 +74,8 @@ def test_the_coordinator_killed_mid_run_and_started_again(tmp_path: Path, model_
     check_claims(remote, mirror)
     check_pruned(mirror, remote)
     assert not pruned & set(taken_in(mirror)[len(said):])  # a pruned episode is never taken in again
-    starts = [e.data for e in read_events(mirror) if e.kind == "run_started"]
-    assert len(starts) == 2 and starts[1]["episodes"] == len(kept), (starts, kept)  # resumed
+    starts = [e for e in read_events(mirror) if isinstance(e, RunStarted)]
+    assert len(starts) == 2 and starts[1].episodes == len(kept), (starts, kept)  # resumed
     assert said | kept <= ledger_records(mirror)
     assert said <= kept  # an episode is said only once the ledger that records it is written...
     assert [e for e, n in Counter(taken_in(mirror)).items() if n > 1] == []  # ...so never twice

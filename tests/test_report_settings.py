@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from demo_run import demo_run
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
-from gitswarm.core.events import EVENT_LOG
+from gitswarm.core.events import EVENT_LOG, event_of
 from gitswarm.engine.events import EventLog
 
 runner = CliRunner()
@@ -33,8 +34,9 @@ def test_a_resumed_run_names_its_last_start_and_every_model(run: Path, tmp_path:
     resumed = tmp_path / "resumed"
     shutil.copytree(run, resumed)
     log = EventLog(resumed)  # a resume's start, as the engine writes it: more budget, another model
-    log.emit("run_started", run="r", model="openai/another-model", budget=80, workers=2, charged=43,
-             problems=[], episodes=43, max_episodes=240, set_aside=[], stale_locks_removed=[])
+    log.emit(event_of("run_started", {"run": "r", "model": "openai/another-model", "budget": 80, "workers": 2,
+                                      "charged": 43, "problems": [], "episodes": 43, "max_episodes": 240,
+                                      "set_aside": [], "stale_locks_removed": []}, time.time()))
     log.close()
     settings = json.loads(report(resumed, "-f", "json"))["settings"]
     assert (settings["budget"], settings["workers"], settings["max_episodes"], settings["starts"]) == (80, 2, 240, 2)

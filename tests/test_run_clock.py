@@ -5,7 +5,7 @@ by the dashboard's real reducer."""
 
 from __future__ import annotations
 
-from gitswarm.core.events import Event, running_seconds
+from gitswarm.core.events import event_of, running_seconds
 from gitswarm.tui.header import header_text
 from gitswarm.tui.state import DashState
 
@@ -22,9 +22,9 @@ def test_the_run_ran_for_its_starts_not_the_gaps_between_them() -> None:
 
 def test_the_dashboards_clock_counts_what_the_report_counts() -> None:
     state = DashState()
-    state.apply([Event(kind, {"detail": "budget spent"} if kind == "run_stopped" else {}, at)
+    state.apply([event_of(kind, {"detail": "budget spent"} if kind == "run_stopped" else {}, at)
                  for kind, at in STARTS])
     assert header_text(state).startswith("0:00:17  [stopped: budget spent]")
     running = DashState()
-    running.apply([Event(kind, {}, at) for kind, at in STARTS[:5]])
+    running.apply([event_of(kind, {}, at) for kind, at in STARTS[:5]])
     assert header_text(running, now=1010.0).startswith("0:00:20  [running]")  # 10 s before, 10 s now

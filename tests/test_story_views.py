@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
 from gitswarm.cli.progress import printer
-from gitswarm.core.events import Event
+from gitswarm.core.events import event_of
 from gitswarm.engine.events import read_events
 from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.read import read_run
@@ -60,10 +60,10 @@ def test_log_refuses_a_kind_or_problem_that_matches_nothing(run: Path):
 
 def test_a_committed_review_says_its_verdict_and_what_it_reviews(capsys):
     show = printer()
-    show(Event("run_started", {"run": "r", "workers": 2, "budget": 20, "charged": 0}))
-    show(Event("committed", {"episode": "e00007", "worker": "w02", "problem": "demo-odd-sum", "commit": "abc",
+    show(event_of("run_started", {"run": "r", "workers": 2, "budget": 20, "charged": 0}))
+    show(event_of("committed", {"episode": "e00007", "worker": "w02", "problem": "demo-odd-sum", "commit": "abc",
                              "charged": 5, "verdict": "critical", "reviews": "attempts/first-try-e00006.md"}))
-    show(Event("committed", {"episode": "e00008", "worker": "w01", "problem": "demo-odd-sum",
+    show(event_of("committed", {"episode": "e00008", "worker": "w01", "problem": "demo-odd-sum",
                              "commit": "def", "charged": 6}))
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].endswith(" 5/20 e00007 w02 reviewed attempts/first-try-e00006.md on demo-odd-sum: critical")
@@ -80,9 +80,9 @@ def test_the_demos_critical_review_is_a_progress_line(run: Path, capsys):
 
 def test_a_resumed_run_says_it_resumes_and_what_it_starts_from(capsys):
     show = printer()
-    show(Event("run_started", {"run": "r", "workers": 4, "budget": 20, "charged": 14, "episodes": 17,
+    show(event_of("run_started", {"run": "r", "workers": 4, "budget": 20, "charged": 14, "episodes": 17,
                                "max_episodes": 60, "interrupted": 2}))
-    show(Event("run_started", {"run": "r", "workers": 4, "budget": 20, "charged": 0, "episodes": 0,
+    show(event_of("run_started", {"run": "r", "workers": 4, "budget": 20, "charged": 0, "episodes": 0,
                                "max_episodes": 60}))
     first, fresh = capsys.readouterr().out.splitlines()
     assert first == ("resuming run r: 14 of 20 episodes spent (17 in all, at most 60), 2 cut off by its last stop "

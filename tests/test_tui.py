@@ -12,7 +12,7 @@ import anyio
 import pytest
 from demo_run import demo_run, run_demo
 
-from gitswarm.core.events import Event
+from gitswarm.core.events import event_of
 from gitswarm.tui.app import Dashboard
 from gitswarm.tui.messages import EventsArrived
 from gitswarm.tui.screens import DetailScreen, GraphScreen, HelpScreen
@@ -185,36 +185,36 @@ def test_dashboard_command_refuses_a_folder_that_is_not_a_run(tmp_path: Path):
 
 def test_reducer_batches_and_marks_dirty_panels():
     state = DashState()
-    dirty = state.apply([Event("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1,
+    dirty = state.apply([event_of("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1,
                                                "charged": 0, "problems": ["a"]}, 1.0)])
     assert {"header", "problems"} <= dirty and state.problems["a"].state == "open"
-    dirty = state.apply([Event("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 2.0),
-                         Event("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 2}, 3.0)])
+    dirty = state.apply([event_of("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 2.0),
+                         event_of("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 2}, 3.0)])
     assert state.workers["w01"].step == 2 and state.problems["a"].in_flight == 1 and "workers" in dirty
-    state.apply([Event("committed", {"episode": "e1", "worker": "w01", "problem": "a", "commit": "abc",
+    state.apply([event_of("committed", {"episode": "e1", "worker": "w01", "problem": "a", "commit": "abc",
                                      "tokens": 10, "charged": 1}, 4.0)])
     assert state.workers["w01"].state == "merging" and state.problems["a"].contributions == 1
     assert state.problems["a"].in_flight == 0
     assert state.header.tokens == 10 and state.feed_total == 1 and state.apply([]) == set()
-    assert "workers" in state.apply([Event("merged", {"commit": "def", "episodes": ["e1"]}, 5.0)])
+    assert "workers" in state.apply([event_of("merged", {"commit": "def", "episodes": ["e1"]}, 5.0)])
     assert state.workers["w01"].state == "idle" and state.feed_total == 2
-    state.apply([Event("episode_started", {"episode": "e2", "worker": "w01", "problem": "a"}, 6.0),
-                 Event("committed", {"episode": "e2", "worker": "w01", "problem": "a", "commit": "abd",
+    state.apply([event_of("episode_started", {"episode": "e2", "worker": "w01", "problem": "a"}, 6.0),
+                 event_of("committed", {"episode": "e2", "worker": "w01", "problem": "a", "commit": "abd",
                                      "tokens": 5, "charged": 2}, 7.0),
-                 Event("episode_started", {"episode": "e3", "worker": "w01", "problem": "a"}, 8.0)])
+                 event_of("episode_started", {"episode": "e3", "worker": "w01", "problem": "a"}, 8.0)])
     assert state.workers["w01"].state == "thinking" and state.problems["a"].in_flight == 1
 
 
 def test_a_worker_whose_call_is_retried_shows_it_and_its_failure_frees_it():
     state = DashState()
-    state.apply([Event("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1, "charged": 0,
+    state.apply([event_of("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1, "charged": 0,
                                        "problems": ["a"]}, 1.0),
-                 Event("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 2.0)])
-    dirty = state.apply([Event("retry", {"episode": "e1", "worker": "w01", "problem": "a", "error": "stream_cut",
+                 event_of("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 2.0)])
+    dirty = state.apply([event_of("retry", {"episode": "e1", "worker": "w01", "problem": "a", "error": "stream_cut",
                                          "what": "the server ended the reply early", "attempt": 1, "delay": 1.0},
                                3.0)])
     assert state.workers["w01"].state == "retrying" and "workers" in dirty
-    state.apply([Event("failed", {"episode": "e1", "worker": "w01", "problem": "a", "failure": "provider",
+    state.apply([event_of("failed", {"episode": "e1", "worker": "w01", "problem": "a", "failure": "provider",
                                   "tokens": 0, "charged": 0}, 4.0)])
     assert state.workers["w01"].state == "idle" and state.problems["a"].in_flight == 0
 
@@ -321,7 +321,7 @@ async def test_the_dashboard_says_it_is_starting_before_the_first_event(tmp_path
         await pilot.pause(0.2)
         header = text_of(app.query_one("RunHeader"))
         assert "starting: loading the model library" in header and "no episode has started yet" in header
-        app.post_message(EventsArrived([Event("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1,
+        app.post_message(EventsArrived([event_of("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1,
                                                               "charged": 0, "problems": ["a"]}, time.time())]))
         await settle(pilot, lambda: "run r" in text_of(app.query_one("RunHeader")))
         assert "starting" not in text_of(app.query_one("RunHeader"))
@@ -333,10 +333,10 @@ async def test_the_dashboard_says_it_is_starting_before_the_first_event(tmp_path
 
 def test_workers_exit_when_the_run_stops_and_come_back_on_resume():
     state = DashState()
-    started = Event("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1, "charged": 0,
+    started = event_of("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1, "charged": 0,
                                     "problems": ["a"]}, 1.0)
-    state.apply([started, Event("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 2.0),
-                 Event("run_stopped", {"reason": "budget", "detail": "budget spent"}, 3.0)])
+    state.apply([started, event_of("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 2.0),
+                 event_of("run_stopped", {"reason": "budget", "detail": "budget spent"}, 3.0)])
     assert state.workers["w01"].state == "exited" and state.problems["a"].in_flight == 0
     from gitswarm.tui.header import header_text
 
@@ -428,9 +428,9 @@ def test_a_running_workers_time_counts_its_episode_not_its_step():
     from gitswarm.tui.tables import worker_cells
 
     state = DashState()
-    state.apply([Event("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 100.0),
-                 Event("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 3}, 130.0),
-                 Event("tool", {"episode": "e1", "worker": "w01", "problem": "a", "tool": "read_file"}, 131.0)])
+    state.apply([event_of("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 100.0),
+                 event_of("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 3}, 130.0),
+                 event_of("tool", {"episode": "e1", "worker": "w01", "problem": "a", "tool": "read_file"}, 131.0)])
     cells = dict(zip(("worker", "episode", "problem", "state", "step", "tokens", "time"),
                      worker_cells(state.workers["w01"], now=145.0), strict=True))
     assert cells["time"] == "45s" and cells["step"] == 3 and cells["state"] == "tool"
@@ -439,9 +439,9 @@ def test_a_running_workers_time_counts_its_episode_not_its_step():
 def test_a_running_workers_tokens_grow_with_its_steps():
     """Each `step` event carries the episode's tokens so far: the column moves while it runs."""
     state = DashState()
-    state.apply([Event("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 1.0),
-                 Event("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 1, "tokens": 0}, 2.0),
-                 Event("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 2, "tokens": 1234}, 3.0)])
+    state.apply([event_of("episode_started", {"episode": "e1", "worker": "w01", "problem": "a"}, 1.0),
+                 event_of("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 1, "tokens": 0}, 2.0),
+                 event_of("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 2, "tokens": 1234}, 3.0)])
     assert state.workers["w01"].tokens == 1234
-    state.apply([Event("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 3}, 4.0)])
+    state.apply([event_of("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 3}, 4.0)])
     assert state.workers["w01"].tokens == 1234  # an older event log's step, without tokens, keeps the last

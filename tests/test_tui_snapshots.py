@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitswarm.core.events import Event
+from gitswarm.core.events import Event, event_of, to_line
 from gitswarm.tui.app import Dashboard
 
 pytest.importorskip("pytest_textual_snapshot")
@@ -18,20 +18,20 @@ PROBLEMS = ["imo-2025-p1", "imo-2025-p2", "aime-2025-i-3", "rev-words"]
 
 
 def events() -> list[Event]:
-    found = [Event("run_started", {"run": "2026-11-29T2040-imo", "model": "anthropic/claude-opus-4",
+    found = [event_of("run_started", {"run": "2026-11-29T2040-imo", "model": "anthropic/claude-opus-4",
                                    "budget": 40, "workers": 6, "charged": 0, "problems": PROBLEMS}, T0)]
     for i in range(12):
         worker, problem, episode = f"w{i % 6 + 1:02d}", PROBLEMS[i % 4], f"e{i + 1:05d}"
         t = T0 + 10 * i
-        found += [Event("episode_started", {"episode": episode, "worker": worker, "problem": problem}, t),
-                  Event("step", {"episode": episode, "worker": worker, "problem": problem, "step": 3}, t + 2),
-                  Event("committed" if i % 3 else "nominated",
+        found += [event_of("episode_started", {"episode": episode, "worker": worker, "problem": problem}, t),
+                  event_of("step", {"episode": episode, "worker": worker, "problem": problem, "step": 3}, t + 2),
+                  event_of("committed" if i % 3 else "nominated",
                         {"episode": episode, "worker": worker, "problem": problem, "commit": f"{i:02d}" * 20,
                          "tokens": 1000 + i, "charged": i + 1}, t + 5)]
         if i % 4 == 3:
-            found.append(Event("merged", {"commit": f"m{i:02d}" * 13, "episodes": ["a", "b"]}, t + 6))
-    found += [Event("selected", {"problem": PROBLEMS[0], "path": "problems/imo-2025-p1/attempts/a.md"}, T0 + 130),
-              Event("run_stopped", {"reason": "budget of 12 episodes spent", "charged": 12, "tokens": 12066},
+            found.append(event_of("merged", {"commit": f"m{i:02d}" * 13, "episodes": ["a", "b"]}, t + 6))
+    found += [event_of("selected", {"problem": PROBLEMS[0], "path": "problems/imo-2025-p1/attempts/a.md"}, T0 + 130),
+              event_of("run_stopped", {"reason": "budget of 12 episodes spent", "charged": 12, "tokens": 12066},
                     T0 + 131)]
     return found
 
@@ -40,7 +40,7 @@ def events() -> list[Event]:
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
-    (tmp_path / "gitswarm-events.jsonl").write_text("".join(e.to_json() + "\n" for e in events()))
+    (tmp_path / "gitswarm-events.jsonl").write_text("".join(to_line(e) + "\n" for e in events()))
     return tmp_path
 
 

@@ -6,39 +6,8 @@ import sys
 
 import typer
 
-from gitswarm.core.events import Event
-
-SHOWN = {
-    "run_started": ("run {run}: {workers} workers, budget {budget} episodes ({charged} already spent), "
-                    "at most {max_episodes} episodes in all ({episodes} so far)"),
-    "episode_started": "{episode} {worker} starts on {problem}",
-    "committed": "{bar} {episode} {worker} committed to {problem} ({commit_short})",
-    "nominated": "{bar} {episode} {worker} nominated a solution of {problem}",
-    "abstain": "{episode} {worker} abstained on {problem}: {note}",
-    "failed": "{episode} {worker} failed on {problem} ({failure}): {note}",
-    "stopped": "{episode} {worker} stopped on {problem}: {note}",
-    "winding_down": "{detail}",
-    "episodes_cut": "{detail}",
-    "retry": "{episode} {worker}: {what} ({nth} time); retrying in {delay} s",
-    "merged": "merged {count} branch(es) into main ({commit_short})",
-    "conflict_resolved": "merger composed {path} ({episode})",
-    "summarised": "merger rewrote the summary of {problem}",
-    "merger_failed": "merger model call failed: {error}",
-    "budget_short": ("note: {left} charged episodes left cannot select a verified solution of every one of the "
-                     "{problems} open problems: each needs {per_problem} (an attempt and {need}); give --budget "
-                     "{suggested} or more, solve fewer problems (--problem), or a smaller --verify"),
-    "settled": "{problem} settled: its solution is chosen (written when the run stops); no more episodes go there",
-    "selected": "{problem}: {choice}",
-    "set_aside": "{problem} set aside: its last {episodes} episodes made no progress, {detail}",
-    "run_stopped": "stopped ({reason}): {detail}; {episodes} episodes, {charged} charged, {tokens} tokens",
-}
-RESUMING = ("resuming run {run}: {charged} of {budget} episodes spent ({episodes} in all, at most "
-            "{max_episodes}), {interrupted} cut off by its last stop and run again where their problem is open; "
-            "{workers} workers")
-"""`run_started` of a run that has episodes already: what a resume starts from."""
-REVIEWED = "{bar} {episode} {worker} reviewed {reviews} on {problem}: {verdict}"
-"""A committed review, when its event carries `verdict` (pass, gaps, critical) and `reviews`
-(the reviewed candidate's path in its problem folder, e.g. attempts/first-try-e00006.md)."""
+from gitswarm.core import event_types as ev
+from gitswarm.core.events import Event, to_line
 
 
 def bar(done: int, total: int, width: int = 20) -> str:
@@ -52,63 +21,80 @@ def printer(as_json: bool = False):
     budget = {"total": 0}
 
     def show(event: Event) -> None:
-        if event.kind == "run_started":
-            budget["total"] = _int(event.data.get("budget"))
+        if isinstance(event, ev.RunStarted):
+            budget["total"] = event.budget
         if as_json:
-            typer.echo(event.to_json())
+            typer.echo(to_line(event))
             return
-        template = _template(event)
-        if template is None:
-            return
-        data = {"interrupted": 0, **event.data}
-        data["reviews"] = data.get("reviews") or "a candidate"
-        data["commit_short"] = str(data.get("commit") or "")[:10]
-        data["bar"] = bar(_int(data.get("charged")), budget["total"])
-        if event.kind == "merged":
-            episodes = data.get("episodes")
-            data["count"] = len(episodes) if isinstance(episodes, list) else 0
-        if event.kind == "budget_short":
-            data["need"] = (f"{data.get('verify')} counted reviews" if data.get("verify")
-                            else "the nominations that settle it")
-        if event.kind == "retry":
-            data["nth"] = ordinal(_int(data.get("attempt")) or 1)
-        mark = ", unverified" if data.get("verified") is False else ""
-        data["choice"] = (f"selected {data.get('path')} ({data.get('nominations')} nominations{mark})"
-                          if data.get("path") else "no candidate")
-        typer.echo(template.format_map(_Default(data)))
-        sys.stdout.flush()
+        said = line(event, budget["total"])
+        if said is not None:
+            typer.echo(said)
+            sys.stdout.flush()
     return show
 
 
-def _int(value: object) -> int:
-    """A number an event carries (0 when it has none)."""
-    return int(value) if isinstance(value, int | float | str) and value else 0
+def line(e: Event, budget: int) -> str | None:
+    """The progress line of an event (None: it prints none); `budget` for the bar of a charged one."""
+    match e:
+        case ev.RunStarted() if e.episodes:  # a resume: what it starts from
+            return (f"resuming run {e.run}: {e.charged} of {e.budget} episodes spent ({e.episodes} in all, at most "
+                    f"{e.max_episodes}), {e.interrupted or 0} cut off by its last stop and run again where their "
+                    f"problem is open; {e.workers} workers")
+        case ev.RunStarted():
+            return (f"run {e.run}: {e.workers} workers, budget {e.budget} episodes ({e.charged} already spent), "
+                    f"at most {e.max_episodes} episodes in all ({e.episodes} so far)")
+        case ev.EpisodeStarted():
+            return f"{e.episode} {e.worker} starts on {e.problem}"
+        case ev.Committed() if e.verdict:  # a review: its verdict, and the candidate's path in its problem folder
+            return f"{bar(e.charged, budget)} {e.episode} {e.worker} reviewed {e.reviews or 'a candidate'} on " \
+                   f"{e.problem}: {e.verdict}"
+        case ev.Committed():
+            return f"{bar(e.charged, budget)} {e.episode} {e.worker} committed to {e.problem} ({(e.commit or '')[:10]})"
+        case ev.Nominated():
+            return f"{bar(e.charged, budget)} {e.episode} {e.worker} nominated a solution of {e.problem}"
+        case ev.Abstained():
+            return f"{e.episode} {e.worker} abstained on {e.problem}: {e.note}"
+        case ev.Failed():
+            return f"{e.episode} {e.worker} failed on {e.problem} ({e.failure or '?'}): {e.note}"
+        case ev.Stopped():
+            return f"{e.episode} {e.worker} stopped on {e.problem}: {e.note}"
+        case ev.WindingDown() | ev.EpisodesCut():
+            return e.detail
+        case ev.Retry():
+            return f"{e.episode} {e.worker}: {e.what} ({ordinal(e.attempt or 1)} time); retrying in {e.delay} s"
+        case ev.Merged():
+            return f"merged {len(e.episodes)} branch(es) into main ({e.commit[:10]})"
+        case ev.ConflictResolved():
+            return f"merger composed {e.path} ({e.episode})"
+        case ev.Summarised():
+            return f"merger rewrote the summary of {e.problem}"
+        case ev.MergerFailed():
+            return f"merger model call failed: {e.error}"
+        case ev.BudgetShort():
+            need = f"{e.verify} counted reviews" if e.verify else "the nominations that settle it"
+            return (f"note: {e.left} charged episodes left cannot select a verified solution of every one of the "
+                    f"{e.problems} open problems: each needs {e.per_problem} (an attempt and {need}); give --budget "
+                    f"{e.suggested} or more, solve fewer problems (--problem), or a smaller --verify")
+        case ev.Settled():
+            return (f"{e.problem} settled: its solution is chosen (written when the run stops); no more episodes "
+                    "go there")
+        case ev.Selected():
+            mark = ", unverified" if e.verified is False else ""
+            return f"{e.problem}: " + (f"selected {e.path} ({e.nominations} nominations{mark})" if e.path
+                                       else "no candidate")
+        case ev.SetAside():
+            return f"{e.problem} set aside: its last {e.episodes} episodes made no progress, {e.detail}"
+        case ev.RunStopped() if _failed(e.reason):  # why follows once, last, on stderr (`running.run_swarm`)
+            return f"stopped ({e.reason}): {e.episodes} episodes, {e.charged} charged, {e.tokens} tokens; why follows"
+        case ev.RunStopped():
+            return f"stopped ({e.reason}): {e.detail}; {e.episodes} episodes, {e.charged} charged, {e.tokens} tokens"
+    return None
 
 
 def ordinal(n: int) -> str:
     """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, 21st."""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
-
-
-class _Default(dict):
-    def __missing__(self, key: str) -> str:
-        return "?"
-
-
-def _template(event: Event) -> str | None:
-    """The line an event prints: a review with its verdict, a resumed run as a resume."""
-    if event.kind == "committed" and event.data.get("verdict"):
-        return REVIEWED
-    if event.kind == "run_started" and event.data.get("episodes"):
-        return RESUMING
-    if event.kind == "run_stopped" and _failed(event.data.get("reason")):
-        return STOPPED_FAILING
-    return SHOWN.get(event.kind)
-
-
-STOPPED_FAILING = "stopped ({reason}): {episodes} episodes, {charged} charged, {tokens} tokens; why follows"
-"""A run that failed: its reason's paragraph is printed once, last, on stderr (`running.run_swarm`)."""
 
 
 def _failed(reason: object) -> bool:

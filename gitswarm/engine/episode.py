@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from gitswarm.core import event_types as ev
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import context, conversation, reviewing
 from gitswarm.engine.context import EpisodeInfo
@@ -176,11 +177,12 @@ async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages
                 tool_choice: str | None):
     """One model call, charged to the episode whatever its outcome."""
     shared.view.working(ep.worker, ep.episode, ep.problem_id, step)
-    shared.events.emit("step", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step,
-                       tokens=record.tokens_in + record.tokens_out)  # the episode's so far, for the dashboard
+    shared.events.emit(ev.Step(episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step,
+                               tokens=record.tokens_in + record.tokens_out))  # the episode's so far, for the dashboard
     def retrying(retry: Retry) -> None:
-        shared.events.emit("retry", episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step,
-                           error=retry.kind, what=retry.what, attempt=retry.attempt, delay=round(retry.delay_s, 1))
+        shared.events.emit(ev.Retry(episode=ep.episode, worker=ep.worker, problem=ep.problem_id, step=step,
+                                    error=retry.kind, what=retry.what, attempt=retry.attempt,
+                                    delay=round(retry.delay_s, 1)))
 
     began, who = time.monotonic(), {"episode": ep.episode, "worker": ep.worker, "problem": ep.problem_id, "step": step,
                                     "model": record.model or shared.view.config.model}
@@ -199,9 +201,10 @@ async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages
 def replied(shared: Shared, usage: Usage, began: float, **fields: object) -> None:
     """`reply`: a model call (every attempt of it) ended, what it spent and how long it took
     since `began` (`time.monotonic()`); `fields` say whose call it was and how it ended."""
-    shared.events.emit("reply", model=fields.pop("model", shared.view.config.model), **fields,
-                       tokens_in=usage.tokens_in, tokens_out=usage.tokens_out, cache_read=usage.cache_read,
-                       cache_write=usage.cache_write, calls=usage.calls, seconds=round(time.monotonic() - began, 3))
+    shared.events.emit(ev.Reply(model=fields.pop("model", shared.view.config.model), **fields,
+                                tokens_in=usage.tokens_in, tokens_out=usage.tokens_out, cache_read=usage.cache_read,
+                                cache_write=usage.cache_write, calls=usage.calls,
+                                seconds=round(time.monotonic() - began, 3)))
 
 
 def _engine_error(shared: Shared, ep: EpisodeInfo, exc: Exception) -> str:
@@ -217,7 +220,7 @@ async def _run_calls(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, too
     refusal (`errors.Refusal`: a tool's `ToolError`, a contribution the memory refuses) goes back
     to the model, and nothing else does: any other error is the episode's engine error."""
     for n, call in enumerate(reply.tool_calls):
-        shared.events.emit("tool", episode=ep.episode, worker=ep.worker, tool=call.name)
+        shared.events.emit(ev.Tool(episode=ep.episode, worker=ep.worker, tool=call.name))
         try:
             if call.error:
                 raise ToolError(call.error)

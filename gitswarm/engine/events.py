@@ -1,16 +1,16 @@
-"""The event log: the engine writes every event (`gitswarm.core.events.Event`) to
-`<run>/gitswarm-events.jsonl` (append-only, beside the git data, so a dashboard in another
-terminal can follow it) and hands it to the listeners given to it (the plain progress printer,
-the dashboard). Listeners never reach back in.
+"""The event log: the engine writes every event (a typed record, `gitswarm.core.events.Event`)
+to `<run>/gitswarm-events.jsonl` as one JSON line (`core.events.to_line`; append-only, beside
+the git data, so a dashboard in another terminal can follow it) and hands it to the listeners
+given to it (the plain progress printer, the dashboard). Listeners never reach back in.
 """
 
 from __future__ import annotations
 
-import json
 import time
 import traceback
 from pathlib import Path
 
+from gitswarm.core import events
 from gitswarm.core.events import EVENT_LOG, RUN_LOG, Event, Listener
 
 
@@ -22,9 +22,8 @@ class EventLog:
         self.listeners = list(listeners or [])
         self._file = self.path.open("a", encoding="utf-8")
 
-    def emit(self, kind: str, **data: object) -> None:
-        event = Event(kind, data)
-        self._file.write(event.to_json() + "\n")
+    def emit(self, event: Event) -> None:
+        self._file.write(events.to_line(event) + "\n")
         self._file.flush()
         for listener in self.listeners:
             listener(event)
@@ -45,12 +44,4 @@ class EventLog:
 
 def read_events(run: Path) -> list[Event]:
     """Every complete event of a run (a line cut by a crash is skipped)."""
-    path = Path(run) / EVENT_LOG
-    events = []
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                events.append(Event(**json.loads(line)))
-            except (json.JSONDecodeError, TypeError):
-                continue
-    return events
+    return events.read_events(Path(run) / EVENT_LOG)

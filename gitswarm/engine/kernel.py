@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from gitswarm.core import event_types as ev
 from gitswarm.core.events import Listener
 from gitswarm.core.stops import Stop
 from gitswarm.engine import selection, stoprule
@@ -90,39 +91,44 @@ class RunContext:
         whose count of them is made from the ledger just loaded (a coordinator's)."""
         self.shared.check_caps = caps_check(self.cfg, self.ledger, self.shared.view, elsewhere)
 
-    def started(self, check_budget: bool = True, **fields: object) -> None:
-        """`run_started`, with what every process says of its run and its own `fields`; then,
-        where the budget left cannot let the rule select on every open problem, `budget_short`
-        (not `check_budget`: a remote worker, whose ledger holds only its own spending)."""
-        ledger = self.ledger
-        self.events.emit("run_started", **{
-            "run": self.memory.run_id, "model": self.cfg.model, "budget": self.cfg.budget,
-            "reviewer_model": self.cfg.reviewer_model, "reviews": self.cfg.reviews, "isolation": self.cfg.isolation,
-            "workers": self.cfg.workers, "charged": ledger.charged, "problems": self.problems,
-            "episodes": ledger.totals.episodes, "max_episodes": self.cfg.max_episodes,
-            "set_aside": sorted(self.streaks.set_aside & set(self.problems)), "stale_locks_removed": [],
-            "sandbox": sandbox_in_force(), **fields})
+    def started(self, check_budget: bool = True, *, workers: int | None = None, interrupted: int | None = None,
+                stale_locks_removed: Sequence[str] = (), worker: str | None = None, remote: str | None = None,
+                own_spending: bool = True) -> None:
+        """`run_started`, with what every process says of its run and its own: its slots
+        (default the settings'), the episodes a crash cut off, the stale locks removed, a
+        worker's name, the remote; then, where the budget left cannot let the rule select on
+        every open problem, `budget_short` (not `check_budget`: a remote worker, whose ledger
+        holds only its own spending; nor does it count the run's spending: not `own_spending`)."""
+        ledger, counted = self.ledger, own_spending
+        self.events.emit(ev.RunStarted(
+            run=self.memory.run_id, model=self.cfg.model, budget=self.cfg.budget,
+            reviewer_model=self.cfg.reviewer_model, reviews=self.cfg.reviews, isolation=self.cfg.isolation,
+            workers=self.cfg.workers if workers is None else workers, charged=ledger.charged if counted else 0,
+            problems=self.problems, episodes=ledger.totals.episodes if counted else 0,
+            max_episodes=self.cfg.max_episodes, set_aside=sorted(self.streaks.set_aside & set(self.problems)),
+            stale_locks_removed=list(stale_locks_removed), sandbox=sandbox_in_force(), interrupted=interrupted,
+            worker=worker, remote=remote))
         rule, view = selection.Rule.of(self.cfg), self.shared.view
         waiting = [p for p in self.problems if p not in view.settled]
         left = max(0, self.cfg.budget - ledger.charged)
         needed = rule.budget_short(left, len(waiting))
         if check_budget and needed is not None:  # said at the start, so the user can give more before any is spent
-            self.events.emit("budget_short", budget=self.cfg.budget, left=left, problems=len(waiting),
-                             per_problem=rule.episodes_to_select, verify=rule.verify,
-                             suggested=ledger.charged + needed)
+            self.events.emit(ev.BudgetShort(budget=self.cfg.budget, left=left, problems=len(waiting),
+                                            per_problem=rule.episodes_to_select, verify=rule.verify,
+                                            suggested=ledger.charged + needed))
 
     def selected(self, chosen: dict[str, Selected | None]) -> None:
         """A `selected` event per problem: the solution selection wrote, or none."""
         for problem, picked in chosen.items():
-            self.events.emit("selected", problem=problem, path=picked.path if picked else None,
-                             nominations=picked.nominations if picked else 0,
-                             verified=picked.verified if picked else None)
+            self.events.emit(ev.Selected(problem=problem, path=picked.path if picked else None,
+                                         nominations=picked.nominations if picked else 0,
+                                         verified=picked.verified if picked else None))
 
-    def stopped(self, stop: Stop, **fields: object) -> None:
-        """`run_stopped`: why, and what this process's ledger counts."""
+    def stopped(self, stop: Stop, worker: str | None = None) -> None:
+        """`run_stopped`: why, and what this process's ledger counts (a remote worker names itself)."""
         ledger = self.ledger
-        self.events.emit("run_stopped", **stop.as_event(), charged=ledger.charged, episodes=ledger.totals.episodes,
-                         tokens=ledger.tokens, **fields)
+        self.events.emit(ev.RunStopped(reason=stop.reason.value, detail=stop.detail, charged=ledger.charged,
+                                       episodes=ledger.totals.episodes, tokens=ledger.tokens, worker=worker))
 
 
 def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView,
@@ -275,10 +281,11 @@ class Run:
         """Each of this process's problems' solution (`select_all`)."""
         return await select_all(self.context.shared, self.context.problems)
 
-    def end(self, stop: Stop, chosen: dict[str, Selected | None] | None = None, **fields: object) -> RunResult:
+    def end(self, stop: Stop, chosen: dict[str, Selected | None] | None = None,
+            worker: str | None = None) -> RunResult:
         """Say what was selected (`chosen`, by a process that selects) and why the run stopped
-        (`run_stopped`, with `fields`); the run's result, as its ledger counts it."""
+        (`run_stopped`, naming a remote `worker`); the run's result, as its ledger counts it."""
         if chosen is not None:
             self.context.selected(chosen)
-        self.context.stopped(stop, **fields)
+        self.context.stopped(stop, worker)
         return RunResult.of(stop, self.context.ledger, chosen or {})

@@ -25,7 +25,6 @@ from gitswarm.usage import Usage
 
 BOOK = "ledger"
 CHARGED = ("contribute", "nominate")
-ENDED_AS = {"contribute": "committed", "nominate": "nominated"}
 USAGE_PARTS = ("tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls", "failed_calls",
                "estimated_tokens")
 """Input tokens and the cached parts of them, output tokens and the reasoning part, calls and
@@ -85,11 +84,6 @@ class EpisodeRecord:
     @property
     def path(self) -> str:
         return f"episodes/{self.episode[:4]}/{self.episode}.json"
-
-    @property
-    def ended_as(self) -> str:
-        """The kind of the event said as it ends: committed, nominated, or its status."""
-        return ENDED_AS.get(self.status, self.status)
 
     @property
     def usage(self) -> Usage:

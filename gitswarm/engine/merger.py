@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import anyio
 
+from gitswarm.core.event_types import ConflictResolved, Merged, MergerFailed, Settled, Summarised
 from gitswarm.engine import digest, selection
 from gitswarm.engine.episode import replied
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
@@ -85,7 +86,7 @@ class Merger:
             again, _ = await self._compose([episode], await self._fixes(mine))
             if again.merged:
                 for conflict in mine:
-                    shared.events.emit("conflict_resolved", episode=episode, path=conflict.path)
+                    shared.events.emit(ConflictResolved(episode=episode, path=conflict.path))
             else:
                 self._waiting.add(episode)  # main moved under the fixes: try again
 
@@ -124,8 +125,8 @@ class Merger:
         before = set(view.settled)
         view.settle(*selection.standing_of(shared.index, view.problems, selection.Rule.of(view.config)))
         for problem in sorted(view.settled - before):  # no more episodes go there; selected at the end
-            shared.events.emit("settled", problem=problem)
-        shared.events.emit("merged", commit=tip, episodes=result.merged, parents=len(result.merged) + 1)
+            shared.events.emit(Settled(problem=problem))
+        shared.events.emit(Merged(commit=tip, episodes=result.merged, parents=len(result.merged) + 1))
         touched = set()
         for episode in result.merged:
             record = self.ledger.episodes.get(episode)
@@ -188,7 +189,7 @@ class Merger:
                                    commitmeta.Contribution(op=op, problem=problem, kind=commitmeta.Kind.SUMMARY,
                                                            worker="merger"))
         await shared.git(shared.index.update, shared.memory.repo, written.commit)
-        shared.events.emit("summarised", problem=problem, commit=written.commit, assembled=what == "digest")
+        shared.events.emit(Summarised(problem=problem, commit=written.commit, assembled=what == "digest"))
 
     def _summary_inputs(self, problem: str) -> dict:
         memory, index = self.shared.memory, self.shared.index
@@ -205,14 +206,14 @@ class Merger:
 
         merger, began = {"worker": "merger", "model": self.shared.view.config.merger}, time.monotonic()
         if (reached := self.shared.check_caps()) is not None:  # the run stops: no more calls
-            self.shared.events.emit("merger_failed", error=reached.detail)
+            self.shared.events.emit(MergerFailed(error=reached.detail))
             return None
         try:
             reply = await self.model.complete([{"role": "user", "content": prompt}])
         except ModelError as exc:
             self._charge(exc.usage)  # a failed call's tokens are paid for too
             replied(self.shared, exc.usage, began, **merger, error=exc.kind)
-            self.shared.events.emit("merger_failed", error=str(exc))
+            self.shared.events.emit(MergerFailed(error=str(exc)))
             return None
         self._charge(reply.usage)
         replied(self.shared, reply.usage, began, **merger, finish=reply.finish_reason)

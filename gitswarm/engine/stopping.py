@@ -19,6 +19,7 @@ import anyio
 
 from gitswarm import sandbox
 from gitswarm.core.control import Control
+from gitswarm.core.event_types import EpisodesCut, WindingDown
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.events import EventLog
 
@@ -44,9 +45,9 @@ async def wind_down(stop: Stop, in_flight: Mapping[str, object], cuts: Mapping[s
     bounded = stop.reason is StopReason.TIME_LIMIT or control.bounded
     grace = grace_s if bounded else math.inf
     if in_flight and bounded:
-        events.emit("winding_down", episodes=len(in_flight), grace_s=grace,
-                    detail=f"{stop.detail}: the {len(in_flight)} episode(s) in flight have {grace:.0f} s to "
-                           "finish, then are cut short")
+        events.emit(WindingDown(episodes=len(in_flight), grace_s=grace,
+                                detail=f"{stop.detail}: the {len(in_flight)} episode(s) in flight have {grace:.0f} s "
+                                       "to finish, then are cut short"))
     deadline = time.monotonic() + grace
     while in_flight and not control.cut.is_set() and time.monotonic() < deadline:
         with anyio.move_on_after(min(0.5, max(0.0, deadline - time.monotonic()))):
@@ -63,6 +64,6 @@ def cut(cuts: Mapping[str, Cut], why: str, events: EventLog) -> None:
     for each in list(cuts.values()):
         each(why)
     killed = sandbox.stop_all()
-    events.emit("episodes_cut", episodes=episodes, programs=killed,
-                detail=f"{why}: {', '.join(episodes)}; their transcripts, spending and staged files are kept, "
-                       "and the next run works on their problems again")
+    events.emit(EpisodesCut(episodes=episodes, programs=killed,
+                            detail=f"{why}: {', '.join(episodes)}; their transcripts, spending and staged files are "
+                                   "kept, and the next run works on their problems again"))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import anyio
 
 from gitswarm.core.control import Control
+from gitswarm.core.event_types import ENDED, EpisodeStarted, SetAside
 from gitswarm.core.events import RUN_LOG
 from gitswarm.core.stops import Stop
 from gitswarm.engine import reviewing, selection, stoprule, tasks
@@ -259,8 +260,8 @@ class Scheduler:
             if review is not None:  # what the other episodes read of it: it announces nothing itself
                 shared.view.announce(record.worker, f"{record.problem}: reviewing {review.path}")
             shared.view.working(record.worker, record.episode, record.problem, 0)
-            shared.events.emit("episode_started", episode=record.episode, worker=record.worker,
-                               problem=record.problem, restarted=restarted)
+            shared.events.emit(EpisodeStarted(episode=record.episode, worker=record.worker,
+                                              problem=record.problem, restarted=restarted))
             tg.start_soon(self._episode, info, record)
 
     async def _episode(self, info: EpisodeInfo, record: EpisodeRecord) -> None:
@@ -279,8 +280,8 @@ class Scheduler:
         await self.source.finished(record)
         self._report(record, ended.review or {})
         if aside:
-            shared.events.emit("set_aside", problem=record.problem, episodes=self.config.no_progress,
-                               detail=self.streaks.describe(record.problem))
+            shared.events.emit(SetAside(problem=record.problem, episodes=self.config.no_progress,
+                                        detail=self.streaks.describe(record.problem)))
         del self.in_flight[record.episode]
         self.free_workers.append(record.worker)  # last in line: the longest idle goes first
         if record.commit:
@@ -298,8 +299,7 @@ class Scheduler:
         """The event of an ended episode (a review's with its verdict and what it reviews)."""
         self._show()
         view = self.shared.view
-        kind = record.ended_as
-        self.shared.events.emit(kind, episode=record.episode, worker=record.worker,
-                                problem=record.problem, commit=record.commit, note=record.note,
-                                tokens=record.tokens_in + record.tokens_out, charged=view.charged,
-                                **({"failure": record.failure} if record.failure else {}), **review)
+        self.shared.events.emit(ENDED[record.status](
+            episode=record.episode, worker=record.worker, problem=record.problem, commit=record.commit,
+            note=record.note, tokens=record.tokens_in + record.tokens_out, charged=view.charged,
+            failure=record.failure or None, verdict=review.get("verdict"), reviews=review.get("reviews")))

@@ -8,6 +8,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from gitswarm.core.event_types import RunStarted, RunStopped
+from gitswarm.core.events import Event
 from gitswarm.core.stops import StopReason
 from gitswarm.engine.events import read_events
 
@@ -46,18 +48,19 @@ def run_status(run: Path) -> RunStatus:
     events = read_events(run) if (run / "HEAD").exists() or (run / ".git").exists() else []
     if not events:
         return RunStatus(PENDING)
-    wall, started, last = 0.0, None, None
+    wall: float = 0.0
+    started: Event | None = None
+    last: Event | None = None
     for event in events:
-        if event.kind == "run_started":
+        if isinstance(event, RunStarted):
             wall += (last.time - started.time) if started and last else 0.0
             started, last = event, event
         elif started is not None:
             last = event
     wall += (last.time - started.time) if started and last else 0.0
-    if last is None or last.kind != "run_stopped" or last.data.get("reason") == StopReason.USER.value:
-        reason = last.data.get("reason") if last else None
-        return RunStatus(INTERRUPTED, None if reason is None else str(reason), "", round(wall, 3))
-    return RunStatus(FINISHED, str(last.data.get("reason")), str(last.data.get("detail") or ""), round(wall, 3))
+    if not isinstance(last, RunStopped) or last.reason == StopReason.USER.value:
+        return RunStatus(INTERRUPTED, last.reason if isinstance(last, RunStopped) else None, "", round(wall, 3))
+    return RunStatus(FINISHED, last.reason, last.detail, round(wall, 3))
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.to_thread
 
+from gitswarm.core.event_types import ENDED, SetAside
+from gitswarm.core.events import Event
+from gitswarm.core.remote_events import GivenUp, PublishRefused, Refused, RemoteUnreachable, StopPublished, TakenOver
 from gitswarm.core.rule import Rule
 from gitswarm.core.stops import Stop
 from gitswarm.engine import selection, stoprule
@@ -66,7 +69,7 @@ class Coordinator:
     """Closed claims whose results were not in sight yet: when first seen so."""
     patience_s: float = 600.0
     """How long the run waits with no claim open and none closing before it stops (`no_workers`)."""
-    told: list[tuple[str, dict]] = field(default_factory=list)
+    told: list[Event] = field(default_factory=list)
     """Events of the episodes taken in, said once the ledger that records them is flushed (a
     coordinator killed in between takes them in again on restart, and would say them twice)."""
     active: float = field(default_factory=time.monotonic)
@@ -95,10 +98,10 @@ class Coordinator:
         now = time.time()
         self.open_claims = sum(1 for c in found.values() if not c.done and not c.expired(now))
         changed = self.spending.seen(found.values(), now)
-        for kind, holdings in (("taken_over", self.spending.taken_over), ("given_up", self.spending.newly_given_up)):
+        for kind, holdings in ((TakenOver, self.spending.taken_over), (GivenUp, self.spending.newly_given_up)):
             for h in holdings:
-                shared.events.emit(kind, episode=h.episode, worker=h.worker, problem=h.problem,
-                                   generation=h.generation, tokens=h.tokens, usd=h.usd)
+                shared.events.emit(kind(episode=h.episode, worker=h.worker, problem=h.problem,
+                                        generation=h.generation, tokens=h.tokens, usd=h.usd))
         for claim in sorted((c for c in found.values() if c.done), key=lambda c: c.episode):
             if claim.episode not in self.ledger.episodes:
                 await self._take(claim)
@@ -114,8 +117,8 @@ class Coordinator:
         if self.open_claims or changed:
             self.active = time.monotonic()
         await shared.git(self.ledger.flush, shared.memory)
-        for kind, data in self.told:
-            shared.events.emit(kind, **data)
+        for event in self.told:
+            shared.events.emit(event)
         self.told.clear()
         if await self.publish():
             await self.pruner.step(self)
@@ -145,8 +148,8 @@ class Coordinator:
                 return True
             except RefMoved as exc:
                 self.moved = self.moved or exc
-                self.shared.events.emit("publish_refused", ref=exc.ref, found=exc.found, local=exc.local,
-                                        detail=str(exc))
+                self.shared.events.emit(PublishRefused(ref=exc.ref, found=exc.found, local=exc.local,
+                                                       detail=str(exc)))
 
     async def _published(self) -> None:
         """Publish until it lands (bounded: `Outage` raises once the remote is gone too long)."""
@@ -159,7 +162,7 @@ class Coordinator:
             result = await anyio.to_thread.run_sync(fn, *args)
         except Unreachable as exc:
             if self.outage.failed(exc):
-                self.shared.events.emit("remote_unreachable", detail=str(exc))
+                self.shared.events.emit(RemoteUnreachable(detail=str(exc)))
             return None
         self.outage.ok()
         return result
@@ -182,20 +185,20 @@ class Coordinator:
             except intake.Refused as exc:
                 record.status, record.commit = "failed", None
                 record.note = f"refused by the coordinator: {exc.reason}"
-                self.told.append(("refused", {"episode": claim.episode, "worker": claim.worker, "reason": exc.reason}))
+                self.told.append(Refused(episode=claim.episode, worker=claim.worker, reason=exc.reason))
         elif made:
             record.status, record.note = "failed", "refused by the coordinator: no commit was pushed"
         self.spending.took(record)
         self.ledger.changed(record)
         if self.streaks.add(record):
-            self.told.append(("set_aside", {"problem": record.problem, "episodes": self.config.no_progress,
-                                            "detail": self.streaks.describe(record.problem)}))
+            self.told.append(SetAside(problem=record.problem, episodes=self.config.no_progress,
+                                      detail=self.streaks.describe(record.problem)))
         self.ledger.set_aside = sorted(self.streaks.set_aside)
         self._show()
-        self.told.append((record.ended_as, {
-            "episode": record.episode, "worker": record.worker, "problem": record.problem, "commit": record.commit,
-            "note": record.note, "tokens": record.tokens_in + record.tokens_out, "charged": self.ledger.charged,
-            "process": claim.worker}))
+        self.told.append(ENDED[record.status](
+            episode=record.episode, worker=record.worker, problem=record.problem, commit=record.commit,
+            note=record.note, tokens=record.tokens_in + record.tokens_out, charged=self.ledger.charged,
+            process=claim.worker))
         if record.commit:
             self.merger.kick(record.episode)
 
@@ -253,7 +256,7 @@ class Coordinator:
         memory = self.shared.memory
         await self.shared.git(publish.write_stop, memory, stop)
         await self._published()
-        self.shared.events.emit("stop_published", **stop.as_event())
+        self.shared.events.emit(StopPublished(reason=stop.reason.value, detail=stop.detail))
         deadline = time.monotonic() + self.config.episode_timeout_s + self.claims.ttl_s
         await self.step()
         while self.open_claims and time.monotonic() < deadline:

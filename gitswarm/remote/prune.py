@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import anyio.to_thread
 import pygit2
 
+from gitswarm.core.remote_events import Pruned, PruneRefused, PruneStale
 from gitswarm.memory import books, refnames, write
 from gitswarm.memory.read import in_history
 from gitswarm.remote import highwater, layout
@@ -125,11 +126,11 @@ class Pruner:
         except StaleLease as exc:  # a ref moved since it was read: gathered again, from a new fetch
             self.waiting = None
             if not self._gone(coordinator, batch):
-                events.emit("prune_stale", refs=list(exc.stale)[:10], detail=str(exc))
+                events.emit(PruneStale(refs=list(exc.stale)[:10], detail=str(exc)))
                 return False  # else every ref is gone: our own push of the batch landed, its answer lost
         except PushRejected as exc:  # a lock held there, or deletes denied: the latter every time
             self.refusals, self.waiting = self.refusals + 1, None
-            events.emit("prune_refused", detail=str(exc), again=self.refusals < REFUSALS)
+            events.emit(PruneRefused(detail=str(exc), again=self.refusals < REFUSALS))
             if self.refusals >= REFUSALS:
                 self.refused = str(exc)
             return False
@@ -137,7 +138,7 @@ class Pruner:
             return False
         self.waiting, self.refusals = None, 0
         self.pruned += len(batch.episodes)
-        events.emit("pruned", episodes=list(batch.episodes), refs=len(batch.updates), total=self.pruned)
+        events.emit(Pruned(episodes=list(batch.episodes), refs=len(batch.updates), total=self.pruned))
         return True
 
     def _gone(self, coordinator, batch: Batch) -> bool:

@@ -21,6 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gitswarm.core.events import Event
+from gitswarm.core.remote_events import ClaimsLost, ClaimsReleased, PushAbandoned, Pushed, PushFailed, PushRefused
 from gitswarm.engine.conversation import CONVERSATIONS_REF
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.memory import books, commitmeta, objects, write
@@ -45,8 +47,8 @@ class ResultPush:
     remote: Remote
     claims: Claims
     memory: Memory
-    emit: Callable[..., None]
-    """The worker's event log (`ClaimSource._emit`)."""
+    emit: Callable[[Event], None]
+    """The worker's event log (`EventLog.emit`)."""
 
     def push(self, batch: list[EpisodeRecord], held: dict[str, Claim]) -> None:
         """Close `batch`'s claims (in `held`, by episode) with their results in one push. Each
@@ -65,9 +67,10 @@ class ResultPush:
                 lost = {c.episode for c in exc.lost}
                 landed = self.taken_in(lost)
                 if landed:
-                    self.emit("pushed", episodes=sorted(landed), detail="its answer was lost; the run's ledger has it")
+                    self.emit(Pushed(worker=self.claims.worker, episodes=sorted(landed),
+                                     detail="its answer was lost; the run's ledger has it"))
                 if lost - landed:
-                    self.emit("claim_lost", episodes=sorted(lost - landed), detail=str(exc))
+                    self.emit(ClaimsLost(worker=self.claims.worker, episodes=sorted(lost - landed), detail=str(exc)))
                 batch = [r for r in batch if r.episode not in lost]
                 for episode in lost:
                     held.pop(episode, None)
@@ -77,16 +80,16 @@ class ResultPush:
                 stale = exc.stale if isinstance(exc, StaleLease) else ()
                 if stale and not any(layout.CLAIMS in s for s in stale) and not self.landed(stale):
                     raise self._name_in_use(exc, stale, batch) from None
-                self.emit("push_failed", episodes=[r.episode for r in batch], detail=str(exc))
+                self.emit(PushFailed(worker=self.claims.worker, episodes=[r.episode for r in batch], detail=str(exc)))
                 time.sleep(min(0.2 * 2 ** attempt, 5))
                 continue
             for r in batch:
                 held.pop(r.episode, None)
-            self.emit("pushed", episodes=[r.episode for r in batch])
+            self.emit(Pushed(worker=self.claims.worker, episodes=[r.episode for r in batch]))
             return
         if not batch:
             return
-        self.emit("push_abandoned", episodes=[r.episode for r in batch])
+        self.emit(PushAbandoned(worker=self.claims.worker, episodes=[r.episode for r in batch]))
         if not isinstance(last, Unreachable):
             raise self._failing(batch, held, last)
         for r in batch:  # an outage, which `Outage` bounds: the claims expire and run again
@@ -105,10 +108,11 @@ class ResultPush:
             except ClaimLost as exc:  # another holder has it already
                 due = [c for c in due if c not in exc.lost]
             except RemoteError as exc:  # they expire in their own time
-                self.emit("push_failed", episodes=sorted(c.episode for c in due), detail=str(exc))
+                self.emit(PushFailed(worker=self.claims.worker, episodes=sorted(c.episode for c in due),
+                                     detail=str(exc)))
                 break
         if released:
-            self.emit("claims_released", episodes=sorted(c.episode for c in released))
+            self.emit(ClaimsReleased(worker=self.claims.worker, episodes=sorted(c.episode for c in released)))
         refused = ", ".join(f"{ref} {why}" for ref, why in getattr(last, "rejected", {}).items())
         detail = "; ".join(part for part in (refused, last.detail if last else "") if part)
         return PushesFailing(self.remote.shown, detail, self.claims.worker, tuple(r.episode for r in batch))
@@ -150,7 +154,8 @@ class ResultPush:
     def _name_in_use(self, exc: RemoteError, stale: tuple[str, ...], batch: list[EpisodeRecord]) -> NameInUse:
         """Our own refs moved to commits we did not push: another process runs under our name."""
         error = NameInUse(self.remote.shown, exc.detail, self.claims.worker, stale)
-        self.emit("push_refused", episodes=[r.episode for r in batch], refs=list(error.refs), detail=str(error))
+        self.emit(PushRefused(worker=self.claims.worker, episodes=[r.episode for r in batch], refs=list(error.refs),
+                              detail=str(error)))
         return error
 
     def updates(self, batch: list[EpisodeRecord]) -> list[Update]:

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 import anyio
 import anyio.to_thread
 
+from gitswarm.core.events import Event
+from gitswarm.core.remote_events import ClaimsLost, PushFailed, RemoteUnreachable, SkippedOnly
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import selection
 from gitswarm.engine.episode import Shared
@@ -97,7 +99,7 @@ class ClaimSource:
             result = await (self._call(fn, *args) if claims else anyio.to_thread.run_sync(fn, *args))
         except Unreachable as exc:
             if self.outage.failed(exc):
-                self._emit("remote_unreachable", detail=str(exc))
+                self._emit(RemoteUnreachable(detail=str(exc), worker=self.claims.worker))
             return None
         self.outage.ok()
         return result
@@ -150,7 +152,7 @@ class ClaimSource:
             detail = (f"every open problem of the run ({', '.join(left)}) is {self.skip_why}; this worker waits "
                       "for the coordinator's stop (at most its --patience)")
             self.say(detail)
-            self._emit("skipped_only", problems=left, detail=detail)
+            self._emit(SkippedOnly(worker=self.claims.worker, problems=left, detail=detail))
 
     def _fetch(self) -> bool:
         """One fetch of main, the coordinator's ledger and the stop: those the remote has and
@@ -252,13 +254,15 @@ class ClaimSource:
             try:
                 renewed = self.claims.renew(due, {c.episode: self._spent(c.episode) for c in due})
             except ClaimLost as exc:
-                self._emit("claim_lost", episodes=sorted(c.episode for c in exc.lost), detail=str(exc))
+                self._emit(ClaimsLost(worker=self.claims.worker, episodes=sorted(c.episode for c in exc.lost),
+                                      detail=str(exc)))
                 for claim in exc.lost:
                     self.held.pop(claim.episode, None)
                 due = [c for c in due if c not in exc.lost]
                 continue
             except RemoteError as exc:
-                self._emit("push_failed", episodes=sorted(c.episode for c in due), detail=str(exc))
+                self._emit(PushFailed(worker=self.claims.worker, episodes=sorted(c.episode for c in due),
+                                      detail=str(exc)))
                 return
             for claim in renewed:
                 self.held[claim.episode] = claim
@@ -286,5 +290,5 @@ class ClaimSource:
         batch, self._done = [r for r in self._done if r.episode in self.held], []
         self.results.push(batch, self.held)
 
-    def _emit(self, kind: str, **data) -> None:
-        self.shared.events.emit(kind, worker=self.claims.worker, **data)
+    def _emit(self, event: Event) -> None:
+        self.shared.events.emit(event)

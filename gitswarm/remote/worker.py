@@ -27,6 +27,7 @@ import anyio.to_thread
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
+from gitswarm.core.remote_events import ExitUnmarked
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.config import ACROSS_PROCESSES, SolveConfig
 from gitswarm.engine.context import CODE_KINDS
@@ -246,7 +247,7 @@ async def _work(run: Run, options: WorkerOptions, settings: dict, remote: Remote
                           [p for p in problems if p not in skip], control,
                           restore_rng(f"{run.cfg.seed}/{options.name}", None), ctx.streaks,
                           free_workers=slots(options.name, options.slots))
-    ctx.started(False, charged=0, episodes=0, worker=options.name, remote=remote.shown)
+    ctx.started(False, worker=options.name, remote=remote.shown, own_spending=False)
     why: Stop | BaseException | None = Stop(StopReason.USER, "interrupted")
     try:
         why = stop = await run.drive(partial(_claiming, source, scheduler))
@@ -281,4 +282,4 @@ async def _leave(remote: Remote, name: str, why: Stop | BaseException, events: E
             return
         failed = await anyio.to_thread.run_sync(exits.mark, remote, name, why)
     if failed:
-        events.emit("exit_unmarked", worker=name, detail=failed)
+        events.emit(ExitUnmarked(worker=name, detail=failed))

@@ -13,7 +13,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from gitswarm.core.events import EVENT_LOG
+from gitswarm.core.event_types import RunStarted
+from gitswarm.core.events import EVENT_LOG, read_line
 from gitswarm.core.rule import Rule
 from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.read import rule_of, scheduler_record
@@ -69,15 +70,13 @@ def read_settings(memory: Memory, run: Path) -> RunSettings:
     verify, settle = rule_of(record)
     in_row = Rule.from_record(record.get("selection")).in_row
     starts = _starts(run / EVENT_LOG)
-    if starts:
+    if starts:  # a field a start did not record reads as empty, or 0 (no real budget, cap or workers is 0)
         last = starts[-1]
-        models = list(dict.fromkeys(str(s.get("model")) for s in starts if s.get("model")))
-        boxes = list(dict.fromkeys(str(s["sandbox"]) for s in starts if s.get("sandbox")))
-        said = {key: value if isinstance(value := last.get(key), str) else None
-                for key in ("reviewer_model", "reviews", "isolation")}
-        return RunSettings(", then ".join(models) or None, _int(last.get("budget")), _int(last.get("max_episodes")),
-                           _int(last.get("workers")), len(starts), verify, settle, f"{EVENT_LOG} (run_started)",
-                           said["reviewer_model"], said["reviews"], said["isolation"], in_row,
+        models = list(dict.fromkeys(s.model for s in starts if s.model))
+        boxes = list(dict.fromkeys(s.sandbox for s in starts if s.sandbox))
+        return RunSettings(", then ".join(models) or None, last.budget or None, last.max_episodes or None,
+                           last.workers or None, len(starts), verify, settle, f"{EVENT_LOG} (run_started)",
+                           last.reviewer_model, last.reviews or None, last.isolation or None, in_row,
                            ", then ".join(boxes) or None)
     published = _published(memory)
     if published:
@@ -90,22 +89,13 @@ def read_settings(memory: Memory, run: Path) -> RunSettings:
     return RunSettings(None, None, None, None, 0, verify, settle, "not recorded", in_row=in_row)
 
 
-def _starts(log: Path) -> list[dict]:
-    """The data of every `run_started` event (other events are not parsed)."""
-    found: list[dict] = []
+def _starts(log: Path) -> list[RunStarted]:
+    """Every `run_started` event (other events are not parsed)."""
     if not log.exists():
-        return found
+        return []
     with log.open(encoding="utf-8", errors="replace") as lines:
-        for line in lines:
-            if '"run_started"' not in line:
-                continue
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:  # a line cut by a crash
-                continue
-            if isinstance(event, dict) and event.get("kind") == "run_started" and isinstance(event.get("data"), dict):
-                found.append(event["data"])
-    return found
+        return [event for line in lines
+                if '"run_started"' in line and isinstance(event := read_line(line), RunStarted)]
 
 
 def _published(memory: Memory) -> dict:

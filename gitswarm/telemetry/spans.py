@@ -26,11 +26,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from gitswarm.core.events import Event
+from gitswarm.core import event_types as ev
+from gitswarm.core.events import Event, data_of
 
-ENDS = ("committed", "nominated", "abstain", "failed", "stopped")
-"""The events that end an episode."""
-WHO = ("episode", "problem", "worker")
 PROVIDERS = {"bedrock": "aws.bedrock", "azure": "azure.ai.openai", "azure_ai": "azure.ai.inference",
              "gemini": "gcp.gemini", "vertex_ai": "gcp.vertex_ai", "mistral": "mistral_ai",
              "watsonx": "ibm.watsonx.ai", "xai": "x_ai"}
@@ -60,7 +58,7 @@ class _Episode:
     """The step's start (ns): its model call's earliest (`seconds` is rounded)."""
     tool: tuple[str, int] | None = None
     """The tool call in progress: its name and start (ns)."""
-    retries: list[Event] = field(default_factory=list)
+    retries: list[ev.Retry] = field(default_factory=list)
     """The `retry` events of the step's model call, for its span."""
 
 
@@ -73,24 +71,31 @@ class Spans:
         self.episodes: dict[str, _Episode] = {}
 
     def __call__(self, event: Event) -> None:
-        data, at = event.data, ns(event.time)
-        if event.kind == "run_started":
-            self.close()
-            self.run = self.tracer.start_span("gitswarm run", start_time=at, attributes=attributes(data))
-        elif event.kind == "episode_started":
-            self._episode_started(data, at)
-        elif event.kind in ("step", "tool", "retry", "reply") and data.get("episode") in self.episodes:
-            getattr(self, f"_{event.kind}")(self.episodes[str(data["episode"])], event)
-        elif event.kind == "reply":  # the merger's
-            self._model_call(self.run, event, [])
-        elif event.kind in ENDS and data.get("episode") in self.episodes:
-            self._ended(self.episodes.pop(str(data["episode"])), event)
-        elif event.kind == "run_stopped" and self.run is not None:
-            self.run.set_attributes(attributes(data))
-            self.run.end(end_time=at)
-            self.run = None
-        elif self.run is not None:
-            self.run.add_event(event.kind, attributes(data), timestamp=at)
+        at, episodes = ns(event.time), self.episodes
+        match event:
+            case ev.RunStarted():
+                self.close()
+                self.run = self.tracer.start_span("gitswarm run", start_time=at, attributes=attributes(data_of(event)))
+            case ev.EpisodeStarted():
+                self._episode_started(event, at)
+            case ev.Step() if event.episode in episodes:
+                self._step(episodes[event.episode], event)
+            case ev.Tool() if event.episode in episodes:
+                self._tool(episodes[event.episode], event)
+            case ev.Retry() if event.episode in episodes:
+                episodes[event.episode].retries.append(event)
+            case ev.Reply() if event.episode is not None and event.episode in episodes:
+                self._reply(episodes[event.episode], event)
+            case ev.Reply():  # the merger's
+                self._model_call(self.run, event, [])
+            case ev.EpisodeEnded() if event.episode in episodes:
+                self._ended(episodes.pop(event.episode), event)
+            case ev.RunStopped() if self.run is not None:
+                self.run.set_attributes(attributes(data_of(event)))
+                self.run.end(end_time=at)
+                self.run = None
+            case _ if self.run is not None:
+                self.run.add_event(event.kind, attributes(data_of(event)), timestamp=at)
 
     def close(self) -> None:
         """End every span still open, now, as cut: the run ended without its events."""
@@ -105,53 +110,49 @@ class Spans:
             self.run.end(end_time=now)
             self.run = None
 
-    def _episode_started(self, data: dict, at: int) -> None:
-        names = _who(data)
-        span = self.tracer.start_span(f"episode {data['episode']}", context=_under(self.run), start_time=at,
-                                      attributes={**names, "gitswarm.restarted": bool(data.get("restarted")),
+    def _episode_started(self, event: ev.EpisodeStarted, at: int) -> None:
+        names = _who(event.episode, event.problem, event.worker)
+        span = self.tracer.start_span(f"episode {event.episode}", context=_under(self.run), start_time=at,
+                                      attributes={**names, "gitswarm.restarted": event.restarted,
                                                   "gen_ai.operation.name": "invoke_agent",
-                                                  "gen_ai.agent.name": str(data["worker"]),
-                                                  "gen_ai.conversation.id": str(data["episode"])})
-        self.episodes[str(data["episode"])] = _Episode(span, names)
+                                                  "gen_ai.agent.name": event.worker,
+                                                  "gen_ai.conversation.id": event.episode})
+        self.episodes[event.episode] = _Episode(span, names)
 
-    def _step(self, episode: _Episode, event: Event) -> None:
+    def _step(self, episode: _Episode, event: ev.Step) -> None:
         at = ns(event.time)
         self._end_step(episode, at)
-        step = event.data.get("step")
         episode.began = at
-        episode.step = self.tracer.start_span(f"step {step}", context=_under(episode.span), start_time=at,
-                                              attributes={**_who(event.data), "gitswarm.step": int(_number(step))})
+        episode.step = self.tracer.start_span(f"step {event.step}", context=_under(episode.span), start_time=at,
+                                              attributes={**_who(event.episode, event.problem, event.worker),
+                                                          "gitswarm.step": event.step})
 
-    def _retry(self, episode: _Episode, event: Event) -> None:
-        episode.retries.append(event)
-
-    def _reply(self, episode: _Episode, event: Event) -> None:
+    def _reply(self, episode: _Episode, event: ev.Reply) -> None:
         self._model_call(episode.step or episode.span, event, episode.retries, episode.began)
         episode.retries = []
 
-    def _tool(self, episode: _Episode, event: Event) -> None:
+    def _tool(self, episode: _Episode, event: ev.Tool) -> None:
         at = ns(event.time)
         self._end_tool(episode, at)
-        episode.tool = (str(event.data.get("tool")), at)
+        episode.tool = (event.tool, at)
 
-    def _ended(self, episode: _Episode, event: Event) -> None:
-        at, data = ns(event.time), event.data
+    def _ended(self, episode: _Episode, event: ev.EpisodeEnded) -> None:
+        at = ns(event.time)
         self._end_step(episode, at)
-        episode.span.set_attributes({**attributes(data), "gitswarm.outcome": event.kind})
-        if event.kind == "failed":
-            episode.span.set_status(Status(StatusCode.ERROR, str(data.get("note") or "failed")))
+        episode.span.set_attributes({**attributes(data_of(event)), "gitswarm.outcome": event.kind})
+        if isinstance(event, ev.Failed):
+            episode.span.set_status(Status(StatusCode.ERROR, event.note or "failed"))
         episode.span.end(end_time=at)
 
-    def _model_call(self, parent: Span | None, event: Event, retries: list[Event], earliest: int = 0) -> None:
-        data = event.data
-        model, end = str(data.get("model") or ""), ns(event.time)
-        start = max(earliest, end - int(_number(data.get("seconds")) * 1e9))
+    def _model_call(self, parent: Span | None, event: ev.Reply, retries: list[ev.Retry], earliest: int = 0) -> None:
+        model, end = event.model, ns(event.time)
+        start = max(earliest, end - int(event.seconds * 1e9))
         span = self.tracer.start_span(f"chat {_name(model)}", context=_under(parent), kind=SpanKind.CLIENT,
-                                      start_time=start, attributes=_genai(data, model))
+                                      start_time=start, attributes=_genai(event, model))
         for retry in retries:
-            span.add_event("retry", attributes(retry.data), timestamp=ns(retry.time))
-        if data.get("error"):
-            span.set_status(Status(StatusCode.ERROR, str(data["error"])))
+            span.add_event("retry", attributes(data_of(retry)), timestamp=ns(retry.time))
+        if event.error:
+            span.set_status(Status(StatusCode.ERROR, event.error))
         span.end(end_time=end)
 
     def _end_step(self, episode: _Episode, at: int) -> None:
@@ -172,25 +173,24 @@ class Spans:
         episode.tool = None
 
 
-def _genai(data: dict, model: str) -> dict:
+def _genai(e: ev.Reply, model: str) -> dict:
     """A model call's attributes: OpenTelemetry's GenAI conventions (the model's name as its
     provider knows it), then gitswarm's (the litellm model string, whose call it was)."""
     found = provider_of(model)
-    out = {"gen_ai.operation.name": "chat", "gen_ai.request.model": _name(model), "gitswarm.model": model,
-           "gen_ai.provider.name": found,
-           "gen_ai.system": found, "gen_ai.usage.input_tokens": int(data.get("tokens_in") or 0),
-           "gen_ai.usage.output_tokens": int(data.get("tokens_out") or 0),
-           "gen_ai.usage.cache_read.input_tokens": int(data.get("cache_read") or 0),
-           "gen_ai.usage.cache_creation.input_tokens": int(data.get("cache_write") or 0),
-           "gitswarm.attempts": int(data.get("calls") or 0), **_who(data)}
-    if data.get("episode"):
-        out["gen_ai.conversation.id"] = str(data["episode"])
-    if data.get("step"):
-        out["gitswarm.step"] = int(data["step"])
-    if data.get("finish"):
-        out["gen_ai.response.finish_reasons"] = (str(data["finish"]),)
-    if data.get("error"):
-        out["error.type"] = str(data["error"])
+    out: dict[str, object] = {
+        "gen_ai.operation.name": "chat", "gen_ai.request.model": _name(model), "gitswarm.model": model,
+        "gen_ai.provider.name": found, "gen_ai.system": found, "gen_ai.usage.input_tokens": e.tokens_in,
+        "gen_ai.usage.output_tokens": e.tokens_out, "gen_ai.usage.cache_read.input_tokens": e.cache_read,
+        "gen_ai.usage.cache_creation.input_tokens": e.cache_write, "gitswarm.attempts": e.calls,
+        **_who(e.episode, e.problem, e.worker)}
+    if e.episode:
+        out["gen_ai.conversation.id"] = e.episode
+    if e.step:
+        out["gitswarm.step"] = e.step
+    if e.finish:
+        out["gen_ai.response.finish_reasons"] = (e.finish,)
+    if e.error:
+        out["error.type"] = e.error
     return out
 
 
@@ -216,13 +216,10 @@ def _name(model: str) -> str:
     return model.split("/", 1)[1] if "/" in model else model
 
 
-def _number(value: object) -> float:
-    """An event's numeric field (0 when it has none)."""
-    return float(value) if isinstance(value, int | float) else 0.0
-
-
-def _who(data: dict) -> dict:
-    return {f"gitswarm.{k}": str(data[k]) for k in WHO if data.get(k)}
+def _who(episode: str | None, problem: str | None, worker: str | None) -> dict[str, str]:
+    """`gitswarm.episode`, `.problem` and `.worker`, those given."""
+    names = {"episode": episode, "problem": problem, "worker": worker}
+    return {f"gitswarm.{k}": v for k, v in names.items() if v}
 
 
 def _under(parent: Span | None):

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from textual.widgets import RichLog
 
-from gitswarm.tui.state import FeedItem
+from gitswarm.tui.rows import FeedItem
 
 
 def feed_line(item: FeedItem) -> str:

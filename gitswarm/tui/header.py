@@ -6,7 +6,8 @@ import time
 
 from textual.widgets import Static
 
-from gitswarm.tui.state import RESTING, DashState
+from gitswarm.tui.rows import RESTING
+from gitswarm.tui.state import DashState
 
 
 def _elapsed(seconds: float) -> str:

@@ -8,7 +8,7 @@ from textual.widgets import DataTable
 
 from gitswarm.readmodel.workers import HEADERS as PROCESS_COLUMNS
 from gitswarm.readmodel.workers import WorkerState
-from gitswarm.tui.state import RESTING, ProblemRow, WorkerRow
+from gitswarm.tui.rows import RESTING, ProblemRow, WorkerRow
 
 PROBLEM_COLUMNS = ("problem", "kind", "state", "contrib", "lemmas", "attempts", "nominations", "verified",
                    "grade")

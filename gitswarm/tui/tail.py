@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from gitswarm.core.events import EVENT_LOG, Event
+from gitswarm.core.events import EVENT_LOG, Event, read_line
 
 
 class LogTail:
@@ -27,12 +26,4 @@ class LogTail:
         self.offset += len(chunk)
         lines = (self._partial + chunk).split(b"\n")
         self._partial = lines.pop()
-        return [e for e in map(parse, lines) if e is not None]
-
-
-def parse(line: bytes) -> Event | None:
-    """One JSON line as an Event, or None when it is not one."""
-    try:
-        return Event(**json.loads(line))
-    except (json.JSONDecodeError, TypeError, UnicodeDecodeError):
-        return None
+        return [e for e in map(read_line, lines) if e is not None]
