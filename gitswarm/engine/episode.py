@@ -184,25 +184,38 @@ async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages
                                     error=retry.kind, what=retry.what, attempt=retry.attempt,
                                     delay=round(retry.delay_s, 1)))
 
-    began, who = time.monotonic(), {"episode": ep.episode, "worker": ep.worker, "problem": ep.problem_id, "step": step,
-                                    "model": record.model or shared.view.config.model}
+    began, who = time.monotonic(), Caller(ep.worker, record.model or shared.view.config.model, ep.episode,
+                                          ep.problem_id, step)
     try:
         tools = tool_schemas(ep.kind, role_of(ep, shared.view.config.assigns_reviews))
         reply = await shared.model_of(ep).complete(messages, tools=tools, tool_choice=tool_choice, on_retry=retrying)
     except ModelError as exc:
         shared.ledger.charge(record, exc.usage)
-        replied(shared, exc.usage, began, **who, error=exc.kind)
+        replied(shared, exc.usage, began, who, error=exc.kind)
         raise
     shared.ledger.charge(record, reply.usage)
-    replied(shared, reply.usage, began, **who, finish=reply.finish_reason)
+    replied(shared, reply.usage, began, who, finish=reply.finish_reason)
     return reply
 
 
-def replied(shared: Shared, usage: Usage, began: float, **fields: object) -> None:
+@dataclass(frozen=True)
+class Caller:
+    """Whose model call it was: an episode's step, or the merger's (no episode)."""
+
+    worker: str
+    model: str
+    episode: str | None = None
+    problem: str | None = None
+    step: int | None = None
+
+
+def replied(shared: Shared, usage: Usage, began: float, who: Caller, finish: str | None = None,
+            error: str | None = None) -> None:
     """`reply`: a model call (every attempt of it) ended, what it spent and how long it took
-    since `began` (`time.monotonic()`); `fields` say whose call it was and how it ended."""
-    shared.events.emit(ev.Reply(model=fields.pop("model", shared.view.config.model), **fields,
-                                tokens_in=usage.tokens_in, tokens_out=usage.tokens_out, cache_read=usage.cache_read,
+    since `began` (`time.monotonic()`), whose call it was and how it ended."""
+    shared.events.emit(ev.Reply(model=who.model, worker=who.worker, episode=who.episode, problem=who.problem,
+                                step=who.step, finish=finish, error=error, tokens_in=usage.tokens_in,
+                                tokens_out=usage.tokens_out, cache_read=usage.cache_read,
                                 cache_write=usage.cache_write, calls=usage.calls,
                                 seconds=round(time.monotonic() - began, 3)))
 

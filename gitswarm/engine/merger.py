@@ -8,15 +8,16 @@ from __future__ import annotations
 import re
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import anyio
 
 from gitswarm.core.event_types import ConflictResolved, Merged, MergerFailed, Settled, Summarised
 from gitswarm.engine import digest, selection
-from gitswarm.engine.episode import replied
+from gitswarm.engine.episode import Caller, replied
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
-from gitswarm.engine.shared import Shared
+from gitswarm.engine.shared import Model, Shared
 from gitswarm.memory import commitmeta
 from gitswarm.memory.compose import Composed, Conflict, Resolution
 from gitswarm.resources import render
@@ -33,7 +34,7 @@ class Merger:
 
     shared: Shared
     ledger: Ledger
-    model: object
+    model: Model
     """The merger's model (may differ from the workers')."""
     merges_since_summary: Counter = field(default_factory=Counter)
     _wake: anyio.Event = field(default_factory=anyio.Event)
@@ -91,7 +92,7 @@ class Merger:
                 self._waiting.add(episode)  # main moved under the fixes: try again
 
     async def _compose(self, episodes: list[str] | None,
-                       fixes: list[Resolution] = ()) -> tuple[Composed, str | None]:
+                       fixes: Sequence[Resolution] = ()) -> tuple[Composed, str | None]:
         """Compose `episodes` (None: every pending branch) with `fixes`; the result, and the
         tip its conflicts were found against (main after its merge, else as it was)."""
         shared = self.shared
@@ -182,7 +183,7 @@ class Merger:
 
     async def _write_summary(self, problem: str, text: str, what: str, subject: str) -> None:
         shared = self.shared
-        op = f"{what}-{problem}-{shared.index.seen_tip[:16]}"
+        op = f"{what}-{problem}-{(shared.index.seen_tip or '')[:16]}"
         written = await shared.git(shared.memory.commit_to_main,
                                    {f"problems/{problem}/SUMMARY.md": text.encode()},
                                    f"summary({problem}): {subject}",
@@ -204,7 +205,7 @@ class Merger:
         """One merger model call, charged to the ledger's merger record; None if it failed."""
         from gitswarm.models import ModelError
 
-        merger, began = {"worker": "merger", "model": self.shared.view.config.merger}, time.monotonic()
+        merger, began = Caller("merger", self.shared.view.config.merger), time.monotonic()
         if (reached := self.shared.check_caps()) is not None:  # the run stops: no more calls
             self.shared.events.emit(MergerFailed(error=reached.detail))
             return None
@@ -212,11 +213,11 @@ class Merger:
             reply = await self.model.complete([{"role": "user", "content": prompt}])
         except ModelError as exc:
             self._charge(exc.usage)  # a failed call's tokens are paid for too
-            replied(self.shared, exc.usage, began, **merger, error=exc.kind)
+            replied(self.shared, exc.usage, began, merger, error=exc.kind)
             self.shared.events.emit(MergerFailed(error=str(exc)))
             return None
         self._charge(reply.usage)
-        replied(self.shared, reply.usage, began, **merger, finish=reply.finish_reason)
+        replied(self.shared, reply.usage, began, merger, finish=reply.finish_reason)
         text = (reply.content or "").strip()
         match = FENCE.match(text)
         return (match.group(1) if match else text) + "\n" if text else None

@@ -143,7 +143,8 @@ class Scheduler:
                 await self._start(tg, [(episode, worker, problem) for (episode, problem), worker in held])
             await wind_down(stop, self.in_flight, self.cuts, self.control, self.config.stop_grace_s,
                             self.shared.events)
-            return stop
+            ended = stop
+        return ended
 
     async def _next_stop(self, started: float) -> Stop | None:
         """`_stop` where it is the source's to end on, else the stop the run's owner published."""
@@ -181,7 +182,7 @@ class Scheduler:
         process's facts; a cap reached inside a call comes as the episode's stop."""
         cfg, view = self.config, self.shared.view
         return stoprule.decide(stoprule.Facts(
-            budget=cfg.budget, charged=self.ledger.charged, max_episodes=cfg.max_episodes,
+            budget=cfg.budget, charged=self.ledger.charged, max_episodes=view.max_episodes,
             episodes=self.ledger.totals.episodes, problems=self.problems, settled=view.settled,
             aside=self.streaks.set_aside, busy=bool(self.in_flight), open=lambda: bool(self._open()),
             no_progress=self.streaks.no_progress, elapsed_s=time.monotonic() - started,

@@ -76,6 +76,8 @@ def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
     def refuse(reason: str) -> Refused:
         return Refused(claim.episode, claim.worker, reason)
 
+    if item.commit is None:
+        raise refuse("it pushed no commit to take in")
     commit = repo[item.commit].peel(pygit2.Commit)
     meta = commitmeta.decode(commit.message)
     op = getattr(meta, "op", "")
@@ -91,8 +93,9 @@ def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
         raise refuse(f"kind {getattr(meta, 'kind', '')!r} is not one of a contribution's ({', '.join(sorted(KINDS))})")
     _fields(meta, run_id, claim, files, deleted, refuse)
     check_named(repo, main, claim.problem, claim.episode, meta, files, refuse, known)
+    written: dict[str, bytes | str] = dict(files)  # what a Contribution takes: text or bytes
     contribution = Contribution(problem=claim.problem, episode=claim.episode, worker=meta.worker, kind=meta.kind,
-                                title="", files=files, parent=str(parent.id), op=op,
+                                title="", files=written, parent=str(parent.id), op=op,
                                 informed_by=meta.informed_by, deleted=tuple(deleted))
     try:
         write.validate(repo, contribution, limits or WriteLimits())
@@ -178,6 +181,7 @@ def take(memory, item: Pushed, taken: Collection[str]) -> str | None:
     transcript as the worker pushed it. `taken`: main's commits, no walk of history for them."""
     claim = item.claim
     op = check(memory.repo, memory.run_id, memory.main(), item, memory.limits, taken)
+    assert item.commit is not None  # `check` refuses a push without one
     memory.adopt(claim.episode, op, item.commit)
     return transcript(memory.repo, claim.worker, item.commit)
 
