@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import resource
 import signal
 from contextlib import contextmanager
+from dataclasses import asdict
 
 import anyio
 import pygit2
@@ -117,3 +119,15 @@ def test_charge_keeps_every_part_of_usage_and_the_totals_see_it_at_once(memory):
     assert Ledger.summary(memory).parts() == {"tokens_in": 1300, "cache_read": 600, "cache_write": 100,
                                               "reasoning": 150, "tokens_out": 200, "calls": 3,
                                               "failed_calls": 2, "estimated_tokens": 300}
+
+
+def test_a_status_is_the_word_the_ledger_always_wrote_and_an_unknown_one_is_kept():
+    from gitswarm.core.status import Status
+
+    record = EpisodeRecord("e00001", "w01", "sum", status=Status.CONTRIBUTE)
+    stored = json.loads(json.dumps(asdict(record)))
+    assert stored["status"] == "contribute"  # the JSON of every record before the enum
+    back = EpisodeRecord.from_dict(stored)
+    assert back.status is Status.CONTRIBUTE and Status.CONTRIBUTE.charged and not Status.ABSTAIN.charged
+    newer = EpisodeRecord.from_dict({**stored, "status": "paused"})  # a word a newer gitswarm may write
+    assert newer.status == "paused" and not isinstance(newer.status, Status)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from gitswarm.core import event_types as ev
+from gitswarm.core.status import Status
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine import context, conversation, reviewing
 from gitswarm.engine.context import EpisodeInfo
@@ -82,23 +83,23 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
         with anyio.move_on_after(cfg.episode_timeout_s), cut.scope:
             final = await _loop(shared, ep, record, tools, messages)
         if final is None and cut.scope.cancel_called:
-            final = Final("stopped", reason=f"{cut.why} after {record.calls} model calls")
+            final = Final(Status.STOPPED, reason=f"{cut.why} after {record.calls} model calls")
         elif final is None:
-            final = Final("failed", reason=f"episode wall-clock limit ({cfg.episode_timeout_s:.0f} s) reached")
+            final = Final(Status.FAILED, reason=f"episode wall-clock limit ({cfg.episode_timeout_s:.0f} s) reached")
     except ModelError as exc:
-        final, failure = Final("failed", reason=str(exc)), of_model_error(exc.kind)
+        final, failure = Final(Status.FAILED, reason=str(exc)), of_model_error(exc.kind)
         stop = Stop(StopReason.MODEL_FATAL, str(exc)) if exc.kind in FATAL_KINDS else None
     except Exception as exc:  # the episode's boundary: a bug of ours ends this episode alone
-        final, failure = Final("failed", reason=_engine_error(shared, ep, exc)), Failure.ENGINE
+        final, failure = Final(Status.FAILED, reason=_engine_error(shared, ep, exc)), Failure.ENGINE
     finally:
         calls.close()
         shared.view.finished(ep.worker)
         tools.close()
-    if final.action in ("failed", "stopped") and tools.staged and record.commit is None:
+    if final.action in (Status.FAILED, Status.STOPPED) and tools.staged and record.commit is None:
         final, bug = await _keep_staged(shared, record, tools, final)
         failure = Failure.ENGINE if bug else failure
     record.status, record.note, stop = final.action, final.reason, stop or final.stop
-    record.failure = failure.value if final.action == "failed" else ""
+    record.failure = failure.value if final.action == Status.FAILED else ""
     await _keep_transcript(shared, record, messages)
     lossless = conversation.of_episode(calls, ep, record, record.model)
     await shared.git(conversation.keep, shared.memory, lossless, calls.secrets)
@@ -136,7 +137,7 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
             head = _header(shared, tools, step)
             messages.append({"role": "user", "content": render("step.md.j2", header=head, note=note)})
         if (reached := shared.check_caps()) is not None:  # the run's stop: no more calls
-            return Final("stopped", reason=reached.detail, stop=reached)
+            return Final(Status.STOPPED, reason=reached.detail, stop=reached)
         model = shared.model_of(ep)
         force = nudges > 0 and model.may_force_tools()
         reply = await _call(shared, ep, record, messages, step, "required" if force else None)
@@ -147,14 +148,14 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
         elif not reply.tool_calls:
             nudges += 1
             if nudges > MAX_NUDGES:
-                return Final("failed", reason=f"{nudges} replies without a tool call")
+                return Final(Status.FAILED, reason=f"{nudges} replies without a tool call")
             note = render("nudge.md.j2", empty=not reply.content.strip(), left=MAX_NUDGES - nudges + 1,
                           protocol=model.protocol)
         else:
             final = await _run_calls(shared, ep, record, tools, messages, reply)
             if final is not None:
                 return final
-    return Final("failed", reason=f"step limit ({cfg.max_steps}) reached without a final action")
+    return Final(Status.FAILED, reason=f"step limit ({cfg.max_steps}) reached without a final action")
 
 
 def _header(shared: Shared, tools: Toolbox, step: int) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from gitswarm.core.status import Status
 from gitswarm.core.stops import Stop, StopReason
 
 FATAL_KINDS = frozenset({"auth", "permission", "not_found", "bad_request", "quota"})
@@ -55,8 +56,8 @@ class Breakers:
 
     def add(self, status: str, failure: str, note: str) -> None:
         """Take a finished episode into the streaks."""
-        provider = status == "failed" and failure == Failure.PROVIDER
-        engine = status == "failed" and failure == Failure.ENGINE
+        provider = status == Status.FAILED and failure == Failure.PROVIDER
+        engine = status == Status.FAILED and failure == Failure.ENGINE
         self.provider_in_row = self.provider_in_row + 1 if provider else 0
         self.engine_in_row = self.engine_in_row + 1 if engine else 0
         if provider:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from gitswarm.core.status import Status
 from gitswarm.core.stops import Stop
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.index import VERDICTS, MemoryIndex
@@ -33,7 +34,7 @@ class Final:
     `abstain`, `failed` (the step limit, the wall clock, replies without tool calls) or
     `stopped` (cut short, or a cap reached: then `stop`, the run's stop it calls for)."""
 
-    action: str
+    action: Status
     contribution: Contribution | None = None
     reason: str = ""
     stop: Stop | None = None
@@ -82,7 +83,7 @@ class FinalActions:
         if reviewed:
             files.update(self._stamped(*reviewed, str(verdict)))
         of, said = (reviewed[0], str(verdict)) if reviewed else ("", "")  # a review's: what it reviews, its verdict
-        return Final("contribute", replace(self._contribution(kind, title, summary, files, cited, self_assessment,
+        return Final(Status.CONTRIBUTE, replace(self._contribution(kind, title, summary, files, cited, self_assessment,
                                                               reviews=of, verdict=said),
                                            deleted=tuple(sorted(self.deleted))))
 
@@ -145,11 +146,11 @@ class FinalActions:
         commit, path = found
         text = f"---\ncandidate: {commit}\npath: {path}\n---\n\n{rationale.strip()}\n"
         files = {f"nominations/{self.ep.episode}.md": text}
-        return Final("nominate", self._contribution("nomination", f"nominate {path}", rationale, files,
+        return Final(Status.NOMINATE, self._contribution("nomination", f"nominate {path}", rationale, files,
                                                     [commit], "", candidate=commit))
 
     async def tool_abstain(self, reason: str) -> Final:
-        return Final("abstain", reason=reason.strip()[:500])
+        return Final(Status.ABSTAIN, reason=reason.strip()[:500])
 
     def _contribution(self, kind: str, title: str, summary: str, files: dict[str, str], cited: list[str],
                       assessment: str, candidate: str = "", reviews: str = "", verdict: str = "") -> Contribution:

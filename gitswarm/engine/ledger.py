@@ -19,12 +19,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field, fields
 
+from gitswarm.core.status import CHARGED, Status
 from gitswarm.engine.failures import Failure
 from gitswarm.memory.repo import Memory
 from gitswarm.usage import Usage
 
 BOOK = "ledger"
-CHARGED = ("contribute", "nominate")
 USAGE_PARTS = ("tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls", "failed_calls",
                "estimated_tokens")
 """Input tokens and the cached parts of them, output tokens and the reasoning part, calls and
@@ -38,9 +38,8 @@ class EpisodeRecord:
     episode: str
     worker: str
     problem: str
-    status: str = "running"
-    """running, contribute, nominate, abstain, failed, or stopped (cut short by the run's
-    end: a cap, or a crash it was not restarted after; it says nothing about the problem)."""
+    status: Status | str = Status.RUNNING
+    """A `core.status.Status` (a word a newer gitswarm wrote is kept as it is)."""
     commit: str | None = None
     tokens_in: int = 0
     """Input tokens of every call, cached ones included."""
@@ -95,7 +94,10 @@ class EpisodeRecord:
     @classmethod
     def from_dict(cls, data: dict) -> EpisodeRecord:
         """A record as the ledger stored it; fields a record written before them lacks are 0."""
-        return cls(**{k: v for k, v in data.items() if k in _RECORD_FIELDS})
+        kept = {k: v for k, v in data.items() if k in _RECORD_FIELDS}
+        if "status" in kept:
+            kept["status"] = Status.read(kept["status"])
+        return cls(**kept)
 
 
 @dataclass
@@ -170,7 +172,7 @@ def _figures(record: EpisodeRecord) -> tuple:
     """What one record adds to the totals, in `_FIGURES` order."""
     return (int(record.episode != "merger"), int(record.status in CHARGED), record.tokens_in,
             record.tokens_out, record.cost_usd, int(not record.cost_known),
-            *(int(record.status == "failed" and record.failure == kind) for kind in Failure),
+            *(int(record.status == Status.FAILED and record.failure == kind) for kind in Failure),
             *(getattr(record, name) for name in _SUMMED))
 
 
@@ -311,5 +313,5 @@ class Ledger:
 
     def running(self) -> list[EpisodeRecord]:
         """Episodes a crash cut off: started, never finished."""
-        return sorted((r for r in self.episodes.values() if r.status == "running"),
+        return sorted((r for r in self.episodes.values() if r.status == Status.RUNNING),
                       key=lambda r: r.episode)

@@ -14,6 +14,7 @@ import anyio
 
 from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
+from gitswarm.core.status import Status
 from gitswarm.core.stops import Stop
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.kernel import Run, RunResult
@@ -66,12 +67,12 @@ class LocalSource:
             done = await git(memory.op_commit, f"{record.episode}-final")
             if done is not None:
                 info = await git(memory.commit, done)
-                record.status = "nominate" if info.kind == "nomination" else "contribute"
+                record.status = Status.NOMINATE if info.kind == "nomination" else Status.CONTRIBUTE
                 record.commit, record.ended = done, time.time()
                 record.note = "finished before a crash; recorded on resume"
                 await self.ledger.write(git, memory, record)
             elif not await restart(record):
-                record.status, record.note = "stopped", "cut off by a crash, not restarted"
+                record.status, record.note = Status.STOPPED, "cut off by a crash, not restarted"
                 record.ended = time.time()
                 await self.ledger.write(git, memory, record)
         self.merger.kick()

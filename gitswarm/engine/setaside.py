@@ -11,11 +11,11 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from gitswarm.core.status import CHARGED, UNCHARGED
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.failures import Failure
-from gitswarm.engine.ledger import CHARGED, EpisodeRecord
+from gitswarm.engine.ledger import EpisodeRecord
 
-UNCHARGED = ("abstain", "failed")
 """Outcomes that make no progress. A `stopped` episode (cut short by a cap or a crash) says
 nothing about its problem and leaves its streak as it was; nor does an episode failed by the
 provider or by an engine error (`engine.failures`): the model's own failures count."""

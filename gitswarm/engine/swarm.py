@@ -19,6 +19,7 @@ import anyio
 from gitswarm.core.control import Control
 from gitswarm.core.event_types import ENDED, EpisodeStarted, SetAside
 from gitswarm.core.events import RUN_LOG
+from gitswarm.core.status import Status
 from gitswarm.core.stops import Stop
 from gitswarm.engine import reviewing, selection, stoprule, tasks
 from gitswarm.engine.config import SolveConfig
@@ -204,7 +205,7 @@ class Scheduler:
         """`open_problems`, counting as nominations in the making the episodes in
         flight or being claimed and the nominations not yet merged."""
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
-        busy += [p for p, _, status in self._unmerged().values() if status == "nominate"]
+        busy += [p for p, _, status in self._unmerged().values() if status == Status.NOMINATE]
         return open_problems(self.shared.index, self.problems, self.shared.view.settled,
                                      self.streaks.set_aside, busy, self.config)
 

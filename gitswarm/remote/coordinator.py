@@ -22,6 +22,7 @@ from gitswarm.core.event_types import ENDED, SetAside
 from gitswarm.core.events import Event
 from gitswarm.core.remote_events import GivenUp, PublishRefused, Refused, RemoteUnreachable, StopPublished, TakenOver
 from gitswarm.core.rule import Rule
+from gitswarm.core.status import CHARGED, Status
 from gitswarm.core.stops import Stop
 from gitswarm.engine import selection, stoprule
 from gitswarm.engine.episode import Shared
@@ -171,7 +172,7 @@ class Coordinator:
         """One closed episode into the ledger, its commit adopted if it passes the checks."""
         shared, memory = self.shared, self.shared.memory
         record, item = await shared.git(intake.closed, memory, claim)
-        made = record.status in ("contribute", "nominate")
+        made = record.status in CHARGED
         unseen = record.note == intake.NO_RECORD or (item.commit is None and made)
         if unseen and time.monotonic() - self.landing.setdefault(claim.episode, time.monotonic()) < LANDING_S:
             return  # its push may still be landing: the next step fetches again
@@ -183,11 +184,11 @@ class Coordinator:
                     self.transcripts[item.commit] = text
                 record.commit = item.commit
             except intake.Refused as exc:
-                record.status, record.commit = "failed", None
+                record.status, record.commit = Status.FAILED, None
                 record.note = f"refused by the coordinator: {exc.reason}"
                 self.told.append(Refused(episode=claim.episode, worker=claim.worker, reason=exc.reason))
         elif made:
-            record.status, record.note = "failed", "refused by the coordinator: no commit was pushed"
+            record.status, record.note = Status.FAILED, "refused by the coordinator: no commit was pushed"
         self.spending.took(record)
         self.ledger.changed(record)
         if self.streaks.add(record):

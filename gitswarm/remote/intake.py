@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import pygit2
 
+from gitswarm.core.status import Status
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.memory import books, commitmeta, write
 from gitswarm.memory.commitmeta import Verdict
@@ -191,14 +192,14 @@ def record(memory, claim: Claim) -> EpisodeRecord:
     book = layout.worker_ref(claim.worker, books.ref_name("ledger")).removeprefix("refs/gitswarm/")
     data = books.get(memory.repo, book, f"episodes/{claim.episode[:4]}/{claim.episode}.json")
     if not isinstance(data, dict) or data.get("episode") != claim.episode:
-        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed", process=claim.worker,
+        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status=Status.FAILED, process=claim.worker,
                              note=NO_RECORD)
     found = EpisodeRecord.from_dict(data)
     found.process = claim.worker
     if not owns(claim.worker, found.worker) or found.problem != claim.problem:
-        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status="failed", process=claim.worker,
+        return EpisodeRecord(claim.episode, claim.worker, claim.problem, status=Status.FAILED, process=claim.worker,
                              note="refused by the coordinator: its ledger record does not match its claim")
-    if found.status == "running":
-        found.status, found.note = "stopped", "closed without a final record"
+    if found.status == Status.RUNNING:
+        found.status, found.note = Status.STOPPED, "closed without a final record"
     found.commit = None
     return found

@@ -173,7 +173,7 @@ def _share(part: int, whole: int) -> float | None:
 
 
 def _problem(graph: Graph, problem: ProblemState, records) -> ProblemReport:
-    from gitswarm.engine.ledger import CHARGED
+    from gitswarm.core.status import CHARGED
 
     candidate = problem.selected.candidate if problem.selected else None
     standing = problem.standing
