@@ -8,9 +8,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+from gitswarm.core.status import CHARGED
 from gitswarm.memory.commitmeta import git_key
-
-CHARGED = ("contribute", "nominate")
 
 
 def git(run: Path, *args: str, check: bool = True) -> str:
