@@ -23,7 +23,7 @@ from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.failures import FATAL_KINDS, Failure, of_model_error
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import EpisodeRecord
-from gitswarm.engine.shared import Shared
+from gitswarm.engine.shared import Caller, Shared, replied
 from gitswarm.engine.stopping import Cut
 from gitswarm.engine.tools import Final, Toolbox, ToolError, role_of, tool_schemas
 from gitswarm.errors import Refusal
@@ -31,7 +31,6 @@ from gitswarm.memory.model import Contribution
 from gitswarm.models.calls import CallLog
 from gitswarm.models.errors import ModelError
 from gitswarm.resources import render
-from gitswarm.usage import Usage
 
 if TYPE_CHECKING:
     from gitswarm.models.errors import Retry
@@ -197,28 +196,6 @@ async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages
     shared.ledger.charge(record, reply.usage)
     replied(shared, reply.usage, began, who, finish=reply.finish_reason)
     return reply
-
-
-@dataclass(frozen=True)
-class Caller:
-    """Whose model call it was: an episode's step, or the merger's (no episode)."""
-
-    worker: str
-    model: str
-    episode: str | None = None
-    problem: str | None = None
-    step: int | None = None
-
-
-def replied(shared: Shared, usage: Usage, began: float, who: Caller, finish: str | None = None,
-            error: str | None = None) -> None:
-    """`reply`: a model call (every attempt of it) ended, what it spent and how long it took
-    since `began` (`time.monotonic()`), whose call it was and how it ended."""
-    shared.events.emit(ev.Reply(model=who.model, worker=who.worker, episode=who.episode, problem=who.problem,
-                                step=who.step, finish=finish, error=error, tokens_in=usage.tokens_in,
-                                tokens_out=usage.tokens_out, cache_read=usage.cache_read,
-                                cache_write=usage.cache_write, calls=usage.calls,
-                                seconds=round(time.monotonic() - began, 3)))
 
 
 def _engine_error(shared: Shared, ep: EpisodeInfo, exc: Exception) -> str:

@@ -15,9 +15,8 @@ import anyio
 
 from gitswarm.core.event_types import ConflictResolved, Merged, MergerFailed, Settled, Summarised
 from gitswarm.engine import digest, selection
-from gitswarm.engine.episode import Caller, replied
 from gitswarm.engine.ledger import EpisodeRecord, Ledger
-from gitswarm.engine.shared import Model, Shared
+from gitswarm.engine.shared import Caller, Model, Shared, replied
 from gitswarm.memory import commitmeta
 from gitswarm.memory.compose import Composed, Conflict, Resolution
 from gitswarm.resources import render

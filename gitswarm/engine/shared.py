@@ -1,13 +1,16 @@
-"""What every episode of a run shares (`Shared`), and what the engine needs of a model (`Model`)."""
+"""What every episode of a run shares (`Shared`), what the engine needs of a model (`Model`),
+and how a model call is reported once it ended (`replied`, with whose call it was: `Caller`)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
+from gitswarm.core import event_types as ev
 from gitswarm.core.stops import Stop
 from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.events import EventLog
@@ -16,6 +19,7 @@ from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.references import References
 from gitswarm.memory.repo import Memory
+from gitswarm.usage import Usage
 
 if TYPE_CHECKING:
     from gitswarm.models.errors import Retry
@@ -59,3 +63,25 @@ class Shared:
     def model_of(self, ep: EpisodeInfo) -> Model:
         """The model episode `ep` calls: the reviewer's for an assigned review."""
         return self.reviewer if ep.review is not None and self.reviewer is not None else self.model
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Whose model call it was: an episode's step, or the merger's (no episode)."""
+
+    worker: str
+    model: str
+    episode: str | None = None
+    problem: str | None = None
+    step: int | None = None
+
+
+def replied(shared: Shared, usage: Usage, began: float, who: Caller, finish: str | None = None,
+            error: str | None = None) -> None:
+    """`reply`: a model call (every attempt of it) ended, what it spent and how long it took
+    since `began` (`time.monotonic()`), whose call it was and how it ended."""
+    shared.events.emit(ev.Reply(model=who.model, worker=who.worker, episode=who.episode, problem=who.problem,
+                                step=who.step, finish=finish, error=error, tokens_in=usage.tokens_in,
+                                tokens_out=usage.tokens_out, cache_read=usage.cache_read,
+                                cache_write=usage.cache_write, calls=usage.calls,
+                                seconds=round(time.monotonic() - began, 3)))
