@@ -281,6 +281,17 @@ async def test_best_of_n_attempts_never_see_each_other_and_reviews_select(tmp_pa
     assert not re.search(r"^nominat", git(run, "log", "main", "--format=%s"), re.M)  # best-of-n nominates nothing
 
 
+def test_every_role_s_system_prompt_starts_with_its_text(problem_dir: Path, tmp_path: Path):
+    from gitswarm.engine.context import system_prompt
+
+    for reviews in ("open", "blind"):
+        cfg = SolveConfig(problems=problem_dir, run=tmp_path / "r", model="m", reviews=reviews)
+        for kind in ("proof", "program"):
+            for review in (None, Assignment("attempts/a.md", "c" * 40, cfg.blind)):
+                text = system_prompt(cfg, kind, review)
+                assert text.startswith("You are "), (reviews, kind, review, text[:40])
+
+
 def test_settings_that_ask_for_reviews_where_none_are_written_are_refused(problem_dir: Path, tmp_path: Path):
     base = {"problems": problem_dir, "run": tmp_path / "r", "model": "m"}
     with pytest.raises(ValidationError, match="best-of-n selects by reviews"):

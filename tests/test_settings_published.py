@@ -211,7 +211,7 @@ async def test_a_remote_run_with_independent_isolation_runs_independent_episodes
             seen = set(MARK.findall(str(request["messages"])))
             assert len(seen) <= 1, seen  # at most the episode's own attempt, never another's
     first = [r for r in server.requests if r.get("tools") and len(r["messages"]) == 2]
-    assert len(first) == 6 and all("works independently" in r["messages"][1]["content"] for r in first)
+    assert len(first) == 6 and all("made independently" in r["messages"][1]["content"] for r in first)
     tree = git(mirror, "ls-tree", "-r", "--name-only", "main", "problems/sum")
     assert "/reviews/" not in tree and "/nominations/" not in tree
     solution = git(mirror, "show", "main:problems/sum/SOLUTION.md")
