@@ -103,6 +103,11 @@ class RunView:
         self.running.pop(worker, None)
         self.announcements.pop(worker, None)
 
+    def busy_on(self, problem: str, worker: str) -> str:
+        """What the other episodes in flight on `problem` announced, as one text (a candidate
+        named in it is being worked on)."""
+        return " ".join(a for w, a in self.announcements.items() if w != worker and a.startswith(f"{problem}: "))
+
     def others_on(self, problem: str, worker: str) -> list[dict]:
         """The other episodes in flight on `problem`: worker, episode, step, announcement."""
         return [{"worker": w, "episode": e, "step": step,
@@ -190,14 +195,7 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
     rule = Rule.of(cfg)
     settled = ep.problem_id in view.settled
     busy = view.others_on(ep.problem_id, ep.worker)
-    if ep.review is not None:  # an assigned review: its one task
-        task: tasks.Task | None = tasks.Task(tasks.REVIEW, 3, ep.review.path, ep.review.commit)
-    else:
-        task = None if ep.isolated or settled else tasks.next_task(
-            index, ep.problem_id, ep.worker, rule, _busy(view, ep), len(busy), reviews=not cfg.assigns_reviews)
-    if task is not None and cfg.assigns_reviews and task.action == tasks.ATTEMPT and tasks.next_task(
-            index, ep.problem_id, ep.worker, rule, _busy(view, ep), len(busy)).action in (tasks.REVIEW, tasks.VERIFY):
-        task = tasks.Task(tasks.ASSIGNED, 0)  # what the problem needs is a review, which is not this episode's
+    task = _task(view, index, ep, rule, settled, len(busy))
     open_ = len([p for p in view.problems if p not in view.settled and p not in view.verified])
     return render("state_header.md.j2", problem={"id": ep.problem_id, "kind": ep.kind},
                   settled=settled, episode=ep.episode, worker=ep.worker,
@@ -214,10 +212,21 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
                   assigned=ep.review is not None)
 
 
-def _busy(view: RunView, ep: EpisodeInfo) -> str:
-    """What the other episodes in flight on this problem announced, as one text."""
-    return " ".join(a for w, a in view.announcements.items()
-                    if w != ep.worker and a.startswith(f"{ep.problem_id}: "))
+def _task(view: RunView, index: MemoryIndex, ep: EpisodeInfo, rule: Rule, settled: bool,
+          in_flight: int) -> tasks.Task | None:
+    """The step the state block advises: an assigned review's one task; none for an isolated
+    episode or a settled problem; else `tasks.next_task`, without reviews where the run assigns
+    them, and `ASSIGNED` where the problem's next step is such a review (not this episode's)."""
+    if ep.review is not None:
+        return tasks.Task(tasks.REVIEW, 3, ep.review.path, ep.review.commit)
+    if ep.isolated or settled:
+        return None
+    busy, assigned = view.busy_on(ep.problem_id, ep.worker), view.config.assigns_reviews
+    task = tasks.next_task(index, ep.problem_id, ep.worker, rule, busy, in_flight, reviews=not assigned)
+    if assigned and task.action == tasks.ATTEMPT and tasks.next_task(
+            index, ep.problem_id, ep.worker, rule, busy, in_flight).action in (tasks.REVIEW, tasks.VERIFY):
+        return tasks.Task(tasks.ASSIGNED, 0)
+    return task
 
 
 def review_state(index: MemoryIndex, problem: str, commit: str) -> dict:

@@ -52,9 +52,9 @@ class FinalActions:
 
     @property
     def at(self) -> str:
-        """The commit of main the step's view shows: the contribution is made on it (the
-        Toolbox's, read-only)."""
-        raise NotImplementedError
+        """The commit of main the step's view shows, where the contribution is made (the start
+        commit for an episode that sees no one's work: an isolated one, a blind review)."""
+        return self.index.seen_tip or self.ep.start_commit
 
     @property
     def base(self) -> str:

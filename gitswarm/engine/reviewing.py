@@ -34,8 +34,7 @@ def assignment(index: MemoryIndex, view: RunView, problem: str, worker: str) -> 
     cfg = view.config
     if not cfg.assigns_reviews:
         return None
-    busy = " ".join(a for w, a in view.announcements.items() if w != worker and a.startswith(f"{problem}: "))
-    task = tasks.next_task(index, problem, worker, Rule.of(cfg), busy)
+    task = tasks.next_task(index, problem, worker, Rule.of(cfg), view.busy_on(problem, worker))
     if task.action not in (tasks.REVIEW, tasks.VERIFY) or task.value <= 0:
         return None
     return Assignment(task.path, task.commit, cfg.blind)

@@ -69,11 +69,6 @@ class Toolbox(FinalActions):
         self.code = shell.Shell(self.memory, self.git, self.ep, self.sandbox, self.references, only)
         self.role = role_of(self.ep, self.view.config.assigns_reviews)
 
-    @property
-    def at(self) -> str:
-        """The commit of main this step's view shows (the start commit for an isolated episode)."""
-        return self.index.seen_tip or self.ep.start_commit
-
     def look(self, view: MemoryIndex) -> None:
         """Take the step's view of main (`MemoryIndex.pinned`); the first one marks what was there
         when the episode started."""
