@@ -42,9 +42,7 @@ def status(
     if as_json:
         typer.echo(json.dumps(state.as_dict(), indent=2))
         return
-    lines = table(state)
-    lines[3:3] = [f"  {rule_line(settings)}"]  # under the totals: how the run decides
-    for line in lines + worker_table(state.workers):
+    for line in table(state, rule_line(settings)) + worker_table(state.workers):
         typer.echo(line)
 
 
@@ -59,8 +57,9 @@ def worker_table(workers) -> list[str]:
     return [f"\n{line.format(*(h.upper() for h in HEADERS))}"] + [line.format(*w.cells()) for w in workers]
 
 
-def table(state) -> list[str]:
-    """The text form: the totals, the usage parts, then one line per problem."""
+def table(state, rule: str) -> list[str]:
+    """The text form: the totals, the usage parts, how the run decides (`rule`), then one line
+    per problem."""
     from gitswarm.cli.running import usd
     from gitswarm.report.render import failed_line, usage_line
 
@@ -69,7 +68,7 @@ def table(state) -> list[str]:
              + usd(t.known_cost_usd, t.cost_known)
              + (f", {t.pending_branches} branch(es) not yet merged" if t.pending_branches else ""),
              f"  {usage_line(t.parts())}",
-             f"  {failed_line(t.failed)}"]
+             f"  {failed_line(t.failed)}", f"  {rule}"]
     # Columns as wide as their longest value, so SELECTED lines up ("1.00 (10/10 tests)" is 18 wide).
     ids = max([28, *(len(p.id) for p in state.problems)])
     verified = max([12, *(len(p.verification) for p in state.problems)])
