@@ -142,8 +142,11 @@ def test_no_hidden_text_in_any_object_after_a_run(tmp_path: Path):
 
 def test_a_provider_failing_a_fifth_of_calls_with_every_fault_kind(tmp_path: Path):
     plan = FaultPlan(rate=0.2, kinds=tuple(FAULTS), seed=3, retry_after_s=0)
+    # no_progress 10: the faults, not the scheduling, are what is tested; under a loaded machine
+    # the scripted workers' abstentions while others' work waits to be merged reached 4 in a
+    # row on one problem once, and the no-progress rule (tested in test_bounds) set it aside.
     result, server = anyio.run(lambda: swarm(DEMO, tmp_path / "run", faults=plan, workers=4, budget=30,
-                                             limit_s=80))
+                                             no_progress=10, limit_s=80))
     assert len(server.injected) >= 6
     assert result.charged <= 30 and str(result.reason) in ("every problem is settled", "budget of 30 episodes spent")
     assert audit.duplicated(tmp_path / "run") == 0 and fsck_clean(tmp_path / "run")
