@@ -15,6 +15,7 @@ import pytest
 
 from gitswarm.engine.finals import KINDS
 from gitswarm.engine.index import VERDICTS
+from gitswarm.engine.toolargs import BadArguments, check
 from gitswarm.engine.toolmodels import ROLES, Contribute, Verdict
 from gitswarm.engine.tools import HANDLERS
 from gitswarm.engine.toolspecs import CODE_TOOLS, descriptions, tool_schemas
@@ -66,3 +67,21 @@ def test_a_schema_is_the_plain_function_calling_subset() -> None:
             parameters = tool["function"]["parameters"]
             assert parameters["additionalProperties"] is False and "title" not in parameters
             assert all("title" not in spec for spec in parameters["properties"].values())
+
+
+def test_each_role_checks_contribute_by_its_own_model() -> None:
+    review = {"kind": "review", "title": "t", "summary": "s", "reviews": "attempts/a.md", "informed_by": ["abc1234"]}
+    with pytest.raises(BadArguments) as free:
+        check("contribute", ROLES["free"]["contribute"], review)
+    assert free.value.problems == ["`kind` must be one of note, lemma, attempt, code, summary; you sent 'review'"]
+    assert free.value.notes == ["ignored `reviews`: contribute has no such argument"]
+    with pytest.raises(BadArguments) as assigned:
+        check("contribute", ROLES["review"]["contribute"], {**review, "reviews": None})
+    assert assigned.value.problems == ["contribute needs `reviews`, `verdict`"]
+    blind = check("contribute", ROLES["blind"]["contribute"], {**review, "verdict": "pass"})
+    assert (blind.arguments.informed_by, blind.arguments.verdict) == ((), "pass")
+    assert blind.notes == ["ignored `informed_by`: contribute has no such argument"]
+    worker = check("contribute", ROLES["worker"]["contribute"], {**review, "kind": "note", "verdict": "pass"})
+    assert (worker.arguments.reviews, worker.arguments.verdict, worker.arguments.informed_by) == (None, None,
+                                                                                                  ["abc1234"])
+    assert worker.notes == ["ignored `reviews` (only for kind review)", "ignored `verdict` (only for kind review)"]
