@@ -122,7 +122,7 @@ def _flag(field: str, flags: dict[str, str]) -> str:
 
 
 def _default(model: type[BaseModel], field: str) -> str:
-    from gitswarm.engine.settings import BUDGET_PER_PROBLEM
+    from gitswarm.engine.config import BUDGET_PER_PROBLEM
 
     info = model.model_fields[field]
     if field == "budget" and model.__name__ == "SolveConfig":

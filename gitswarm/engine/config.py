@@ -4,12 +4,15 @@ into these models (gitswarm.engine.settings)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, ValidationInfo, model_validator
 
 from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
 from gitswarm.models.config import ReasoningEffort, ToolProtocol
+
+if TYPE_CHECKING:
+    from gitswarm.problems.model import ProblemSet
 
 Isolation = Literal["shared", "independent", "best-of-n"]
 """What an episode sees of the memory, and how a problem is decided (`SolveConfig.isolation`)."""
@@ -19,6 +22,10 @@ Reviews = Literal["open", "assigned", "blind"]
 ACROSS_PROCESSES = "slots across processes"
 """Validation context key: the settings are one process's of a run on a remote, whose rule that
 K reviews need K + 1 workers holds across every process, not in this one alone."""
+BUDGET_PER_PROBLEM = 8
+"""The budget's default: this many charged episodes per problem of the set. A `SolveConfig` built
+for a set (`SolveConfig.for_set`, which `settings.merge` uses) gets this many times its problems;
+one built without a set (a check of settings, a test of one part) gets one problem's worth."""
 EPISODES_PER_CHARGE = 3
 """The episode cap's default: this many episodes, of any outcome, per budgeted one."""
 _COUNT = TypeAdapter(int)
@@ -69,7 +76,7 @@ class SolveConfig(BaseModel):
     """USD per million output tokens of the reviewer model (see reviewer_price_in_per_mtok)."""
     workers: int = Field(4, ge=1, le=1024, json_schema_extra=_PROCESS)
     """Concurrency C: episodes in flight at once."""
-    budget: int = Field(40, ge=1, json_schema_extra=_RUN)
+    budget: int = Field(BUDGET_PER_PROBLEM, ge=1, json_schema_extra=_RUN)
     """Budget B: charged episodes (contributions and nominations; abstaining is free)."""
     max_episodes: int | None = Field(None, ge=1, json_schema_extra=_RUN)
     """Episodes of any outcome (charged, abstained, failed) at most, over the run and its
@@ -165,6 +172,13 @@ class SolveConfig(BaseModel):
     """USD per million input tokens read from the provider's cache (default: the input price)."""
     price_cache_write_per_mtok: float | None = Field(None, ge=0, json_schema_extra=_MODEL)
     """USD per million input tokens written to the provider's cache (default: the input price)."""
+
+    @classmethod
+    def for_set(cls, problem_set: ProblemSet, run: Path, **values: Any) -> SolveConfig:
+        """The settings of a run of `problem_set` in `run`: `values`, with the budget's default
+        (`BUDGET_PER_PROBLEM` per problem of the set) where they give none."""
+        budget = BUDGET_PER_PROBLEM * max(1, len(problem_set.problems))
+        return cls(problems=problem_set.path, run=run, **{"budget": budget} | values)
 
     @model_validator(mode="before")
     @classmethod
