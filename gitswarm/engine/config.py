@@ -3,13 +3,14 @@ into these models (gitswarm.engine.settings)."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, ValidationInfo, model_validator
 
 from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
-from gitswarm.models.config import ReasoningEffort, ToolProtocol
+from gitswarm.models.config import ModelConfig, ReasoningEffort, ToolProtocol
 
 if TYPE_CHECKING:
     from gitswarm.problems.model import ProblemSet
@@ -39,6 +40,8 @@ Part = Literal["run", "model", "process"]
   its own, never published;
 - `process`: this process's own: its folders, its slots, its sandbox, its clock (on a remote the
   coordinator's time limit ends every worker through the stop it publishes)."""
+_CLIENT: dict[str, Any] = {f.name: f.default for f in fields(ModelConfig)}
+"""The model client's defaults, which are the defaults of the settings it shares with a run's."""
 _RUN: dict = {"part": "run"}
 _MODEL: dict = {"part": "model"}
 _PROCESS: dict = {"part": "process"}
@@ -109,12 +112,12 @@ class SolveConfig(BaseModel):
     """The workers' reasoning mode: low, medium or high; None: the model's default."""
     merger_reasoning_effort: ReasoningEffort | None = Field(None, json_schema_extra=_MODEL)
     """The merger's reasoning mode; None: the merger model's default."""
-    tool_protocol: ToolProtocol = Field("auto", json_schema_extra=_MODEL)
+    tool_protocol: ToolProtocol = Field(_CLIENT["tool_protocol"], json_schema_extra=_MODEL)
     """How tools are offered: native function calling, a text protocol, or auto (text for a
     model without function calling)."""
-    idle_timeout_s: float = Field(300.0, gt=0, json_schema_extra=_MODEL)
+    idle_timeout_s: float = Field(_CLIENT["idle_timeout_s"], gt=0, json_schema_extra=_MODEL)
     """A streamed reply that sends nothing for this long is cut and counts as a timeout."""
-    reply_timeout_s: float = Field(1800.0, gt=0, json_schema_extra=_MODEL)
+    reply_timeout_s: float = Field(_CLIENT["reply_timeout_s"], gt=0, json_schema_extra=_MODEL)
     """The longest one reply may take in all."""
     max_concurrent_calls: int | None = Field(None, ge=1, json_schema_extra=_MODEL)
     """Model calls in flight at once, the workers' and the merger's together; None: no bound.
