@@ -19,13 +19,6 @@ from gitswarm.cli.doctor_report import key_variables, plain, redact, run_setting
 from gitswarm.cli.fieldopts import field_values, option
 from gitswarm.usage import Usage
 
-MODEL_KEYS = ("model", "api_base", "api_key", "max_output_tokens", "reasoning_effort", "tool_protocol",
-              "idle_timeout_s", "reply_timeout_s", "price_in_per_mtok", "price_out_per_mtok",
-              "price_cached_in_per_mtok", "price_cache_write_per_mtok")
-"""The settings of `solve` its ModelConfig is made of: the ones doctor takes."""
-REVIEWER_KEYS = ("reviewer_model", "reviewer_api_base", "reviewer_reasoning_effort", "reviewer_price_in_per_mtok",
-                 "reviewer_price_out_per_mtok")
-"""The reviewer model's own settings (`solve --reviewer-model`), checked as a second model."""
 Opt = typer.Option
 
 
@@ -119,21 +112,22 @@ def _calls(config) -> Calls:
 
 def model_configs(given: Mapping[str, object]):
     """The ModelConfigs `solve` would build for the workers and (None when the run names none)
-    the reviewer: the config file's [solve] model settings under the flags and environment
-    (None: unset), checked by SolveConfig's rules."""
+    the reviewer: the config file's [solve] model settings (its model part) under the flags and
+    environment (None: unset), checked by SolveConfig's rules. The workers' is unbounded in calls
+    at once (`max_concurrent_calls`): doctor's two calls at once ask the server, not the bound."""
+    from dataclasses import replace
+
     from gitswarm.cli.running import model_config
-    from gitswarm.engine.config import SolveConfig
+    from gitswarm.engine.config import PARTS, SolveConfig
     from gitswarm.engine.settings import config_file, file_settings
-    from gitswarm.models import ModelConfig
     from gitswarm.models.credentials import NO_MODEL
 
-    keys = (*MODEL_KEYS, *REVIEWER_KEYS)
-    settings = {k: v for k, v in file_settings(config_file()).items() if k in keys}
+    settings = {k: v for k, v in file_settings(config_file()).items() if k in PARTS["model"]}
     settings |= {k: v for k, v in given.items() if v is not None}
     cfg = SolveConfig(problems=Path("."), run=Path("."), **{"model": "", **settings})
     if not cfg.model.strip():
         raise fail(NO_MODEL)
-    workers = ModelConfig(**{k: getattr(cfg, k) for k in MODEL_KEYS})
+    workers = replace(model_config(cfg, cfg.model), max_concurrent_calls=None)
     return workers, model_config(cfg, cfg.reviewer, reviewer=True) if cfg.reviewer_model else None
 
 
