@@ -34,12 +34,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-import pygit2
-from pygit2.enums import FileMode
-
 from gitswarm.memory import commitmeta, refnames
 from gitswarm.memory.model import check_name
-from gitswarm.memory.write import COMMITTER
 from gitswarm.remote import highwater, layout
 from gitswarm.remote.claimcommit import FILE, Claim, ClaimGivenUp, ClaimHeld, ClaimLost, ClaimPruned, Spent, load, when
 from gitswarm.remote.errors import MissingRef, PushRejected, RemoteError, StaleLease
@@ -252,18 +248,13 @@ class Claims:
     def _write(self, claim: Claim, before: Claim | None, verb: str) -> tuple[Claim, Update]:
         """Write the claim commit for `claim` on top of `before`'s; return it and its push."""
         claim = replace(claim, nonce=secrets.token_hex(8), id="")
-        repo = self.remote.repo()
-        blob = repo.create_blob(json.dumps(claim.record(), sort_keys=True, indent=1).encode())
-        builder = repo.TreeBuilder()
-        builder.insert(FILE, blob, FileMode.BLOB)
-        stamp = int(self.clock())
-        author = pygit2.Signature(self.worker, f"{self.worker}@gitswarm.local", stamp, 0)
-        committer = pygit2.Signature(*COMMITTER, stamp, 0)
+        data = json.dumps(claim.record(), sort_keys=True, indent=1).encode()
         until = "done" if claim.done else f"until {when(claim.expires)}"
         note = commitmeta.ClaimNote(episode=claim.episode, worker=claim.worker, problem=claim.problem, claim=claim.op)
         message = commitmeta.encode(note, f"{verb}: {claim.episode} by {claim.worker} ({claim.op}, {until})")
-        parents = [pygit2.Oid(hex=before.id)] if before is not None else []
-        commit = str(repo.create_commit(None, author, committer, message, builder.write(), parents))
+        commit = self.remote.gitdir().commit({FILE: data}, message, [before.id] if before is not None else [],
+                                             author=(self.worker, f"{self.worker}@gitswarm.local"),
+                                             when=int(self.clock()))
         ref = layout.claim_ref(claim.episode)
         return replace(claim, id=commit), Update(ref, commit, before.id if before is not None else None)
 

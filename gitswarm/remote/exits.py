@@ -23,7 +23,6 @@ import pygit2
 
 from gitswarm.core.stops import Stop
 from gitswarm.memory import objects, refnames, trees
-from gitswarm.memory.write import committer
 from gitswarm.remote import layout
 from gitswarm.remote.errors import RemoteError
 from gitswarm.remote.transport import Remote, Update
@@ -49,14 +48,11 @@ def mark(remote: Remote, name: str, why: Stop | BaseException) -> str | None:
     """Push `name`'s mark with `why` (the worker's stop, or the error it ends on). Returns None
     when pushed, else what went wrong, for the worker to tell its user."""
     reason, detail = (why.reason.value, why.detail) if isinstance(why, Stop) else (type(why).__name__, str(why))
-    repo = remote.repo()
     data = json.dumps({"reason": reason, "detail": detail, "at": int(time.time())}).encode()
-    tree = trees.update(repo, None, trees.blobs(repo, {"exit.json": data}))
-    sig = committer()
-    commit = repo.create_commit(None, sig, sig, f"gitswarm: worker {name} left the run: {detail}\n", tree, [])
+    commit = remote.gitdir().commit({"exit.json": data}, f"gitswarm: worker {name} left the run: {detail}\n")
     ref = layout.worker_ref(name, EXITED)
     try:
-        remote.push([Update(ref, str(commit), remote.local(ref))])
+        remote.push([Update(ref, commit, remote.local(ref))])
     except RemoteError as exc:
         return str(exc)
     return None

@@ -62,12 +62,12 @@ def join(remote: Remote, name: str) -> dict:
     """Fetch what a worker needs to start (main, meta, its own refs) and return the settings.
     A worker restarted in a fresh folder under the same name goes on from its pushed book."""
     remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}", layout.workers_refspec(name)])
-    repo = remote.repo()
+    mirror = remote.gitdir()
     for local in ("refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS), CONVERSATIONS_REF):
-        pushed = repo.references.get(layout.worker_ref(name, local))
-        if pushed is not None and repo.references.get(local) is None:
-            repo.references.create(local, pushed.target)
-    return publish.read_settings(repo, remote.shown)
+        pushed = mirror.ref(layout.worker_ref(name, local))
+        if pushed is not None and mirror.ref(local) is None:
+            mirror.move(local, pushed, None)
+    return publish.read_settings(remote.repo(), remote.shown)
 
 
 def model_settings(cfg: SolveConfig) -> dict:

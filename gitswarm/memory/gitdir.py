@@ -1,0 +1,127 @@
+"""`GitDir`: a git repository the layers above write through, without pygit2.
+
+`Memory` is a run: its writes mean contributions, merges and books. Some repositories the
+remote and the experiment keep are not runs, or are written in other terms: a remote's local
+mirror (claim commits pushed from it, refs that follow what the remote accepted), a replay's
+run while it is being made, an experiment's index of runs. They write here: a commit of a
+tree (`commit`), a ref moved by compare-and-swap (`move`), or set to what a remote's own
+lease decided (`follow`), the one move that takes no old value. Ids are hex strings.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import RepositoryOpenFlag
+
+from gitswarm.memory import objects, refnames, trees
+from gitswarm.memory.errors import MemoryError_
+from gitswarm.memory.retry import retry
+from gitswarm.memory.write import COMMITTER
+
+Person = tuple[str, str]
+"""A commit's author or committer: (name, email)."""
+
+
+class RefMoved(MemoryError_):
+    """`GitDir.move` found the ref at another value than the one it was told (`now`)."""
+
+    def __init__(self, name: str, expected: str | None, now: str | None) -> None:
+        super().__init__(f"{name} is at {now or 'nothing'}, not {expected or 'nothing'}")
+        self.name, self.expected, self.now = name, expected, now
+
+
+class GitDir:
+    """One bare git repository, opened by path (no search upwards); holds one pygit2 handle."""
+
+    __slots__ = ("_repo", "path")
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._repo = pygit2.Repository(str(self.path), flags=RepositoryOpenFlag.NO_SEARCH)
+
+    @classmethod
+    def init(cls, path: Path | str, initial_head: str | None = None) -> GitDir:
+        """A new bare repository at `path` (HEAD on `initial_head`, a branch name, if given)."""
+        if initial_head is None:
+            pygit2.init_repository(str(path), bare=True)
+        else:
+            pygit2.init_repository(str(path), bare=True, initial_head=initial_head)
+        return cls(path)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def ref(self, name: str) -> str | None:
+        """The commit ref `name` points to, or None without it."""
+        found = self._repo.references.get(name)
+        return None if found is None else str(objects.target(found))
+
+    def refs(self, prefix: str) -> set[str]:
+        """The full names of the refs under the folder `prefix` (`refs/.../`)."""
+        return refnames.under(self._repo, prefix)
+
+    def __contains__(self, oid: str) -> bool:
+        """Whether the repository holds the object `oid`."""
+        return oid in self._repo
+
+    def file(self, commit: str, path: str) -> bytes | None:
+        """The content of the file at `path` on `commit`, or None (absent, or a folder)."""
+        entry = trees.lookup(objects.commit(self._repo, commit).tree, path)
+        if entry is None:
+            return None
+        found = self._repo[entry[0]]
+        return found.data if isinstance(found, pygit2.Blob) else None
+
+    def commit_time(self, commit: str) -> int:
+        """When `commit` was committed (seconds since the epoch)."""
+        return objects.commit(self._repo, commit).commit_time
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def commit(self, files: Mapping[str, bytes | None], message: str, parents: Sequence[str] = (), *,
+               base: str | None = None, author: Person | None = None, when: int | None = None) -> str:
+        """Write a commit and return its id; no ref moves. Its tree is `base`'s (a commit; by
+        default none: an empty tree) with each of `files` written (bytes) or removed (None);
+        its author is `author` (default: gitswarm, the committer), both dated `when` (default:
+        now) in UTC."""
+        tree = objects.commit(self._repo, base).tree if base is not None else None
+        written = trees.blobs(self._repo, {p: data for p, data in files.items() if data is not None})
+        changes: trees.Changes = {**written, **{p: None for p, data in files.items() if data is None}}
+        at = int(time.time()) if when is None else when
+        committer = pygit2.Signature(*COMMITTER, at, 0)
+        by = committer if author is None else pygit2.Signature(*author, at, 0)
+        ids = [pygit2.Oid(hex=p) for p in parents]
+        return str(self._repo.create_commit(None, by, committer, message, trees.update(self._repo, tree, changes), ids))
+
+    def move(self, name: str, new: str, old: str | None) -> None:
+        """Move ref `name` from `old` (None: it must not exist) to `new`, by compare-and-swap
+        under the ref's lock (a lock another writer holds is waited for); `RefMoved` when the
+        ref holds anything else."""
+        now = retry(lambda: self._swap(name, new, old))
+        if now != old:
+            raise RefMoved(name, old, now)
+
+    def _swap(self, name: str, new: str, old: str | None) -> str | None:
+        """Set `name` to `new` if it is at `old`; what it was at, either way."""
+        with self._repo.transaction() as txn:
+            txn.lock_ref(name)
+            now = self.ref(name)
+            if now == old:
+                txn.set_target(name, pygit2.Oid(hex=new), message=f"gitswarm: {name}")
+        return now
+
+    def follow(self, name: str, new: str | None) -> None:
+        """Set ref `name` to `new`, or delete it (None), whatever it held: for a mirror's ref
+        after the remote moved it by its own lease (the remote's value is the truth there)."""
+        def action() -> None:
+            with self._repo.transaction() as txn:
+                txn.lock_ref(name)
+                if new is not None:
+                    txn.set_target(name, pygit2.Oid(hex=new), message=f"gitswarm: follow {name}")
+                elif self._repo.references.get(name) is not None:
+                    txn.remove(name)
+        retry(action)
+

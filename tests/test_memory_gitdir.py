@@ -1,0 +1,81 @@
+"""memory.gitdir: the writes of the remote and the experiment, each a commit of a tree or a ref
+moved by compare-and-swap, and the same bytes as the pygit2 calls they replaced."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pygit2
+import pytest
+from conftest import git
+from pygit2.enums import FileMode
+
+from gitswarm.memory.gitdir import GitDir, RefMoved
+from gitswarm.memory.write import COMMITTER
+
+
+def test_a_commit_of_files_moves_no_ref_and_is_the_commit_pygit2_made(tmp_path: Path):
+    made = GitDir.init(tmp_path / "r.git", initial_head="main")
+    commit = made.commit({"claim.json": b'{"a": 1}'}, "claim: e00001\n", author=("box-w01", "box-w01@gitswarm.local"),
+                         when=1000)
+    assert made.refs("refs/") == set()
+    repo = pygit2.Repository(str(tmp_path / "r.git"))  # how claims.py wrote a claim commit before
+    builder = repo.TreeBuilder()
+    builder.insert("claim.json", repo.create_blob(b'{"a": 1}'), FileMode.BLOB)
+    before = repo.create_commit(None, pygit2.Signature("box-w01", "box-w01@gitswarm.local", 1000, 0),
+                                pygit2.Signature(*COMMITTER, 1000, 0), "claim: e00001\n", builder.write(), [])
+    assert commit == str(before)
+    assert made.file(commit, "claim.json") == b'{"a": 1}'
+    assert made.file(commit, "absent") is None
+    assert made.commit_time(commit) == 1000
+
+
+def test_a_commit_on_a_base_writes_and_removes_files(tmp_path: Path):
+    made = GitDir.init(tmp_path / "r.git")
+    base = made.commit({"problems/p/a.md": b"a", "problems/p/notes/n.md": b"n"}, "base\n")
+    child = made.commit({"problems/p/notes/n.md": None, "problems/p/b.md": b"b"}, "child\n", [base], base=base)
+    listed = git(tmp_path / "r.git", "ls-tree", "-r", "--name-only", child).split()
+    assert listed == ["problems/p/a.md", "problems/p/b.md"]
+    assert git(tmp_path / "r.git", "rev-parse", f"{child}^").strip() == base
+    assert child in made and "1" * 40 not in made
+
+
+def test_a_ref_moves_only_from_the_value_named(tmp_path: Path):
+    made = GitDir.init(tmp_path / "r.git")
+    one, two = made.commit({"a": b"1"}, "one\n"), made.commit({"a": b"2"}, "two\n")
+    made.move("refs/gitswarm/x", one, None)
+    with pytest.raises(RefMoved) as raised:
+        made.move("refs/gitswarm/x", two, None)  # a create of a ref that exists
+    assert raised.value.now == one
+    with pytest.raises(RefMoved):
+        made.move("refs/gitswarm/x", two, two)
+    made.move("refs/gitswarm/x", two, one)
+    assert made.ref("refs/gitswarm/x") == two
+    assert made.refs("refs/gitswarm/") == {"refs/gitswarm/x"}
+
+
+def test_a_held_lock_is_waited_for(tmp_path: Path):
+    made = GitDir.init(tmp_path / "r.git")
+    one = made.commit({"a": b"1"}, "one\n")
+    lock = tmp_path / "r.git" / "refs" / "gitswarm" / "x.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text("another writer\n")
+    release = threading.Timer(0.3, lock.unlink)
+    release.start()
+    try:
+        made.move("refs/gitswarm/x", one, None)
+    finally:
+        release.join()
+    assert made.ref("refs/gitswarm/x") == one
+
+
+def test_follow_sets_or_deletes_whatever_the_ref_held(tmp_path: Path):
+    made = GitDir.init(tmp_path / "r.git")
+    one, two = made.commit({"a": b"1"}, "one\n"), made.commit({"a": b"2"}, "two\n")
+    made.follow("refs/gitswarm/x", one)
+    made.follow("refs/gitswarm/x", two)
+    assert made.ref("refs/gitswarm/x") == two
+    made.follow("refs/gitswarm/x", None)
+    made.follow("refs/gitswarm/x", None)  # already gone: nothing to do
+    assert made.ref("refs/gitswarm/x") is None
