@@ -20,7 +20,6 @@ MEMORY = PACKAGE / "memory"
 STILL_IMPORTING: dict[str, str] = {
     # module (relative to gitswarm/): what it still reads through pygit2 itself
     "engine/index.py": "walks main's new commits and their trees to update the index",
-    "engine/conversation.py": "reads the conversations book's commits and blobs",
     "experiment/replay.py": "reads a candidate's start tree and the files its cited commits wrote",
     "experiment/replay_draws.py": "opens each draw's run to read its ledger",
     "readmodel/read.py": "annotations of the trees and commits a snapshot returns",
@@ -29,13 +28,7 @@ STILL_IMPORTING: dict[str, str] = {
     "remote/named.py": "reads a named ref's tree from the mirror",
     "remote/owner.py": "opens a worker's folder to read its run metadata",
     "remote/intake.py": "walks a pushed episode's commits in the mirror",
-    "remote/transport.py": "Remote.repo(): the mirror's pygit2 handle that the remote's readers take",
-    "remote/publish.py": "reads the settings and the stop from the meta and stop refs",
     "remote/prune.py": "reads the ledger's and main's commits to tell what may be pruned",
-    "remote/claimcommit.py": "reads a claim commit's claim.json",
-    "remote/exits.py": "reads each worker's exit mark",
-    "remote/follow.py": "reads the experiment's index of runs",
-    "remote/snapshot.py": "opens a clone to tell whether it is a run",
 }
 
 WRITES = frozenset({"create_commit", "create_blob", "create_blob_fromdisk", "create_blob_fromworkdir",

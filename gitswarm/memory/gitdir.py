@@ -1,4 +1,4 @@
-"""`GitDir`: a git repository the layers above write through, without pygit2.
+"""`GitReader` and `GitDir`: a git repository the layers above read and write without pygit2.
 
 `Memory` is a run: its writes mean contributions, merges and books. Some repositories the
 remote and the experiment keep are not runs, or are written in other terms: a remote's local
@@ -17,7 +17,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
-from gitswarm.memory import objects, refnames, trees
+from gitswarm.memory import books, objects, read, refnames, trees
 from gitswarm.memory.errors import MemoryError_
 from gitswarm.memory.retry import retry
 from gitswarm.memory.write import COMMITTER
@@ -34,25 +34,19 @@ class RefMoved(MemoryError_):
         self.name, self.expected, self.now = name, expected, now
 
 
-class GitDir:
-    """One bare git repository, opened by path (no search upwards); holds one pygit2 handle."""
+class GitReader:
+    """One git repository as its readers see it: refs, files of commits, books; no write.
+    A reader over a run's `Memory` (`Memory.reader`) or a snapshot (`Snapshot.read_with`)
+    shares its repository; one opened by path holds its own pygit2 handle."""
 
     __slots__ = ("_repo", "path")
 
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._repo = pygit2.Repository(str(self.path), flags=RepositoryOpenFlag.NO_SEARCH)
-
-    @classmethod
-    def init(cls, path: Path | str, initial_head: str | None = None) -> GitDir:
-        """A new bare repository at `path` (HEAD on `initial_head`, a branch name, if given)."""
-        if initial_head is None:
-            pygit2.init_repository(str(path), bare=True)
+    def __init__(self, source: Path | str | pygit2.Repository) -> None:
+        if isinstance(source, pygit2.Repository):
+            self._repo, self.path = source, Path(source.path)
         else:
-            pygit2.init_repository(str(path), bare=True, initial_head=initial_head)
-        return cls(path)
-
-    # -- reads ------------------------------------------------------------------------------
+            self.path = Path(source)
+            self._repo = pygit2.Repository(str(self.path), flags=RepositoryOpenFlag.NO_SEARCH)
 
     def ref(self, name: str) -> str | None:
         """The commit ref `name` points to, or None without it."""
@@ -78,6 +72,37 @@ class GitDir:
     def commit_time(self, commit: str) -> int:
         """When `commit` was committed (seconds since the epoch)."""
         return objects.commit(self._repo, commit).commit_time
+
+    def in_history(self, commit: str | None, tip: str | None) -> bool:
+        """`commit` is `tip` or one of its ancestors (False when either is None or unknown)."""
+        return read.in_history(self._repo, tip, commit)
+
+    def record(self, book: str, path: str) -> object | None:
+        """One record of the book `refs/gitswarm/<book>` (`memory.books`), or None."""
+        return books.get(self._repo, book, path)
+
+    def records(self, book: str, folder: str = "") -> dict[str, object]:
+        """Every record under `folder` of the book: path -> value."""
+        return books.all_records(self._repo, book, folder)
+
+
+class GitDir(GitReader):
+    """One bare git repository the layers above write: commits of trees, refs moved by
+    compare-and-swap. Opened by path (no search upwards)."""
+
+    __slots__ = ()
+
+    def __init__(self, path: Path | str) -> None:
+        super().__init__(Path(path))
+
+    @classmethod
+    def init(cls, path: Path | str, initial_head: str | None = None) -> GitDir:
+        """A new bare repository at `path` (HEAD on `initial_head`, a branch name, if given)."""
+        if initial_head is None:
+            pygit2.init_repository(str(path), bare=True)
+        else:
+            pygit2.init_repository(str(path), bare=True, initial_head=initial_head)
+        return cls(path)
 
     # -- writes -----------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from gitswarm.memory import commitmeta, refnames
+from gitswarm.memory import commitmeta
 from gitswarm.memory.model import check_name
 from gitswarm.remote import highwater, layout
 from gitswarm.remote.claimcommit import FILE, Claim, ClaimGivenUp, ClaimHeld, ClaimLost, ClaimPruned, Spent, load, when
@@ -69,19 +69,18 @@ class Claims:
             self.remote.fetch([f"+{ref}:{ref}"])
         except MissingRef:
             return None
-        return load(self.remote.repo(), self.remote.local(ref))
+        return load(self.remote.gitdir(), self.remote.local(ref))
 
     def all(self) -> dict[str, Claim]:
         """Every claim on the remote, by episode (one fetch). Each claim commit is read once
         and remembered: a long run has many claims, nearly all closed for good, and reading
         them all at every look cost more than the fetch (`scripts/bench_looks.py`)."""
         self.remote.fetch([layout.claims_refspec(), layout.high_water_refspec()], prune=True)
-        repo = self.remote.repo()
+        repo = self.remote.gitdir()
         found, loaded = {}, {}
-        for name in refnames.under(repo, layout.CLAIMS):  # not every ref: the mirror's grow per episode
-            ref = repo.references.get(name)
-            if ref is not None:
-                commit = str(ref.target)
+        for name in repo.refs(layout.CLAIMS):  # not every ref: the mirror's grow per episode
+            commit = repo.ref(name)
+            if commit is not None:
                 claim = self._loaded.get(commit) or load(repo, commit)
                 found[name.removeprefix(layout.CLAIMS)], loaded[commit] = claim, claim
         self._loaded = loaded
@@ -126,7 +125,7 @@ class Claims:
         takers of the same claim wins, the others get `ClaimHeld` with the winner. A holding
         read through another mirror is read again here first (its commit is the parent). A
         claim pruned meanwhile raises `ClaimPruned` (through `claim`: it is never made again)."""
-        if holder.id not in self.remote.repo():
+        if holder.id not in self.remote.gitdir():
             current = self.read(holder.episode)
             if current is None:
                 return self.claim(holder.episode, holder.problem)

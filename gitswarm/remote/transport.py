@@ -15,9 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import pygit2
-from pygit2.enums import RepositoryOpenFlag
-
 from gitswarm.memory.gitdir import GitDir
 from gitswarm.remote import gitcli
 from gitswarm.remote.errors import MissingRef, PushRejected, RefExists, StaleLease
@@ -76,12 +73,9 @@ class Remote:
     def __repr__(self) -> str:
         return f"Remote({self.shown!r}, {str(self.mirror)!r})"
 
-    def repo(self) -> pygit2.Repository:
-        """A pygit2 handle on the mirror, for local object and ref work."""
-        return pygit2.Repository(str(self.mirror), flags=RepositoryOpenFlag.NO_SEARCH)
-
     def gitdir(self) -> GitDir:
-        """The mirror as the memory writes it: commits to push, refs moved by compare-and-swap."""
+        """The mirror, read and written through the memory: its refs and files, commits to
+        push, refs moved by compare-and-swap."""
         return GitDir(self.mirror)
 
     def _git(self, *args: str, check: bool = True):
@@ -111,8 +105,7 @@ class Remote:
 
     def local(self, ref: str) -> str | None:
         """The mirror's value of `ref` (as of the last fetch or push), or None."""
-        found = self.repo().references.get(ref)
-        return str(found.target) if found is not None else None
+        return self.gitdir().ref(ref)
 
     # -- writes -----------------------------------------------------------------------------
 
