@@ -79,3 +79,18 @@ def test_follow_sets_or_deletes_whatever_the_ref_held(tmp_path: Path):
     made.follow("refs/gitswarm/x", None)
     made.follow("refs/gitswarm/x", None)  # already gone: nothing to do
     assert made.ref("refs/gitswarm/x") is None
+
+
+def test_a_reader_reads_config_history_books_and_what_a_commit_wrote(tmp_path: Path):
+    made = GitDir.init(tmp_path / "r.git")
+    made.configure({"gitswarm.remote": "file:///srv/run.git"})
+    assert made.config("gitswarm.remote") == "file:///srv/run.git" and made.config("gitswarm.worker") is None
+    root = made.commit({"a.md": b"a", "gone.md": b"g"}, "root\n")
+    child = made.commit({"b.md": b"b", "a.md": b"A", "gone.md": None}, "child\n", [root], base=root)
+    assert made.written(root) == [] and sorted(made.written(child)) == ["a.md", "b.md"]
+    assert made.in_history(root, child) and not made.in_history(child, root) and not made.in_history(None, child)
+    book = made.commit({"episodes/e000/e00001.json": b'{"status": "done"}'}, "ledger\n")
+    made.move("refs/gitswarm/ledger", book, None)
+    assert made.record("ledger", "episodes/e000/e00001.json") == {"status": "done"}
+    assert made.records("ledger", "episodes") == {"episodes/e000/e00001.json": {"status": "done"}}
+    assert made.record("grades", "x.json") is None

@@ -21,14 +21,10 @@ STILL_IMPORTING: dict[str, str] = {
     # module (relative to gitswarm/): what it still reads through pygit2 itself
     "engine/index.py": "walks main's new commits and their trees to update the index",
     "experiment/replay.py": "reads a candidate's start tree and the files its cited commits wrote",
-    "experiment/replay_draws.py": "opens each draw's run to read its ledger",
     "readmodel/read.py": "annotations of the trees and commits a snapshot returns",
     "referee/grades.py": "reads and writes (through Memory) the grades book's tree",
-    "referee/candidates.py": "tells a folder from a file by pygit2's FileMode",
     "remote/named.py": "reads a named ref's tree from the mirror",
-    "remote/owner.py": "opens a worker's folder to read its run metadata",
     "remote/intake.py": "walks a pushed episode's commits in the mirror",
-    "remote/prune.py": "reads the ledger's and main's commits to tell what may be pruned",
 }
 
 WRITES = frozenset({"create_commit", "create_blob", "create_blob_fromdisk", "create_blob_fromworkdir",

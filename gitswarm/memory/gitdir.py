@@ -73,9 +73,21 @@ class GitReader:
         """When `commit` was committed (seconds since the epoch)."""
         return objects.commit(self._repo, commit).commit_time
 
+    def written(self, commit: str) -> list[str]:
+        """The paths `commit` added or changed against its first parent (none for a root)."""
+        found = objects.commit(self._repo, commit)
+        if not found.parents:
+            return []
+        return [path for path, entry in trees.diff(found.parents[0].tree, found.tree).items() if entry is not None]
+
     def in_history(self, commit: str | None, tip: str | None) -> bool:
         """`commit` is `tip` or one of its ancestors (False when either is None or unknown)."""
         return read.in_history(self._repo, tip, commit)
+
+    def config(self, key: str) -> str | None:
+        """The value of `key` (`section.name`) in the repository's own git config, or None."""
+        found = self._repo.config
+        return str(found[key]) if key in found else None
 
     def record(self, book: str, path: str) -> object | None:
         """One record of the book `refs/gitswarm/<book>` (`memory.books`), or None."""
@@ -120,6 +132,11 @@ class GitDir(GitReader):
         by = committer if author is None else pygit2.Signature(*author, at, 0)
         ids = [pygit2.Oid(hex=p) for p in parents]
         return str(self._repo.create_commit(None, by, committer, message, trees.update(self._repo, tree, changes), ids))
+
+    def configure(self, values: Mapping[str, str]) -> None:
+        """Set each key (`section.name`) of `values` in the repository's own git config."""
+        for key, value in values.items():
+            self._repo.config[key] = value
 
     def move(self, name: str, new: str, old: str | None) -> None:
         """Move ref `name` from `old` (None: it must not exist) to `new`, by compare-and-swap
