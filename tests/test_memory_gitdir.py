@@ -94,3 +94,11 @@ def test_a_reader_reads_config_history_books_and_what_a_commit_wrote(tmp_path: P
     assert made.record("ledger", "episodes/e000/e00001.json") == {"status": "done"}
     assert made.records("ledger", "episodes") == {"episodes/e000/e00001.json": {"status": "done"}}
     assert made.record("grades", "x.json") is None
+
+
+def test_a_rev_resolves_to_its_commit_or_to_none(tmp_path: Path):
+    made = GitDir.init(tmp_path / "r.git")
+    root = made.commit({"a.md": b"a"}, "root\n")
+    made.move("refs/heads/main", root, None)
+    assert made.resolve(root) == root and made.resolve(root[:12]) == root and made.resolve("refs/heads/main") == root
+    assert made.resolve("f" * 40) is None and made.resolve("not a rev") is None

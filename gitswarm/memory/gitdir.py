@@ -57,6 +57,13 @@ class GitReader:
         """The full names of the refs under the folder `prefix` (`refs/.../`)."""
         return refnames.under(self._repo, prefix)
 
+    def resolve(self, rev: str) -> str | None:
+        """The commit `rev` names (an id, a unique prefix of one, a ref), or None when none."""
+        try:
+            return str(self._repo.revparse_single(rev).peel(pygit2.Commit).id)
+        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+            return None
+
     def __contains__(self, oid: str) -> bool:
         """Whether the repository holds the object `oid`."""
         return oid in self._repo
