@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Concatenate, ParamSpec, Protocol, TypeAlias, TypeVar
 
 import pygit2
 from pygit2.enums import FileMode, SortMode
@@ -23,6 +23,10 @@ from gitswarm.memory.read import ParsedBlobs
 
 P = ParamSpec("P")
 T = TypeVar("T")
+Tree: TypeAlias = pygit2.Tree
+"""A folder as a snapshot returns it (`tree`, `subtree`): a value, read through the snapshot."""
+Commit: TypeAlias = pygit2.Commit
+"""A commit as a snapshot returns it (`commit`, `walk`)."""
 
 
 class Index(Protocol):
