@@ -102,3 +102,15 @@ def test_a_rev_resolves_to_its_commit_or_to_none(tmp_path: Path):
     made.move("refs/heads/main", root, None)
     assert made.resolve(root) == root and made.resolve(root[:12]) == root and made.resolve("refs/heads/main") == root
     assert made.resolve("f" * 40) is None and made.resolve("not a rev") is None
+
+
+def test_a_file_s_versions_along_a_ref_and_the_files_below_a_folder(tmp_path: Path):
+    made = GitDir.init(tmp_path / "r.git")
+    one = made.commit({"g/p/a.json": b"1", "g/q/b.json": b"b"}, "one\n")
+    two = made.commit({"g/x.json": b"x"}, "two\n", [one], base=one)
+    three = made.commit({"g/p/a.json": b"2"}, "three\n", [two], base=two)
+    made.move("refs/gitswarm/grades", three, None)
+    assert made.versions("refs/gitswarm/grades", "g/p/a.json") == [b"2", b"1"]
+    assert made.versions("refs/gitswarm/none", "g/p/a.json") == []
+    assert sorted(made.below(three, "g")) == [b"2", b"b", b"x"]
+    assert list(made.below(three, "g/x.json")) == [] and list(made.below(three, "absent")) == []

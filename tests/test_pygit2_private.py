@@ -20,7 +20,6 @@ MEMORY = PACKAGE / "memory"
 STILL_IMPORTING: dict[str, str] = {
     # module (relative to gitswarm/): what it still reads through pygit2 itself
     "engine/index.py": "walks main's new commits and their trees to update the index",
-    "referee/grades.py": "reads and writes (through Memory) the grades book's tree",
     "remote/named.py": "reads a named ref's tree from the mirror",
     "remote/intake.py": "walks a pushed episode's commits in the mirror",
 }

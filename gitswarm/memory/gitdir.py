@@ -11,7 +11,7 @@ lease decided (`follow`), the one move that takes no old value. Ids are hex stri
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pygit2
@@ -95,6 +95,34 @@ class GitReader:
         """The value of `key` (`section.name`) in the repository's own git config, or None."""
         found = self._repo.config
         return str(found[key]) if key in found else None
+
+    def versions(self, ref: str, path: str) -> list[bytes]:
+        """Every content the file `path` has had along `ref`'s history, newest first, each change
+        once (libgit2's walk from the tip); none without the ref."""
+        tip = self.ref(ref)
+        if tip is None:
+            return []
+        found, last = [], None
+        for commit in self._repo.walk(pygit2.Oid(hex=tip)):
+            entry = trees.lookup(commit.tree, path)
+            if entry is not None and entry[0] != last:
+                found.append(objects.blob(self._repo, entry[0]).data)
+            last = entry[0] if entry is not None else None
+        return found
+
+    def below(self, commit: str, folder: str) -> Iterator[bytes]:
+        """The content of every file below `folder` on `commit` (none when it is no folder),
+        depth first: a folder's files, then the folders in it, the last one first."""
+        entry = trees.lookup(objects.commit(self._repo, commit).tree, folder)
+        if entry is None or entry[1] != trees.FOLDER:
+            return
+        stack = [objects.tree(self._repo, entry[0])]
+        while stack:
+            for item in stack.pop():
+                if item.filemode == trees.FOLDER:
+                    stack.append(objects.tree(self._repo, item.id))
+                else:
+                    yield objects.blob(self._repo, item.id).data
 
     def record(self, book: str, path: str) -> object | None:
         """One record of the book `refs/gitswarm/<book>` (`memory.books`), or None."""
