@@ -11,6 +11,7 @@ import pytest
 from conftest import git
 from pygit2.enums import FileMode
 
+from gitswarm.memory import trees
 from gitswarm.memory.gitdir import GitDir, RefMoved
 from gitswarm.memory.write import COMMITTER
 
@@ -114,3 +115,13 @@ def test_a_file_s_versions_along_a_ref_and_the_files_below_a_folder(tmp_path: Pa
     assert made.versions("refs/gitswarm/none", "g/p/a.json") == []
     assert sorted(made.below(three, "g")) == [b"2", b"b", b"x"]
     assert list(made.below(three, "g/x.json")) == [] and list(made.below(three, "absent")) == []
+
+
+def test_a_diff_names_each_change_with_its_mode_and_content(tmp_path: Path):
+    made = GitDir.init(tmp_path / "r.git")
+    one = made.commit({"p/a.md": b"a", "p/gone.md": b"g"}, "one\n")
+    two = made.commit({"p/a.md": b"A", "p/new.md": b"n", "p/gone.md": None}, "two\n", [one], base=one)
+    found = {d.path: d for d in made.diff(one, two)}
+    assert {p: d.status for p, d in found.items()} == {"p/a.md": "M", "p/gone.md": "D", "p/new.md": "A"}
+    assert made.blob(found["p/new.md"].blob) == b"n" and found["p/new.md"].mode == trees.FILE
+    assert made.info(two).parents == (one,) and made.note(two, "refs/notes/transcripts") is None

@@ -20,8 +20,6 @@ MEMORY = PACKAGE / "memory"
 STILL_IMPORTING: dict[str, str] = {
     # module (relative to gitswarm/): what it still reads through pygit2 itself
     "engine/index.py": "walks main's new commits and their trees to update the index",
-    "remote/named.py": "reads a named ref's tree from the mirror",
-    "remote/intake.py": "walks a pushed episode's commits in the mirror",
 }
 
 WRITES = frozenset({"create_commit", "create_blob", "create_blob_fromdisk", "create_blob_fromworkdir",

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
-from gitswarm.memory import books, objects, read, refnames, trees
+from gitswarm.memory import books, commitmeta, objects, read, refnames, trees, write
 from gitswarm.memory.errors import MemoryError_
+from gitswarm.memory.model import CommitInfo, Contribution
+from gitswarm.memory.paths import WriteLimits
 from gitswarm.memory.retry import retry
-from gitswarm.memory.write import COMMITTER
 
 Person = tuple[str, str]
 """A commit's author or committer: (name, email)."""
@@ -32,6 +34,20 @@ class RefMoved(MemoryError_):
     def __init__(self, name: str, expected: str | None, now: str | None) -> None:
         super().__init__(f"{name} is at {now or 'nothing'}, not {expected or 'nothing'}")
         self.name, self.expected, self.now = name, expected, now
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One path a commit changed against another (`GitReader.diff`; renames are not detected)."""
+
+    status: str
+    """git's letter for the change: A(dded), M(odified), D(eleted), T(ype changed)."""
+    old_path: str
+    path: str
+    mode: int
+    """The new entry's file mode (`trees.FILE` for a plain file)."""
+    blob: str
+    """The new content's id (`GitReader.blob`)."""
 
 
 class GitReader:
@@ -75,6 +91,36 @@ class GitReader:
             return None
         found = self._repo[entry[0]]
         return found.data if isinstance(found, pygit2.Blob) else None
+
+    def blob(self, oid: str) -> bytes:
+        """The content of the blob `oid` (KeyError without it, TypeError for another kind)."""
+        return objects.blob(self._repo, oid).data
+
+    def info(self, commit: str) -> CommitInfo:
+        """The commit `commit` as readers see it, its record decoded (`memory.read.info`)."""
+        return read.info(objects.commit(self._repo, commit))
+
+    def diff(self, before: str, after: str) -> list[Delta]:
+        """The paths commit `after` changed against commit `before`, in git's order."""
+        tree = objects.commit(self._repo, before).tree
+        return [Delta(d.status_char(), d.old_file.path, d.new_file.path, int(d.new_file.mode), str(d.new_file.id))
+                for d in tree.diff_to_tree(objects.commit(self._repo, after).tree).deltas]
+
+    def changes(self, commit: str, problem: str) -> commitmeta.Changes:
+        """The files `commit` wrote and deleted in `problem`'s folder (`commitmeta.changes`)."""
+        return commitmeta.changes(self._repo, objects.commit(self._repo, commit), problem)
+
+    def note(self, commit: str, ref: str) -> str | None:
+        """The git note on `commit` in the notes ref `ref`, or None."""
+        try:
+            return self._repo.lookup_note(commit, ref).message
+        except KeyError:
+            return None
+
+    def validate(self, contribution: Contribution, limits: WriteLimits) -> dict[str, bytes]:
+        """`memory.write.validate` against this repository: the checks a contribution passes
+        before it is written (`ContributionRefused` otherwise); the files it writes."""
+        return write.validate(self._repo, contribution, limits)
 
     def commit_time(self, commit: str) -> int:
         """When `commit` was committed (seconds since the epoch)."""
@@ -163,7 +209,7 @@ class GitDir(GitReader):
         written = trees.blobs(self._repo, {p: data for p, data in files.items() if data is not None})
         changes: trees.Changes = {**written, **{p: None for p, data in files.items() if data is None}}
         at = int(time.time()) if when is None else when
-        committer = pygit2.Signature(*COMMITTER, at, 0)
+        committer = pygit2.Signature(*write.COMMITTER, at, 0)
         by = committer if author is None else pygit2.Signature(*author, at, 0)
         ids = [pygit2.Oid(hex=p) for p in parents]
         return str(self._repo.create_commit(None, by, committer, message, trees.update(self._repo, tree, changes), ids))
