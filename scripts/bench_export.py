@@ -63,7 +63,7 @@ def baseline(run: Path) -> int:
     sink = io.StringIO()
     records = [r for r in Ledger.load(memory).episodes.values() if r.episode != "merger"]
     for record in records:
-        found: object = read_conversation(memory.repo, record.episode)
+        found: object = read_conversation(memory.reader(), record.episode)
         if found is None:
             found = memory.transcript(record.commit) if record.commit else memory.book_text(record.transcript or ":")
         sink.write(json.dumps(found, ensure_ascii=False) + "\n")

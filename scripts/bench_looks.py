@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pygit2
+
 from gitswarm.remote import layout
 from gitswarm.remote.claimcommit import load
 from gitswarm.remote.claims import Claims
@@ -28,8 +30,8 @@ from gitswarm.remote.transport import Remote
 def earlier_look(claims: Claims) -> dict:
     """Every claim fetched by pattern and every claim commit read: the look before."""
     claims.remote.fetch([layout.claims_refspec()], prune=True)
-    repo = claims.remote.repo()
-    return {layout.episode_of(name): load(repo, str(repo.references[name].target))
+    repo, mirror = pygit2.Repository(str(claims.remote.mirror)), claims.remote.gitdir()
+    return {layout.episode_of(name): load(mirror, str(repo.references[name].target))
             for name in repo.references if layout.episode_of(name) is not None}
 
 

@@ -73,7 +73,7 @@ class Worker:
         return (time.perf_counter() - start) / (episodes // batch * batch)
 
     def _results(self, claims: list[Claim]) -> list[Update]:
-        repo, name = self.remote.repo(), self.claims.worker
+        repo, name = pygit2.Repository(str(self.remote.mirror)), self.claims.worker
         updates = []
         for claim in claims:
             commit = result(repo, claim)

@@ -17,7 +17,7 @@ from gitswarm.remote.transport import Remote
 
 def commit(remote: Remote, text: str, parent: str | None = None) -> str:
     """A commit holding one file, written into the mirror with no ref."""
-    repo = remote.repo()
+    repo = pygit2.Repository(str(remote.mirror))
     builder = repo.TreeBuilder()
     builder.insert("f.txt", repo.create_blob(text.encode()), FileMode.BLOB)
     sig = pygit2.Signature("t", "t@gitswarm.local", 1_700_000_000, 0)

@@ -157,7 +157,7 @@ def test_a_coordinator_takes_in_the_64_file_contribution_of_a_remote_worker(memo
     memory.contribute(big(memory, "e2", worker="a-w01"))
     tip = str(memory.repo.references["refs/heads/swarm/e2"].target)
     claim = Claim("e2", "a", "sum", 1, 0.0, 0.0, done=True, id="0" * 40)
-    assert intake.check(memory.repo, memory.run_id, memory.main(), intake.Pushed(claim, tip)) == "e2-final"
+    assert intake.check(memory.reader(), memory.run_id, memory.main(), intake.Pushed(claim, tip)) == "e2-final"
 
 
 def test_changes_read_from_the_record_agree_with_the_tree(memory: Memory):

@@ -24,6 +24,7 @@ from gitswarm.engine.conversation import (
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FakeError, FakeReply, ScriptedResponder, serve
+from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.repo import Memory
 from gitswarm.models import LiteLLMModel, ModelConfig
 from gitswarm.models.calls import CallLog
@@ -80,7 +81,7 @@ async def test_an_episode_keeps_every_call_as_sent_and_returned(tmp_path: Path):
     flaky = FakeError(500, "the server had an error")
     server = await one_episode(tmp_path / "run", [flaky, FakeReply(tool_calls=[WRITE]),
                                                   FakeReply(tool_calls=[CONTRIBUTE])])
-    conv = read_conversation(pygit2.Repository(str(tmp_path / "run")), "e00001")
+    conv = read_conversation(GitReader(tmp_path / "run"), "e00001")
     assert conv is not None and conv["version"] == 1 and conv["outcome"] == "contribute"
     assert (conv["episode"], conv["problem"], conv["worker"]) == ("e00001", PROBLEM, "w01")
     assert conv["params"].items() >= {"model": "openai/gitswarm-scripted", "max_output_tokens": 4096,
@@ -104,7 +105,7 @@ async def test_an_episode_keeps_every_call_as_sent_and_returned(tmp_path: Path):
     assert write["usage"]["input_tokens"] > 0 and write["usage"]["output_tokens"] > 0
     assert contribute["reply"]["tool_calls"][0]["name"] == "contribute"
     assert KEY.encode() not in book_bytes(tmp_path / "run")
-    assert [c["episode"] for c in all_conversations(pygit2.Repository(str(tmp_path / "run")))] == ["e00001"]
+    assert [c["episode"] for c in all_conversations(GitReader(tmp_path / "run"))] == ["e00001"]
 
 
 @pytest.mark.anyio
@@ -112,7 +113,7 @@ async def test_thinking_blocks_and_their_signatures_are_kept(tmp_path: Path):
     reply = FakeReply(tool_calls=[CONTRIBUTE], thinking="Odd numbers add up to squares.")
     await one_episode(tmp_path / "run", [FakeReply(tool_calls=[WRITE]), reply], personality="anthropic",
                       model_name="anthropic/claude-sonnet-4-5", reasoning_effort="low")
-    conv = read_conversation(pygit2.Repository(str(tmp_path / "run")), "e00001")
+    conv = read_conversation(GitReader(tmp_path / "run"), "e00001")
     assert conv["params"]["reasoning_effort"] == "low" and conv["calls"][-1]["request"]["reasoning_effort"] == "low"
     [block] = conv["calls"][-1]["reply"]["thinking"]
     assert block["thinking"] == "Odd numbers add up to squares." and block["signature"]
@@ -125,7 +126,7 @@ async def test_a_key_quoted_by_an_error_is_not_stored(tmp_path: Path, monkeypatc
     monkeypatch.setenv("GITSWARM_TEST_API_KEY", other)
     refused = FakeError(401, f"Incorrect API key provided: {KEY} (nor {other}).", kind="authentication_error")
     await one_episode(tmp_path / "run", [refused])
-    conv = read_conversation(pygit2.Repository(str(tmp_path / "run")), "e00001")
+    conv = read_conversation(GitReader(tmp_path / "run"), "e00001")
     assert conv["outcome"] == "failed" and conv["calls"][0]["error"].count("[redacted]") == 2
     assert KEY.encode() not in book_bytes(tmp_path / "run") and other.encode() not in book_bytes(tmp_path / "run")
 
@@ -134,7 +135,7 @@ def test_the_demo_keeps_a_record_of_every_episode_without_its_key_or_hidden_part
     run = tmp_path / "demo"
     done = CliRunner().invoke(app, ["demo", "--run", str(run), "--no-tui", "--json"])
     assert done.exit_code == 0, done.output
-    repo = pygit2.Repository(str(run))
+    repo = GitReader(run)
     ledger = Ledger.load(Memory(run))
     ran = {e: r for e, r in ledger.episodes.items() if r.calls and e != "merger"}  # the merger: no episode
     assert len(ran) > 10
@@ -175,7 +176,7 @@ def test_a_remote_worker_pushes_its_records_and_the_run_reads_them(tmp_path: Pat
     assert finish(one)[0] == 0
     pushed = layout.worker_ref("solo", CONVERSATIONS_REF)
     assert pygit2.Repository(str(remote)).references.get(pushed) is not None
-    mirror = pygit2.Repository(str(tmp_path / "mirror"))
+    mirror = GitReader(tmp_path / "mirror")
     ran = {e: r for e, r in Ledger.load(Memory(tmp_path / "mirror")).episodes.items() if r.calls and e != "merger"}
     assert ran
     for episode, record in ran.items():
@@ -185,8 +186,8 @@ def test_a_remote_worker_pushes_its_records_and_the_run_reads_them(tmp_path: Pat
 
 
 def test_a_run_without_records_reads_none(memory: Memory):
-    assert read_conversation(memory.repo, "e00001") is None
-    assert list(all_conversations(memory.repo)) == []
+    assert read_conversation(memory.reader(), "e00001") is None
+    assert list(all_conversations(memory.reader())) == []
 
 
 def test_messages_are_kept_as_deltas_and_read_back_whole():
@@ -204,7 +205,7 @@ def test_messages_are_kept_as_deltas_and_read_back_whole():
 async def test_a_text_protocol_call_is_kept_as_the_text_sent(tmp_path: Path):
     prose = FakeReply(content="Let me think about the parity of the sum first.")
     await one_episode(tmp_path / "run", [prose] * 4)  # two in prose: the client turns to the text protocol
-    conv = read_conversation(pygit2.Repository(str(tmp_path / "run")), "e00001")
+    conv = read_conversation(GitReader(tmp_path / "run"), "e00001")
     assert conv["params"]["tool_protocol"] == "native" and conv["outcome"] == "failed"
     assert [c["request"]["protocol"] for c in conv["calls"]] == ["native", "native", "text", "text"]
     text = conv["calls"][2]["request"]

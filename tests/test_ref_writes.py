@@ -38,7 +38,7 @@ def test_settings_move_meta_to_a_child_and_only_when_changed(memory: Memory):
     after = tip(memory, META_REF)
     assert after.parent_ids == [before.id]
     assert after.tree["run.json"].id == before.tree["run.json"].id
-    assert publish.read_settings(memory.repo) == SETTINGS
+    assert publish.read_settings(memory.reader()) == SETTINGS
     assert not publish.write_settings(memory, SETTINGS)
     assert tip(memory, META_REF).id == after.id
 
@@ -51,11 +51,11 @@ def test_the_stop_moves_forward_set_and_cleared(memory: Memory):
     first = tip(memory, publish.STOP_REF)
     publish.write_stop(memory, stop)
     assert tip(memory, publish.STOP_REF).id == first.id
-    assert publish.read_stop(memory.repo) == stop
+    assert publish.read_stop(memory.reader()) == stop
     publish.write_stop(memory, None)
     cleared = tip(memory, publish.STOP_REF)
     assert cleared.parent_ids == [first.id]
-    assert publish.read_stop(memory.repo) is None
+    assert publish.read_stop(memory.reader()) is None
     publish.write_stop(memory, None)
     assert tip(memory, publish.STOP_REF).id == cleared.id
 
@@ -70,10 +70,10 @@ def test_a_held_lock_is_waited_for_not_raced(memory: Memory, ref: str):
     try:
         if ref == META_REF:
             assert publish.write_settings(memory, SETTINGS)
-            assert publish.read_settings(memory.repo) == SETTINGS
+            assert publish.read_settings(memory.reader()) == SETTINGS
         else:
             publish.write_stop(memory, Stop(StopReason.BUDGET, "budget spent"))
-            assert publish.read_stop(memory.repo) == Stop(StopReason.BUDGET, "budget spent")
+            assert publish.read_stop(memory.reader()) == Stop(StopReason.BUDGET, "budget spent")
     finally:
         release.join()
     assert not lock.exists()

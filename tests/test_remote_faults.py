@@ -182,7 +182,7 @@ def _hostile(url: str, folder: Path, name: str, problem: str, forge: str) -> tup
     run_id = json.loads(git(folder, "show", f"{META_REF}:run.json"))["run_id"]
     claims = Claims(remote, name, ttl_s=30)
     claim = claims.claim_next([problem], 1000)[0]
-    repo = remote.repo()
+    repo = pygit2.Repository(str(remote.mirror))
     main = repo[remote.local(layout.MAIN)].peel(pygit2.Commit)
     root = git(folder, "rev-list", "--max-parents=0", layout.MAIN).split()[0]
     path, kind, text = "notes/hello.md", "note", "owned\n"
@@ -228,7 +228,7 @@ def _landing(url: str, folder: Path, name: str, problem: str) -> str:
     run_id = json.loads(git(folder, "show", f"{META_REF}:run.json"))["run_id"]
     claims = Claims(remote, name, ttl_s=30)
     claim = claims.claim_next([problem], 1000)[0]
-    repo = remote.repo()
+    repo = pygit2.Repository(str(remote.mirror))
     main = repo[remote.local(layout.MAIN)].peel(pygit2.Commit)
     index = pygit2.Index()
     index.read_tree(main.tree)

@@ -44,7 +44,7 @@ def test_a_pushed_deletion_named_by_its_trailer_is_taken_in(memory: Memory):
     memory.compose(["e1"])
     memory.contribute(contribution(memory, "e2", {"code/x/a.py": "A\n"}, deleted=("code/x/b.py",)))
     item = pushed(memory, "e2")
-    assert intake.check(memory.repo, memory.run_id, memory.main(), item) == "e2-final"
+    assert intake.check(memory.reader(), memory.run_id, memory.main(), item) == "e2-final"
     memory.compose(["e2"])
     assert memory.read_file("problems/sum/code/x/b.py") is None
     assert memory.read_file("problems/sum/code/x/a.py") == b"A\n"
@@ -59,7 +59,7 @@ def test_a_deletion_its_trailers_do_not_name_is_refused(memory: Memory):
     message = honest.message.replace("e2", "e3")
     silent = "".join(ln for ln in message.splitlines(keepends=True) if not ln.startswith("Gitswarm-Deleted:"))
     with pytest.raises(intake.Refused, match="Deleted trailer does not list"):
-        intake.check(memory.repo, memory.run_id, memory.main(), forged(memory, honest.tree_id, silent))
+        intake.check(memory.reader(), memory.run_id, memory.main(), forged(memory, honest.tree_id, silent))
     assert parse(message)["Deleted"] == "code/x/b.py"
 
 
@@ -77,7 +77,7 @@ def test_a_deletion_outside_code_is_refused(memory: Memory, victim: str):
     message = message.replace("Gitswarm-Files: code/x/a.py, reviews/r.md",
                               f"Gitswarm-Files: \nGitswarm-Deleted: {victim}")
     with pytest.raises(intake.Refused, match=f"deletes problems/sum/{victim}; a contribution may delete only"):
-        intake.check(memory.repo, memory.run_id, memory.main(), forged(memory, tree, message))
+        intake.check(memory.reader(), memory.run_id, memory.main(), forged(memory, tree, message))
 
 
 def test_the_index_of_main_spares_the_walk_and_nothing_off_main_passes_for_it(memory: Memory):
@@ -91,10 +91,10 @@ def test_the_index_of_main_spares_the_walk_and_nothing_off_main_passes_for_it(me
     index = MemoryIndex()
     index.update(memory.repo, memory.main())
     first = str(memory.repo.revparse_single("main~1").id)  # the run's first commit, the walk's far end
-    assert first in index.taken and on_main(memory.repo, memory.main(), first, index.taken)
-    assert on_main(memory.repo, memory.main(), first)  # the walk agrees
+    assert first in index.taken and on_main(memory.reader(), memory.main(), first, index.taken)
+    assert on_main(memory.reader(), memory.main(), first)  # the walk agrees
     memory.contribute(contribution(memory, "e2", {"attempts/b.md": "b\n"}, kind="attempt"))
     off = str(memory.repo.references["refs/heads/swarm/e2"].target)  # pending, not on main
-    assert not on_main(memory.repo, memory.main(), off, index.taken)
+    assert not on_main(memory.reader(), memory.main(), off, index.taken)
     item = pushed(memory, "e2")
-    assert intake.check(memory.repo, memory.run_id, memory.main(), item, known=index.taken) == "e2-final"
+    assert intake.check(memory.reader(), memory.run_id, memory.main(), item, known=index.taken) == "e2-final"

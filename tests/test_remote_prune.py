@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import pygit2
 import pytest
 from conftest import git
 from remote_fixture import fsck_served, pushed_refs, served
@@ -178,7 +179,8 @@ def closed_elsewhere(tmp_path: Path, url: str, record: EpisodeRecord, process: s
     """The coordinator's ledger once it took `record`'s episode in from `process`, written and
     sent to the server under a ref of its own (so a hook there can publish it), as its id."""
     coord = Remote(url, tmp_path / f"coord-{record.episode}.git")
-    tip = books.put(coord.repo(), "ledger", {record.path: asdict(replace(record, process=process))}, "ledger")
+    mirror = pygit2.Repository(str(coord.mirror))
+    tip = books.put(mirror, "ledger", {record.path: asdict(replace(record, process=process))}, "ledger")
     coord.push([Update(f"refs/test/ledger-{record.episode}", tip)])
     return tip
 

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import pygit2
 import pytest
 from conftest import git
 from remote_fixture import commit, fsck_served, served
@@ -42,7 +43,7 @@ def test_a_pushed_commit_is_fetched_by_another_mirror(two, remote_url, tmp_path)
     assert a.local("refs/x/one") == first
     b.fetch(["+refs/x/*:refs/x/*"])
     assert b.local("refs/x/one") == first
-    assert b.repo()[first].tree["f.txt"].data == b"one"
+    assert pygit2.Repository(str(b.mirror))[first].tree["f.txt"].data == b"one"
     assert b.refs("refs/x/one") == {"refs/x/one": first}
     assert fsck_served(served(remote_url, tmp_path))
 

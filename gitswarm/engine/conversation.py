@@ -52,11 +52,10 @@ import json
 import time
 from collections.abc import Iterable, Iterator
 
-import pygit2
-
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.ledger import EpisodeRecord
-from gitswarm.memory import books, refnames
+from gitswarm.memory import books
+from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.repo import Memory
 from gitswarm.models.calls import CallLog
 
@@ -90,22 +89,22 @@ def keep(memory: Memory, conversation: dict, secrets: Iterable[str] = ()) -> Non
                        f"conversation of {conversation['episode']}")
 
 
-def read_conversation(repo: pygit2.Repository, episode: str) -> dict | None:
+def read_conversation(repo: GitReader, episode: str) -> dict | None:
     """The episode's record (the contract's form), or None: an episode of an older run, or
     one that never ran."""
     path = path_of(episode)
     for book in _preferred(repo, _books(repo), episode):
-        found = books.get(repo, book, path)
+        found = repo.record(book, path)
         if isinstance(found, dict):
             return restored(found)
     return None
 
 
-def all_conversations(repo: pygit2.Repository) -> Iterator[dict]:
+def all_conversations(repo: GitReader) -> Iterator[dict]:
     """Every episode's record, in episode order, each once."""
     found: dict[str, dict[str, dict]] = {}  # episode -> book -> stored record
     for book in _books(repo):
-        for record in books.all_records(repo, book, "episodes").values():
+        for record in repo.records(book, "episodes").values():
             if isinstance(record, dict) and isinstance(record.get("episode"), str):
                 found.setdefault(record["episode"], {})[book] = record
     for episode in sorted(found):
@@ -136,20 +135,20 @@ def _redacted(record: dict, secrets: Iterable[str]) -> dict:
     return json.loads(text)
 
 
-def _books(repo: pygit2.Repository) -> list[str]:
+def _books(repo: GitReader) -> list[str]:
     """The books that hold records here (names under refs/gitswarm/): the run's, then each
     remote worker's as pushed."""
-    own = [BOOK] if repo.references.get(CONVERSATIONS_REF) is not None else []
-    pushed = sorted(r for r in refnames.under(repo, WORKERS) if r.endswith(f"/gitswarm/{BOOK}"))
+    own = [BOOK] if repo.ref(CONVERSATIONS_REF) is not None else []
+    pushed = sorted(r for r in repo.refs(WORKERS) if r.endswith(f"/gitswarm/{BOOK}"))
     return own + [r.removeprefix("refs/gitswarm/") for r in pushed]
 
 
-def _preferred(repo: pygit2.Repository, found: list[str], episode: str) -> list[str]:
+def _preferred(repo: GitReader, found: list[str], episode: str) -> list[str]:
     """`found` with the run's book first, then the book of the worker the run's ledger says
     closed the episode: a worker whose claim was taken over may have pushed a record too."""
     if len(found) < 2:
         return found
-    ledger = books.get(repo, "ledger", path_of(episode))
+    ledger = repo.record("ledger", path_of(episode))
     process = ledger.get("process") if isinstance(ledger, dict) else None
     closer = f"{WORKERS.removeprefix('refs/gitswarm/')}{process}/gitswarm/{BOOK}" if process else None
     return sorted(found, key=lambda book: (book != BOOK, book != closer))

@@ -55,8 +55,6 @@ class RemoteArms:
         import contextlib
         import json
 
-        from gitswarm.memory import trees
-        from gitswarm.memory.write import committer
         from gitswarm.remote.errors import MissingRef, RemoteError
         from gitswarm.remote.follow import INDEX_REF
         from gitswarm.remote.transport import Remote, Update
@@ -66,14 +64,12 @@ class RemoteArms:
             if remote.local(INDEX_REF) is None:
                 with contextlib.suppress(MissingRef):  # none yet; else a resumed experiment's last list
                     remote.fetch([f"+{INDEX_REF}:{INDEX_REF}"])
-            repo, last = remote.repo(), remote.local(INDEX_REF)
+            last = remote.local(INDEX_REF)
             listed = [{"name": r["name"], "url": r["url"], "state": r["state"]} for r in runs]
             data = json.dumps({"runs": listed, "finished": finished}, indent=1).encode()
-            tree = trees.update(repo, None, trees.blobs(repo, {"runs.json": data}))
-            sig = committer()
-            commit = repo.create_commit(None, sig, sig, "gitswarm: the experiment's runs\n", tree,
-                                        [last] if last is not None else [])
-            remote.push([Update(INDEX_REF, str(commit), last)])
+            commit = remote.gitdir().commit({"runs.json": data}, "gitswarm: the experiment's runs\n",
+                                            [last] if last is not None else [])
+            remote.push([Update(INDEX_REF, commit, last)])
         except RemoteError as exc:
             return str(exc)
         return None

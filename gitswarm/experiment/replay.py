@@ -16,13 +16,11 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import pygit2
-
 from gitswarm.errors import BadInput
-from gitswarm.memory import trees
 from gitswarm.memory.commitmeta import git_key
+from gitswarm.memory.gitdir import GitReader
+from gitswarm.memory.model import CommitInfo
 from gitswarm.memory.paths import WRITABLE_TOP
-from gitswarm.memory.read import in_history, info
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import Kind, Problem, ProblemSet
 
@@ -69,9 +67,8 @@ def check(run: Path, problem: str, candidate: str, set_path: Path | None = None)
     memory = Memory(run)
     if problem not in memory.problems():
         raise ReplayError(f"no problem {problem!r} in the run {run} (it has: {', '.join(memory.problems())})")
-    commit = _commit(memory, run, candidate)
-    found = info(commit)
-    short = str(commit.id)[:10]
+    found = _commit(memory, run, candidate)
+    short = found.id[:10]
     if found.problem != problem:
         what = f"a commit of problem {found.problem}" if found.problem else "not a contribution of any problem"
         raise ReplayError(f"{candidate} ({short}) is {what}, not of {problem}: give an attempt commit of "
@@ -83,8 +80,8 @@ def check(run: Path, problem: str, candidate: str, set_path: Path | None = None)
     if not found.informed_by:
         raise ReplayError(f"{candidate} ({short}) cites nothing: there is no inherited memory to remove (its "
                           f"{git_key('informed_by')} trailer is empty); give an attempt that cites earlier work")
-    start = str(commit.parent_ids[0])
-    removed = _cited_files(memory.repo, problem, start, found.informed_by)
+    start = found.parents[0]
+    removed = _cited_files(memory.reader(), problem, start, found.informed_by)
     if not removed:
         raise ReplayError(f"the commits {candidate} ({short}) cites wrote nothing under problems/{problem}/ that "
                           f"its start state {start[:10]} holds (they are of another problem, or reached main "
@@ -96,7 +93,7 @@ def check(run: Path, problem: str, candidate: str, set_path: Path | None = None)
                           "was made from with --set DIR")
     state = memory.record("ledger", "scheduler.json")
     selection = state.get("selection") if isinstance(state, dict) else None
-    return Target(Path(run), memory.run_id, found_problem, problem_set, str(commit.id), found.kind, start,
+    return Target(Path(run), memory.run_id, found_problem, problem_set, found.id, found.kind, start,
                   tuple(found.informed_by), removed, dict(selection or {}))
 
 
@@ -114,36 +111,31 @@ def gradable(problem: Problem, judge: object | None) -> None:
                           "set with the tests with --set DIR")
 
 
-def _commit(memory: Memory, run: Path, candidate: str) -> pygit2.Commit:
-    repo = memory.repo
-    try:
-        commit = repo.revparse_single(candidate).peel(pygit2.Commit)
-    except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+def _commit(memory: Memory, run: Path, candidate: str) -> CommitInfo:
+    reader = memory.reader()
+    resolved = reader.resolve(candidate)
+    if resolved is None:
         raise ReplayError(f"no commit {candidate!r} in the run {run}; give an attempt's commit id as "
-                          f"`git -C {run} log main` shows it") from None
-    if not in_history(repo, memory.main(), commit.id) or not commit.parent_ids:
+                          f"`git -C {run} log main` shows it")
+    commit = memory.commit(resolved)
+    if not reader.in_history(resolved, memory.main()) or not commit.parents:
         raise ReplayError(f"{candidate} ({str(commit.id)[:10]}) is not a contribution on the main history of "
                           f"{run}: a replay starts from the state an episode of the run started from")
     return commit
 
 
-def _cited_files(repo: pygit2.Repository, problem: str, start: str, cited: list[str]) -> tuple[str, ...]:
+def _cited_files(repo: GitReader, problem: str, start: str, cited: list[str]) -> tuple[str, ...]:
     """The files the cited commits added or changed under `problems/<problem>/` (the items they
     wrote, never the statement), those present in the start state."""
     prefix = f"problems/{problem}/"
-    state = repo[start].peel(pygit2.Tree)
     found: set[str] = set()
     for ref in cited:
-        try:
-            commit = repo.revparse_single(ref).peel(pygit2.Commit)
-        except (KeyError, ValueError, pygit2.GitError, pygit2.InvalidSpecError):
+        commit = repo.resolve(ref)
+        if commit is None:
             continue  # validated when it was written: a citation of a commit no longer here removes nothing
-        if not commit.parents:
-            continue  # the run's first commit: the statements, never an item
-        for path, entry in trees.diff(commit.parents[0].tree, commit.tree).items():
+        for path in repo.written(commit):  # none for the run's first commit: the statements, never an item
             rel = path.removeprefix(prefix)
-            if (path.startswith(prefix) and entry is not None and rel.split("/")[0] in WRITABLE_TOP
-                    and trees.lookup(state, path) is not None):
+            if path.startswith(prefix) and rel.split("/")[0] in WRITABLE_TOP and repo.file(start, path) is not None:
                 found.add(rel)
     return tuple(sorted(found))
 

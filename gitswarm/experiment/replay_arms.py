@@ -17,12 +17,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import pygit2
-
 from gitswarm.experiment.replay import ReplayError, Target
-from gitswarm.memory import commitmeta, objects, trees
+from gitswarm.memory import commitmeta
+from gitswarm.memory.gitdir import GitDir
 from gitswarm.memory.repo import META_REF
-from gitswarm.memory.write import COMMITTER
 
 WITH, WITHOUT = "with-memory", "without-memory"
 ARMS = (WITH, WITHOUT)
@@ -68,12 +66,11 @@ def prepare(target: Target, draw: Draw) -> bool:
     if part.exists():
         _remove(part)
     part.parent.mkdir(parents=True, exist_ok=True)
-    repo = pygit2.init_repository(str(part), bare=True, initial_head="main")
+    made = GitDir.init(part, initial_head="main")
     _fetch(target.run, part)
-    start = target.start if draw.arm == WITH else removal_commit(repo, target)
-    # A fresh `.part` repository no other process writes: main is set once, before it is renamed into use.
-    repo.references.create(MAIN, pygit2.Oid(hex=start), force=True)  # force: nothing else writes here yet
-    _meta(repo, target, draw)
+    start = target.start if draw.arm == WITH else removal_commit(made, target)
+    made.move(MAIN, start, made.ref(MAIN))  # main as fetched: a fresh `.part` no other process writes
+    _meta(made, target, draw)
     part.rename(draw.path)
     return True
 
@@ -87,12 +84,10 @@ def _fetch(run: Path, into: Path) -> None:
                           "a readable gitswarm run")
 
 
-def removal_commit(repo: pygit2.Repository, target: Target) -> str:
+def removal_commit(made: GitDir, target: Target) -> str:
     """The start commit without the cited files: the same commit in every draw (its times are
     the start commit's), so the arm's runs share their first commits as the other arm's do."""
-    start = repo[target.start].peel(pygit2.Commit)
     prefix = f"problems/{target.problem.id}/"
-    tree = trees.update(repo, start.tree, {prefix + path: None for path in target.removed})
     short = target.candidate[:10]
     body = (f"A replay of {short} asks whether the memory it cited caused its result. This arm starts from "
             f"its start state {target.start[:10]} without the files of the commits it cites "
@@ -100,23 +95,25 @@ def removal_commit(repo: pygit2.Repository, target: Target) -> str:
     record = commitmeta.Removal(run=target.run_id, problem=target.problem.id, replays=target.candidate,
                                 deleted=tuple(target.removed))
     message = commitmeta.encode(record, f"replay({target.problem.id}): remove the memory {short} cited", body)
-    sig = pygit2.Signature(*COMMITTER, start.commit_time, 0)
-    return str(repo.create_commit(None, sig, sig, message, tree, [start.id]))
+    return made.commit(dict.fromkeys((prefix + path for path in target.removed), None), message, [target.start],
+                       base=target.start, when=made.commit_time(target.start))
 
 
-def _meta(repo: pygit2.Repository, target: Target, draw: Draw) -> None:
+def _meta(made: GitDir, target: Target, draw: Draw) -> None:
     """The run's metadata as a child of the original's: its own run id, and what it replays."""
-    ref = repo.references[META_REF]
-    parent = repo[ref.target].peel(pygit2.Commit)
-    meta = json.loads(objects.blob(repo, parent.tree["run.json"].id).data)
+    parent = made.ref(META_REF)
+    found = made.file(parent, "run.json") if parent is not None else None
+    if parent is None or found is None:
+        raise ReplayError(f"{target.run} has no run metadata ({META_REF}:run.json): it is not a gitswarm run")
+    meta = json.loads(found)
     meta["run_id"] = f"{target.run_id}-replay-{target.candidate[:10]}-{draw.arm}-{draw.number:02d}"
     meta["replay"] = {"of": target.run_id, "run": str(Path(target.run).resolve()), "problem": target.problem.id,
                       "candidate": target.candidate, "start": target.start, "arm": draw.arm,
                       "episode": draw.number, "seed": draw.seed}
-    tree = trees.update(repo, parent.tree, trees.blobs(repo, {"run.json": json.dumps(meta, indent=2).encode()}))
-    sig = pygit2.Signature(*COMMITTER, parent.commit_time, 0)
-    repo.create_commit(META_REF, sig, sig, f"gitswarm: replay of {target.candidate[:10]}, {draw.name}\n", tree,
-                       [parent.id])
+    commit = made.commit({"run.json": json.dumps(meta, indent=2).encode()},
+                         f"gitswarm: replay of {target.candidate[:10]}, {draw.name}\n", [parent], base=parent,
+                         when=made.commit_time(parent))
+    made.move(META_REF, commit, parent)
 
 
 def _remove(folder: Path) -> None:

@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
-import pygit2
 
 from gitswarm.core.stops import StopReason
 from gitswarm.engine.index import candidate_path
@@ -20,7 +19,6 @@ from gitswarm.experiment.figures import FINISHED, SOLVED, run_status
 from gitswarm.experiment.replay import Target
 from gitswarm.experiment.replay_arms import Draw, prepare
 from gitswarm.experiment.runner import BROKEN
-from gitswarm.memory import trees
 
 if TYPE_CHECKING:
     from gitswarm.core.control import Control
@@ -178,14 +176,10 @@ def written(memory: Memory, commit: str, problem: Problem) -> list[str]:
     files, or for a program problem `code/<slug>` folders (as the referee grades them)."""
     from gitswarm.referee.candidates import CODE_KINDS
 
-    found = memory.repo[commit].peel(pygit2.Commit)
-    if not found.parents:
-        return []
     prefix = f"problems/{problem.id}/"
     folder = "code/" if problem.kind in CODE_KINDS else "attempts/"
-    changed = trees.diff(found.parents[0].tree, found.tree)
-    return sorted({candidate_path(path.removeprefix(prefix)) for path, entry in changed.items()
-                   if entry is not None and path.startswith(prefix + folder)})
+    return sorted({candidate_path(path.removeprefix(prefix)) for path in memory.reader().written(commit)
+                   if path.startswith(prefix + folder)})
 
 
 def _said(result: DrawResult) -> str:

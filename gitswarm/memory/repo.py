@@ -20,6 +20,7 @@ from gitswarm import __version__
 from gitswarm.memory import books, commitmeta, objects, read, trees, write
 from gitswarm.memory import compose as composer
 from gitswarm.memory.errors import NotARun, RunTooNew
+from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.model import CommitInfo, Contribution, Item, Written
 from gitswarm.memory.paths import WriteLimits
 from gitswarm.memory.retry import is_transient, retry
@@ -185,6 +186,11 @@ class Memory:
         are now: what views, reports and exports read through."""
         with self._lock:
             return Snapshot.of(self.repo)
+
+    def reader(self) -> GitReader:
+        """The run's refs, files and books as they are now, for readers of a layer above that
+        name refs of their own (the stop, the settings); a `snapshot` pins main instead."""
+        return GitReader(self.repo)
 
     def main(self) -> str:
         with self._lock:

@@ -11,17 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Concatenate, ParamSpec, Protocol, TypeAlias, TypeVar
 
 import pygit2
 from pygit2.enums import FileMode, SortMode
 
 from gitswarm.memory import commitmeta, compose, objects, read, refnames, trees
+from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.model import CommitInfo, Item
 from gitswarm.memory.read import ParsedBlobs
 
 P = ParamSpec("P")
 T = TypeVar("T")
+Tree: TypeAlias = pygit2.Tree
+"""A folder as a snapshot returns it (`tree`, `subtree`): a value, read through the snapshot."""
+Commit: TypeAlias = pygit2.Commit
+"""A commit as a snapshot returns it (`commit`, `walk`)."""
 
 
 class Index(Protocol):
@@ -167,12 +172,12 @@ class Snapshot:
         """Bring `index` (the engine's `MemoryIndex`) up to the pinned main."""
         index.update(self._repo, self.main)
 
-    def read_with(self, reader: Callable[Concatenate[pygit2.Repository, P], T], *args: P.args,
+    def read_with(self, reader: Callable[Concatenate[GitReader, P], T], *args: P.args,
                   **kwargs: P.kwargs) -> T:
         """`reader(repository, *args)`: a read function of a layer above this one that takes the
-        repository (`remote.publish.read_stop`, `remote.exits.read_exits`,
+        repository's `GitReader` (`remote.publish.read_stop`, `remote.exits.read_exits`,
         `engine.conversation.read_conversation`). It reads the refs it names as they are now."""
-        return reader(self._repo, *args, **kwargs)
+        return reader(GitReader(self._repo), *args, **kwargs)
 
 
 def _file_id(tree: pygit2.Tree | None, path: str) -> pygit2.Oid | None:

@@ -13,6 +13,10 @@ Entry = tuple[pygit2.Oid, int]
 """A tree entry's content: object id and file mode."""
 Changes = dict[str, Entry | None]
 """Path -> new entry, or None to delete the path."""
+FOLDER = int(FileMode.TREE)
+"""The file mode of a folder's entry (a tree), for readers that tell folders from files."""
+FILE = int(FileMode.BLOB)
+"""The file mode of a plain file (not executable, not a link)."""
 
 
 def lookup(tree: pygit2.Tree | None, path: str) -> Entry | None:

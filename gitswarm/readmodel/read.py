@@ -13,14 +13,12 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-import pygit2
-
 from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
 from gitswarm.engine import selection
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import BOOK, Ledger, Totals
 from gitswarm.memory.repo import Memory
-from gitswarm.memory.snapshot import Snapshot
+from gitswarm.memory.snapshot import Snapshot, Tree
 from gitswarm.readmodel.model import (
     FOLDERS,
     Candidate,
@@ -87,7 +85,7 @@ def shown_grade(grades: list[Grade]) -> Grade | None:
     return max(grades, key=lambda g: (g.graded, g.time, g.key), default=None)
 
 
-def read_problem(snapshot: Snapshot, pid: str, root: pygit2.Tree, index: MemoryIndex, store: GradeStore,
+def read_problem(snapshot: Snapshot, pid: str, root: Tree, index: MemoryIndex, store: GradeStore,
                  rule: Rule, aside: bool, settled: bool) -> ProblemState:
     """One problem's state: its candidates, reviews, nominations and leader from `index` by
     `engine.selection`'s rule (`settled`: `selection.settled` says so), its counts, kind and
@@ -151,7 +149,7 @@ def _path(index: MemoryIndex, pid: str, commit: str) -> str | None:
     return f"problems/{pid}/{path}" if path else None
 
 
-def _selection(snapshot: Snapshot, base: pygit2.Tree | None) -> Selection | None:
+def _selection(snapshot: Snapshot, base: Tree | None) -> Selection | None:
     values = snapshot.parsed(FRONTS, base, "SOLUTION.md") or {}
     if not values.get("candidate") or not values.get("path"):
         return None
@@ -161,12 +159,12 @@ def _selection(snapshot: Snapshot, base: pygit2.Tree | None) -> Selection | None
                      None if mark not in ("verified", "unverified") else mark == "verified")
 
 
-def _kind(snapshot: Snapshot, base: pygit2.Tree | None) -> str:
+def _kind(snapshot: Snapshot, base: Tree | None) -> str:
     found = KIND.search((snapshot.blob(base, "statement.md") or b"").decode("utf-8", "replace"))
     return found.group(1) if found else "?"
 
 
-def _count(snapshot: Snapshot, base: pygit2.Tree | None, folder: str) -> int:
+def _count(snapshot: Snapshot, base: Tree | None, folder: str) -> int:
     """Items below `folder` of the tree `base` (files; for `code`, codebases), counted from trees
     alone (no blob is read): a diff against the empty tree counts them in libgit2, 3x faster than
     walking the entries."""

@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pygit2.enums import FileMode
-
 from gitswarm.memory import trees
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.snapshot import Snapshot
@@ -101,7 +99,7 @@ def every(memory: Memory, problem: str, kind: Kind) -> list[Candidate]:
     if found is None:
         return []
     want_tree = kind in CODE_KINDS
-    paths = {f"{folder}/{e.name}": (e.id, e.filemode) for e in found if (e.filemode == FileMode.TREE) == want_tree}
+    paths = {f"{folder}/{e.name}": (e.id, e.filemode) for e in found if (e.filemode == trees.FOLDER) == want_tree}
     owners = last_changed(snapshot, problem, paths)
     return [_load(snapshot, problem, kind, owners[p], p) for p in sorted(paths) if p in owners]
 

@@ -18,10 +18,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 
-import pygit2
-from pygit2.enums import FileMode
-
-from gitswarm.memory import books, commitmeta, objects, trees
+from gitswarm.memory import books, commitmeta
 from gitswarm.memory.repo import Memory
 
 GRADES_BOOK = "grades"
@@ -82,14 +79,14 @@ class GradeStore:
 
     def __init__(self, memory: Memory) -> None:
         self.memory = memory
-        self.repo = memory.repo
+        self.repo = memory.reader()
         self.run_id = memory.run_id
 
     def get(self, problem: str, candidate: str, grader: str, model: str | None) -> Grade | None:
         """The current entry for this key, or None."""
-        tree = self._tree()
-        entry = trees.lookup(tree, entry_path(problem, candidate, grader, model))
-        return None if entry is None else Grade.from_json(objects.blob(self.repo, entry[0]).data)
+        tip = self.repo.ref(GRADES_REF)
+        data = self.repo.file(tip, entry_path(problem, candidate, grader, model)) if tip is not None else None
+        return None if data is None else Grade.from_json(data)
 
     def for_problem(self, problem: str) -> list[Grade]:
         """Every current grade of a problem's candidates."""
@@ -105,16 +102,7 @@ class GradeStore:
 
     def history(self, grade_key: str) -> list[Grade]:
         """Every version an entry has had, newest first."""
-        ref = self.repo.references.get(GRADES_REF)
-        if ref is None:
-            return []
-        found, last = [], None
-        for commit in self.repo.walk(ref.target):
-            entry = trees.lookup(commit.tree, grade_key)
-            if entry is not None and entry[0] != last:
-                found.append(Grade.from_json(objects.blob(self.repo, entry[0]).data))
-            last = entry[0] if entry is not None else None
-        return found
+        return [Grade.from_json(data) for data in self.repo.versions(GRADES_REF, grade_key)]
 
     def put(self, grade: Grade, replace: bool = False) -> tuple[Grade, bool]:
         """Store `grade`; an existing entry of the same key wins unless `replace`.
@@ -137,22 +125,10 @@ class GradeStore:
                                   grader=grade.grader, model=grade.model or "")
         return commitmeta.encode(record, f"grade({grade.problem}): {grade.grader} {score} for {grade.candidate[:12]}")
 
-    def _tree(self) -> pygit2.Tree | None:
-        ref = self.repo.references.get(GRADES_REF)
-        return None if ref is None else self.repo[ref.target].peel(pygit2.Tree)
-
     def _walk(self, folder: str) -> Iterator[Grade]:
-        tree = self._tree()
-        entry = trees.lookup(tree, folder)
-        if entry is None or entry[1] != FileMode.TREE:
-            return
-        stack = [objects.tree(self.repo, entry[0])]
-        while stack:
-            for item in stack.pop():
-                if item.filemode == FileMode.TREE:
-                    stack.append(objects.tree(self.repo, item.id))
-                else:
-                    yield Grade.from_json(objects.blob(self.repo, item.id).data)
+        tip = self.repo.ref(GRADES_REF)
+        if tip is not None:
+            yield from (Grade.from_json(data) for data in self.repo.below(tip, folder))
 
 
 def describe(grade: Grade | None) -> str:

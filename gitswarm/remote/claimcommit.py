@@ -11,9 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import overload
 
-import pygit2
-
-from gitswarm.memory import objects
+from gitswarm.memory.gitdir import GitReader
 
 FILE = "claim.json"
 HOLDINGS = 3
@@ -106,13 +104,16 @@ class ClaimPruned(Exception):
 
 
 @overload
-def load(repo: pygit2.Repository, commit: str) -> Claim: ...
+def load(repo: GitReader, commit: str) -> Claim: ...
 @overload
-def load(repo: pygit2.Repository, commit: str | None) -> Claim | None: ...
-def load(repo: pygit2.Repository, commit: str | None) -> Claim | None:
+def load(repo: GitReader, commit: str | None) -> Claim | None: ...
+def load(repo: GitReader, commit: str | None) -> Claim | None:
     if commit is None:
         return None
-    data = json.loads(objects.blob(repo, repo[commit].peel(pygit2.Commit).tree[FILE].id).data)
+    text = repo.file(commit, FILE)
+    if text is None:
+        raise KeyError(f"{commit} holds no {FILE}: not a claim commit")
+    data = json.loads(text)
     return Claim(**{k: v for k, v in data.items() if k in _FIELDS}, id=commit)
 
 

@@ -34,12 +34,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-import pygit2
-from pygit2.enums import FileMode
-
-from gitswarm.memory import commitmeta, refnames
+from gitswarm.memory import commitmeta
 from gitswarm.memory.model import check_name
-from gitswarm.memory.write import COMMITTER
 from gitswarm.remote import highwater, layout
 from gitswarm.remote.claimcommit import FILE, Claim, ClaimGivenUp, ClaimHeld, ClaimLost, ClaimPruned, Spent, load, when
 from gitswarm.remote.errors import MissingRef, PushRejected, RemoteError, StaleLease
@@ -73,19 +69,18 @@ class Claims:
             self.remote.fetch([f"+{ref}:{ref}"])
         except MissingRef:
             return None
-        return load(self.remote.repo(), self.remote.local(ref))
+        return load(self.remote.gitdir(), self.remote.local(ref))
 
     def all(self) -> dict[str, Claim]:
         """Every claim on the remote, by episode (one fetch). Each claim commit is read once
         and remembered: a long run has many claims, nearly all closed for good, and reading
         them all at every look cost more than the fetch (`scripts/bench_looks.py`)."""
         self.remote.fetch([layout.claims_refspec(), layout.high_water_refspec()], prune=True)
-        repo = self.remote.repo()
+        repo = self.remote.gitdir()
         found, loaded = {}, {}
-        for name in refnames.under(repo, layout.CLAIMS):  # not every ref: the mirror's grow per episode
-            ref = repo.references.get(name)
-            if ref is not None:
-                commit = str(ref.target)
+        for name in repo.refs(layout.CLAIMS):  # not every ref: the mirror's grow per episode
+            commit = repo.ref(name)
+            if commit is not None:
                 claim = self._loaded.get(commit) or load(repo, commit)
                 found[name.removeprefix(layout.CLAIMS)], loaded[commit] = claim, claim
         self._loaded = loaded
@@ -130,7 +125,7 @@ class Claims:
         takers of the same claim wins, the others get `ClaimHeld` with the winner. A holding
         read through another mirror is read again here first (its commit is the parent). A
         claim pruned meanwhile raises `ClaimPruned` (through `claim`: it is never made again)."""
-        if holder.id not in self.remote.repo():
+        if holder.id not in self.remote.gitdir():
             current = self.read(holder.episode)
             if current is None:
                 return self.claim(holder.episode, holder.problem)
@@ -252,18 +247,13 @@ class Claims:
     def _write(self, claim: Claim, before: Claim | None, verb: str) -> tuple[Claim, Update]:
         """Write the claim commit for `claim` on top of `before`'s; return it and its push."""
         claim = replace(claim, nonce=secrets.token_hex(8), id="")
-        repo = self.remote.repo()
-        blob = repo.create_blob(json.dumps(claim.record(), sort_keys=True, indent=1).encode())
-        builder = repo.TreeBuilder()
-        builder.insert(FILE, blob, FileMode.BLOB)
-        stamp = int(self.clock())
-        author = pygit2.Signature(self.worker, f"{self.worker}@gitswarm.local", stamp, 0)
-        committer = pygit2.Signature(*COMMITTER, stamp, 0)
+        data = json.dumps(claim.record(), sort_keys=True, indent=1).encode()
         until = "done" if claim.done else f"until {when(claim.expires)}"
         note = commitmeta.ClaimNote(episode=claim.episode, worker=claim.worker, problem=claim.problem, claim=claim.op)
         message = commitmeta.encode(note, f"{verb}: {claim.episode} by {claim.worker} ({claim.op}, {until})")
-        parents = [pygit2.Oid(hex=before.id)] if before is not None else []
-        commit = str(repo.create_commit(None, author, committer, message, builder.write(), parents))
+        commit = self.remote.gitdir().commit({FILE: data}, message, [before.id] if before is not None else [],
+                                             author=(self.worker, f"{self.worker}@gitswarm.local"),
+                                             when=int(self.clock()))
         ref = layout.claim_ref(claim.episode)
         return replace(claim, id=commit), Update(ref, commit, before.id if before is not None else None)
 

@@ -19,11 +19,8 @@ import json
 import time
 from dataclasses import dataclass
 
-import pygit2
-
 from gitswarm.core.stops import Stop
-from gitswarm.memory import objects, refnames, trees
-from gitswarm.memory.write import committer
+from gitswarm.memory.gitdir import GitReader
 from gitswarm.remote import layout
 from gitswarm.remote.errors import RemoteError
 from gitswarm.remote.transport import Remote, Update
@@ -49,14 +46,11 @@ def mark(remote: Remote, name: str, why: Stop | BaseException) -> str | None:
     """Push `name`'s mark with `why` (the worker's stop, or the error it ends on). Returns None
     when pushed, else what went wrong, for the worker to tell its user."""
     reason, detail = (why.reason.value, why.detail) if isinstance(why, Stop) else (type(why).__name__, str(why))
-    repo = remote.repo()
     data = json.dumps({"reason": reason, "detail": detail, "at": int(time.time())}).encode()
-    tree = trees.update(repo, None, trees.blobs(repo, {"exit.json": data}))
-    sig = committer()
-    commit = repo.create_commit(None, sig, sig, f"gitswarm: worker {name} left the run: {detail}\n", tree, [])
+    commit = remote.gitdir().commit({"exit.json": data}, f"gitswarm: worker {name} left the run: {detail}\n")
     ref = layout.worker_ref(name, EXITED)
     try:
-        remote.push([Update(ref, str(commit), remote.local(ref))])
+        remote.push([Update(ref, commit, remote.local(ref))])
     except RemoteError as exc:
         return str(exc)
     return None
@@ -75,16 +69,17 @@ def clear(remote: Remote, name: str) -> None:
         return
 
 
-def read_exits(repo: pygit2.Repository) -> dict[str, Exit]:
+def read_exits(repo: GitReader) -> dict[str, Exit]:
     """Every worker's mark in `repo` (a coordinator's mirror, or a clone of the remote), by name."""
     found = {}
     suffix = EXITED.removeprefix("refs")
-    for ref in refnames.under(repo, layout.WORKERS):
-        if not ref.endswith(suffix):
+    for ref in repo.refs(layout.WORKERS):
+        tip = repo.ref(ref) if ref.endswith(suffix) else None
+        if tip is None:
             continue
-        entry = trees.lookup(repo[repo.references[ref].target].peel(pygit2.Commit).tree, "exit.json")
+        text = repo.file(tip, "exit.json")
         try:
-            data = json.loads(objects.blob(repo, entry[0]).data) if entry is not None else None
+            data = json.loads(text) if text is not None else None
         except ValueError:
             data = None  # not a mark this version wrote: the worker is read as if unmarked
         if not isinstance(data, dict):

@@ -19,11 +19,9 @@ from dataclasses import replace
 
 import anyio
 import anyio.to_thread
-import pygit2
 
 from gitswarm.core.control import Control
 from gitswarm.core.stops import Stop, StopReason
-from gitswarm.memory import objects, trees
 from gitswarm.remote.errors import MissingRef, NoRepository
 from gitswarm.remote.transport import Remote
 from gitswarm.remote.worker import WorkerOptions
@@ -53,9 +51,10 @@ def read_index(remote: Remote) -> dict | None:
         remote.fetch([f"+{INDEX_REF}:{INDEX_REF}"])
     except (MissingRef, NoRepository):
         return None
-    repo = remote.repo()
-    entry = trees.lookup(repo[repo.references[INDEX_REF].target].peel(pygit2.Commit).tree, "runs.json")
-    return json.loads(objects.blob(repo, entry[0]).data) if entry is not None else None
+    mirror = remote.gitdir()
+    tip = mirror.ref(INDEX_REF)
+    data = mirror.file(tip, "runs.json") if tip is not None else None
+    return json.loads(data) if data is not None else None
 
 
 async def follow(options: WorkerOptions, work: Work, control: Control,

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gitswarm.memory import refnames
 from gitswarm.remote import layout
 from gitswarm.remote.transport import Remote, Update
 
@@ -69,6 +68,5 @@ def read(remote: Remote) -> Mark:
 
 def local(remote: Remote) -> int:
     """The mark as the mirror last fetched it (`Claims.all` fetches it with the claims); 0: none."""
-    repo = remote.repo()
-    found = of_refs(dict.fromkeys(refnames.under(repo, layout.HIGH_WATER), ""))
+    found = of_refs(dict.fromkeys(remote.gitdir().refs(layout.HIGH_WATER), ""))
     return found.number if found is not None else 0

@@ -23,13 +23,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-import pygit2
-
 from gitswarm.core.status import Status
 from gitswarm.engine.ledger import EpisodeRecord
-from gitswarm.memory import books, commitmeta, write
+from gitswarm.memory import books, commitmeta, trees, write
 from gitswarm.memory.commitmeta import Verdict
 from gitswarm.memory.errors import ContributionRefused
+from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.paths import WriteLimits
 from gitswarm.remote import layout
@@ -56,11 +55,9 @@ class Pushed:
     """The tip of the worker's `swarm/<episode>` branch, or None (no commit: abstained, failed)."""
 
 
-def pushed(repo: pygit2.Repository, claim: Claim) -> Pushed:
+def pushed(repo: GitReader, claim: Claim) -> Pushed:
     """What the claim's closer pushed for its episode (from the coordinator's mirror)."""
-    ref = layout.worker_ref(claim.worker, write.branch_ref(claim.episode))
-    found = repo.references.get(ref)
-    return Pushed(claim, str(found.target) if found is not None else None)
+    return Pushed(claim, repo.ref(layout.worker_ref(claim.worker, write.branch_ref(claim.episode))))
 
 
 def owns(worker: str, slot: str) -> bool:
@@ -68,7 +65,7 @@ def owns(worker: str, slot: str) -> bool:
     return slot == worker or slot.startswith(f"{worker}-")
 
 
-def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
+def check(repo: GitReader, run_id: str, main: str, item: Pushed,
           limits: WriteLimits | None = None, known: Collection[str] = frozenset()) -> str:
     """The op id the pushed commit carries, once every check passed; `Refused` otherwise.
     `known`: commits known to be on main, which need no walk of its history (`named.on_main`)."""
@@ -79,27 +76,27 @@ def check(repo: pygit2.Repository, run_id: str, main: str, item: Pushed,
 
     if item.commit is None:
         raise refuse("it pushed no commit to take in")
-    commit = repo[item.commit].peel(pygit2.Commit)
-    meta = commitmeta.decode(commit.message)
+    commit = repo.info(item.commit)
+    meta = commit.meta
     op = getattr(meta, "op", "")
     if op not in (f"{claim.episode}-final", f"{claim.episode}-incomplete"):
         raise refuse(f"its Op trailer {op!r} is not this episode's")
     if len(commit.parents) != 1:
         raise refuse(f"{len(commit.parents)} parents; a contribution has one, a commit of main")
     parent = commit.parents[0]
-    if not on_main(repo, main, str(parent.id), known):
+    if not on_main(repo, main, parent, known):
         raise refuse("its parent is not a commit of main")
-    files, deleted = _changes(repo, parent.tree, commit.tree, claim.problem, refuse)
+    files, deleted = _changes(repo, parent, commit.id, claim.problem, refuse)
     if not isinstance(meta, commitmeta.Contribution):
         raise refuse(f"kind {getattr(meta, 'kind', '')!r} is not one of a contribution's ({', '.join(sorted(KINDS))})")
     _fields(meta, run_id, claim, files, deleted, refuse)
     check_named(repo, main, claim.problem, claim.episode, meta, files, refuse, known)
     written: dict[str, bytes | str] = dict(files)  # what a Contribution takes: text or bytes
     contribution = Contribution(problem=claim.problem, episode=claim.episode, worker=meta.worker, kind=meta.kind,
-                                title="", files=written, parent=str(parent.id), op=op,
+                                title="", files=written, parent=parent, op=op,
                                 informed_by=meta.informed_by, deleted=tuple(deleted))
     try:
-        write.validate(repo, contribution, limits or WriteLimits())
+        repo.validate(contribution, limits or WriteLimits())
     except ContributionRefused as exc:
         raise refuse(str(exc)) from None
     return op
@@ -120,27 +117,27 @@ def _fields(meta: commitmeta.Contribution, run_id: str, claim: Claim, files: dic
     _kind_fields(meta, refuse)
 
 
-def _changes(repo, before: pygit2.Tree, after: pygit2.Tree, problem: str,
+def _changes(repo: GitReader, before: str, after: str, problem: str,
              refuse) -> tuple[dict[str, bytes], list[str]]:
     """The files the commit adds or changes and those it deletes, relative to its problem
     folder; `refuse` for a change anywhere else or anything but a plain file. (Renames are
     not detected: a moved file is a deletion and an addition, each checked.)"""
     prefix = f"problems/{problem}/"
     files, deleted = {}, []
-    for delta in repo.diff(before, after).deltas:
-        path = delta.new_file.path
-        if not path.startswith(prefix) or not delta.old_file.path.startswith(prefix):
+    for delta in repo.diff(before, after):
+        path = delta.path
+        if not path.startswith(prefix) or not delta.old_path.startswith(prefix):
             raise refuse(f"it writes {path}, outside its problem folder {prefix}")
-        if delta.status_char() == "D":
+        if delta.status == "D":
             if not path.startswith(f"{prefix}code/"):  # a shell deletes only code (reviews, votes: never)
                 raise refuse(f"it deletes {path}; a contribution may delete only files under code/")
             deleted.append(path.removeprefix(prefix))
             continue
-        if delta.status_char() not in ("A", "M"):
-            raise refuse(f"it changes {path} in a way a contribution cannot ({delta.status_char()})")
-        if delta.new_file.mode != pygit2.enums.FileMode.BLOB:
+        if delta.status not in ("A", "M"):
+            raise refuse(f"it changes {path} in a way a contribution cannot ({delta.status})")
+        if delta.mode != trees.FILE:
             raise refuse(f"{path} is not a plain file")
-        files[path.removeprefix(prefix)] = repo[delta.new_file.id].data
+        files[path.removeprefix(prefix)] = repo.blob(delta.blob)
     return files, deleted
 
 
@@ -160,12 +157,9 @@ def _kind_fields(meta: commitmeta.Contribution, refuse) -> None:
         raise refuse("the reviewed commit is not in Informed-By")
 
 
-def transcript(repo: pygit2.Repository, worker: str, commit: str) -> str | None:
+def transcript(repo: GitReader, worker: str, commit: str) -> str | None:
     """The transcript note the worker pushed for `commit`, if any."""
-    try:
-        return repo.lookup_note(commit, layout.worker_ref(worker, "refs/notes/transcripts")).message
-    except KeyError:
-        return None
+    return repo.note(commit, layout.worker_ref(worker, "refs/notes/transcripts"))
 
 
 NO_RECORD = "refused by the coordinator: no ledger record was pushed"
@@ -174,23 +168,23 @@ NO_RECORD = "refused by the coordinator: no ledger record was pushed"
 
 def closed(memory, claim: Claim) -> tuple[EpisodeRecord, Pushed]:
     """The closer's record of the episode and what it pushed, from the coordinator's mirror."""
-    return record(memory, claim), pushed(memory.repo, claim)
+    return record(memory, claim), pushed(memory.reader(), claim)
 
 
 def take(memory, item: Pushed, taken: Collection[str]) -> str | None:
     """Check a pushed commit at the boundary and adopt it (raises `intake.Refused`); its
     transcript as the worker pushed it. `taken`: main's commits, no walk of history for them."""
     claim = item.claim
-    op = check(memory.repo, memory.run_id, memory.main(), item, memory.limits, taken)
+    op = check(memory.reader(), memory.run_id, memory.main(), item, memory.limits, taken)
     assert item.commit is not None  # `check` refuses a push without one
     memory.adopt(claim.episode, op, item.commit)
-    return transcript(memory.repo, claim.worker, item.commit)
+    return transcript(memory.reader(), claim.worker, item.commit)
 
 
 def record(memory, claim: Claim) -> EpisodeRecord:
     """The closer's ledger record of the episode, as it pushed it; a missing one is failed."""
     book = layout.worker_ref(claim.worker, books.ref_name("ledger")).removeprefix("refs/gitswarm/")
-    data = books.get(memory.repo, book, f"episodes/{claim.episode[:4]}/{claim.episode}.json")
+    data = memory.reader().record(book, f"episodes/{claim.episode[:4]}/{claim.episode}.json")
     if not isinstance(data, dict) or data.get("episode") != claim.episode:
         return EpisodeRecord(claim.episode, claim.worker, claim.problem, status=Status.FAILED, process=claim.worker,
                              note=NO_RECORD)

@@ -17,17 +17,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
-import pygit2
-
 from gitswarm.engine.index import CANDIDATE_FOLDERS
 from gitswarm.memory import commitmeta
-from gitswarm.memory.read import in_history
+from gitswarm.memory.gitdir import GitReader
 from gitswarm.readmodel.tree import front
 
 COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
 
 
-def check_named(repo: pygit2.Repository, main: str, problem: str, episode: str, meta: commitmeta.Contribution,
+def check_named(repo: GitReader, main: str, problem: str, episode: str, meta: commitmeta.Contribution,
                 files: dict[str, bytes], refuse: Callable[[str], Exception],
                 known: Collection[str] = frozenset()) -> None:
     """Raise `refuse(reason)` unless what the record names is on main and agrees with `files`
@@ -56,7 +54,7 @@ def check_named(repo: pygit2.Repository, main: str, problem: str, episode: str, 
                 raise refuse(f"{path} does not name the review's reviewed commit, verdict and episode")
 
 
-def on_main(repo: pygit2.Repository, main: str, commit: str, known: Collection[str] = frozenset()) -> bool:
+def on_main(repo: GitReader, main: str, commit: str, known: Collection[str] = frozenset()) -> bool:
     """`commit` is main's tip or one of its ancestors. `known` (the coordinator's index of main,
     `MemoryIndex.taken`: main only moves forward, so each is on main still) spares the walk
     for the commits it holds: libgit2 walks main's history back to the commit, and a cite of
@@ -64,17 +62,16 @@ def on_main(repo: pygit2.Repository, main: str, commit: str, known: Collection[s
     coordinator's busy samples, and `intake.check` a third)."""
     if not COMMIT_ID.match(commit):
         return False
-    return commit in known or in_history(repo, main, commit)
+    return commit in known or repo.in_history(commit, main)
 
 
-def _candidate(repo: pygit2.Repository, main: str, problem: str, commit: str, known: Collection[str]) -> bool:
+def _candidate(repo: GitReader, main: str, problem: str, commit: str, known: Collection[str]) -> bool:
     """An attempt or a program of `problem`: a commit of main that wrote one (its record is
     trusted, since it passed these checks, or was written by the run itself; its files are its
     tree's change)."""
     if not on_main(repo, main, commit, known):
         return False
-    found = repo[commit].peel(pygit2.Commit)
-    if getattr(commitmeta.decode(found.message), "problem", "") != problem:
+    if repo.info(commit).problem != problem:
         return False
-    return any(path.startswith(CANDIDATE_FOLDERS) for path in commitmeta.changes(repo, found, problem).written)
+    return any(path.startswith(CANDIDATE_FOLDERS) for path in repo.changes(commit, problem).written)
 

@@ -16,10 +16,7 @@ import json
 import re
 from pathlib import Path
 
-import pygit2
-from pygit2.enums import RepositoryOpenFlag
-
-from gitswarm.memory import objects
+from gitswarm.memory.gitdir import GitDir, GitReader
 from gitswarm.memory.repo import META_REF
 from gitswarm.remote import gitcli
 from gitswarm.remote.errors import ForeignFolder
@@ -70,7 +67,7 @@ def check_mirror(folder: Path, url: str) -> None:
             raise ForeignFolder(folder, f"is the mirror of the run on {found}, not of {mask(url)}", _other_mirror(
                 url, f"to go on with that run, give its own remote: --run {found}"))
         return
-    if repo.references.get(MAIN) is None:
+    if repo.ref(MAIN) is None:
         return
     there = _remote_main(folder, url)
     if there is None or there not in repo:
@@ -121,23 +118,20 @@ def bind_worker(folder: Path, url: str, name: str, held: str | None) -> None:
     _set(folder, {REMOTE_KEY: mask(url), WORKER_KEY: name, **({RUN_KEY: run} if run else {})})
 
 
-def _open(folder: Path) -> pygit2.Repository | None:
+def _open(folder: Path) -> GitDir | None:
     if not ((folder / "HEAD").exists() or (folder / ".git").exists()):
         return None
-    return pygit2.Repository(str(folder), flags=RepositoryOpenFlag.NO_SEARCH)
+    return GitDir(folder)
 
 
-def _get(repo: pygit2.Repository, key: str) -> str | None:
-    config = repo.config
-    return str(config[key]) if key in config else None
+def _get(repo: GitReader, key: str) -> str | None:
+    return repo.config(key)
 
 
 def _set(folder: Path, values: dict[str, str]) -> None:
     repo = _open(folder)
-    if repo is None:
-        return
-    for key, value in values.items():
-        repo.config[key] = value
+    if repo is not None:
+        repo.configure(values)
 
 
 def _same(a: str, b: str) -> bool:
@@ -153,12 +147,12 @@ def _remote_main(folder: Path, url: str) -> str | None:
     return next((ln.split("\t", 1)[0] for ln in out.splitlines() if ln.endswith(f"\t{MAIN}")), None)
 
 
-def _run_id(repo: pygit2.Repository) -> str | None:
-    ref = repo.references.get(META_REF)
+def _run_id(repo: GitReader) -> str | None:
+    ref = repo.ref(META_REF)
     if ref is None:
         return None
     try:
-        meta = objects.blob(repo, repo[ref.target].peel(pygit2.Commit).tree["run.json"].id)
-        return json.loads(meta.data).get("run_id")
+        meta = repo.file(ref, "run.json")
+        return json.loads(meta).get("run_id") if meta is not None else None
     except (KeyError, ValueError, TypeError):
         return None

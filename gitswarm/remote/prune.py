@@ -36,11 +36,10 @@ import contextlib
 from dataclasses import dataclass
 
 import anyio.to_thread
-import pygit2
 
 from gitswarm.core.remote_events import Pruned, PruneRefused, PruneStale
-from gitswarm.memory import books, refnames, write
-from gitswarm.memory.read import in_history
+from gitswarm.memory import books, write
+from gitswarm.memory.gitdir import GitReader
 from gitswarm.remote import highwater, layout
 from gitswarm.remote.errors import PushRejected, RemoteError, StaleLease, Unreachable
 from gitswarm.remote.transport import Update
@@ -98,10 +97,10 @@ class Pruner:
                 return False
             shared = coordinator.shared
             mark = await shared.git(highwater.local, coordinator.remote)  # reads ref files: not on the loop
-            if await shared.git(gather, shared.memory.repo, coordinator.ledger, claims, mark, least) is None:
+            if await shared.git(gather, shared.memory.reader(), coordinator.ledger, claims, mark, least) is None:
                 return False  # not merged yet: the next step looks again, without a fetch
             await anyio.to_thread.run_sync(self._refresh, coordinator)
-            self.waiting = await shared.git(gather, shared.memory.repo, coordinator.ledger, claims, mark, least)
+            self.waiting = await shared.git(gather, shared.memory.reader(), coordinator.ledger, claims, mark, least)
         batch = self.waiting
         if batch is not None and await coordinator.shared.git(self._published, coordinator, batch):
             return await anyio.to_thread.run_sync(self._push, coordinator, batch)
@@ -113,9 +112,8 @@ class Pruner:
             coordinator.remote.fetch([layout.workers_refspec()], prune=True)
 
     def _published(self, coordinator, batch: Batch) -> bool:
-        repo, known = coordinator.shared.memory.repo, coordinator.publisher.known
-        return (in_history(repo, known.get(layout.MAIN), batch.main)
-                and in_history(repo, known.get(LEDGER), batch.ledger))
+        repo, known = coordinator.shared.memory.reader(), coordinator.publisher.known
+        return repo.in_history(batch.main, known.get(layout.MAIN)) and repo.in_history(batch.ledger, known.get(LEDGER))
 
     def _push(self, coordinator, batch: Batch) -> bool:
         events = coordinator.shared.events
@@ -150,37 +148,37 @@ class Pruner:
         return all(coordinator.remote.local(u.ref) is None for u in batch.updates)
 
 
-def gather(repo: pygit2.Repository, ledger, claims: dict, mark: int, least: int) -> Batch | None:
+def gather(repo: GitReader, ledger, claims: dict, mark: int, least: int) -> Batch | None:
     """The episodes ready to prune (the module docstring's rules) and their deletes, or None
     when fewer than `least` are ready. Refs are read before main, so a branch found gone was
     merged into a main at or before the one remembered."""
-    branches = refnames.under(repo, "refs/heads/swarm/")
-    present = refnames.under(repo, layout.CLAIMS)  # the mirror follows our deletes
+    branches = repo.refs("refs/heads/swarm/")
+    present = repo.refs(layout.CLAIMS)  # the mirror follows our deletes
     refs: dict[str, list[Update]] = {}
     for claim in claims.values():
         if claim.done and layout.claim_ref(claim.episode) in present:
             refs.setdefault(claim.episode, []).append(Update(layout.claim_ref(claim.episode), None, claim.id))
-    for name in sorted(refnames.under(repo, layout.WORKERS)):
-        episode = _episode_of_worker_ref(name)
-        if episode is not None:
-            refs.setdefault(episode, []).append(Update(name, None, str(repo.references[name].target)))
+    for name in sorted(repo.refs(layout.WORKERS)):
+        episode, value = _episode_of_worker_ref(name), repo.ref(name)
+        if episode is not None and value is not None:
+            refs.setdefault(episode, []).append(Update(name, None, value))
     ready = sorted(e for e in refs if _ready(repo, ledger, branches, mark, e))[:MOST]
     if len(ready) < max(least, 1):
         return None
-    main, tip = repo.references.get(layout.MAIN), repo.references.get(LEDGER)
+    main, tip = repo.ref(layout.MAIN), repo.ref(LEDGER)
     if main is None or tip is None:
         return None
-    return Batch(tuple(ready), tuple(u for e in ready for u in refs[e]), str(main.target), str(tip.target))
+    return Batch(tuple(ready), tuple(u for e in ready for u in refs[e]), main, tip)
 
 
-def _ready(repo: pygit2.Repository, ledger, branches: set[str], mark: int, episode: str) -> bool:
+def _ready(repo: GitReader, ledger, branches: set[str], mark: int, episode: str) -> bool:
     record = ledger.episodes.get(episode)
     number = highwater.number_of(episode)
     if record is None or not 0 < number <= mark:
         return False
     if record.commit is not None and write.branch_ref(episode) in branches:
         return False  # adopted and not merged yet
-    return books.get(repo, "ledger", f"episodes/{episode[:4]}/{episode}.json") is not None  # flushed
+    return repo.record("ledger", f"episodes/{episode[:4]}/{episode}.json") is not None  # flushed
 
 
 def _episode_of_worker_ref(name: str) -> str | None:

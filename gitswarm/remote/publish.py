@@ -22,17 +22,15 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import pygit2
-
 from gitswarm import __version__
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.config import PARTS, SolveConfig
 from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.setaside import Streaks
 from gitswarm.errors import BadInput
-from gitswarm.memory import books, objects, refnames, trees
+from gitswarm.memory import books
 from gitswarm.memory.errors import NotARun
-from gitswarm.memory.read import in_history
+from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.repo import META_BOOK, META_REF, Memory
 from gitswarm.problems.model import Kind, Problem, ProblemSet
 from gitswarm.remote.errors import OtherProtocol, PushRejected, RefMoved, RemoteError, StaleLease
@@ -67,18 +65,18 @@ def write_settings(memory: Memory, settings: dict) -> bool:
     return memory.put_files(META_BOOK, {SETTINGS: data}, "gitswarm: the run's settings for remote workers") is not None
 
 
-def published(repo: pygit2.Repository) -> dict:
+def published(repo: GitReader) -> dict:
     """The settings a coordinator published, of whatever run protocol (readers such as the
     report read older runs too); `NotARun` when there are none."""
-    ref = repo.references.get(META_REF)
-    entry = trees.lookup(repo[ref.target].peel(pygit2.Commit).tree, SETTINGS) if ref is not None else None
-    if entry is None:
+    ref = repo.ref(META_REF)
+    data = repo.file(ref, SETTINGS) if ref is not None else None
+    if data is None:
         raise NotARun("the remote holds no gitswarm run published by a coordinator (no "
                       f"{META_REF}:{SETTINGS}); start `gitswarm solve SET --run URL` first")
-    return json.loads(objects.blob(repo, entry[0]).data)
+    return json.loads(data)
 
 
-def read_settings(repo: pygit2.Repository, url: str = "the remote") -> dict:
+def read_settings(repo: GitReader, url: str = "the remote") -> dict:
     """The settings a coordinator published, for a worker to join by; `NotARun` when there are
     none, `OtherProtocol` when a gitswarm of another run protocol published them."""
     settings = published(repo)
@@ -130,13 +128,13 @@ def write_stop(memory: Memory, stop: Stop | None) -> None:
         memory.put_files(STOP_BOOK, {STOP_FILE: data}, f"gitswarm: run stopped: {stop.detail}")
 
 
-def read_stop(repo: pygit2.Repository, ref: str = STOP_REF) -> Stop | None:
+def read_stop(repo: GitReader, ref: str = STOP_REF) -> Stop | None:
     """The stop at `ref`, or None while the run goes on (no stop, or a stop cleared)."""
-    found = repo.references.get(ref)
-    entry = trees.lookup(repo[found.target].peel(pygit2.Commit).tree, STOP_FILE) if found is not None else None
-    if entry is None:
+    found = repo.ref(ref)
+    text = repo.file(found, STOP_FILE) if found is not None else None
+    if text is None:
         return None
-    data = json.loads(objects.blob(repo, entry[0]).data)
+    data = json.loads(text)
     return Stop(StopReason(data["reason"]), data["detail"])
 
 
@@ -190,11 +188,10 @@ class Publisher:
         return []
 
     def _updates(self, refs: list[str]) -> list[Update]:
-        repo = self.remote.repo()
+        repo = self.remote.gitdir()
         updates = []
         for ref in refs:
-            local = repo.references.get(ref)
-            value = str(local.target) if local is not None else None
+            value = repo.ref(ref)
             old = self.known.get(ref)
             if value == old:
                 continue
@@ -205,10 +202,10 @@ class Publisher:
         return updates
 
 
-def _ours(repo: pygit2.Repository, value: str | None, there: str) -> bool:
+def _ours(repo: GitReader, value: str | None, there: str) -> bool:
     """Whether the remote's value `there` of a ref is in the history of our `value` (so
     pushing ours over it loses nothing): equal, or one of its ancestors (an absent one is ours too)."""
-    return in_history(repo, value, there)
+    return repo.in_history(there, value)
 
 
 @dataclass
@@ -249,6 +246,6 @@ class OpRefs:
         key = (memory.main(), episodes)
         if key != self._key:
             prefix = "refs/gitswarm/ops/"
-            self._listed = sorted(refnames.under(memory.repo, prefix))
+            self._listed = sorted(memory.reader().refs(prefix))
             self._key = key
         return [r for r in self._listed if r not in self.published]

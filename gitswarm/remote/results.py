@@ -146,8 +146,8 @@ class ResultPush:
             self.remote.fetch([f"+{LEDGER}:{layout.RUN_LEDGER}"])
         except RemoteError:
             return set()
-        repo, book = self.remote.repo(), layout.RUN_LEDGER.removeprefix("refs/gitswarm/")
-        found = {e: books.get(repo, book, f"episodes/{e[:4]}/{e}.json") for e in episodes}
+        mirror, book = self.remote.gitdir(), layout.RUN_LEDGER.removeprefix("refs/gitswarm/")
+        found = {e: mirror.record(book, f"episodes/{e[:4]}/{e}.json") for e in episodes}
         return {e for e, record in found.items()
                 if isinstance(record, dict) and record.get("process") == self.claims.worker}
 

@@ -12,9 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pygit2
-
 from gitswarm.memory.errors import NotARun
+from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.repo import META_REF
 from gitswarm.remote import gitcli
 from gitswarm.remote.urls import mask, scheme
@@ -30,7 +29,7 @@ def copied(url: str) -> Iterator[Path]:
     with tempfile.TemporaryDirectory(prefix="gitswarm-copy-") as tmp:
         path = Path(tmp) / "run.git"
         gitcli.run(Path(tmp), ["clone", "--mirror", "--quiet", url, str(path)], url)
-        if pygit2.Repository(str(path)).references.get(META_REF) is None:
+        if GitReader(path).ref(META_REF) is None:
             raise NotARun(f"{mask(url)} holds no gitswarm run yet (no {META_REF}): start one there with "
                           f"`gitswarm solve SET --run {mask(url)}`")
         yield path

@@ -131,7 +131,7 @@ class ClaimSource:
         await shared.git(shared.index.update, self.memory.repo, main)
         shared.view.settle(*selection.standing_of(shared.index, list(self.settings["problems"]),
                                                   selection.Rule.of(shared.view.config)))
-        self.stop = publish.read_stop(self.memory.repo)
+        self.stop = publish.read_stop(self.memory.reader())
         self._only_skipped_open()
         if self.stop is None and not self.held and time.monotonic() - self.idle_since > self.patience_s:
             self.stop = Stop(StopReason.TIME_LIMIT, f"nothing to claim for {self.patience_s:.0f} s and no stop "

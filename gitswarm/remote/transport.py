@@ -15,9 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import pygit2
-from pygit2.enums import RepositoryOpenFlag
-
+from gitswarm.memory.gitdir import GitDir
 from gitswarm.remote import gitcli
 from gitswarm.remote.errors import MissingRef, PushRejected, RefExists, StaleLease
 from gitswarm.remote.urls import mask, scheme
@@ -70,14 +68,15 @@ class Remote:
         self.timeout_s = timeout_s
         self._writing = threading.Lock()
         if not (self.mirror / "HEAD").exists():
-            pygit2.init_repository(str(self.mirror), bare=True)
+            GitDir.init(self.mirror)
 
     def __repr__(self) -> str:
         return f"Remote({self.shown!r}, {str(self.mirror)!r})"
 
-    def repo(self) -> pygit2.Repository:
-        """A pygit2 handle on the mirror, for local object and ref work."""
-        return pygit2.Repository(str(self.mirror), flags=RepositoryOpenFlag.NO_SEARCH)
+    def gitdir(self) -> GitDir:
+        """The mirror, read and written through the memory: its refs and files, commits to
+        push, refs moved by compare-and-swap."""
+        return GitDir(self.mirror)
 
     def _git(self, *args: str, check: bool = True):
         return gitcli.run(self.mirror, args, self.url, timeout_s=self.timeout_s, check=check)
@@ -106,8 +105,7 @@ class Remote:
 
     def local(self, ref: str) -> str | None:
         """The mirror's value of `ref` (as of the last fetch or push), or None."""
-        found = self.repo().references.get(ref)
-        return str(found.target) if found is not None else None
+        return self.gitdir().ref(ref)
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -154,13 +152,9 @@ class Remote:
             self._set_local(updates)
 
     def _set_local(self, updates: Sequence[Update]) -> None:
-        repo = self.repo()
-        for u in updates:
-            if u.new is None:
-                if repo.references.get(u.ref) is not None:
-                    repo.references.delete(u.ref)
-            else:  # a mirror of what the remote accepted by its own lease, not a move of ours
-                repo.references.create(u.ref, u.new, force=True)  # force: the remote's lease decided
+        mirror = self.gitdir()
+        for u in updates:  # a mirror of what the remote accepted by its own lease, not a move of ours
+            mirror.follow(u.ref, u.new)
 
 
 def _porcelain(stdout: str) -> dict[str, _Line]:

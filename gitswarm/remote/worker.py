@@ -62,12 +62,12 @@ def join(remote: Remote, name: str) -> dict:
     """Fetch what a worker needs to start (main, meta, its own refs) and return the settings.
     A worker restarted in a fresh folder under the same name goes on from its pushed book."""
     remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}", layout.workers_refspec(name)])
-    repo = remote.repo()
+    mirror = remote.gitdir()
     for local in ("refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS), CONVERSATIONS_REF):
-        pushed = repo.references.get(layout.worker_ref(name, local))
-        if pushed is not None and repo.references.get(local) is None:
-            repo.references.create(local, pushed.target)
-    return publish.read_settings(repo, remote.shown)
+        pushed = mirror.ref(layout.worker_ref(name, local))
+        if pushed is not None and mirror.ref(local) is None:
+            mirror.move(local, pushed, None)
+    return publish.read_settings(mirror, remote.shown)
 
 
 def model_settings(cfg: SolveConfig) -> dict:
@@ -156,7 +156,7 @@ def _stop_of(remote: Remote) -> Stop | None:
         remote.fetch([f"+{publish.STOP_REF}:{publish.STOP_REF}"])
     except MissingRef:
         return None
-    return publish.read_stop(remote.repo())
+    return publish.read_stop(remote.gitdir())
 
 
 async def run_worker(options: WorkerOptions, model: Model, listeners: list[Listener] | None = None,
@@ -278,7 +278,7 @@ async def _leave(remote: Remote, name: str, why: Stop | BaseException, events: E
     run that stopped (as last fetched) says so for every worker already. Shielded from the
     cancellation that may be ending the worker, and bounded by the transport's timeout."""
     with anyio.CancelScope(shield=True):
-        if await anyio.to_thread.run_sync(publish.read_stop, remote.repo()) is not None:
+        if await anyio.to_thread.run_sync(publish.read_stop, remote.gitdir()) is not None:
             return
         failed = await anyio.to_thread.run_sync(exits.mark, remote, name, why)
     if failed:
