@@ -43,7 +43,8 @@ async def one_run(personality: str, model: str, effort: ReasoningEffort | None, 
     from gitswarm.engine.run import solve
     from gitswarm.fakeserver import serve
     from gitswarm.memory.repo import Memory
-    from gitswarm.models import LiteLLMModel, ModelConfig
+    from gitswarm.models.client import LiteLLMModel
+    from gitswarm.models.config import ModelConfig
     from gitswarm.problems.loader import load_set
     from gitswarm.resources import resolve_set
 

@@ -113,7 +113,8 @@ async def first_prompt_tokens(memory: Memory, folder: Path) -> tuple[int, int]:
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.run import solve
     from gitswarm.fakeserver import serve
-    from gitswarm.models import LiteLLMModel, ModelConfig
+    from gitswarm.models.client import LiteLLMModel
+    from gitswarm.models.config import ModelConfig
 
     async with serve(respond) as server:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k", reply_timeout_s=30)

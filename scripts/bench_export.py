@@ -36,7 +36,8 @@ async def build(run: Path, episodes: int, problems: int, workers: int) -> None:
     from gitswarm.engine.run import solve
     from gitswarm.fakeserver import serve
     from gitswarm.memory.repo import Memory
-    from gitswarm.models import LiteLLMModel, ModelConfig
+    from gitswarm.models.client import LiteLLMModel
+    from gitswarm.models.config import ModelConfig
     from gitswarm.problems.loader import load_set
     from gitswarm.referee.grade import grade_problem
 

@@ -88,7 +88,8 @@ def request() -> tuple[list[dict], list[dict]]:
 
 
 async def through_litellm(setting: str, url: str, model: str, stream: bool, calls: int, c: int) -> dict:
-    from gitswarm.models import LiteLLMModel, ModelConfig
+    from gitswarm.models.client import LiteLLMModel
+    from gitswarm.models.config import ModelConfig
     from gitswarm.models.lib import litellm_module
 
     litellm: Any = litellm_module()  # a module whose attributes this bench sets and replaces

@@ -78,7 +78,7 @@ class Counted:
         return self.model.may_force_tools()
 
     async def complete(self, messages: list[dict], tools: list[dict] | None = None, **options):
-        from gitswarm.models import ModelError
+        from gitswarm.models.errors import ModelError
 
         protocol = self.model.protocol  # the reply may switch it
         try:
@@ -124,7 +124,7 @@ async def one_run(api_base: str, args: argparse.Namespace, folder: Path) -> dict
     from gitswarm.engine.ledger import Ledger
     from gitswarm.engine.run import solve
     from gitswarm.memory.repo import Memory
-    from gitswarm.models import LiteLLMModel
+    from gitswarm.models.client import LiteLLMModel
     from gitswarm.problems.loader import load_set
 
     problems = load_set(write_set(folder / "set"))

@@ -139,7 +139,8 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
     from gitswarm.cli.running import model_config
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.run import solve
-    from gitswarm.models import LiteLLMModel, ModelConfig
+    from gitswarm.models.client import LiteLLMModel
+    from gitswarm.models.config import ModelConfig
     from gitswarm.models.lib import litellm_module as _litellm
     from gitswarm.problems.loader import load_set
 
@@ -196,7 +197,8 @@ async def bare(c: int, port: int, rounds: int) -> dict:
     """The baseline: C tasks that do nothing but call the model through the same LiteLLMModel
     (first-prompt-sized messages, the tool schemas), `rounds` calls each, no engine at all."""
     from gitswarm.engine.tools import tool_schemas
-    from gitswarm.models import LiteLLMModel, ModelConfig
+    from gitswarm.models.client import LiteLLMModel
+    from gitswarm.models.config import ModelConfig
     from gitswarm.models.lib import litellm_module as _litellm
     from gitswarm.resources import render
 

@@ -48,7 +48,8 @@ async def run_inprocess(problems: Path, run: Path, responder=respond, faults: Fa
     """The real engine in this process against the fake server; returns (result, server)."""
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.run import solve
-    from gitswarm.models import LiteLLMModel, ModelConfig
+    from gitswarm.models.client import LiteLLMModel
+    from gitswarm.models.config import ModelConfig
 
     async with serve(responder, faults) as server:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",

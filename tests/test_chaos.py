@@ -17,7 +17,8 @@ from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FAULTS, FaultPlan, serve
 from gitswarm.memory.trailers import parse
-from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
 from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set
 

@@ -26,8 +26,9 @@ from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FakeError, FakeReply, ScriptedResponder, serve
 from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.repo import Memory
-from gitswarm.models import LiteLLMModel, ModelConfig
 from gitswarm.models.calls import CallLog
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
 from gitswarm.problems.loader import load_set
 from gitswarm.remote import layout
 from gitswarm.resources import resolve_set

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
 from gitswarm.fakeserver import FakeError, FakeReply, FakeServer, FaultPlan, serve
-from gitswarm.models import ModelConfig, has_price
+from gitswarm.models.config import ModelConfig
+from gitswarm.models.credentials import has_price
 from gitswarm.sandbox import containment
 from gitswarm.sandbox.backends import ORDER_ENV
 

@@ -14,7 +14,8 @@ from conftest import git
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FakeReply, ScriptedResponder, serve
-from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
 from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set
 

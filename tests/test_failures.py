@@ -22,7 +22,8 @@ from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FakeReply, FaultPlan, serve
 from gitswarm.memory.errors import ContributionRefused
 from gitswarm.memory.repo import Memory
-from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
 from gitswarm.models.reply import Reply, ToolCall
 from gitswarm.problems.loader import load_set
 from gitswarm.usage import Usage

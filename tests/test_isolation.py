@@ -16,7 +16,8 @@ from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.majority import tally
 from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FakeReply, serve
-from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
 from gitswarm.problems.loader import load_set
 
 MARK = re.compile(r"MARK-\d+")

@@ -33,7 +33,8 @@ from gitswarm.engine.swarm import pick
 from gitswarm.fakeserver import FakeReply, serve
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import INITIAL_SUMMARY, Memory
-from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
 from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set
 

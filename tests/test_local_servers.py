@@ -10,8 +10,10 @@ import anyio
 import pytest
 
 from gitswarm.fakeserver import FakeReply, FakeServer, FaultPlan, ScriptedResponder, serve
-from gitswarm.models import LiteLLMModel, ModelConfig, ModelError, Retry, has_price
-from gitswarm.models.errors import from_litellm
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
+from gitswarm.models.credentials import has_price
+from gitswarm.models.errors import ModelError, Retry, from_litellm
 from gitswarm.models.lib import litellm_module
 
 USER = [{"role": "user", "content": "Work on the problem."}]

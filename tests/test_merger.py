@@ -22,7 +22,8 @@ from gitswarm.engine.shared import Shared
 from gitswarm.fakeserver import serve
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
-from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
 
 
 @pytest.fixture

@@ -9,9 +9,12 @@ import pytest
 
 from gitswarm.errors import BadInput
 from gitswarm.fakeserver import FakeError, FakeReply, FaultPlan, ScriptedResponder, serve
-from gitswarm.models import LiteLLMModel, ModelConfig, ModelError, has_price, textproto
+from gitswarm.models import textproto
 from gitswarm.models.capabilities import refuses_tools, stated_output_limit
-from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS, ModelConfig
+from gitswarm.models.credentials import has_price
+from gitswarm.models.errors import ModelError
 from gitswarm.models.pricing import Pricer
 
 USER = [{"role": "user", "content": "Read notes/a.md."}]

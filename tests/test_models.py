@@ -16,8 +16,11 @@ import pytest
 
 from gitswarm.errors import BadInput
 from gitswarm.fakeserver import FakeError, FakeReply, FakeServer, FaultPlan, ScriptedResponder, serve
-from gitswarm.models import LiteLLMModel, ModelConfig, ModelError, Usage, credentials_hint, has_price
-from gitswarm.models.errors import backoff_delay
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
+from gitswarm.models.credentials import credentials_hint, has_price
+from gitswarm.models.errors import ModelError, backoff_delay
+from gitswarm.usage import Usage
 
 USER = [{"role": "user", "content": "What is 3 + 4?"}]
 TOOLS = [{"type": "function", "function": {

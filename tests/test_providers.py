@@ -22,7 +22,8 @@ from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.run import solve
 from gitswarm.fakeserver import serve
 from gitswarm.memory.repo import Memory
-from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
 from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set
 

@@ -14,7 +14,10 @@ from gitswarm.memory import trees
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.write import committer
-from gitswarm.models import LiteLLMModel, ModelConfig, ModelError, has_price
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
+from gitswarm.models.credentials import has_price
+from gitswarm.models.errors import ModelError
 from gitswarm.problems.frontmatter import render
 from gitswarm.problems.loader import load_set
 from gitswarm.problems.model import ProblemSet

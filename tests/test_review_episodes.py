@@ -32,7 +32,7 @@ from gitswarm.engine.tools import Toolbox, ToolError
 from gitswarm.fakeserver import FakeReply, serve
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
-from gitswarm.models import LiteLLMModel
+from gitswarm.models.client import LiteLLMModel
 from gitswarm.problems.loader import load_set
 from gitswarm.readmodel.read import read_run
 from gitswarm.report.collect import collect

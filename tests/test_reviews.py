@@ -21,7 +21,8 @@ from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FakeReply, ScriptedResponder, serve
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
-from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
 from gitswarm.problems.loader import load_set
 from gitswarm.readmodel.read import read_run
 from gitswarm.resources import resolve_set

@@ -120,7 +120,7 @@ def test_a_run_part_of_other_fields_is_refused_naming_them(tmp_path: Path, memor
 
 def test_every_field_of_the_model_part_reaches_the_model_client(problem_dir: Path, tmp_path: Path):
     from gitswarm.cli.running import model_config
-    from gitswarm.models import ModelConfig
+    from gitswarm.models.config import ModelConfig
 
     values = changed("model") | {"model": "openai/w", "merger_model": "openai/m", "reply_timeout_s": 300.0}
     cfg = SolveConfig(problems=problem_dir, run=tmp_path / "run", **values)
@@ -142,7 +142,7 @@ def test_every_field_of_the_model_part_reaches_the_model_client(problem_dir: Pat
 
 
 def test_the_model_part_s_defaults_are_the_model_client_s():
-    from gitswarm.models import ModelConfig
+    from gitswarm.models.config import ModelConfig
 
     client = {f.name: f.default for f in fields(ModelConfig) if f.name in PARTS["model"] - {"model"}}
     assert {"idle_timeout_s", "reply_timeout_s", "tool_protocol"} <= set(client)

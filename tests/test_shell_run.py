@@ -23,7 +23,9 @@ from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FakeReply, serve
 from gitswarm.memory.repo import Memory
-from gitswarm.models import LiteLLMModel, ModelConfig, textproto
+from gitswarm.models import textproto
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
 from gitswarm.problems.loader import load_set
 from gitswarm.referee.grades import GradeStore
 from gitswarm.resources import resolve_set

@@ -17,7 +17,8 @@ from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FakeReply, serve
 from gitswarm.memory.repo import Memory
-from gitswarm.models import LiteLLMModel, ModelConfig
+from gitswarm.models.client import LiteLLMModel
+from gitswarm.models.config import ModelConfig
 from gitswarm.problems.loader import load_set
 from gitswarm.readmodel.read import read_run
 from gitswarm.resources import resolve_set

@@ -103,7 +103,8 @@ async def _judge():
     from gitswarm.demo.brain import respond
     from gitswarm.demo.judge import JUDGE_MODEL
     from gitswarm.fakeserver import serve
-    from gitswarm.models import LiteLLMModel, ModelConfig
+    from gitswarm.models.client import LiteLLMModel
+    from gitswarm.models.config import ModelConfig
 
     async with serve(respond) as server:
         yield LiteLLMModel(ModelConfig(JUDGE_MODEL, api_base=server.url, api_key="demo-key-not-secret"))

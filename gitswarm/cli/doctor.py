@@ -145,7 +145,7 @@ def _provider(model: str) -> str:
 
 def _credentials(config, provider: str) -> Check:
     """Credentials as litellm sees them, without a call: which variable holds the key."""
-    from gitswarm.models import credentials_hint
+    from gitswarm.models.credentials import credentials_hint
 
     hint = credentials_hint(config.model, api_base=config.api_base, api_key=config.api_key)
     if hint:

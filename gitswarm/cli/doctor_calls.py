@@ -110,7 +110,7 @@ def probe(config) -> Probe:
     """One reply to the probe, by a client that learns once from each kind of refusal (the
     output limit it states, `tools` refused) and from an empty stream, as a run's does; a
     transient failure is not retried."""
-    from gitswarm.models import LiteLLMModel
+    from gitswarm.models.client import LiteLLMModel
 
     llm = LiteLLMModel(replace(config, max_retries=0, timeout_retries=0,
                                reply_timeout_s=min(config.reply_timeout_s, PROBE_TIMEOUT_S)))
@@ -127,7 +127,7 @@ def needs_unstreamed(config, first: Probe) -> bool:
 
 def unstreamed(first: Probe) -> Probe:
     """The probe once more, unstreamed, with what the first one learnt (its limit, native tools)."""
-    from gitswarm.models import LiteLLMModel
+    from gitswarm.models.client import LiteLLMModel
 
     llm = LiteLLMModel(replace(first.llm.config, stream=False, max_output_tokens=first.llm.output_limit,
                                tool_protocol="native"))
@@ -139,7 +139,7 @@ def pair(calls: Calls) -> list[Outcome]:
     protocol, streamed unless requests with tools go unstreamed or its streams carried no usage."""
     import anyio
 
-    from gitswarm.models import LiteLLMModel
+    from gitswarm.models.client import LiteLLMModel
 
     learnt = calls.probe.llm
     calls.pair_streamed = learnt.streams(with_tools=True)
@@ -158,7 +158,7 @@ def pair(calls: Calls) -> list[Outcome]:
 
 
 async def _one(llm, outcome: Outcome) -> None:
-    from gitswarm.models import ModelError
+    from gitswarm.models.errors import ModelError
 
     messages, tools = request(pair=True)
     start = time.monotonic()
@@ -172,7 +172,7 @@ async def _one(llm, outcome: Outcome) -> None:
 def _timed(call: Probe) -> Probe:
     import anyio
 
-    from gitswarm.models import ModelError
+    from gitswarm.models.errors import ModelError
 
     messages, tools = request()
     start = time.monotonic()

@@ -286,7 +286,7 @@ def _complete(outcome, probe: Probe) -> bool:
 
 def _price_check(config, calls: Calls | None) -> Check:
     """A price is known (so --max-usd works), and what doctor's calls cost."""
-    from gitswarm.models import has_price
+    from gitswarm.models.credentials import has_price
     from gitswarm.usage import Usage
 
     if not has_price(config):

@@ -30,8 +30,8 @@ def key_variables(model: str) -> list[str]:
 
 def output_limit(config, probe) -> tuple[int, str]:
     """The output limit a run sends, and where it comes from."""
-    from gitswarm.models import LiteLLMModel
     from gitswarm.models.capabilities import known_output_limit
+    from gitswarm.models.client import LiteLLMModel
     from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS
 
     limit = probe.llm.output_limit if probe else LiteLLMModel(config).output_limit
@@ -44,8 +44,8 @@ def output_limit(config, probe) -> tuple[int, str]:
 
 def prices(config) -> dict | None:
     """USD per million tokens a run prices with (input, cached input, output), or None."""
-    from gitswarm.models import has_price
     from gitswarm.models.capabilities import model_info
+    from gitswarm.models.credentials import has_price
 
     if config.user_priced:
         cached = config.price_cached_in_per_mtok
@@ -61,7 +61,7 @@ def prices(config) -> dict | None:
 
 def run_settings(config, provider: str, probe) -> dict:
     """What a run with these options would use."""
-    from gitswarm.models import LiteLLMModel
+    from gitswarm.models.client import LiteLLMModel
 
     limit, source = output_limit(config, probe)
     llm = probe.llm if probe else LiteLLMModel(config)

@@ -91,7 +91,7 @@ def experiment(
 def _checked_judge(spec):
     """The referee model of the spec's [grade] (None without one), after the credentials check."""
     from gitswarm.cli.grade import judge_for
-    from gitswarm.models import credentials_hint
+    from gitswarm.models.credentials import credentials_hint
 
     if spec.scripted is None:
         cfg = spec.runs[0].config

@@ -135,7 +135,9 @@ def judge_for(settings):
     """The referee model of a GradeConfig, or None when no referee model is given."""
     if not settings.referee_model:
         return None
-    from gitswarm.models import LiteLLMModel, ModelConfig, credentials_hint
+    from gitswarm.models.client import LiteLLMModel
+    from gitswarm.models.config import ModelConfig
+    from gitswarm.models.credentials import credentials_hint
 
     hint = credentials_hint(settings.referee_model, api_base=settings.api_base)
     if hint:
@@ -147,7 +149,7 @@ def judge_for(settings):
 async def grade_all(memory: Memory, problems: list[Problem], judge, k: int, force: bool,
                      all_: bool, compile_timeout: float) -> tuple[list[Outcome], list[tuple[str, Exit]]]:
     """Grade problem by problem; a problem that cannot be graded does not stop the others."""
-    from gitswarm.models import ModelError
+    from gitswarm.models.errors import ModelError
     from gitswarm.referee.candidates import CandidateError
     from gitswarm.referee.grade import GradingError, Outcome, grade_problem
     from gitswarm.sandbox import SandboxError

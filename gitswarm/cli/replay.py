@@ -137,7 +137,7 @@ def _config(target, model: str | None, solver, **given):
     from gitswarm.engine.settings import config_file, file_settings, merge
     from gitswarm.experiment.replay import ReplayError
     from gitswarm.experiment.spec import SOLVER_KEY, SOLVER_LITELLM
-    from gitswarm.models import credentials_hint
+    from gitswarm.models.credentials import credentials_hint
 
     from_file = file_settings(config_file())
     selection = {k: v for k, v in target.selection.items()

@@ -56,7 +56,7 @@ def model_config(cfg, name: str, api_base: str | None = None, merger: bool = Fal
     reasoning merger keeps the run's reply timeout, since it may think for long."""
     from dataclasses import fields
 
-    from gitswarm.models import ModelConfig
+    from gitswarm.models.config import ModelConfig
 
     known = {f.name for f in fields(ModelConfig)}
     own = {key: value for key, value in cfg.part("model").items() if key in known}
@@ -118,7 +118,7 @@ async def run_engine(cfg, problem_set, listeners, control, fake=None, remote: Re
     """The engine on the current loop; with `fake` (a fake server to start), against it; with
     `remote`, as the coordinator of a run on a git remote."""
     from gitswarm.engine.run import solve as engine_solve
-    from gitswarm.models import LiteLLMModel
+    from gitswarm.models.client import LiteLLMModel
     from gitswarm.telemetry import traced
 
     async def swarm(api_base: str | None):

@@ -223,17 +223,17 @@ def _given(params: dict[str, object]) -> dict[str, object]:
 def _check(cfg: SolveConfig, problem_set) -> None:
     """What `solve` refuses before the models load: a busy run, code problems without a sandbox,
     missing credentials, a USD cap on a model with no price."""
-    from gitswarm import models
+    from gitswarm.models import credentials
 
     refuse_busy(cfg.run)
     confine(cfg, problem_set)
-    hint = models.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
+    hint = credentials.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
     if hint:
         raise fail(hint)
     worker = model_config(cfg, cfg.model)  # a bad combination of prices is refused here
     merger = model_config(cfg, cfg.merger, merger=True)
     reviewer = [model_config(cfg, cfg.reviewer, reviewer=True)] if cfg.reviewer_model else []
-    unpriced = [c.model for c in dict.fromkeys((worker, merger, *reviewer)) if not models.has_price(c)]
+    unpriced = [c.model for c in dict.fromkeys((worker, merger, *reviewer)) if not credentials.has_price(c)]
     if cfg.max_usd is not None and unpriced:
         raise fail(f"--max-usd cannot be enforced: litellm has no price for {' or '.join(unpriced)}. Give "
                    "--price-in and --price-out (USD per million tokens; they price the workers' model, and "

@@ -89,7 +89,7 @@ def worker(
     them. Exit 0 when the run stopped, 1 on a model error no retry can fix or an unreachable
     remote, 2 on bad input, 130 on Ctrl-C.
     """
-    from gitswarm import models
+    from gitswarm.models import credentials
     from gitswarm.remote.worker import WorkerOptions
 
     own = {field: value for field, value in field_values(locals()).items()
@@ -98,7 +98,7 @@ def worker(
         if not model:
             raise fail("give --model (or GITSWARM_MODEL): the litellm model string this worker runs")
         name = name or _default_name()
-        hint = models.credentials_hint(model, api_base=api_base, api_key=None)
+        hint = credentials.credentials_hint(model, api_base=api_base, api_key=None)
         if hint:
             raise fail(hint)
         from gitswarm.remote.owner import default_worker_folder
@@ -180,7 +180,7 @@ async def join_and_work(options, listeners: list, control, say: Callable[[str], 
     """Read the run's settings from the remote (`say` tells the user why it waits), then claim
     and run its episodes until it stops; returns why this worker stopped."""
     from gitswarm.cli.running import model_config
-    from gitswarm.models import LiteLLMModel
+    from gitswarm.models.client import LiteLLMModel
     from gitswarm.remote.worker import join_settings, run_worker
     from gitswarm.telemetry import traced
 

@@ -202,7 +202,7 @@ class Merger:
 
     async def _ask(self, prompt: str) -> str | None:
         """One merger model call, charged to the ledger's merger record; None if it failed."""
-        from gitswarm.models import ModelError
+        from gitswarm.models.errors import ModelError
 
         merger, began = Caller("merger", self.shared.view.config.merger), time.monotonic()
         if (reached := self.shared.check_caps()) is not None:  # the run stops: no more calls

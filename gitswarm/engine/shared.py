@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 class Model(Protocol):
-    """What the engine needs of a model (gitswarm.models.LiteLLMModel in production)."""
+    """What the engine needs of a model (gitswarm.models.client.LiteLLMModel in production)."""
 
     output_limit: int
     """Tokens one reply may have (told to the model when a reply is cut off)."""

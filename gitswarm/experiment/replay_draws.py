@@ -141,7 +141,7 @@ class Replayer:
 
     async def _grade(self, memory: Memory, store, commit: str, path: str) -> tuple[float | None, str]:
         """One candidate's score / max, or None and why it stayed ungraded."""
-        from gitswarm.models import ModelError
+        from gitswarm.models.errors import ModelError
         from gitswarm.referee.candidates import CandidateError, load
         from gitswarm.referee.grade import GradingError, grade_candidate, judge_of
         from gitswarm.sandbox import SandboxError

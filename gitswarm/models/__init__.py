@@ -8,13 +8,7 @@ leniently, `pricing` prices a call, `capabilities` says what a model takes, `tex
 the text protocol for models without tool calls (`textparse` reads replies in it), `config`
 the client's settings, `errors` what a failure means, `credentials` checks a model before a
 run spends anything, and `lib` imports litellm.
+
+The package imports nothing itself, so that a command that only reads its settings (`config`)
+does not load the client: import each name from its module.
 """
-
-from gitswarm.models.client import LiteLLMModel, Reply, ToolCall
-from gitswarm.models.config import ModelConfig
-from gitswarm.models.credentials import credentials_hint, has_price
-from gitswarm.models.errors import ModelError, Retry
-from gitswarm.usage import Usage
-
-__all__ = ["LiteLLMModel", "ModelConfig", "ModelError", "Reply", "Retry", "ToolCall", "Usage", "credentials_hint",
-           "has_price"]

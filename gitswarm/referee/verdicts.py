@@ -21,7 +21,7 @@ FATAL = frozenset({"auth", "permission", "not_found", "quota"})
 
 
 class Model(Protocol):
-    """What the referee needs of a model (gitswarm.models.LiteLLMModel in production)."""
+    """What the referee needs of a model (gitswarm.models.client.LiteLLMModel in production)."""
 
     async def complete(self, messages: list[dict], tools: list[dict] | None = None) -> Any: ...
 
@@ -46,7 +46,7 @@ class Judgment:
 async def ask(model: Model, messages: list[dict], parse: Callable[[str], T | None],
               expected: str) -> Judgment:
     """Get one verdict; `parse` returns None for a malformed reply, `expected` names the form."""
-    from gitswarm.models import ModelError
+    from gitswarm.models.errors import ModelError
 
     judgment = Judgment()
     conversation = list(messages)
