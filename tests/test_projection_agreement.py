@@ -23,11 +23,11 @@ from typer.testing import CliRunner
 from gitswarm.cli.main import app
 from gitswarm.engine import selection
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.kernel import load_state
 from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.readmodel.model import ProblemState
 from gitswarm.readmodel.read import read_run
 from gitswarm.resources import resolve_set
@@ -53,7 +53,7 @@ def engine_state(run: Path, cfg: SolveConfig) -> tuple[MemoryIndex, set[str]]:
     memory = Memory(run)
 
     async def load():
-        _, index, view = await load_state(cfg, memory, GitThread(), memory.problems())
+        _, index, view = await load_state(cfg, Store(memory), memory.problems())
         return index, view.settled
 
     return anyio.run(load)

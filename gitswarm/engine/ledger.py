@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field, fields
 
 from gitswarm.core.status import CHARGED, Status
 from gitswarm.engine.failures import Failure
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.usage import Usage
 
 BOOK = "ledger"
@@ -288,10 +288,14 @@ class Ledger:
                 self._state_changed = self._state_changed or restated
             raise
 
-    async def write(self, git: Callable[..., Awaitable[None]], memory: Memory, record: EpisodeRecord) -> None:
+    async def write(self, store: Store, record: EpisodeRecord) -> None:
         """Save `record`: returns once it is in the repository."""
         self.changed(record)
-        await git(self.flush, memory)
+        await self.written(store)
+
+    async def written(self, store: Store) -> None:
+        """`flush` on the store's git thread: returns once every change is in the repository."""
+        await store.run(self.flush, store.memory)
 
     def save(self, memory: Memory, record: EpisodeRecord) -> None:
         """Save `record` now, from a thread that may write (tests, tools)."""

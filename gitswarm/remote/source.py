@@ -127,8 +127,8 @@ class ClaimSource:
         if await self._reach(self._fetch, claims=False) is None:
             self.pace.saw(None)
             return self.stop  # the next refresh fetches again
-        main = await shared.git(self.memory.main)
-        await shared.git(shared.index.update, self.memory.repo, main)
+        main = await shared.store.main()
+        await shared.store.run(shared.index.update, self.memory.repo, main)
         shared.view.settle(*selection.standing_of(shared.index, list(self.settings["problems"]),
                                                   selection.Rule.of(shared.view.config)))
         self.stop = publish.read_stop(self.memory.reader())
