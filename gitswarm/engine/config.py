@@ -8,7 +8,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, ValidationInfo, model_validator
 
-from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
+from gitswarm.domain.rule import SETTLE_NOMINATIONS, VERIFY, Rule
 from gitswarm.models.config import ReasoningEffort, ToolProtocol
 
 Isolation = Literal["shared", "independent", "best-of-n"]

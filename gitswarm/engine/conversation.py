@@ -54,8 +54,8 @@ from collections.abc import Iterable, Iterator
 
 import pygit2
 
+from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.engine.context import EpisodeInfo
-from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.memory import books, refnames
 from gitswarm.memory.repo import Memory
 from gitswarm.models.calls import CallLog

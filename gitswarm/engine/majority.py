@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gitswarm.engine.index import MemoryIndex
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.kinds import Verification
 from gitswarm.engine.selection import Selected
 from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
@@ -73,5 +74,5 @@ def select_by_answers(memory: Memory, index: MemoryIndex, problem: str) -> Selec
         {f"problems/{problem}/SOLUTION.md": text.encode()},
         f"solution({problem}): {path}, by the majority of answers ({vote})",
         commitmeta.Solution(op=f"select-{problem}-{commit[:16]}-majority-{votes}-of-{len(answers)}",
-                            problem=problem, candidate=commit, verification=commitmeta.Verification.UNVERIFIED))
+                            problem=problem, candidate=commit, verification=Verification.UNVERIFIED))
     return Selected(problem, commit, f"problems/{problem}/{path}", 0, False, written.commit)

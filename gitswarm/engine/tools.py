@@ -15,11 +15,12 @@ from pathlib import Path
 
 import anyio
 
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.kinds import CANDIDATE_FOLDERS, candidate_path
 from gitswarm.engine import context, reviewing, shell
 from gitswarm.engine.context import CODE_KINDS, EpisodeInfo, RunView
 from gitswarm.engine.finals import ISOLATED, KINDS, Final, FinalActions, foreign
 from gitswarm.engine.gitio import GitThread
-from gitswarm.engine.index import CANDIDATE_FOLDERS, MemoryIndex, candidate_path
 from gitswarm.engine.references import References
 from gitswarm.engine.toolargs import ToolError, check_arguments, with_notes
 from gitswarm.engine.toolspecs import CODE_TOOLS, parameters, role_of, tool_schemas

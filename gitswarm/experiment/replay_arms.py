@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pygit2
 
+from gitswarm.domain.kinds import Kind
 from gitswarm.experiment.replay import ReplayError, Target
 from gitswarm.memory import commitmeta, objects, trees
 from gitswarm.memory.repo import META_REF
@@ -27,7 +28,7 @@ from gitswarm.memory.write import COMMITTER
 WITH, WITHOUT = "with-memory", "without-memory"
 ARMS = (WITH, WITHOUT)
 MAIN = "refs/heads/main"
-REMOVAL_KIND = commitmeta.Kind.REPLAY
+REMOVAL_KIND = Kind.REPLAY
 """The kind of the commit that removes the cited memory."""
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.export.credit import step_rewards
 from gitswarm.export.labels import OUTCOMES, Links, RunFacts, labels, read_facts
 from gitswarm.export.records import Dialogue, chat_record, of_conversation, of_transcript, step_records

@@ -11,23 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Concatenate, ParamSpec, TypeVar
 
 import pygit2
 from pygit2.enums import FileMode, SortMode
 
-from gitswarm.memory import commitmeta, compose, objects, read, refnames, trees
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.memory import commitmeta, compose, indexing, objects, read, refnames, trees
 from gitswarm.memory.model import CommitInfo, Item
 from gitswarm.memory.read import ParsedBlobs
 
 P = ParamSpec("P")
 T = TypeVar("T")
-
-
-class Index(Protocol):
-    """What `catch_up` brings to main: the engine's `MemoryIndex` (kept outside this layer)."""
-
-    def update(self, repo: pygit2.Repository, tip: str) -> None: ...
 
 
 class Snapshot:
@@ -163,9 +158,9 @@ class Snapshot:
 
     # -- readers of the layers above --------------------------------------------------------
 
-    def catch_up(self, index: Index) -> None:
-        """Bring `index` (the engine's `MemoryIndex`) up to the pinned main."""
-        index.update(self._repo, self.main)
+    def catch_up(self, index: MemoryIndex) -> None:
+        """Bring `index` up to the pinned main (`indexing.update`)."""
+        indexing.update(index, self._repo, self.main)
 
     def read_with(self, reader: Callable[Concatenate[pygit2.Repository, P], T], *args: P.args,
                   **kwargs: P.kwargs) -> T:

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 
 import anyio
 
+from gitswarm.domain.grade import Grade
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import Kind, Problem
 from gitswarm.referee import candidates, programs, proofs, reproduce
 from gitswarm.referee.answer_judge import judge_answer
 from gitswarm.referee.answers import Verdict, equivalent, extract_answer
 from gitswarm.referee.candidates import Candidate
-from gitswarm.referee.grades import Grade, GradeStore
+from gitswarm.referee.grades import GradeStore
 from gitswarm.referee.verdicts import Model
 
 ANSWER, TESTS, PROOF, REPRODUCE = "answer", "tests", "proof-judge", "reproduce"
