@@ -276,7 +276,7 @@ def largest_call(run: Path) -> int:
     """The most tokens one model call of `run` spent, from each episode's lossless record."""
     import pygit2
 
-    from gitswarm.engine.conversation import all_conversations
+    from gitswarm.memory.conversations import all_conversations
 
     calls = [c for record in all_conversations(pygit2.Repository(str(run))) for c in record["calls"]]
     return max(c["usage"]["input_tokens"] + c["usage"]["output_tokens"] for c in calls if c.get("usage"))
