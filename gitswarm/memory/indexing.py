@@ -66,8 +66,8 @@ def facts_of(repo: pygit2.Repository, commit: pygit2.Commit) -> CommitFacts | No
         return None
     changed = commitmeta.changes(repo, commit, problem, meta)
     nominates = meta.candidate if isinstance(meta, commitmeta.NominationRecord) else ""
-    reviewed = isinstance(meta, commitmeta.ReviewRecord) and isinstance(meta.verdict, Verdict)
+    reviews, verdict = "", ""
+    if isinstance(meta, commitmeta.ReviewRecord) and isinstance(meta.verdict, Verdict):
+        reviews, verdict = meta.reviews, str(meta.verdict)
     return CommitFacts(str(commit.id), problem, str(kind), worker, getattr(meta, "episode", ""), changed.written,
-                       changed.deleted, tuple(getattr(meta, "informed_by", ())), nominates,
-                       meta.reviews if reviewed and isinstance(meta, commitmeta.ReviewRecord) else "",
-                       str(meta.verdict) if reviewed and isinstance(meta, commitmeta.ReviewRecord) else "")
+                       changed.deleted, tuple(getattr(meta, "informed_by", ())), nominates, reviews, verdict)
