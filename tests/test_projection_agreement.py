@@ -25,10 +25,11 @@ from gitswarm.domain import selection
 from gitswarm.domain.contribution import Contribution
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
+from gitswarm.domain.selection import Selection
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.kernel import load_state
-from gitswarm.engine.selection import Selected, select
+from gitswarm.engine.selection import select
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.model import ProblemState
@@ -92,7 +93,7 @@ def as_views_show(problem: ProblemState) -> tuple:
 
 
 def agree(problem: ProblemState, index: MemoryIndex, rule: Rule, settled: set[str],
-          selected: Selected | None) -> None:
+          selected: Selection | None) -> None:
     """The read model's view of one problem is the engine's."""
     pid = problem.id
     engine = {s.commit: (s.nominations, s.passes, s.critical) for s in selection.standings(index, pid, rule)}

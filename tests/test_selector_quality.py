@@ -18,7 +18,8 @@ from gitswarm.cli.main import app
 from gitswarm.domain.candidate import Candidate
 from gitswarm.domain.grade import Grade
 from gitswarm.domain.review import Review
-from gitswarm.readmodel.model import Counts, ProblemState, Selection
+from gitswarm.domain.selection import Selection
+from gitswarm.readmodel.model import Counts, ProblemState
 from gitswarm.report.selector import selector_quality
 
 runner = CliRunner()

@@ -34,6 +34,24 @@ from gitswarm.domain.rule import Rule
 
 
 @dataclass(frozen=True)
+class Selection:
+    """A problem's selected solution: what `engine.selection.select` writes in SOLUTION.md on
+    main, and what the read model reads back from it."""
+
+    candidate: str
+    """The selected candidate's commit."""
+    path: str
+    """Its path in the repository (`problems/<id>/...`)."""
+    nominations: int | None
+    """Its nominations when it was selected (None: a SOLUTION.md that does not say)."""
+    verified: bool | None = None
+    """Whether it was verified (None: a SOLUTION.md that does not say)."""
+    problem: str = ""
+    commit: str = ""
+    """The commit on main that wrote SOLUTION.md ("" when read back from it)."""
+
+
+@dataclass(frozen=True)
 class Standing:
     """What selection knows of one candidate."""
 

@@ -30,6 +30,7 @@ from gitswarm.core.stops import Stop
 from gitswarm.domain import selection
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
+from gitswarm.domain.selection import Selection
 from gitswarm.engine import stoprule
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
@@ -39,7 +40,7 @@ from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.references import References
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
-from gitswarm.engine.selection import Selected, select
+from gitswarm.engine.selection import select
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.shared import Model, Shared
 from gitswarm.memory import indexing
@@ -120,11 +121,11 @@ class RunContext:
                                             per_problem=rule.episodes_to_select, verify=rule.verify,
                                             suggested=ledger.charged + needed))
 
-    def selected(self, chosen: dict[str, Selected | None]) -> None:
+    def selected(self, chosen: dict[str, Selection | None]) -> None:
         """A `selected` event per problem: the solution selection wrote, or none."""
         for problem, picked in chosen.items():
             self.events.emit(ev.Selected(problem=problem, path=picked.path if picked else None,
-                                         nominations=picked.nominations if picked else 0,
+                                         nominations=(picked.nominations or 0) if picked else 0,
                                          verified=picked.verified if picked else None))
 
     def stopped(self, stop: Stop, worker: str | None = None) -> None:
@@ -172,17 +173,17 @@ class RunResult:
     tokens: int
     cost: float
     cost_known: bool
-    selected: dict[str, Selected | None] = field(default_factory=dict)
+    selected: dict[str, Selection | None] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, stop: Stop, ledger: Ledger, selected: dict[str, Selected | None]) -> RunResult:
+    def of(cls, stop: Stop, ledger: Ledger, selected: dict[str, Selection | None]) -> RunResult:
         """The result of a run that stopped on `stop`, as its ledger counts it."""
         cost, known = ledger.cost
         return cls(stop, ledger.charged, ledger.totals.episodes, ledger.tokens, cost, known, selected)
 
 
 def _select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
-            by_answers: bool = False) -> Selected | None:
+            by_answers: bool = False) -> Selection | None:
     """Select with the referee's scores as the tie-break (they never reach the agents); with
     `by_answers` (a run of independent episodes, which nominate nothing), by the majority of
     the attempts' final answers: a problem whose attempts state none (a proof) gets none."""
@@ -195,7 +196,7 @@ def _select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
     return select(memory, index, problem, rule, GradeStore(memory).scores(problem))
 
 
-async def select_all(shared: Shared, problems: Iterable[str]) -> dict[str, Selected | None]:
+async def select_all(shared: Shared, problems: Iterable[str]) -> dict[str, Selection | None]:
     """Each problem's solution, as every process that selects selects it (`_select`), written
     as its `SOLUTION.md` on main; None where there is none."""
     cfg = shared.view.config
@@ -280,11 +281,11 @@ class Run:
             await self.git(self.context.ledger.flush, self.memory)
         return stop
 
-    async def select(self) -> dict[str, Selected | None]:
+    async def select(self) -> dict[str, Selection | None]:
         """Each of this process's problems' solution (`select_all`)."""
         return await select_all(self.context.shared, self.context.problems)
 
-    def end(self, stop: Stop, chosen: dict[str, Selected | None] | None = None,
+    def end(self, stop: Stop, chosen: dict[str, Selection | None] | None = None,
             worker: str | None = None) -> RunResult:
         """Say what was selected (`chosen`, by a process that selects) and why the run stopped
         (`run_stopped`, naming a remote `worker`); the run's result, as its ledger counts it."""

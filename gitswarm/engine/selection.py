@@ -3,31 +3,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
-from gitswarm.domain.selection import leader
+from gitswarm.domain.selection import Selection, leader
 from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.frontmatter import render
 
 
-@dataclass(frozen=True)
-class Selected:
-    """A problem's selected solution."""
-
-    problem: str
-    candidate: str
-    path: str
-    nominations: int
-    verified: bool
-    commit: str
-    """The commit on main that wrote SOLUTION.md."""
-
-
 def select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
-           scores: dict[str, float] | None = None) -> Selected | None:
+           scores: dict[str, float] | None = None) -> Selection | None:
     """Write `problems/<id>/SOLUTION.md` on main for the leader (git thread); an unverified
     leader is written too, marked so."""
     chosen = leader(index, problem, rule, scores)
@@ -46,8 +31,8 @@ def select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
         {f"problems/{problem}/SOLUTION.md": text.encode()},
         f"solution({problem}): {path}, {mark}, with {chosen.nominations} nomination(s)",
         commitmeta.Solution(op=op, problem=problem, candidate=chosen.commit, verification=mark))
-    return Selected(problem, chosen.commit, f"problems/{problem}/{path}", chosen.nominations,
-                    chosen.verified, written.commit)
+    return Selection(chosen.commit, f"problems/{problem}/{path}", chosen.nominations, chosen.verified, problem,
+                     written.commit)
 
 
 def _candidate_text(memory: Memory, problem: str, commit: str, path: str, files: list[str]) -> str:

@@ -20,6 +20,6 @@ reads (`GradeStore.scores`: each candidate's newest grade with a score). The rul
 `read.shown_grade`; each candidate's own grade follows it too.
 """
 
-from gitswarm.readmodel.model import STATES, Counts, ProblemState, RunState, RunTotals, Selection
+from gitswarm.readmodel.model import STATES, Counts, ProblemState, RunState, RunTotals
 
-__all__ = ["STATES", "Counts", "ProblemState", "RunState", "RunTotals", "Selection"]
+__all__ = ["STATES", "Counts", "ProblemState", "RunState", "RunTotals"]

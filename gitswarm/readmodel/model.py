@@ -12,6 +12,7 @@ from gitswarm.domain.candidate import Candidate
 from gitswarm.domain.grade import Grade, describe
 from gitswarm.domain.kinds import KIND_FOLDERS
 from gitswarm.domain.rule import VERIFY
+from gitswarm.domain.selection import Selection
 
 if TYPE_CHECKING:
     from gitswarm.readmodel.workers import WorkerState
@@ -57,20 +58,6 @@ class Counts:
 
     def as_dict(self) -> dict[str, int]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-@dataclass(frozen=True)
-class Selection:
-    """A problem's selected solution, as `engine.selection.select` wrote it in SOLUTION.md."""
-
-    candidate: str
-    """The selected candidate's commit."""
-    path: str
-    """Its path in the repository (`problems/<id>/...`)."""
-    nominations: int | None
-    """Its nominations when it was selected (None if SOLUTION.md does not say)."""
-    verified: bool | None = None
-    """SOLUTION.md's `verification`: True verified, False unverified, None when it does not say."""
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,11 @@ from gitswarm.domain.grade import Grade, scores_of
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.review import ReviewCounts
 from gitswarm.domain.rule import Rule
+from gitswarm.domain.selection import Selection
 from gitswarm.memory import ledgerbook
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.snapshot import Snapshot
-from gitswarm.readmodel.model import FOLDERS, Counts, ProblemState, RunState, RunTotals, Selection
+from gitswarm.readmodel.model import FOLDERS, Counts, ProblemState, RunState, RunTotals
 from gitswarm.readmodel.reviews import ProblemReviews, read_reviews
 from gitswarm.readmodel.tree import FRONTS
 from gitswarm.readmodel.workers import read_workers

@@ -24,12 +24,12 @@ from gitswarm.core.remote_events import GivenUp, PublishRefused, Refused, Remote
 from gitswarm.core.status import CHARGED, Status
 from gitswarm.core.stops import Stop
 from gitswarm.domain.rule import Rule
+from gitswarm.domain.selection import Selection
 from gitswarm.engine import stoprule
 from gitswarm.engine.episode import Shared
 from gitswarm.engine.kernel import select_all
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
-from gitswarm.engine.selection import Selected
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.swarm import open_problems
 from gitswarm.memory.repo import META_REF, NOTES_REF
@@ -266,7 +266,7 @@ class Coordinator:
             await self.step()
         return stop
 
-    async def select(self) -> dict[str, Selected | None]:
+    async def select(self) -> dict[str, Selection | None]:
         """Each problem's solution, as a local run selects it, then the end state published."""
         shared = self.shared
         chosen = await select_all(shared, shared.view.problems)
