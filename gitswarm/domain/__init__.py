@@ -1,7 +1,8 @@
-"""The run's ideas, one type each: the vocabulary of commits and verdicts (`kinds`), reviews
-(`review`), the index of main (`index`), the selection rule and its standings, verification,
-settling and leader (`rule`, `selection`), the ledger's episode records and totals (`episode`)
-and grades (`grade`).
+"""The run's ideas, one type each: the vocabulary of commits and verdicts (`kinds`), what an
+episode contributes (`contribution`), reviews (`review`), a candidate's standing
+(`candidate`), grades (`grade`), the index of main (`index`), the selection rule and its
+standings, verification, settling, leader and selection (`rule`, `selection`), and the
+ledger's episode records and totals (`episode`).
 
 What belongs here: pure types and pure functions of them. No I/O, no git, no engine: this
 package imports nothing of gitswarm but the base layer (`core`, `usage`), so the engine,
