@@ -8,6 +8,12 @@ real litellm path and a real run repository. Every gitswarm module is imported f
 (module bodies and the fake server left out) until the `merged` event (the merge is on
 main); the rest of the run (selection) is counted apart.
 
+The same profile follows the problem set, as a reader following `problem_set` from
+`run_swarm` would: every gitswarm function that is handed the loaded `ProblemSet` (an
+argument or local that is that object or holds it as an attribute, as `self` does) is a stop;
+a climb back up is a stop that is not called, directly or further down, from the stop before
+it (the reader must go back up to follow it).
+
 `python scripts/bench_path.py [--list]` prints one JSON line (and with `--list`, the modules).
 """
 
@@ -47,6 +53,10 @@ class Recorder:
         self.before: set[str] = set()
         self.after: set[str] = set()
         self.merged = False
+        self.problem_set: object = None
+        self.stops: dict[str, None] = {}
+        self.climbs = 0
+        self._last: object = None  # the frame of the latest stop
 
     def __call__(self, frame, event, arg):
         if event != "call":
@@ -57,9 +67,30 @@ class Recorder:
             return
         module = path.relative_to(ROOT).as_posix()
         (self.after if self.merged else self.before).add(module)
+        self._follow(frame, f"{module}:{code.co_name}")
         said = frame.f_locals.get("event") if module == "engine/events.py" and code.co_name == "emit" else None
         if getattr(said, "kind", None) == "merged":
             self.merged = True
+
+
+    def _holds(self, value: object) -> bool:
+        """`value` is the problem set, or holds it as one of its attributes (`self.problem_set`)."""
+        if value is self.problem_set:
+            return True
+        fields = getattr(value, "__dict__", None) if not isinstance(value, type) else None
+        return isinstance(fields, dict) and any(v is self.problem_set for v in fields.values())
+
+    def _follow(self, frame, stop: str) -> None:
+        """Count `frame` as a stop of the problem set's walk when it holds the set (`problem_set`)."""
+        if self.problem_set is None or stop.endswith(">") or not any(self._holds(v) for v in frame.f_locals.values()):
+            return  # a comprehension or lambda is a part of its function
+        if stop not in self.stops:
+            above, caller = {id(self._last)}, frame.f_back
+            while caller is not None and id(caller) not in above:
+                caller = caller.f_back
+            self.climbs += self._last is not None and caller is None
+            self.stops[stop] = None
+        self._last = frame
 
 
 def run_one_episode(folder: Path, recorder: Recorder) -> int:
@@ -75,7 +106,7 @@ def run_one_episode(folder: Path, recorder: Recorder) -> int:
     problems = resolve_set("demo")
     cfg = SolveConfig(problems=problems, run=folder / "run", model="openai/gitswarm-scripted", workers=1,
                       verify=0, budget=1, max_episodes=1, problem_ids=(PROBLEM,))
-    problem_set = load_set(problems)
+    problem_set = recorder.problem_set = load_set(problems)
     threading.setprofile(recorder)
     sys.setprofile(recorder)
     try:
@@ -101,10 +132,14 @@ def main() -> None:
     print(json.dumps({"exit": code, "merged": recorder.merged, "named_in_architecture": len(named),
                       "run_code_to_merge": len(recorder.before),
                       "run_code_in_all": len(recorder.before | recorder.after),
-                      "named_not_run": sorted(set(named) - recorder.before)}))
+                      "named_not_run": sorted(set(named) - recorder.before),
+                      "problem_set_stops": len(recorder.stops),
+                      "problem_set_files": len({s.split(":")[0] for s in recorder.stops}),
+                      "problem_set_climbs": recorder.climbs}))
     if "--list" in sys.argv:
         for module in sorted(recorder.before):
             print(("* " if module in named else "  ") + module)
+        print("the problem set's stops:", *recorder.stops, sep="\n  ")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from demo_run import run_set
 
 from gitswarm.domain.contribution import Contribution
 from gitswarm.domain.kinds import VERDICTS
+from gitswarm.engine.toolmodels import Search
 from gitswarm.fakeserver.responders import estimate_tokens
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
@@ -87,9 +88,9 @@ def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, pro
     ep = EpisodeInfo("e1", "w01", "sum", "answer", "Sum", memory.main())
     tools = Toolbox(memory, GitThread(), index, view, ep, anyio.CapacityLimiter(1))
 
-    found = anyio.run(tools.tool_search, "text")
+    found = anyio.run(tools.tool_search, Search(query="text"))
     lines = [ln for ln in found.splitlines() if re.match(r"^\w+s/\S+:\d+: ", ln)]
     assert len(lines) == SEARCH_HITS
     assert lines[0].startswith(f"{paths[-1]}:") and lines[1].startswith(f"{paths[-2]}:")
     assert "<memory-data" in found  # results are other agents' text: fenced
-    assert "no matches" in anyio.run(tools.tool_search, "no such words anywhere")
+    assert "no matches" in anyio.run(tools.tool_search, Search(query="no such words anywhere"))

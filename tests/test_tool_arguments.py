@@ -1,4 +1,4 @@
-"""A tool call's arguments checked against the real tools' schemas before the tool runs: each
+"""A tool call's arguments checked by the real tools' argument models before the tool runs: each
 type, each unambiguous mend and its note, enums, bounds, required fields, unknown and
 kind-foreign fields dropped with a note, every problem of a call at once; then the real
 Toolbox on a real run, and one real episode through litellm and the fake server in which a
@@ -11,25 +11,33 @@ from pathlib import Path
 import anyio
 import pytest
 from conftest import git
+from pydantic import Field
 from test_episode_replies import PROBLEM, call, one_episode, said
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.gitio import GitThread
-from gitswarm.engine.toolargs import BadArguments, Checked, check_arguments
-from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
+from gitswarm.engine.toolargs import BadArguments, Fields, Flag, Number, Text, Texts, ToolArgs, Whole, check
+from gitswarm.engine.toolmodels import ROLES
+from gitswarm.engine.tools import Final, Toolbox, ToolError
 from gitswarm.fakeserver import FakeReply
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set
 
-SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in tool_schemas()}
-EVERY_TYPE = {"type": "object", "required": ["text"], "properties": {
-    "text": {"type": "string"}, "count": {"type": "integer", "minimum": 1, "maximum": 600},
-    "rate": {"type": "number"}, "on": {"type": "boolean"}, "ids": {"type": "array", "items": {"type": "string"}},
-    "options": {"type": "object"}, "maybe": {"type": ["number", "null"]}}}
+SCHEMAS = ROLES["worker"]
+
+
+class EveryType(ToolArgs):
+    text: Text
+    count: Whole = Field(1, ge=1, le=600)
+    rate: Number = 0
+    on: Flag = False
+    ids: Texts = Field(default_factory=list)
+    options: Fields = Field(default_factory=dict)
+    maybe: Number | None = None
 
 
 @pytest.fixture
@@ -37,21 +45,23 @@ def anyio_backend():
     return "asyncio"
 
 
-def check(arguments: object, tool: str = "t", schema: dict | None = None) -> Checked:
-    return check_arguments(tool, schema or EVERY_TYPE, arguments)
+def checked(arguments: object, tool: str = "t", model: type[ToolArgs] = EveryType) -> tuple[dict, list[str]]:
+    """The arguments `model` passes to the tool (those sent, as read), and the notes."""
+    done = check(tool, model, arguments)
+    return done.arguments.model_dump(exclude_unset=True), done.notes
 
 
-def refusal(arguments: object, tool: str = "t", schema: dict | None = None) -> BadArguments:
+def refusal(arguments: object, tool: str = "t", model: type[ToolArgs] = EveryType) -> BadArguments:
     with pytest.raises(BadArguments) as caught:
-        check(arguments, tool, schema)
+        check(tool, model, arguments)
     return caught.value
 
 
 def test_arguments_of_the_right_types_pass_unchanged_and_without_notes() -> None:
     given = {"text": "x", "count": 3, "rate": 2.5, "on": False, "ids": ["a", "b"], "options": {"k": 1}, "maybe": 1}
-    assert check(given) == Checked(given, [])
-    assert check({"text": "x", "maybe": None}).arguments == {"text": "x"}  # an optional null is left out
-    assert check({"text": "x", "rate": 2}).arguments == {"text": "x", "rate": 2}  # an integer is a number
+    assert checked(given) == (given, [])
+    assert checked({"text": "x", "maybe": None})[0] == {"text": "x"}  # an optional null is left out
+    assert checked({"text": "x", "rate": 2})[0] == {"text": "x", "rate": 2}  # an integer is a number
 
 
 @pytest.mark.parametrize(("field", "sent", "read", "note"), [
@@ -65,9 +75,9 @@ def test_arguments_of_the_right_types_pass_unchanged_and_without_notes() -> None
     ("on", "False", False, "`on` 'False' read as false"),
 ])
 def test_unambiguous_mends_are_made_and_said(field: str, sent: object, read: object, note: str) -> None:
-    checked = check({"text": "x", field: sent} if field != "text" else {"text": sent})
-    assert checked.arguments[field] == read and type(checked.arguments[field]) is type(read)
-    assert checked.notes == [note]
+    arguments, notes = checked({"text": "x", field: sent} if field != "text" else {"text": sent})
+    assert arguments[field] == read and type(arguments[field]) is type(read)
+    assert notes == [note]
 
 
 @pytest.mark.parametrize(("field", "sent", "problem"), [
@@ -107,10 +117,9 @@ def test_enums_and_required_fields_of_the_real_contribute() -> None:
 
 
 def test_unknown_fields_are_dropped_with_a_note_and_optional_nulls_left_out() -> None:
-    checked = check({"path": "notes/a.md", "content": "x", "mode": "w", "append": None}, "write_file",
-                    SCHEMAS["write_file"])
-    assert checked == Checked({"path": "notes/a.md", "content": "x"},
-                              ["ignored `mode`: write_file has no such argument"])
+    done = checked({"path": "notes/a.md", "content": "x", "mode": "w", "append": None}, "write_file",
+                   SCHEMAS["write_file"])
+    assert done == ({"path": "notes/a.md", "content": "x"}, ["ignored `mode`: write_file has no such argument"])
 
 
 def test_every_problem_of_a_call_is_reported_at_once_with_its_notes() -> None:
@@ -132,7 +141,7 @@ def test_arguments_that_are_not_an_object_are_refused(sent: object, named: str) 
 
 
 def test_no_arguments_at_all_is_an_empty_object() -> None:
-    assert check(None, "in_flight", SCHEMAS["in_flight"]) == Checked({}, [])
+    assert checked(None, "in_flight", SCHEMAS["in_flight"]) == ({}, [])
     assert refusal(None, "search", SCHEMAS["search"]).problems == ["search needs `query`"]
 
 

@@ -17,16 +17,16 @@ from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.kinds import VERDICTS
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.toolargs import ToolError
+from gitswarm.engine.toolmodels import Abstain, ContributeArgs, Nominate
 from gitswarm.problems.model import Kind
 
 if TYPE_CHECKING:
     from gitswarm.engine.shell import Shell
 
 KINDS = ("note", "lemma", "attempt", "review", "code", "summary")
+"""The kinds of a contribution (`toolmodels.Kind`, the schema's)."""
 ISOLATED = ("in this run every episode works independently (isolation independent): write and contribute "
             "your own attempt, or abstain")
-KIND_ONLY = {"reviews": "review", "verdict": "review"}
-"""`contribute`'s arguments that belong to one kind: dropped, with a note, from the others."""
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,8 @@ class FinalActions:
     def base(self) -> str:
         return f"problems/{self.ep.problem_id}"
 
-    async def tool_contribute(self, kind: str, title: str, summary: str, informed_by: list[str] | None = None,
-                              self_assessment: str = "", reviews: str | None = None,
-                              verdict: str | None = None) -> Final:
+    async def tool_contribute(self, args: ContributeArgs) -> Final:
+        kind, reviews, verdict = args.kind, args.reviews, args.verdict
         if kind not in KINDS:
             raise ToolError(f"kind must be one of {', '.join(KINDS)}")
         if self.ep.isolated and kind in ("review", "summary"):
@@ -77,15 +76,15 @@ class FinalActions:
                 problem := await self.code.codebase_problem(self.staged, self.deleted, self.at)):
             raise ToolError(problem)
         reviewed = self._reviewed(kind, reviews, verdict)
-        cited = [*(reviewed[:1] if reviewed else []), *(self._commit(ref) for ref in (informed_by or []))]
-        files, title = dict(self.staged), title.strip()[:100]
+        cited = [*(reviewed[:1] if reviewed else []), *(self._commit(ref) for ref in args.informed_by)]
+        files, title = dict(self.staged), args.title.strip()[:100]
         if kind in ("attempt", "code"):
             title = self._revision_title(cited, title)
         if reviewed:
             files.update(self._stamped(*reviewed, str(verdict)))
         of, said = (reviewed[0], str(verdict)) if reviewed else ("", "")  # a review's: what it reviews, its verdict
-        return Final(Status.CONTRIBUTE, replace(self._contribution(kind, title, summary, files, cited, self_assessment,
-                                                              reviews=of, verdict=said),
+        return Final(Status.CONTRIBUTE, replace(self._contribution(kind, title, args.summary, files, cited,
+                                                              args.self_assessment, reviews=of, verdict=said),
                                            deleted=tuple(sorted(self.deleted))))
 
     def _revision_title(self, cited: list[str], title: str) -> str:
@@ -137,7 +136,8 @@ class FinalActions:
                             f"assigned, not {reviews!r}; name it, or abstain")
         return commit, path
 
-    async def tool_nominate(self, candidate: str, rationale: str) -> Final:
+    async def tool_nominate(self, args: Nominate) -> Final:
+        candidate, rationale = args.candidate, args.rationale
         if self.ep.isolated:
             raise ToolError(f"nominating is not part of this run: {ISOLATED}")
         found = self.index.resolve(self.ep.problem_id, candidate)
@@ -150,8 +150,8 @@ class FinalActions:
         return Final(Status.NOMINATE, self._contribution("nomination", f"nominate {path}", rationale, files,
                                                     [commit], "", candidate=commit))
 
-    async def tool_abstain(self, reason: str) -> Final:
-        return Final(Status.ABSTAIN, reason=reason.strip()[:500])
+    async def tool_abstain(self, args: Abstain) -> Final:
+        return Final(Status.ABSTAIN, reason=args.reason.strip()[:500])
 
     def _contribution(self, kind: str, title: str, summary: str, files: dict[str, str], cited: list[str],
                       assessment: str, candidate: str = "", reviews: str = "", verdict: str = "") -> Contribution:
@@ -177,12 +177,3 @@ class FinalActions:
         raise ToolError(f"informed_by: {reference!r} is not a commit in the memory; use the commit "
                         "ids or paths shown by list_items")
 
-
-def foreign(name: str, arguments: dict) -> list[str]:
-    """Drop `contribute`'s arguments that do not belong to its kind (small models fill every
-    field); the notes say so."""
-    kind = arguments.get("kind")
-    dropped = [key for key, only in KIND_ONLY.items() if name == "contribute" and key in arguments and kind != only]
-    for key in dropped:
-        del arguments[key]
-    return [f"ignored `{key}` (only for kind {KIND_ONLY[key]})" for key in dropped]

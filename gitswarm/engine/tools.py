@@ -1,7 +1,7 @@
 """The worker's tools (offered by kind and role, `toolspecs`): read the memory as the step's
 view shows it, stage files, run code, and end the episode with one final action. Every refusal
-is a `ToolError` the agent reads; a call's arguments are checked against the tool's schema
-first (`toolargs`).
+is a `ToolError` the agent reads; a call's arguments are checked by the tool's argument model
+first (`toolmodels`, `toolargs`). `HANDLERS` is what runs each tool.
 Program and reproduce problems also get `shell` (`CODE_TOOLS`): a command in the episode's
 code tree (`workspace`), whose changes become staged files and deletions."""
 
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 
@@ -19,11 +20,22 @@ from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.kinds import CANDIDATE_FOLDERS, candidate_path
 from gitswarm.engine import context, reviewing, shell
 from gitswarm.engine.context import CODE_KINDS, EpisodeInfo, RunView
-from gitswarm.engine.finals import ISOLATED, KINDS, Final, FinalActions, foreign
+from gitswarm.engine.finals import ISOLATED, KINDS, Final, FinalActions
 from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.references import References
-from gitswarm.engine.toolargs import ToolError, check_arguments, with_notes
-from gitswarm.engine.toolspecs import CODE_TOOLS, parameters, role_of, tool_schemas
+from gitswarm.engine.toolargs import ToolError, check, with_notes
+from gitswarm.engine.toolmodels import (
+    ROLES,
+    Announce,
+    InFlight,
+    ListItems,
+    ReadFile,
+    RunPython,
+    RunShell,
+    Search,
+    WriteFile,
+)
+from gitswarm.engine.toolspecs import CODE_TOOLS, role_of, tool_schemas
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.paths import check_path
 from gitswarm.memory.repo import Memory
@@ -96,20 +108,18 @@ class Toolbox(FinalActions):
         """Run one call of the model, its arguments (any JSON value) checked against the tool's
         schema first; a text result (or a refusal) ends with notes on what was dropped or
         read differently."""
-        handler, schema = getattr(self, f"tool_{name}", None), parameters(self.role).get(name)
-        if handler is None or schema is None or (name in CODE_TOOLS and self.ep.kind not in CODE_KINDS):
+        model = ROLES[self.role].get(name)
+        if model is None or (name in CODE_TOOLS and self.ep.kind not in CODE_KINDS):
             raise ToolError(f"there is no tool {name!r}")
-        checked = check_arguments(name, schema, args)
-        notes = [*checked.notes, *foreign(name, checked.arguments)]
+        checked = check(name, model, args)
         try:
-            result = await handler(**checked.arguments)
-        except TypeError as exc:
-            raise ToolError(f"bad arguments for {name}: {exc}") from None
+            result = await HANDLERS[name](self, checked.arguments)
         except ToolError as exc:
-            raise ToolError(with_notes(str(exc), notes)) from None
-        return result if isinstance(result, Final) else with_notes(result, notes)
+            raise ToolError(with_notes(str(exc), checked.notes)) from None
+        return result if isinstance(result, Final) else with_notes(result, checked.notes)
 
-    async def tool_list_items(self, kind: str | None = None, offset: int = 0) -> str:
+    async def tool_list_items(self, args: ListItems) -> str:
+        kind, offset = args.kind, args.offset
         rows = [self._row(path, commit, files) for path, commit, files in self.listed()
                 if kind is None or path.startswith(f"{kind}s/") or (kind == "code" and path.startswith("code/"))]
         page = rows[offset: offset + 100]
@@ -143,8 +153,8 @@ class Toolbox(FinalActions):
         shown = "; ".join(m for m in marks if m)
         return f"{path}  commit {commit[:12]}  cited by {self.index.cited[commit]}" + (f"  ({shown})" if shown else "")
 
-    async def tool_read_file(self, path: str, offset: int = 0) -> str:
-        rel = self._relative(path)
+    async def tool_read_file(self, args: ReadFile) -> str:
+        rel, offset = self._relative(args.path), args.offset
         if not reviewing.readable(self.ep, rel):
             raise ToolError(f"{rel}: a blind review reads the problem's own files (statement.md, docs/, starter/) "
                             f"and its candidate, {self.ep.review.path if self.ep.review else ''}, alone")
@@ -160,8 +170,8 @@ class Toolbox(FinalActions):
             page += f"\n[... {len(text) - offset - PAGE} more characters: read_file offset={offset + PAGE}]"
         return render("tool_result.md.j2", fenced=True, source=f"{self.base}/{rel}", text=page)
 
-    async def tool_search(self, query: str) -> str:
-        needle = query.lower().strip()
+    async def tool_search(self, args: Search) -> str:
+        needle = args.query.lower().strip()
         if not needle:
             raise ToolError("give a non-empty query")
         items = list(self.index.problems[self.ep.problem_id].items)
@@ -185,7 +195,7 @@ class Toolbox(FinalActions):
                         return hits
         return hits
 
-    async def tool_in_flight(self) -> str:
+    async def tool_in_flight(self, args: InFlight) -> str:
         if self.ep.isolated:
             return f"no other episode is visible: {ISOLATED}"
         here = self.view.others_on(self.ep.problem_id, self.ep.worker)
@@ -193,14 +203,14 @@ class Toolbox(FinalActions):
                      if w != self.ep.worker and not a.startswith(f"{self.ep.problem_id}: ")]
         return render("in_flight.md.j2", problem=self.ep.problem_id, here=here, elsewhere=elsewhere)
 
-    async def tool_announce(self, intent: str) -> str:
-        said = intent.strip().removeprefix(f"{self.ep.problem_id}:").strip()  # the prefix once
+    async def tool_announce(self, args: Announce) -> str:
+        said = args.intent.strip().removeprefix(f"{self.ep.problem_id}:").strip()  # the prefix once
         self.view.announce(self.ep.worker, f"{self.ep.problem_id}: {said[:160]}")
         return "announced"
 
-    async def tool_write_file(self, path: str, content: str, append: bool = False) -> str:
-        rel = self._relative(path)
-        if append:
+    async def tool_write_file(self, args: WriteFile) -> str:
+        rel, content = self._relative(args.path), args.content
+        if args.append:
             content = self.staged.get(rel, "") + content
         if rel.startswith("nominations/"):
             raise ToolError("nominations are made with the nominate action, not written")
@@ -223,10 +233,10 @@ class Toolbox(FinalActions):
         self.deleted.discard(rel)
         return f"staged {rel} ({len(content)} characters); {len(self.staged)} file(s) staged"
 
-    async def tool_run_python(self, code: str) -> str:
+    async def tool_run_python(self, args: RunPython) -> str:
         from gitswarm.sandbox import Limits, run
 
-        files = {"main.py": code.encode()}
+        files = {"main.py": args.code.encode()}
         for path, text in self.staged.items():
             if path.startswith("code/"):
                 files[path.split("/", 2)[-1]] = text.encode()
@@ -238,11 +248,11 @@ class Toolbox(FinalActions):
         status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
         return f"{status}\n--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
 
-    async def tool_shell(self, command: str, timeout: int = shell.DEFAULT_TIMEOUT) -> str:
-        if not command.strip():
+    async def tool_shell(self, args: RunShell) -> str:
+        if not args.command.strip():
             raise ToolError("give a bash command")
         with _sandbox_faults("shell"):
-            done = await self.code.run(command, timeout, self.staged, self.deleted, self._hidden(), self.at)
+            done = await self.code.run(args.command, args.timeout, self.staged, self.deleted, self._hidden(), self.at)
         self.staged, self.deleted = done.staged, done.deleted
         return done.text
 
@@ -261,3 +271,12 @@ class Toolbox(FinalActions):
         return rel
 
 
+Handler = Callable[[Toolbox, Any], Awaitable[str | Final]]
+HANDLERS: dict[str, Handler] = {
+    "list_items": Toolbox.tool_list_items, "read_file": Toolbox.tool_read_file, "search": Toolbox.tool_search,
+    "in_flight": Toolbox.tool_in_flight, "announce": Toolbox.tool_announce, "write_file": Toolbox.tool_write_file,
+    "run_python": Toolbox.tool_run_python, "shell": Toolbox.tool_shell, "contribute": Toolbox.tool_contribute,
+    "nominate": Toolbox.tool_nominate, "abstain": Toolbox.tool_abstain,
+}
+"""What runs each tool, by name: a `Toolbox` method given the arguments its model checked
+(`toolmodels.ROLES`: which model, in each role)."""

@@ -1,32 +1,29 @@
-"""The tools' specs as each episode is offered them: prompts/tools.yaml (names, descriptions,
-schemas, in the OpenAI function-calling format), by problem kind and by the episode's role."""
+"""The tools' specs as each episode is offered them, in the OpenAI function-calling format, by
+problem kind and by the episode's role: each schema generated from the tool's argument model
+(`toolmodels.ROLES`), its descriptions from prompts/tools.yaml (a tool's, its properties',
+and a role's own, under `roles:`)."""
 
 from __future__ import annotations
 
 import copy
 from functools import cache
+from typing import Any
 
 import yaml
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 from gitswarm.engine.context import CODE_KINDS, EpisodeInfo
+from gitswarm.engine.toolargs import ToolArgs
+from gitswarm.engine.toolmodels import ROLES
 from gitswarm.resources import data_dir
 
 CODE_TOOLS = ("shell",)
 """Tools offered only for problems of `CODE_KINDS`."""
-ROLES: dict[str, tuple[str, ...] | None] = {
-    "worker": None, "free": None,
-    "review": ("list_items", "read_file", "search", "in_flight", "write_file", "run_python", "shell", "contribute",
-               "abstain"),
-    "blind": ("read_file", "write_file", "run_python", "shell", "contribute", "abstain"),
-}
-"""The tools of each role (None: every tool): `worker`, any episode of a run whose episodes
-choose to review; `free`, the same in a run that assigns reviews (`contribute` without kind
-review); `review`, an assigned review that sees the memory; `blind`, a blind review. A review
-episode announces nothing (the scheduler announces its assignment) and nominates nothing."""
 
 
 def role_of(ep: EpisodeInfo, assigns_reviews: bool) -> str:
-    """The role (`ROLES`) of episode `ep` in a run that assigns reviews or not."""
+    """The role (`toolmodels.ROLES`) of episode `ep` in a run that assigns reviews or not."""
     if ep.review is not None:
         return "blind" if ep.review.blind else "review"
     return "free" if assigns_reviews else "worker"
@@ -35,39 +32,70 @@ def role_of(ep: EpisodeInfo, assigns_reviews: bool) -> str:
 @cache
 def tool_schemas(kind: str | None = None, role: str = "worker") -> list[dict]:
     """The tools a problem of `kind` gets (None: every tool) in `role`, in the OpenAI
-    function-calling format, from prompts/tools.yaml. One list per kind and role, so a run's
-    requests share prefixes."""
-    specs = yaml.safe_load((data_dir("prompts") / "tools.yaml").read_text(encoding="utf-8"))
-    names = ROLES[role]
-    offered = [s for s in specs if (kind is None or kind in CODE_KINDS or s["name"] not in CODE_TOOLS)
-               and (names is None or s["name"] in names)]
-    return [{"type": "function", "function": _in_role(spec, role)} for spec in offered]
-
-
-def _in_role(spec: dict, role: str) -> dict:
-    """A tool's spec as `role` gets it: its role's description and property descriptions
-    (`roles` in tools.yaml), and `contribute` without kind review for a free episode, with that
-    kind alone (naming its candidate and verdict) for a review one."""
-    told = spec.pop("roles", {}).get(role, {})
-    spec = copy.deepcopy(spec)
-    spec["description"] = told.get("description", spec["description"])
-    properties = spec["parameters"].get("properties", {})
-    for name, text in told.get("properties", {}).items():
-        properties[name]["description"] = text
-    if spec["name"] != "contribute" or role == "worker":
-        return spec
-    if role == "free":
-        properties["kind"]["enum"] = [k for k in properties["kind"]["enum"] if k != "review"]
-        del properties["reviews"], properties["verdict"]
-    else:
-        properties["kind"]["enum"] = ["review"]
-        spec["parameters"]["required"] = [*spec["parameters"]["required"], "reviews", "verdict"]
-        if role == "blind":  # it sees no commit to cite but its candidate, which its review cites
-            del properties["informed_by"]
-    return spec
+    function-calling format. One list per kind and role, so a run's requests share prefixes."""
+    texts = descriptions()
+    return [{"type": "function", "function": _spec(name, model, texts[name], role)}
+            for name, model in ROLES[role].items() if kind is None or kind in CODE_KINDS or name not in CODE_TOOLS]
 
 
 @cache
-def parameters(role: str = "worker") -> dict[str, dict]:
-    """Each tool's argument schema in `role`, by tool name."""
-    return {tool["function"]["name"]: tool["function"]["parameters"] for tool in tool_schemas(None, role)}
+def descriptions() -> dict[str, dict]:
+    """prompts/tools.yaml by tool name: each tool's `description`, its `properties`' and its
+    `roles`' own."""
+    specs = yaml.safe_load((data_dir("prompts") / "tools.yaml").read_text(encoding="utf-8"))
+    return {spec["name"]: spec for spec in specs}
+
+
+def _spec(name: str, model: type[ToolArgs], texts: dict, role: str) -> dict:
+    """A tool's spec as `role` gets it: its model's schema, with the descriptions of its role
+    where tools.yaml gives them, else its own."""
+    told = texts.get("roles", {}).get(role, {})
+    parameters = schema(model)
+    described = {**texts.get("properties", {}), **told.get("properties", {})}
+    for key, text in described.items():
+        if key in parameters["properties"]:
+            parameters["properties"][key]["description"] = text
+    return {"name": name, "description": told.get("description", texts["description"]), "parameters": parameters}
+
+
+def schema(model: type[ToolArgs]) -> dict[str, Any]:
+    """The JSON schema of `model` in the plain subset function calling takes: no titles, no
+    defaults, an optional field as its type alone, an enum of strings as one."""
+    return copy.deepcopy(_schema(model))
+
+
+@cache
+def _schema(model: type[ToolArgs]) -> dict[str, Any]:
+    return model.model_json_schema(schema_generator=_Plain)
+
+
+_ORDER = ("type", "enum", "items", "minimum", "maximum")
+
+
+def _ordered(spec: dict[str, Any]) -> dict[str, Any]:
+    return dict(sorted(spec.items(), key=lambda kv: _ORDER.index(kv[0]) if kv[0] in _ORDER else len(_ORDER)))
+
+
+class _Plain(GenerateJsonSchema):
+    """Pydantic's JSON schema, cut to what the OpenAI function-calling format documents."""
+
+    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
+        """The object's schema, without the model's title and docstring, its keys in the order
+        a reader expects (and the requests were cached in: the order is part of the prefix)."""
+        generated = super().generate(schema, mode)
+        properties = {key: _ordered(spec) for key, spec in generated["properties"].items()}
+        required = {"required": generated["required"]} if "required" in generated else {}
+        return {"type": "object", "properties": properties, **required,
+                "additionalProperties": generated["additionalProperties"]}
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def default_schema(self, schema: core_schema.WithDefaultSchema) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def nullable_schema(self, schema: core_schema.NullableSchema) -> JsonSchemaValue:
+        return self.generate_inner(schema["schema"])
+
+    def literal_schema(self, schema: core_schema.LiteralSchema) -> JsonSchemaValue:
+        return {"type": "string", "enum": [str(value) for value in schema["expected"]]}
