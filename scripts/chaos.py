@@ -54,9 +54,10 @@ async def run_inprocess(problems: Path, run: Path, responder=respond, faults: Fa
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
                              reply_timeout_s=timeout_s, backoff_base_s=0.01, backoff_cap_s=0.05)
         model = LiteLLMModel(config)
-        cfg = SolveConfig(problems=problems, run=run, model=config.model, **options)
+        problem_set = load_set(problems)
+        cfg = SolveConfig.for_set(problem_set, run, model=config.model, **options)
         with anyio.fail_after(limit_s):
-            return await solve(cfg, load_set(problems), model, model), server
+            return await solve(cfg, problem_set, model, model), server
 
 
 # -- kill anywhere ---------------------------------------------------------------------------

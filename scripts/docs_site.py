@@ -112,17 +112,17 @@ def _flags(command: str) -> dict[str, str]:
 
 
 def _flag(field: str, flags: dict[str, str]) -> str:
-    """The option that sets `field`: named as the field, less a unit (`_s`, `_per_mtok`) or `_ids`."""
+    """The option that sets `field`: named as the field, less a unit (`cli.fieldopts.option_name`)."""
+    from gitswarm.cli.fieldopts import option_name
+
     if field in COMMAND_LINE_ONLY:
         return COMMAND_LINE_ONLY[field]
-    for name in (field, field.removesuffix("_s"), field.removesuffix("_per_mtok"), field.removesuffix("_ids")):
-        if name in flags:
-            return f"`{flags[name]}`"
-    return "config file only"
+    name = option_name(field, flags)
+    return f"`{flags[name]}`" if name is not None else "config file only"
 
 
 def _default(model: type[BaseModel], field: str) -> str:
-    from gitswarm.engine.settings import BUDGET_PER_PROBLEM
+    from gitswarm.engine.config import BUDGET_PER_PROBLEM
 
     info = model.model_fields[field]
     if field == "budget" and model.__name__ == "SolveConfig":

@@ -25,7 +25,7 @@ async def run_set(problem_dir: Path, run: Path, faults: FaultPlan | None = None,
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=server.url, api_key="k",
                              reply_timeout_s=5, backoff_base_s=0.01, backoff_cap_s=0.05)
         model = LiteLLMModel(config)
-        cfg = SolveConfig(problems=problem_dir, run=run, model=config.model, **options)
+        cfg = SolveConfig.for_set(problem_set, run, model=config.model, **options)
         with anyio.fail_after(120):
             return await solve(cfg, problem_set, model, model, listeners, control), server
 

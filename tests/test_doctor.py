@@ -455,3 +455,16 @@ def test_the_sandbox_check_warns_where_no_backend_works(portal, monkeypatch: pyt
     check = next(c for c in json.loads(result.stdout)["checks"] if c["name"] == "sandbox")
     assert result.exit_code == 0 and check["status"] == "warn"  # a warning passes: doctor is about the model
     assert "solve refuses code problems" in check["detail"] and "bubblewrap" in check["fix"]
+
+
+def test_doctor_takes_the_model_part_of_the_config_file_and_no_bound_on_calls(tmp_path, monkeypatch):
+    from gitswarm.cli.doctor import model_configs
+
+    config = tmp_path / "gitswarm.toml"
+    config.write_text('[solve]\nmodel = "openai/from-file"\nidle_timeout_s = 7\nmax_concurrent_calls = 1\n'
+                      'price_in_per_mtok = 1\nprice_out_per_mtok = 2\nprice_cached_in_per_mtok = 0.5\nbudget = 3\n')
+    monkeypatch.setenv("GITSWARM_CONFIG", str(config))
+    workers, reviewer = model_configs({"reply_timeout_s": 60.0})
+    assert (workers.model, workers.idle_timeout_s, workers.reply_timeout_s, workers.price_cached_in_per_mtok) == (
+        "openai/from-file", 7, 60.0, 0.5)
+    assert workers.max_concurrent_calls is None and reviewer is None  # two calls at once ask the server

@@ -39,9 +39,10 @@ async def run_with(problem_dir: Path, run: Path, responder, faults: FaultPlan | 
         config = ModelConfig(model="openai/gitswarm-fake", api_base=server.url, api_key="k", reply_timeout_s=5,
                              backoff_base_s=0.01, backoff_cap_s=0.05)
         model = LiteLLMModel(config)
-        cfg = SolveConfig(problems=problem_dir, run=run, model=config.model, verify=0, **options)
+        problem_set = load_set(problem_dir)
+        cfg = SolveConfig.for_set(problem_set, run, model=config.model, verify=0, **options)
         with anyio.fail_after(120):
-            return await solve(cfg, load_set(problem_dir), model, model)
+            return await solve(cfg, problem_set, model, model)
 
 
 def records(run: Path) -> list:
@@ -105,9 +106,10 @@ class Exploding:
 
 
 async def run_exploding(problem_dir: Path, run: Path, model: Exploding, **options):
-    cfg = SolveConfig(problems=problem_dir, run=run, model="openai/double", verify=0, workers=1, **options)
+    problem_set = load_set(problem_dir)
+    cfg = SolveConfig.for_set(problem_set, run, model="openai/double", verify=0, workers=1, **options)
     with anyio.fail_after(60):
-        return await solve(cfg, load_set(problem_dir), model, model)
+        return await solve(cfg, problem_set, model, model)
 
 
 @pytest.mark.anyio

@@ -125,3 +125,19 @@ def test_grade_settings_come_from_the_grade_table_and_flags_win(tmp_path: Path):
     config.write_text('[grade]\nreasoning = "high"\n')
     with pytest.raises(BadInput, match=r"unknown setting\(s\) reasoning in \[grade\]; did you mean reasoning_effort"):
         grade_settings(config)
+
+
+def test_one_budget_default_for_every_builder(problem_dir: Path, tmp_path: Path):
+    from typer.testing import CliRunner
+
+    from gitswarm.cli.main import app
+    from gitswarm.engine.config import BUDGET_PER_PROBLEM, SolveConfig
+
+    problem_set = load_set(problem_dir)
+    per_set = BUDGET_PER_PROBLEM * len(problem_set.problems)
+    assert merge(problem_set, None, {}, {}).budget == per_set  # solve, demo, replay, an experiment's arms
+    assert SolveConfig.for_set(problem_set, tmp_path, model="m").budget == per_set  # a run built in code
+    assert SolveConfig.for_set(problem_set, tmp_path, model="m", budget=2).budget == 2
+    assert SolveConfig(problems=tmp_path, run=tmp_path, model="m").budget == BUDGET_PER_PROBLEM  # no set: one's
+    shown = " ".join(CliRunner().invoke(app, ["solve", "--help"], env={"COLUMNS": "200"}).output.split())
+    assert f"default {BUDGET_PER_PROBLEM} per problem" in shown

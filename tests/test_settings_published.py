@@ -141,6 +141,14 @@ def test_every_field_of_the_model_part_reaches_the_model_client(problem_dir: Pat
     assert model_settings(cfg) == {name: getattr(cfg, name) for name in PARTS["model"]}
 
 
+def test_the_model_part_s_defaults_are_the_model_client_s():
+    from gitswarm.models import ModelConfig
+
+    client = {f.name: f.default for f in fields(ModelConfig) if f.name in PARTS["model"] - {"model"}}
+    assert {"idle_timeout_s", "reply_timeout_s", "tool_protocol"} <= set(client)
+    assert client == {name: SolveConfig.model_fields[name].default for name in client}
+
+
 def report(url: str) -> tuple[dict, str]:
     """The JSON report's settings and the markdown report of the run at `url`."""
     runner = CliRunner()

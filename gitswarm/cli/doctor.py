@@ -16,31 +16,30 @@ from gitswarm.cli.common import Effort, Exit, ToolProtocol, fail, user_errors
 from gitswarm.cli.doctor_calls import Calls, needs_unstreamed, pair, probe, unstreamed
 from gitswarm.cli.doctor_checks import Check, after_probe
 from gitswarm.cli.doctor_report import key_variables, plain, redact, run_settings
+from gitswarm.cli.fieldopts import field_values, option
 from gitswarm.usage import Usage
 
-MODEL_KEYS = ("model", "api_base", "api_key", "max_output_tokens", "reasoning_effort", "tool_protocol",
-              "idle_timeout_s", "reply_timeout_s", "price_in_per_mtok", "price_out_per_mtok",
-              "price_cached_in_per_mtok", "price_cache_write_per_mtok")
-"""The settings of `solve` its ModelConfig is made of: the ones doctor takes."""
-REVIEWER_KEYS = ("reviewer_model", "reviewer_api_base", "reviewer_reasoning_effort", "reviewer_price_in_per_mtok",
-                 "reviewer_price_out_per_mtok")
-"""The reviewer model's own settings (`solve --reviewer-model`), checked as a second model."""
 Opt = typer.Option
 
 
 def doctor(
     model: Annotated[str | None, Opt("--model", "-m", envvar="GITSWARM_MODEL",
                                      help="litellm model string, as for solve (env GITSWARM_MODEL).")] = None,
-    api_base: Annotated[str | None, Opt(help="OpenAI-compatible server URL; default: the provider's.")] = None,
-    max_output_tokens: Annotated[int | None, Opt(min=1, help="Tokens of one reply at most.")] = None,
-    reasoning_effort: Annotated[Effort | None, Opt(help="Check the reasoning mode at this effort.")] = None,
-    tool_protocol: Annotated[ToolProtocol | None, Opt(help="native, text, or auto (default).")] = None,
-    idle_timeout: Annotated[float | None, Opt(min=0, help="Seconds a stream may be silent.")] = None,
-    reply_timeout: Annotated[float | None, Opt(min=0, help="Seconds one reply may take.")] = None,
-    price_in: Annotated[float | None, Opt(min=0, help="USD per million input tokens.")] = None,
-    price_out: Annotated[float | None, Opt(min=0, help="USD per million output tokens.")] = None,
-    price_cached_in: Annotated[float | None, Opt(min=0, help="USD per million cached input tokens.")] = None,
-    price_cache_write: Annotated[float | None, Opt(min=0, help="USD per million cache-written tokens.")] = None,
+    api_base: Annotated[str | None, option(
+        "api_base", "OpenAI-compatible server URL; default: the provider's.")] = None,
+    max_output_tokens: Annotated[int | None, option("max_output_tokens", "Tokens of one reply at most.")] = None,
+    reasoning_effort: Annotated[Effort | None, option(
+        "reasoning_effort", "Check the reasoning mode at this effort.")] = None,
+    tool_protocol: Annotated[ToolProtocol | None, option(
+        "tool_protocol", "native, text, or {default} (default).")] = None,
+    idle_timeout: Annotated[float | None, option("idle_timeout_s", "Seconds a stream may be silent.")] = None,
+    reply_timeout: Annotated[float | None, option("reply_timeout_s", "Seconds one reply may take.")] = None,
+    price_in: Annotated[float | None, option("price_in_per_mtok", "USD per million input tokens.")] = None,
+    price_out: Annotated[float | None, option("price_out_per_mtok", "USD per million output tokens.")] = None,
+    price_cached_in: Annotated[float | None, option(
+        "price_cached_in_per_mtok", "USD per million cached input tokens.")] = None,
+    price_cache_write: Annotated[float | None, option(
+        "price_cache_write_per_mtok", "USD per million cache-written tokens.")] = None,
     reviewer_model: Annotated[str | None, Opt(
         help="The run's reviewer model, as for solve: checked the same way, after the workers' model.")] = None,
     reviewer_api_base: Annotated[str | None, Opt(help="The reviewer model's server URL.")] = None,
@@ -60,10 +59,7 @@ def doctor(
     never printed. Exit 0 when every check passed (a warning passes), 1 when one failed (each
     failure says what to do), 2 on bad input.
     """
-    given = dict(zip(MODEL_KEYS, (model, api_base, None, max_output_tokens, reasoning_effort, tool_protocol,
-                                  idle_timeout, reply_timeout, price_in, price_out, price_cached_in,
-                                  price_cache_write), strict=True))
-    given |= {"reviewer_model": reviewer_model, "reviewer_api_base": reviewer_api_base}
+    given = field_values(locals())
     with user_errors():
         config, reviewer = model_configs(given)
         provider = _provider(config.model)
@@ -116,21 +112,22 @@ def _calls(config) -> Calls:
 
 def model_configs(given: Mapping[str, object]):
     """The ModelConfigs `solve` would build for the workers and (None when the run names none)
-    the reviewer: the config file's [solve] model settings under the flags and environment
-    (None: unset), checked by SolveConfig's rules."""
+    the reviewer: the config file's [solve] model settings (its model part) under the flags and
+    environment (None: unset), checked by SolveConfig's rules. The workers' is unbounded in calls
+    at once (`max_concurrent_calls`): doctor's two calls at once ask the server, not the bound."""
+    from dataclasses import replace
+
     from gitswarm.cli.running import model_config
-    from gitswarm.engine.config import SolveConfig
+    from gitswarm.engine.config import PARTS, SolveConfig
     from gitswarm.engine.settings import config_file, file_settings
-    from gitswarm.models import ModelConfig
     from gitswarm.models.credentials import NO_MODEL
 
-    keys = (*MODEL_KEYS, *REVIEWER_KEYS)
-    settings = {k: v for k, v in file_settings(config_file()).items() if k in keys}
+    settings = {k: v for k, v in file_settings(config_file()).items() if k in PARTS["model"]}
     settings |= {k: v for k, v in given.items() if v is not None}
     cfg = SolveConfig(problems=Path("."), run=Path("."), **{"model": "", **settings})
     if not cfg.model.strip():
         raise fail(NO_MODEL)
-    workers = ModelConfig(**{k: getattr(cfg, k) for k in MODEL_KEYS})
+    workers = replace(model_config(cfg, cfg.model), max_concurrent_calls=None)
     return workers, model_config(cfg, cfg.reviewer, reviewer=True) if cfg.reviewer_model else None
 
 

@@ -1,4 +1,5 @@
-"""`gitswarm solve`: the command's options and checks, then the swarm run by `cli.running`."""
+"""`gitswarm solve`: the command's options and checks, then the swarm run by `cli.running`.
+Its options that set a `SolveConfig` field are made from the field (`cli.fieldopts`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from typing import Annotated
 import typer
 
 from gitswarm.cli.common import Effort, Isolation, Reviews, ToolProtocol, fail, user_errors
+from gitswarm.cli.fieldopts import field_values, option
 from gitswarm.cli.running import RemoteRun, model_config, refuse_busy, run_swarm
+from gitswarm.engine.config import EPISODES_PER_CHARGE, SolveConfig
+from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS
 
 RUN, MODEL, BUDGET, VERIFICATION, OUTPUT, REMOTE, PRICES = (
     "Run", "Model", "Budget and caps", "Verification", "Output", "Remote (with --run URL)", "Prices")
@@ -19,12 +23,40 @@ TuiOpt = Annotated[bool | None, typer.Option(
     "--tui/--no-tui", help="Live dashboard (default when stdout is a terminal) or plain progress lines.",
     show_default=False, rich_help_panel=OUTPUT)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print events as JSON lines.", rich_help_panel=OUTPUT)]
-ModelOpt = Annotated[str | None, typer.Option(
-    "--model", "-m", envvar="GITSWARM_MODEL", metavar="MODEL", rich_help_panel=MODEL,
-    help="litellm model string for the workers, e.g. anthropic/claude-opus-4-8, openai/gpt-5.5, "
-         "ollama/llama3 (env GITSWARM_MODEL).")]
-Seconds = {"metavar": "SECONDS", "min": 0}
-Usd = {"metavar": "USD", "min": 0, "rich_help_panel": PRICES}
+ModelOpt = Annotated[str | None, option(
+    "model", "litellm model string for the workers, e.g. anthropic/claude-opus-4-8, openai/gpt-5.5, "
+    "ollama/llama3 (env GITSWARM_MODEL).", "--model", "-m", envvar="GITSWARM_MODEL", metavar="MODEL",
+    rich_help_panel=MODEL)]
+SECONDS = {"metavar": "SECONDS"}
+"""A time in seconds; 0 passes the option, and a field that must be more says so itself."""
+USD = {"metavar": "USD", "rich_help_panel": PRICES}
+
+# The model's options `solve` and `worker` share.
+ApiBaseOpt = Annotated[str | None, option(
+    "api_base", "OpenAI-compatible server URL (vLLM, llama.cpp, ...); default: the provider's own.",
+    metavar="URL", rich_help_panel=MODEL)]
+EffortOpt = Annotated[Effort | None, option(
+    "reasoning_effort", "Turn the workers' reasoning mode on at this effort (default: the model's own).",
+    rich_help_panel=MODEL)]
+ReviewerApiBaseOpt = Annotated[str | None, option(
+    "reviewer_api_base", "The reviewer model's server URL (default --api-base).", metavar="URL",
+    rich_help_panel=MODEL)]
+ToolProtocolOpt = Annotated[ToolProtocol | None, option(
+    "tool_protocol", "How tools are offered: native function calling, a text protocol, or {default} (default).",
+    rich_help_panel=MODEL)]
+MaxOutputOpt = Annotated[int | None, option(
+    "max_output_tokens", f"Tokens of one reply at most, thinking included (default: the client's, "
+    f"{DEFAULT_OUTPUT_TOKENS}).", metavar="TOKENS", rich_help_panel=MODEL)]
+IdleTimeoutOpt = Annotated[float | None, option(
+    "idle_timeout_s", "Seconds a streamed reply may send nothing before it is cut (default {default}).",
+    **SECONDS, rich_help_panel=MODEL)]
+ReplyTimeoutOpt = Annotated[float | None, option(
+    "reply_timeout_s", "Seconds one reply may take in all (default {default}).", **SECONDS,
+    rich_help_panel=MODEL)]
+ConcurrentCallsOpt = Annotated[int | None, option(
+    "max_concurrent_calls", "Model calls in flight at once (default: no bound). 1 for a server that answers "
+    "one request at a time (llama-cpp-python's): a call's reply timeout then starts in its turn, not in the "
+    "server's queue.", metavar="N", rich_help_panel=MODEL)]
 
 
 def solve(
@@ -35,101 +67,83 @@ def solve(
         help="Run repository; default runs/<set>. An existing run is resumed. A git remote URL "
              "(file://, git://, ssh://, https://, user@host:path) makes this process the coordinator of a run "
              "there: workers join it with `gitswarm worker URL`.")] = None,
-    workers: Annotated[int | None, typer.Option(
-        "--workers", min=0, metavar="N", rich_help_panel=RUN,
-        help="Episodes in flight at once (default 4); with --run URL, this process's own (0: coordinate "
-             "only).")] = None,
+    workers: Annotated[int | None, option(
+        "workers", "Episodes in flight at once (default {default}); with --run URL, this process's own (0: "
+                   "coordinate only).", "--workers", min=0, metavar="N", rich_help_panel=RUN)] = None,
     problem: Annotated[list[str] | None, typer.Option(
         metavar="ID", rich_help_panel=RUN, help="Only this problem id (repeatable).")] = None,
-    seed: Annotated[int | None, typer.Option(
-        metavar="N", rich_help_panel=RUN, help="Seed of the scheduler's random choices (default 0).")] = None,
+    seed: Annotated[int | None, option(
+        "seed", "Seed of the scheduler's random choices (default {default}).", metavar="N",
+        rich_help_panel=RUN)] = None,
     model: ModelOpt = None,
-    merger_model: Annotated[str | None, typer.Option(
-        metavar="MODEL", rich_help_panel=MODEL, help="Model for the merger (default --model).")] = None,
-    api_base: Annotated[str | None, typer.Option(
-        metavar="URL", rich_help_panel=MODEL,
-        help="OpenAI-compatible server URL (vLLM, llama.cpp, ...); default: the provider's own.")] = None,
-    reasoning_effort: Annotated[Effort | None, typer.Option(
-        rich_help_panel=MODEL,
-        help="Turn the workers' reasoning mode on at this effort (default: the model's own).")] = None,
-    merger_reasoning_effort: Annotated[Effort | None, typer.Option(
-        rich_help_panel=MODEL, help="The merger's reasoning effort (default: the merger model's own).")] = None,
-    reviewer_model: Annotated[str | None, typer.Option(
-        metavar="MODEL", rich_help_panel=MODEL,
-        help="Model for the review episodes (default --model): each review is then an episode the scheduler "
-             "assigns to one candidate, run on this model, and the other episodes write none. Its effort and "
-             "prices: reviewer_reasoning_effort, reviewer_price_in_per_mtok and reviewer_price_out_per_mtok in "
-             "the config file.")] = None,
-    reviewer_api_base: Annotated[str | None, typer.Option(
-        metavar="URL", rich_help_panel=MODEL, help="The reviewer model's server URL (default --api-base).")] = None,
-    tool_protocol: Annotated[ToolProtocol | None, typer.Option(
-        rich_help_panel=MODEL,
-        help="How tools are offered: native function calling, a text protocol, or auto (default).")] = None,
-    max_output_tokens: Annotated[int | None, typer.Option(
-        min=1, metavar="TOKENS", rich_help_panel=MODEL,
-        help="Tokens of one reply at most, thinking included (default: the client's, 16000).")] = None,
-    idle_timeout: Annotated[float | None, typer.Option(
-        **Seconds, rich_help_panel=MODEL,
-        help="Seconds a streamed reply may send nothing before it is cut (default 300).")] = None,
-    reply_timeout: Annotated[float | None, typer.Option(
-        **Seconds, rich_help_panel=MODEL, help="Seconds one reply may take in all (default 1800).")] = None,
-    max_concurrent_calls: Annotated[int | None, typer.Option(
-        min=1, metavar="N", rich_help_panel=MODEL,
-        help="Model calls in flight at once (default: no bound). 1 for a server that answers one request at a "
-             "time (llama-cpp-python's): a call's reply timeout then starts in its turn, not in the server's "
-             "queue.")] = None,
-    budget: Annotated[int | None, typer.Option(
-        "--budget", "-B", min=1, metavar="N", rich_help_panel=BUDGET,
-        help="Charged episodes (abstaining is free); default 8 per problem.")] = None,
-    max_episodes: Annotated[int | None, typer.Option(
-        min=1, metavar="N", rich_help_panel=BUDGET,
-        help="Episodes of any outcome at most, charged or not (default 3 x --budget).")] = None,
-    no_progress: Annotated[int | None, typer.Option(
-        min=1, metavar="N", rich_help_panel=BUDGET,
-        help="A count, not a switch: set a problem aside once N episodes in a row on it abstained or "
-             "failed; the run stops when every open problem is set aside (default 4).")] = None,
-    max_usd: Annotated[float | None, typer.Option(
-        min=0, metavar="USD", rich_help_panel=BUDGET,
-        help="Stop before spending more USD than this, failed calls included.")] = None,
-    max_total_tokens: Annotated[int | None, typer.Option(
-        min=1, metavar="TOKENS", rich_help_panel=BUDGET,
-        help="Stop before the run's calls, failed ones included, spend more tokens than this.")] = None,
+    merger_model: Annotated[str | None, option(
+        "merger_model", "Model for the merger (default --model).", metavar="MODEL", rich_help_panel=MODEL)] = None,
+    api_base: ApiBaseOpt = None,
+    reasoning_effort: EffortOpt = None,
+    merger_reasoning_effort: Annotated[Effort | None, option(
+        "merger_reasoning_effort", "The merger's reasoning effort (default: the merger model's own).",
+        rich_help_panel=MODEL)] = None,
+    reviewer_model: Annotated[str | None, option(
+        "reviewer_model", "Model for the review episodes (default --model): each review is then an episode the "
+        "scheduler assigns to one candidate, run on this model, and the other episodes write none. Its effort "
+        "and prices: reviewer_reasoning_effort, reviewer_price_in_per_mtok and reviewer_price_out_per_mtok in "
+        "the config file.", metavar="MODEL", rich_help_panel=MODEL)] = None,
+    reviewer_api_base: ReviewerApiBaseOpt = None,
+    tool_protocol: ToolProtocolOpt = None,
+    max_output_tokens: MaxOutputOpt = None,
+    idle_timeout: IdleTimeoutOpt = None,
+    reply_timeout: ReplyTimeoutOpt = None,
+    max_concurrent_calls: ConcurrentCallsOpt = None,
+    budget: Annotated[int | None, option(
+        "budget", "Charged episodes (abstaining is free); default {default} per problem.", "--budget", "-B",
+        metavar="N", rich_help_panel=BUDGET)] = None,
+    max_episodes: Annotated[int | None, option(
+        "max_episodes", f"Episodes of any outcome at most, charged or not (default {EPISODES_PER_CHARGE} x "
+        "--budget).", metavar="N", rich_help_panel=BUDGET)] = None,
+    no_progress: Annotated[int | None, option(
+        "no_progress", "A count, not a switch: set a problem aside once N episodes in a row on it abstained or "
+        "failed; the run stops when every open problem is set aside (default {default}).", metavar="N",
+        rich_help_panel=BUDGET)] = None,
+    max_usd: Annotated[float | None, option(
+        "max_usd", "Stop before spending more USD than this, failed calls included.", metavar="USD",
+        rich_help_panel=BUDGET)] = None,
+    max_total_tokens: Annotated[int | None, option(
+        "max_total_tokens", "Stop before the run's calls, failed ones included, spend more tokens than this.",
+        metavar="TOKENS", rich_help_panel=BUDGET)] = None,
     max_tokens: Annotated[str | None, typer.Option(
         "--max-tokens", hidden=True, help="Refused: say --max-total-tokens or --max-output-tokens.")] = None,
-    time_limit: Annotated[float | None, typer.Option(
-        **Seconds, rich_help_panel=BUDGET,
-        help="The run's wall time: past it no episode starts, and those in flight get stop_grace_s (config "
-             "file, default 20 s) to finish, then are cut short, keeping their transcripts. Exit 0.")] = None,
-    max_steps: Annotated[int | None, typer.Option(
-        min=2, metavar="N", rich_help_panel=BUDGET, help="Model calls per episode at most (default 12).")] = None,
-    verify: Annotated[int | None, typer.Option(
-        min=0, metavar="K", rich_help_panel=VERIFICATION,
-        help="Select an attempt only once K reviews by workers other than its author pass it and none "
-             "finds a critical error; a problem settles only on such an attempt. With none verified at "
-             "the end, the best reviewed (no critical review, then the most passes) is written, marked "
-             "unverified. 0: plain plurality of nominations (default 2).")] = None,
-    verify_in_row: Annotated[bool, typer.Option(
-        "--verify-in-row", rich_help_panel=VERIFICATION,
-        help="The K passes must come in a row: a gaps review restarts a candidate's count (a critical one "
-             "blocks it in any case; its revision counts from zero).")] = False,
-    reviews: Annotated[Reviews | None, typer.Option(
-        rich_help_panel=VERIFICATION,
-        help="open (default): any episode may review, with the memory in view. assigned: each review is an "
-             "episode the scheduler assigns to one candidate (on --reviewer-model, which implies it). blind: "
-             "assigned, and it reads the statement and the candidate alone, nothing of its author, of other "
-             "reviews or of the memory: an independent check.")] = None,
-    isolation: Annotated[Isolation | None, typer.Option(
-        rich_help_panel=VERIFICATION,
-        help="shared (default): the swarm, every episode reads the memory. independent: each episode sees "
-             "only its problem's statement, as independent sampling does; answers are selected by majority "
-             "(self-consistency). best-of-n: such attempts, checked by blind reviews and selected by them "
-             "(best-of-N with a verifier; no nominations). The baselines an experiment compares the swarm "
-             "with.")] = None,
-    unconfined: Annotated[bool, typer.Option(
-        "--unconfined", rich_help_panel=RUN,
-        help="Where this machine cannot make a sandbox (see `gitswarm doctor`), run the programs of "
-             "code problems anyway, UNCONFINED: limits and a fresh uid only, the host's files in view. "
-             "Named in the event log, status and the report. Default: such a run is refused.")] = False,
+    time_limit: Annotated[float | None, option(
+        "time_limit_s", "The run's wall time: past it no episode starts, and those in flight get stop_grace_s "
+        "(config file, default {stop_grace_s} s) to finish, then are cut short, keeping their transcripts. "
+        "Exit 0.", **SECONDS, rich_help_panel=BUDGET)] = None,
+    max_steps: Annotated[int | None, option(
+        "max_steps", "Model calls per episode at most (default {default}).", metavar="N",
+        rich_help_panel=BUDGET)] = None,
+    verify: Annotated[int | None, option(
+        "verify", "Select an attempt only once K reviews by workers other than its author pass it and none "
+        "finds a critical error; a problem settles only on such an attempt. With none verified at the end, "
+        "the best reviewed (no critical review, then the most passes) is written, marked unverified. 0: "
+        "plain plurality of nominations (default {default}).", metavar="K", rich_help_panel=VERIFICATION)] = None,
+    verify_in_row: Annotated[bool, option(
+        "verify_in_row", "The K passes must come in a row: a gaps review restarts a candidate's count (a "
+        "critical one blocks it in any case; its revision counts from zero).", "--verify-in-row",
+        rich_help_panel=VERIFICATION)] = False,
+    reviews: Annotated[Reviews | None, option(
+        "reviews", "{default} (default): any episode may review, with the memory in view. assigned: each "
+        "review is an episode the scheduler assigns to one candidate (on --reviewer-model, which implies it). "
+        "blind: assigned, and it reads the statement and the candidate alone, nothing of its author, of "
+        "other reviews or of the memory: an independent check.", rich_help_panel=VERIFICATION)] = None,
+    isolation: Annotated[Isolation | None, option(
+        "isolation", "{default} (default): the swarm, every episode reads the memory. independent: each "
+        "episode sees only its problem's statement, as independent sampling does; answers are selected by "
+        "majority (self-consistency). best-of-n: such attempts, checked by blind reviews and selected by them "
+        "(best-of-N with a verifier; no nominations). The baselines an experiment compares the swarm with.",
+        rich_help_panel=VERIFICATION)] = None,
+    unconfined: Annotated[bool, option(
+        "unconfined", "Where this machine cannot make a sandbox (see `gitswarm doctor`), run the programs of "
+        "code problems anyway, UNCONFINED: limits and a fresh uid only, the host's files in view. Named in "
+        "the event log, status and the report. Default: such a run is refused.", "--unconfined",
+        rich_help_panel=RUN)] = False,
     as_json: JsonOpt = False,
     tui: TuiOpt = None,
     mirror: Annotated[Path | None, typer.Option(
@@ -150,14 +164,17 @@ def solve(
         help="Delete from the remote the claim and worker refs of episodes that are merged or refused, "
              "this many episodes at a time, and the rest at the end (0: keep them; main, the ledger, the "
              "notes and the op refs keep the whole history either way).")] = 64,
-    price_in: Annotated[float | None, typer.Option(
-        **Usd, help="USD per million input tokens, for a model litellm has no price for.")] = None,
-    price_out: Annotated[float | None, typer.Option(
-        **Usd, help="USD per million output tokens, for a model litellm has no price for.")] = None,
-    price_cached_in: Annotated[float | None, typer.Option(
-        **Usd, help="USD per million input tokens read from the cache (default: --price-in).")] = None,
-    price_cache_write: Annotated[float | None, typer.Option(
-        **Usd, help="USD per million input tokens written to the cache (default: --price-in).")] = None,
+    price_in: Annotated[float | None, option(
+        "price_in_per_mtok", "USD per million input tokens, for a model litellm has no price for.", **USD)] = None,
+    price_out: Annotated[float | None, option(
+        "price_out_per_mtok", "USD per million output tokens, for a model litellm has no price for.",
+        **USD)] = None,
+    price_cached_in: Annotated[float | None, option(
+        "price_cached_in_per_mtok", "USD per million input tokens read from the cache (default: --price-in).",
+        **USD)] = None,
+    price_cache_write: Annotated[float | None, option(
+        "price_cache_write_per_mtok", "USD per million input tokens written to the cache (default: "
+        "--price-in).", **USD)] = None,
 ) -> None:
     """Run a swarm of agents on a problem set; run the same command again to resume.
 
@@ -170,10 +187,11 @@ def solve(
     aside), the provider kept failing, or a model error no retry can fix; 2 on bad input;
     130 when stopped by Ctrl-C (or q in the dashboard).
     """
-    from gitswarm import models
-    from gitswarm.engine.settings import AMBIGUOUS_MAX_TOKENS, config_file, file_settings
+    from gitswarm.engine.settings import AMBIGUOUS_MAX_TOKENS, config_file, file_settings, merge
     from gitswarm.remote import urls
+    from gitswarm.remote.owner import default_mirror
 
+    given = _given(locals())
     with user_errors():
         if max_tokens is not None:
             raise fail(f"--max-tokens {AMBIGUOUS_MAX_TOKENS}")
@@ -182,40 +200,45 @@ def solve(
         url = run if run is not None and urls.is_remote(run) else None
         if workers == 0 and url is None:
             raise fail("--workers 0 only makes sense with --run URL (a coordinator with no workers of its own)")
-        from gitswarm.remote.owner import default_mirror
-
         folder = (mirror or default_mirror(url)) if url is not None else (Path(run) if run is not None else None)
-        cfg = _config(problem_set, model, folder, from_file, merger_model=merger_model, api_base=api_base,
-                      workers=workers or None, budget=budget, max_episodes=max_episodes, no_progress=no_progress,
-                      verify=verify, isolation=isolation, unconfined=unconfined or None,
-                      verify_in_row=verify_in_row or None, reviews=reviews, reviewer_model=reviewer_model,
-                      reviewer_api_base=reviewer_api_base,
-                      max_usd=max_usd, max_total_tokens=max_total_tokens, time_limit_s=time_limit,
-                      problem_ids=tuple(problem or ()), seed=seed, max_steps=max_steps,
-                      max_output_tokens=max_output_tokens, reasoning_effort=reasoning_effort,
-                      merger_reasoning_effort=merger_reasoning_effort, tool_protocol=tool_protocol,
-                      idle_timeout_s=idle_timeout, reply_timeout_s=reply_timeout,
-                      max_concurrent_calls=max_concurrent_calls,
-                      price_in_per_mtok=price_in, price_out_per_mtok=price_out,
-                      price_cached_in_per_mtok=price_cached_in, price_cache_write_per_mtok=price_cache_write)
-        refuse_busy(cfg.run)
-        confine(cfg, problem_set)
-        hint = models.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
-        if hint:
-            raise fail(hint)
-        worker = model_config(cfg, cfg.model)  # a bad combination of prices is refused here
-        merger = model_config(cfg, cfg.merger, merger=True)
-        reviewer = [model_config(cfg, cfg.reviewer, reviewer=True)] if cfg.reviewer_model else []
-        unpriced = [c.model for c in dict.fromkeys((worker, merger, *reviewer)) if not models.has_price(c)]
-        if cfg.max_usd is not None and unpriced:
-            raise fail(f"--max-usd cannot be enforced: litellm has no price for {' or '.join(unpriced)}. Give "
-                       "--price-in and --price-out (USD per million tokens; they price the workers' model, and "
-                       "the merger's when it is the same; the reviewer's are reviewer_price_in_per_mtok and "
-                       "reviewer_price_out_per_mtok in the config file), or use --max-total-tokens.")
+        cfg = merge(problem_set, folder, given, from_file)
+        _check(cfg, problem_set)
     remote = None
     if url is not None:
         remote = RemoteRun(url, cfg.workers if workers is None else workers, claim_ttl, patience, prune_batch)
     raise typer.Exit(run_swarm(cfg, problem_set, as_json, tui=_want_tui(tui, as_json), remote=remote))
+
+
+def _given(params: dict[str, object]) -> dict[str, object]:
+    """The settings `solve`'s options give, by field: a switch left off gives none, so the config
+    file's holds, and so does `--workers 0` (a coordinator's own slots); the set and the run
+    folder are `merge`'s to place."""
+    given = field_values(params)
+    unset = {"problems", "run"} | {field for field, value in given.items() if value is False}
+    if params["workers"] == 0:
+        unset.add("workers")
+    return {field: value for field, value in given.items() if field not in unset}
+
+
+def _check(cfg: SolveConfig, problem_set) -> None:
+    """What `solve` refuses before the models load: a busy run, code problems without a sandbox,
+    missing credentials, a USD cap on a model with no price."""
+    from gitswarm import models
+
+    refuse_busy(cfg.run)
+    confine(cfg, problem_set)
+    hint = models.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
+    if hint:
+        raise fail(hint)
+    worker = model_config(cfg, cfg.model)  # a bad combination of prices is refused here
+    merger = model_config(cfg, cfg.merger, merger=True)
+    reviewer = [model_config(cfg, cfg.reviewer, reviewer=True)] if cfg.reviewer_model else []
+    unpriced = [c.model for c in dict.fromkeys((worker, merger, *reviewer)) if not models.has_price(c)]
+    if cfg.max_usd is not None and unpriced:
+        raise fail(f"--max-usd cannot be enforced: litellm has no price for {' or '.join(unpriced)}. Give "
+                   "--price-in and --price-out (USD per million tokens; they price the workers' model, and "
+                   "the merger's when it is the same; the reviewer's are reviewer_price_in_per_mtok and "
+                   "reviewer_price_out_per_mtok in the config file), or use --max-total-tokens.")
 
 
 def confine(cfg, problem_set) -> None:

@@ -11,9 +11,29 @@ from typing import Annotated
 import anyio
 import typer
 
-from gitswarm.cli.common import STOP_EXIT, Effort, Exit, ToolProtocol, fail, user_errors
+from gitswarm.cli.common import STOP_EXIT, Exit, fail, user_errors
+from gitswarm.cli.fieldopts import field_values, option
 from gitswarm.cli.running import signals
-from gitswarm.cli.solve import MODEL, RUN, JsonOpt, ModelOpt, TuiOpt, _want_tui
+from gitswarm.cli.solve import (
+    MODEL,
+    RUN,
+    ApiBaseOpt,
+    ConcurrentCallsOpt,
+    EffortOpt,
+    IdleTimeoutOpt,
+    JsonOpt,
+    MaxOutputOpt,
+    ModelOpt,
+    ReplyTimeoutOpt,
+    ReviewerApiBaseOpt,
+    ToolProtocolOpt,
+    TuiOpt,
+    _want_tui,
+)
+from gitswarm.engine.config import PARTS, SolveConfig
+
+SLOTS = SolveConfig.model_fields["workers"].default
+"""A worker's episodes in flight by default: a run's (`SolveConfig.workers`)."""
 
 
 def worker(
@@ -21,8 +41,8 @@ def worker(
                                             "user@host:path), as given to `gitswarm solve SET --run URL`.",
                                        show_default=False)],
     model: ModelOpt = None,
-    slots: Annotated[int, typer.Option(
-        "--workers", min=1, metavar="N", rich_help_panel=RUN, help="Episodes in flight at once.")] = 4,
+    slots: Annotated[int, option(
+        "workers", "Episodes in flight at once.", "--workers", metavar="N", rich_help_panel=RUN)] = SLOTS,
     name: Annotated[str | None, typer.Option(
         metavar="NAME", rich_help_panel=RUN,
         help="This process's name, unique in the run: its pushes go under refs/gitswarm/workers/<name>/ "
@@ -31,31 +51,21 @@ def worker(
         "--dir", metavar="DIR", rich_help_panel=RUN,
         help="Its local run repository, a mirror of the remote (default runs/workers/<host and path of the "
              "URL>/<name>).")] = None,
-    api_base: Annotated[str | None, typer.Option(
-        metavar="URL", rich_help_panel=MODEL, help="OpenAI-compatible server URL for the model.")] = None,
-    max_output_tokens: Annotated[int | None, typer.Option(
-        min=1, metavar="TOKENS", rich_help_panel=MODEL, help="Tokens of one reply at most.")] = None,
-    reasoning_effort: Annotated[Effort | None, typer.Option(
-        rich_help_panel=MODEL, help="The model's reasoning effort.")] = None,
-    tool_protocol: Annotated[ToolProtocol | None, typer.Option(
-        rich_help_panel=MODEL, help="native, text or auto (default).")] = None,
-    idle_timeout: Annotated[float | None, typer.Option(
-        min=0, metavar="SECONDS", rich_help_panel=MODEL, help="Seconds a stream may be silent.")] = None,
-    reply_timeout: Annotated[float | None, typer.Option(
-        min=0, metavar="SECONDS", rich_help_panel=MODEL, help="Seconds one reply may take.")] = None,
-    max_concurrent_calls: Annotated[int | None, typer.Option(
-        min=1, metavar="N", rich_help_panel=MODEL,
-        help="Model calls in flight at once (1 for a server that answers one request at a time).")] = None,
-    price_in: Annotated[float | None, typer.Option(
-        min=0, metavar="USD", rich_help_panel=MODEL, help="USD per million input tokens.")] = None,
-    price_out: Annotated[float | None, typer.Option(
-        min=0, metavar="USD", rich_help_panel=MODEL, help="USD per million output tokens.")] = None,
-    reviewer_model: Annotated[str | None, typer.Option(
-        metavar="MODEL", rich_help_panel=MODEL,
-        help="Model for this worker's review episodes, in a run whose reviews are assigned or blind "
-             "(default --model).")] = None,
-    reviewer_api_base: Annotated[str | None, typer.Option(
-        metavar="URL", rich_help_panel=MODEL, help="The reviewer model's server URL (default --api-base).")] = None,
+    api_base: ApiBaseOpt = None,
+    max_output_tokens: MaxOutputOpt = None,
+    reasoning_effort: EffortOpt = None,
+    tool_protocol: ToolProtocolOpt = None,
+    idle_timeout: IdleTimeoutOpt = None,
+    reply_timeout: ReplyTimeoutOpt = None,
+    max_concurrent_calls: ConcurrentCallsOpt = None,
+    price_in: Annotated[float | None, option(
+        "price_in_per_mtok", "USD per million input tokens.", metavar="USD", rich_help_panel=MODEL)] = None,
+    price_out: Annotated[float | None, option(
+        "price_out_per_mtok", "USD per million output tokens.", metavar="USD", rich_help_panel=MODEL)] = None,
+    reviewer_model: Annotated[str | None, option(
+        "reviewer_model", "Model for this worker's review episodes, in a run whose reviews are assigned or "
+        "blind (default --model).", metavar="MODEL", rich_help_panel=MODEL)] = None,
+    reviewer_api_base: ReviewerApiBaseOpt = None,
     patience: Annotated[float, typer.Option(
         min=1, metavar="SECONDS", rich_help_panel=RUN,
         help="Seconds to wait with nothing to claim before giving up on the coordinator.")] = 600.0,
@@ -82,6 +92,8 @@ def worker(
     from gitswarm import models
     from gitswarm.remote.worker import WorkerOptions
 
+    own = {field: value for field, value in field_values(locals()).items()
+           if field in PARTS["model"] and value is not None}
     with user_errors():
         if not model:
             raise fail("give --model (or GITSWARM_MODEL): the litellm model string this worker runs")
@@ -89,16 +101,10 @@ def worker(
         hint = models.credentials_hint(model, api_base=api_base, api_key=None)
         if hint:
             raise fail(hint)
-        own = {"model": model, "api_base": api_base, "max_output_tokens": max_output_tokens,
-               "reasoning_effort": reasoning_effort, "tool_protocol": tool_protocol,
-               "idle_timeout_s": idle_timeout, "reply_timeout_s": reply_timeout,
-               "max_concurrent_calls": max_concurrent_calls,
-               "price_in_per_mtok": price_in, "price_out_per_mtok": price_out,
-               "reviewer_model": reviewer_model, "reviewer_api_base": reviewer_api_base}
         from gitswarm.remote.owner import default_worker_folder
 
-        options = WorkerOptions(url, folder or default_worker_folder(url, name), name, slots,
-                                {k: v for k, v in own.items() if v is not None}, patience, references)
+        options = WorkerOptions(url, folder or default_worker_folder(url, name), name, slots, own, patience,
+                                references)
         if experiment and tui:
             raise fail("the dashboard shows one run, and --experiment joins one after another: give --no-tui")
         outcome = _run_tui(options) if _want_tui(tui, as_json) and not experiment else _run(options, as_json,

@@ -3,13 +3,17 @@ into these models (gitswarm.engine.settings)."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, ValidationInfo, model_validator
 
 from gitswarm.domain.rule import SETTLE_NOMINATIONS, VERIFY, Rule
-from gitswarm.models.config import ReasoningEffort, ToolProtocol
+from gitswarm.models.config import ModelConfig, ReasoningEffort, ToolProtocol
+
+if TYPE_CHECKING:
+    from gitswarm.problems.model import ProblemSet
 
 Isolation = Literal["shared", "independent", "best-of-n"]
 """What an episode sees of the memory, and how a problem is decided (`SolveConfig.isolation`)."""
@@ -19,6 +23,10 @@ Reviews = Literal["open", "assigned", "blind"]
 ACROSS_PROCESSES = "slots across processes"
 """Validation context key: the settings are one process's of a run on a remote, whose rule that
 K reviews need K + 1 workers holds across every process, not in this one alone."""
+BUDGET_PER_PROBLEM = 8
+"""The budget's default: this many charged episodes per problem of the set. A `SolveConfig` built
+for a set (`SolveConfig.for_set`, which `settings.merge` uses) gets this many times its problems;
+one built without a set (a check of settings, a test of one part) gets one problem's worth."""
 EPISODES_PER_CHARGE = 3
 """The episode cap's default: this many episodes, of any outcome, per budgeted one."""
 _COUNT = TypeAdapter(int)
@@ -32,6 +40,8 @@ Part = Literal["run", "model", "process"]
   its own, never published;
 - `process`: this process's own: its folders, its slots, its sandbox, its clock (on a remote the
   coordinator's time limit ends every worker through the stop it publishes)."""
+_CLIENT: dict[str, Any] = {f.name: f.default for f in fields(ModelConfig)}
+"""The model client's defaults, which are the defaults of the settings it shares with a run's."""
 _RUN: dict = {"part": "run"}
 _MODEL: dict = {"part": "model"}
 _PROCESS: dict = {"part": "process"}
@@ -69,7 +79,7 @@ class SolveConfig(BaseModel):
     """USD per million output tokens of the reviewer model (see reviewer_price_in_per_mtok)."""
     workers: int = Field(4, ge=1, le=1024, json_schema_extra=_PROCESS)
     """Concurrency C: episodes in flight at once."""
-    budget: int = Field(40, ge=1, json_schema_extra=_RUN)
+    budget: int = Field(BUDGET_PER_PROBLEM, ge=1, json_schema_extra=_RUN)
     """Budget B: charged episodes (contributions and nominations; abstaining is free)."""
     max_episodes: int | None = Field(None, ge=1, json_schema_extra=_RUN)
     """Episodes of any outcome (charged, abstained, failed) at most, over the run and its
@@ -102,12 +112,12 @@ class SolveConfig(BaseModel):
     """The workers' reasoning mode: low, medium or high; None: the model's default."""
     merger_reasoning_effort: ReasoningEffort | None = Field(None, json_schema_extra=_MODEL)
     """The merger's reasoning mode; None: the merger model's default."""
-    tool_protocol: ToolProtocol = Field("auto", json_schema_extra=_MODEL)
+    tool_protocol: ToolProtocol = Field(_CLIENT["tool_protocol"], json_schema_extra=_MODEL)
     """How tools are offered: native function calling, a text protocol, or auto (text for a
     model without function calling)."""
-    idle_timeout_s: float = Field(300.0, gt=0, json_schema_extra=_MODEL)
+    idle_timeout_s: float = Field(_CLIENT["idle_timeout_s"], gt=0, json_schema_extra=_MODEL)
     """A streamed reply that sends nothing for this long is cut and counts as a timeout."""
-    reply_timeout_s: float = Field(1800.0, gt=0, json_schema_extra=_MODEL)
+    reply_timeout_s: float = Field(_CLIENT["reply_timeout_s"], gt=0, json_schema_extra=_MODEL)
     """The longest one reply may take in all."""
     max_concurrent_calls: int | None = Field(None, ge=1, json_schema_extra=_MODEL)
     """Model calls in flight at once, the workers' and the merger's together; None: no bound.
@@ -165,6 +175,13 @@ class SolveConfig(BaseModel):
     """USD per million input tokens read from the provider's cache (default: the input price)."""
     price_cache_write_per_mtok: float | None = Field(None, ge=0, json_schema_extra=_MODEL)
     """USD per million input tokens written to the provider's cache (default: the input price)."""
+
+    @classmethod
+    def for_set(cls, problem_set: ProblemSet, run: Path, **values: Any) -> SolveConfig:
+        """The settings of a run of `problem_set` in `run`: `values`, with the budget's default
+        (`BUDGET_PER_PROBLEM` per problem of the set) where they give none."""
+        budget = BUDGET_PER_PROBLEM * max(1, len(problem_set.problems))
+        return cls(problems=problem_set.path, run=run, **{"budget": budget} | values)
 
     @model_validator(mode="before")
     @classmethod

@@ -15,7 +15,6 @@ from gitswarm.errors import BadInput
 from gitswarm.problems.model import ProblemSet
 
 CONFIG_ENV = "GITSWARM_CONFIG"
-BUDGET_PER_PROBLEM = 8
 
 
 def config_file() -> Path | None:
@@ -89,7 +88,7 @@ def merge(problem_set: ProblemSet, run: Path | None, given: dict[str, object],
           from_file: dict[str, object]) -> SolveConfig:
     """SolveConfig from set defaults < config file < `given` (flags and environment, None = unset)."""
     set_defaults = {k: v for k, v in problem_set.defaults.items() if k in SolveConfig.model_fields}
-    settings = {"budget": BUDGET_PER_PROBLEM * len(problem_set.problems)} | set_defaults | from_file
+    settings = set_defaults | from_file
     settings |= {k: v for k, v in given.items() if v is not None and v != ()}
     ids = settings.get("problem_ids", ())
     # A config file's value may be anything: one that is not a list of names is SolveConfig's to refuse.
@@ -99,4 +98,4 @@ def merge(problem_set: ProblemSet, run: Path | None, given: dict[str, object],
         raise BadInput(f"no problem {', '.join(sorted(unknown))} in {problem_set.path}")
     if not settings.get("model"):
         settings["model"] = ""
-    return SolveConfig(problems=problem_set.path, run=run or Path("runs") / problem_set.name, **settings)
+    return SolveConfig.for_set(problem_set, run or Path("runs") / problem_set.name, **settings)
