@@ -13,8 +13,10 @@ import pygit2
 import pytest
 from conftest import git
 
+from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.engine.gitio import GitThread
-from gitswarm.engine.ledger import BOOK, EpisodeRecord, Ledger
+from gitswarm.engine.ledger import Ledger
+from gitswarm.memory.ledgerbook import BOOK
 from gitswarm.usage import Usage
 
 
