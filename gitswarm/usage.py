@@ -73,7 +73,7 @@ class Usage:
         return self.cache_read / self.tokens_in if self.tokens_in else 0.0
 
     def trailer(self) -> str:
-        """The tokens of a commit record (`commitmeta.Contribution.tokens`): `in=… out=…`, then the
+        """The tokens of a commit record (`commitmeta.ContributionRecord.tokens`): `in=… out=…`, then the
         cache and reasoning parts."""
         parts = [f"in={self.tokens_in}", f"out={self.tokens_out}"]
         parts += [f"{name}={value}" for name, value in

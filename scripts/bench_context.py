@@ -24,8 +24,9 @@ from pathlib import Path
 import anyio
 from bench_history import fast_import, write_set
 
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.kinds import Kind
 from gitswarm.memory import commitmeta
-from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.write import message
 from gitswarm.problems.loader import load_set
@@ -59,8 +60,8 @@ def build(root: Path, size: int, seed: int = 0) -> Memory:
     top = ", ".join(c[:12] for c, _ in Counter(pool).most_common(3))
     memory.commit_to_main({f"problems/{PROBLEM}/SUMMARY.md": SUMMARY.format(n=size, top=top).encode()},
                           f"summary({PROBLEM}): the merger's summary of the problem",
-                          commitmeta.Contribution(op="bench-summary", problem=PROBLEM,
-                                                  kind=commitmeta.Kind.SUMMARY, worker="merger"))
+                          commitmeta.ContributionRecord(op="bench-summary", problem=PROBLEM,
+                                                  kind=Kind.SUMMARY, worker="merger"))
     return memory
 
 

@@ -56,8 +56,8 @@ async def build(run: Path, episodes: int, problems: int, workers: int) -> None:
 
 def baseline(run: Path) -> int:
     """Every episode's record read and written as JSON, nothing else; returns the episodes."""
-    from gitswarm.engine.conversation import read_conversation
     from gitswarm.engine.ledger import Ledger
+    from gitswarm.memory.conversations import read_conversation
     from gitswarm.memory.repo import Memory
 
     memory = Memory(run)
@@ -73,6 +73,7 @@ def baseline(run: Path) -> int:
 
 def export(run: Path, layout: Format, credit: str) -> int:
     """`gitswarm export` as the command runs it, to a string; returns the records."""
+    from gitswarm.engine.toolspecs import tool_schemas
     from gitswarm.export.labels import read_facts
     from gitswarm.export.run import export as records
     from gitswarm.memory.repo import Memory
@@ -80,7 +81,7 @@ def export(run: Path, layout: Format, credit: str) -> int:
     memory = Memory(run)
     sink = io.StringIO()
     count = 0
-    for record in records(memory, layout, read_facts(memory, credit)):
+    for record in records(memory, tool_schemas, layout, read_facts(memory, credit)):
         sink.write(json.dumps(record, ensure_ascii=False) + "\n")
         count += 1
     return count

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pygit2
 
+from gitswarm.domain.contribution import Contribution
 from gitswarm.memory import trees
-from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 

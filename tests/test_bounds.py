@@ -130,7 +130,7 @@ async def test_refused_tool_calls_set_every_problem_aside(tmp_path: Path, proble
 
 
 def test_streaks_follow_the_order_episodes_ended_in():
-    from gitswarm.engine.ledger import EpisodeRecord
+    from gitswarm.domain.episode import EpisodeRecord
 
     def record(n: int, problem: str, status: str, ended: float) -> EpisodeRecord:
         return EpisodeRecord(f"e{n:05d}", "w01", problem, status, started=0.0, ended=ended, note=f"n{n}")

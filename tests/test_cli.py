@@ -10,7 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
-from gitswarm.memory.model import Contribution
+from gitswarm.domain.contribution import Contribution
 from gitswarm.memory.repo import Memory
 
 runner = CliRunner()
@@ -137,7 +137,7 @@ def test_a_run_in_use_is_refused_before_the_model_library_loads(tmp_path: Path, 
     time litellm takes to load): exit 2, nothing changed, litellm never imported."""
     import fcntl
 
-    from gitswarm.engine.runlock import LOCK_NAME
+    from gitswarm.core.runfiles import LOCK_NAME
     from gitswarm.problems.loader import load_set
 
     Memory.create(tmp_path / "run", load_set(problem_dir), run_id="busy")

@@ -13,10 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
-from gitswarm.engine.index import MemoryIndex
-from gitswarm.memory import commitmeta, trailers
-from gitswarm.memory.commitmeta import Kind, Verdict
-from gitswarm.memory.model import Contribution
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.kinds import Kind, Verdict, Verification
+from gitswarm.memory import commitmeta, indexing, trailers
 from gitswarm.memory.repo import Memory
 from gitswarm.remote import intake
 from gitswarm.remote.claims import Claim
@@ -44,20 +44,20 @@ def old_contribution(kind: str, files: tuple[str, ...], **extra: str) -> dict[st
 
 
 RECORDS = [
-    commitmeta.Contribution(run="r1", episode="e00007", op="e00007-final", worker="w03", problem="sum",
+    commitmeta.ContributionRecord(run="r1", episode="e00007", op="e00007-final", worker="w03", problem="sum",
                             kind=Kind.ATTEMPT, informed_by=(A, B), model="openai/m", tokens="in=10 out=2",
                             cost_usd="0.0010", self_assessment="partial", files=("attempts/x.md",)),
-    commitmeta.Nomination(run="r1", episode="e00008", op="e00008-final", worker="w04", problem="sum",
+    commitmeta.NominationRecord(run="r1", episode="e00008", op="e00008-final", worker="w04", problem="sum",
                           kind=Kind.NOMINATION, files=("nominations/e00008.md",), candidate=A),
-    commitmeta.Review(run="r1", episode="e00009", op="e00009-final", worker="w05", problem="sum",
+    commitmeta.ReviewRecord(run="r1", episode="e00009", op="e00009-final", worker="w05", problem="sum",
                       kind=Kind.REVIEW, informed_by=(A,), files=("reviews/r.md",), reviews=A,
                       verdict=Verdict.CRITICAL),
-    commitmeta.Contribution(run="r1", episode="e00010", op="e00010-final", worker="w06", problem="rev",
+    commitmeta.ContributionRecord(run="r1", episode="e00010", op="e00010-final", worker="w06", problem="rev",
                             kind=Kind.CODE, files=("code/x/a.py",), deleted=("code/x/b.py", "code/x/c.py")),
     commitmeta.Merge(run="r1", op="merge-0123", merged=("e00007", "e00008")),
     commitmeta.Solution(run="r1", op="select-sum", problem="sum", candidate=A,
-                        verification=commitmeta.Verification.VERIFIED),
-    commitmeta.Grade(run="r1", problem="sum", candidate=A, grader="answer-key", model="m"),
+                        verification=Verification.VERIFIED),
+    commitmeta.GradeRecord(run="r1", problem="sum", candidate=A, grader="answer-key", model="m"),
     commitmeta.Removal(run="r1", problem="sum", replays=A, deleted=("notes/n.md",)),
     commitmeta.ClaimNote(episode="e00011", worker="w07", problem="sum", claim="e00011-final"),
 ]
@@ -72,7 +72,7 @@ def test_a_commit_written_the_old_way_decodes_to_the_record_of_today():
     old = old_render("review(sum): checks x", "Why.", old_contribution("review", ("reviews/r.md",),
                                                                          Reviews=A, Verdict="pass"))
     found = commitmeta.decode(old)
-    assert isinstance(found, commitmeta.Review) and found.verdict is Verdict.PASS and found.informed_by == (A, B)
+    assert isinstance(found, commitmeta.ReviewRecord) and found.verdict is Verdict.PASS and found.informed_by == (A, B)
     assert found == commitmeta.decode(commitmeta.encode(found, "review(sum): checks x", "Why."))
     merge = commitmeta.decode(old_render("merge: compose 2", "", {"Run": "r1", "Op": "m", "Kind": "merge",
                                                                   "Merged": "e1, e2"}))
@@ -81,7 +81,7 @@ def test_a_commit_written_the_old_way_decodes_to_the_record_of_today():
 
 def test_lists_are_never_cut():
     many = tuple(f"{i:040x}" for i in range(300))
-    record = commitmeta.Contribution(problem="sum", kind=Kind.NOTE, informed_by=many, files=FILES)
+    record = commitmeta.ContributionRecord(problem="sum", kind=Kind.NOTE, informed_by=many, files=FILES)
     found = commitmeta.decode(commitmeta.encode(record, "note(sum): " + "long title " * 50))
     assert found.informed_by == many and found.files == FILES
 
@@ -95,11 +95,11 @@ def test_lists_are_never_cut():
 def test_a_hostile_value_stays_in_its_field(hostile: str):
     """Newlines, colons and trailer look-alikes in a value (a model's self-assessment, title or
     summary) never make a trailer of their own."""
-    record = commitmeta.Nomination(problem="sum", kind=Kind.NOMINATION, candidate=A, self_assessment=hostile,
+    record = commitmeta.NominationRecord(problem="sum", kind=Kind.NOMINATION, candidate=A, self_assessment=hostile,
                                    model=hostile)
     message = commitmeta.encode(record, hostile, hostile + "\nGitswarm-Kind:merge")
     found = commitmeta.decode(message)
-    assert isinstance(found, commitmeta.Nomination) and found.candidate == A and not found.extra
+    assert isinstance(found, commitmeta.NominationRecord) and found.candidate == A and not found.extra
     assert found.self_assessment == " ".join(hostile.split()) == found.model
     subject, body = trailers.body(message)
     assert subject == " ".join(hostile.split()) and body.endswith("Gitswarm-Kind:merge")
@@ -109,7 +109,7 @@ def test_unknown_and_misplaced_trailers_are_kept_and_named():
     message = old_render("attempt(sum): x", "", old_contribution("attempt", ("attempts/x.md",), Candidate=A,
                                                                  Future="later"))
     found = commitmeta.decode(message)
-    assert type(found) is commitmeta.Contribution and found.extra == {"Candidate": A, "Future": "later"}
+    assert type(found) is commitmeta.ContributionRecord and found.extra == {"Candidate": A, "Future": "later"}
     assert commitmeta.stray(found) == ["Candidate"]
     assert commitmeta.decode("run: start r1\n") is None
     assert commitmeta.git_key("informed_by") == "Gitswarm-Informed-By"
@@ -126,7 +126,7 @@ def test_the_index_and_status_see_all_64_files(memory: Memory):
     written = memory.contribute(big(memory, "e1")).commit
     memory.compose(["e1"])
     index = MemoryIndex()
-    index.update(memory.repo, memory.main())
+    indexing.update(index, memory.repo, memory.main())
     assert len(index.files_of[written][1]) == 64
     assert sorted(index.problems["sum"].items) == sorted(FILES)
     result = CliRunner().invoke(app, ["status", str(memory.path), "--json"])
@@ -148,7 +148,7 @@ def test_an_old_run_with_a_cut_files_trailer_still_loads_whole(memory: Memory):
     sig = pygit2.Signature("w01", "w01@gitswarm.local", 1_700_000_000, 0)
     old = str(repo.create_commit("refs/heads/main", sig, sig, message, tree, [main.id]))
     index = MemoryIndex()
-    index.update(repo, memory.main())
+    indexing.update(index, repo, memory.main())
     assert len(index.files_of[old][1]) == 64 and len(index.problems["sum"].items) == 64
     assert memory.commit(old).kind == "code" and memory.commit(old).informed_by == [A, B]
 

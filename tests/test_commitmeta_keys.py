@@ -14,8 +14,8 @@ from gitswarm.memory.trailers import PREFIX
 
 PACKAGE = Path(gitswarm.__file__).parent
 CODEC = {PACKAGE / "memory" / "commitmeta.py", PACKAGE / "memory" / "trailers.py"}
-RECORDS = (commitmeta.Contribution, commitmeta.Nomination, commitmeta.Review, commitmeta.Merge, commitmeta.Solution,
-           commitmeta.Grade, commitmeta.Removal, commitmeta.ClaimNote, commitmeta.Other)
+RECORDS = (commitmeta.ContributionRecord, commitmeta.NominationRecord, commitmeta.ReviewRecord, commitmeta.Merge,
+           commitmeta.Solution, commitmeta.GradeRecord, commitmeta.Removal, commitmeta.ClaimNote, commitmeta.Other)
 KEYS = sorted({f.metadata["key"] for cls in RECORDS for f in fields(cls) if "key" in f.metadata})
 QUOTED = "|".join(re.escape(k) for k in KEYS)
 AS_KEY = re.compile(rf"""(["'])({QUOTED})\1\s*:(?!\S)|\.get\(\s*(["'])({QUOTED})\3|\[\s*(["'])({QUOTED})\5\s*\]""")

@@ -10,10 +10,11 @@ from pathlib import Path
 import anyio
 from demo_run import run_set
 
-from gitswarm.engine.index import VERDICTS
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.kinds import VERDICTS
 from gitswarm.engine.toolmodels import Search
 from gitswarm.fakeserver.responders import estimate_tokens
-from gitswarm.memory.model import Contribution
+from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 
@@ -73,16 +74,16 @@ def test_first_prompt_stays_bounded_and_shows_the_most_cited_and_the_newest(tmp_
 
 
 def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, problem_dir: Path):
+    from gitswarm.domain.index import MemoryIndex
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.context import EpisodeInfo, RunView
-    from gitswarm.engine.index import MemoryIndex
     from gitswarm.engine.tools import SEARCH_HITS, Toolbox
     from gitswarm.memory.store import Store
 
     memory = Memory.create(tmp_path / "run", load_set(problem_dir), problem_ids=["sum"])
     paths = grow(memory, 60)
     index = MemoryIndex()
-    index.update(memory.repo, memory.main())
+    indexing.update(index, memory.repo, memory.main())
     view = RunView(SolveConfig(problems=problem_dir, run=tmp_path / "run", model="m"), ["sum"])
     ep = EpisodeInfo("e1", "w01", "sum", "answer", "Sum", memory.main())
     tools = Toolbox(Store(memory), index, view, ep, anyio.CapacityLimiter(1))

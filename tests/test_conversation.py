@@ -15,15 +15,15 @@ from typer.testing import CliRunner
 from gitswarm.cli.main import app
 from gitswarm.demo import audit
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.conversation import (
+from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.run import solve
+from gitswarm.fakeserver import FakeError, FakeReply, ScriptedResponder, serve
+from gitswarm.memory.conversations import (
     CONVERSATIONS_REF,
     all_conversations,
     read_conversation,
     restored,
 )
-from gitswarm.engine.ledger import Ledger
-from gitswarm.engine.run import solve
-from gitswarm.fakeserver import FakeError, FakeReply, ScriptedResponder, serve
 from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.repo import Memory
 from gitswarm.models.calls import CallLog

@@ -274,7 +274,7 @@ def test_a_token_budget_holds_within_the_calls_in_flight(tmp_path: Path):
 
 def largest_call(run: Path) -> int:
     """The most tokens one model call of `run` spent, from each episode's lossless record."""
-    from gitswarm.engine.conversation import all_conversations
+    from gitswarm.memory.conversations import all_conversations
     from gitswarm.memory.gitdir import GitReader
 
     calls = [c for record in all_conversations(GitReader(run)) for c in record["calls"]]

@@ -139,7 +139,8 @@ def test_an_old_run_with_an_abstention_and_an_episode_cut_off(tmp_path):
     from typer.testing import CliRunner
 
     from gitswarm.cli.main import app
-    from gitswarm.engine.ledger import EpisodeRecord, Ledger
+    from gitswarm.domain.episode import EpisodeRecord
+    from gitswarm.engine.ledger import Ledger
     from gitswarm.memory.repo import Memory
     from gitswarm.problems.loader import load_set
 

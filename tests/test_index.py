@@ -7,7 +7,8 @@ import pygit2
 import pytest
 from demo_run import demo_run
 
-from gitswarm.engine.index import MemoryIndex
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.memory import indexing
 
 
 def first_parents(repo: pygit2.Repository) -> list[str]:
@@ -35,9 +36,9 @@ def test_following_main_step_by_step_gives_the_index_one_walk_gives(tmp_path_fac
     assert any(len(repo[c].parent_ids) > 2 for c in chain)  # merges of several branches at once
     followed = MemoryIndex()
     for tip in [*chain[:-1:stride], chain[-1]]:
-        followed.update(repo, tip)
-    followed.update(repo, chain[-1])  # the same tip again takes in nothing
+        indexing.update(followed, repo, tip)
+    indexing.update(followed, repo, chain[-1])  # the same tip again takes in nothing
     whole = MemoryIndex()
-    whole.update(repo, chain[-1])
+    indexing.update(whole, repo, chain[-1])
     assert state(followed) == state(whole)
     assert followed.seen_tip == chain[-1] and len(whole.taken) == len(list(repo.walk(repo.head.target)))

@@ -13,7 +13,9 @@ import pygit2
 import pytest
 from conftest import git
 
-from gitswarm.engine.ledger import BOOK, EpisodeRecord, Ledger
+from gitswarm.domain.episode import EpisodeRecord
+from gitswarm.engine.ledger import Ledger
+from gitswarm.memory.ledgerbook import BOOK
 from gitswarm.memory.store import Store
 from gitswarm.usage import Usage
 

@@ -23,15 +23,16 @@ from demo_run import run_set
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
-from gitswarm.core.rule import Rule
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import Rule
 from gitswarm.engine import digest
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.run import solve
 from gitswarm.engine.swarm import pick
 from gitswarm.fakeserver import FakeReply, serve
-from gitswarm.memory.model import Contribution
+from gitswarm.memory import indexing
 from gitswarm.memory.repo import INITIAL_SUMMARY, Memory
 from gitswarm.models.client import LiteLLMModel
 from gitswarm.models.config import ModelConfig
@@ -190,7 +191,7 @@ def test_no_worker_is_sent_where_its_only_task_is_reviewing_its_own_work(tmp_pat
                            problem_ids=["demo-divisors-36", "demo-odd-sum"])
     contribute(memory, "x1", "w01", "attempt", {"attempts/mine.md": "Answer: 9\n"})
     index = MemoryIndex()
-    index.update(memory.repo, memory.main())
+    indexing.update(index, memory.repo, memory.main())
     rng = random.Random(0)
     only = ["demo-divisors-36"]
     assert pick(index, only, ["demo-divisors-36"], ["w01"], {}, Rule(2), rng, waiting=True) is None  # w01 waits

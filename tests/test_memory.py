@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from conftest import fsck_clean, git
 
+from gitswarm.domain.contribution import Contribution
 from gitswarm.memory.compose import Resolution
 from gitswarm.memory.errors import ContributionRefused, NotARun, PathRejected
-from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.usage import Usage

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import fsck_clean, git
 
-from gitswarm.memory.model import Contribution
+from gitswarm.domain.contribution import Contribution
 from gitswarm.memory.repo import Memory
 
 

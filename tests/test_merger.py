@@ -11,15 +11,16 @@ from conftest import fsck_clean
 
 from gitswarm.core.event_types import ConflictResolved
 from gitswarm.demo.brain import respond
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
 from gitswarm.engine.events import EventLog, read_events
-from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.shared import Shared
 from gitswarm.fakeserver import serve
-from gitswarm.memory.model import Contribution
+from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import Store
 from gitswarm.models.client import LiteLLMModel
@@ -42,7 +43,7 @@ async def one_pass(memory: Memory, problem_dir: Path, start: str) -> tuple[Merge
     """One `compose_all` over every pending branch, from `start`, the merger's model the scripted
     brain behind the fake server; the merger, and the server (its requests)."""
     index = MemoryIndex()
-    index.update(memory.repo, start)
+    indexing.update(index, memory.repo, start)
     cfg = SolveConfig(problems=problem_dir, run=memory.path, model="openai/gitswarm-scripted",
                       summary_every=100)
     events = EventLog(memory.path)

@@ -21,11 +21,15 @@ from demo_run import run_demo
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
-from gitswarm.engine import selection
+from gitswarm.domain import selection
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import Rule
+from gitswarm.domain.selection import Selection
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.kernel import load_state
-from gitswarm.memory.model import Contribution
+from gitswarm.engine.selection import select
+from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import Store
 from gitswarm.readmodel.model import ProblemState
@@ -88,8 +92,8 @@ def as_views_show(problem: ProblemState) -> tuple:
             {c.commit: (c.nominations, c.reviews.passed, c.reviews.critical) for c in problem.candidates})
 
 
-def agree(problem: ProblemState, index: MemoryIndex, rule: selection.Rule, settled: set[str],
-          selected: selection.Selected | None) -> None:
+def agree(problem: ProblemState, index: MemoryIndex, rule: Rule, settled: set[str],
+          selected: Selection | None) -> None:
     """The read model's view of one problem is the engine's."""
     pid = problem.id
     engine = {s.commit: (s.nominations, s.passes, s.critical) for s in selection.standings(index, pid, rule)}
@@ -127,7 +131,7 @@ def test_the_engine_and_the_views_agree_on_every_problem_of_a_scripted_run(
     cfg = SolveConfig(problems=resolve_set("demo"), run=run, model="openai/gitswarm-scripted", seed=seed,
                       workers=workers, verify=verify, settle_nominations=settle, budget=budget)
     index, settled = engine_state(run, cfg)
-    rule = selection.Rule.of(cfg)
+    rule = Rule.of(cfg)
     state = read_run(Memory(run))
     assert set(result.selected) == {p.id for p in state.problems}
     for problem in state.problems:
@@ -190,9 +194,9 @@ def test_a_review_file_rewritten_at_the_same_path_hides_nothing_from_any_view(me
     for n, worker in ((8, "w02"), (9, "w03"), (10, "w04")):
         nominate(memory, f"e{n:02d}", worker, a, "attempts/a.md")
     nominate(memory, "e11", "w05", b, "attempts/b.md")
-    rule = selection.Rule()
+    rule = Rule()
     index = MemoryIndex()
-    index.update(memory.repo, memory.main())
+    indexing.update(index, memory.repo, memory.main())
     leader = selection.leader(index, "sum", rule)
     assert (leader.commit, leader.verified, leader.nominations) == (b, True, 1)
     assert selection.settled(index, ["sum"], rule) == {"sum"}
@@ -211,6 +215,6 @@ def test_a_review_file_rewritten_at_the_same_path_hides_nothing_from_any_view(me
 
     chosen = None
     check("settled", "verified")
-    chosen = selection.select(memory, index, "sum", rule)  # the engine's own selection
+    chosen = select(memory, index, "sum", rule)  # the engine's own selection
     assert (chosen.candidate, chosen.verified, chosen.path) == (b, True, "problems/sum/attempts/b.md")
     check("selected", "verified")

@@ -14,7 +14,7 @@ import pygit2
 import pytest
 
 import gitswarm
-from gitswarm.memory.model import Contribution
+from gitswarm.domain.contribution import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.snapshot import Snapshot
 

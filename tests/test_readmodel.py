@@ -17,12 +17,16 @@ from demo_run import demo_run
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
-from gitswarm.engine import selection
-from gitswarm.engine.index import MemoryIndex
-from gitswarm.memory.model import Contribution
+from gitswarm.domain import selection
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.grade import Grade
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import SETTLE_NOMINATIONS, Rule
+from gitswarm.engine.selection import select
+from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
-from gitswarm.readmodel.read import SETTLE_NOMINATIONS, read_run, rule_of, shown_grade
-from gitswarm.referee.grades import Grade, GradeStore
+from gitswarm.readmodel.read import read_run, rule_of, shown_grade
+from gitswarm.referee.grades import GradeStore
 
 runner = CliRunner()
 PACKAGE = Path(__file__).resolve().parents[1] / "gitswarm"
@@ -86,8 +90,8 @@ def test_a_problem_moves_through_every_state(memory: Memory):
     assert [(r.worker, r.verdict, r.counted) for r in sum_.standing.trail] == [
         ("w02", "pass", True), ("w01", "pass", False), ("w03", "pass", True)]
     index = MemoryIndex()
-    index.update(memory.repo, memory.main())
-    chosen = selection.select(memory, index, "sum", selection.Rule())  # the engine's own selection
+    indexing.update(index, memory.repo, memory.main())
+    chosen = select(memory, index, "sum", Rule())  # the engine's own selection
     sum_ = read_run(memory).problem("sum")
     assert sum_.state == "selected" and sum_.selected_path == chosen.path and chosen.verified
     assert sum_.selected.candidate == chosen.candidate == sum_.leading
@@ -108,8 +112,8 @@ def test_leading_candidate_is_what_selection_chooses(memory: Memory):
     nominate(memory, "e4", second, "attempts/b.md")
     GradeStore(memory).put(grade(max(first, second), 1.0, 10, path="problems/sum/attempts/x.md"))
     index = MemoryIndex()
-    index.update(memory.repo, memory.main())
-    want = selection.leader(index, "sum", selection.Rule(), GradeStore(memory).scores("sum"))
+    indexing.update(index, memory.repo, memory.main())
+    want = selection.leader(index, "sum", Rule(), GradeStore(memory).scores("sum"))
     assert read_run(memory).problem("sum").leading == want.commit == max(first, second)  # the referee's tie-break
     assert not want.verified  # nothing reviewed: the plurality leader, unverified
 

@@ -10,9 +10,9 @@ from conftest import write_set
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
+from gitswarm.domain.contribution import Contribution
 from gitswarm.fakeserver import FakeError, FakeReply, ScriptedResponder, serve
 from gitswarm.memory import trees
-from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.write import committer
 from gitswarm.problems.frontmatter import render

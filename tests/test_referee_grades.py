@@ -7,9 +7,10 @@ from pathlib import Path
 
 from conftest import git
 
+from gitswarm.domain.grade import Grade, describe, entry_path, slug
 from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
-from gitswarm.referee.grades import GRADES_REF, Grade, GradeStore, describe, entry_path, slug
+from gitswarm.referee.grades import GRADES_REF, GradeStore
 
 
 def _grade(score: float | None = 1.0, candidate: str = "a" * 40, grader: str = "answer",
@@ -86,7 +87,7 @@ def test_a_held_lock_is_waited_for_and_the_commit_carries_a_grade_record(memory:
     assert written and store.get("sum", "a" * 40, "answer", "openai/gpt-4o") == stored
     assert store.put(_grade(0.0, model="openai/gpt-4o")) == (stored, False)
     record = memory.commit(GRADES_REF).meta
-    assert record == commitmeta.Grade(run=memory.run_id, problem="sum", candidate="a" * 40, grader="answer",
+    assert record == commitmeta.GradeRecord(run=memory.run_id, problem="sum", candidate="a" * 40, grader="answer",
                                       model="openai/gpt-4o")
     subject = git(memory.path, "log", "-1", "--format=%s", GRADES_REF).strip()
     assert subject == f"grade(sum): answer 0.5/1 for {'a' * 12}"

@@ -9,9 +9,9 @@ import pygit2
 import pytest
 from conftest import git, write_set
 
+from gitswarm.domain.contribution import Contribution
 from gitswarm.fakeserver import FakeError, FakeReply, FakeServer, ScriptedResponder, serve
 from gitswarm.memory import trees
-from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.write import committer
 from gitswarm.models.client import LiteLLMModel

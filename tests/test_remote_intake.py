@@ -9,8 +9,8 @@ import pygit2
 import pytest
 from conftest import fsck_clean
 
-from gitswarm.memory import commitmeta, trees
-from gitswarm.memory.model import Contribution
+from gitswarm.domain.contribution import Contribution
+from gitswarm.memory import commitmeta, indexing, trees
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.trailers import parse
 from gitswarm.remote import intake
@@ -83,13 +83,13 @@ def test_a_deletion_outside_code_is_refused(memory: Memory, victim: str):
 def test_the_index_of_main_spares_the_walk_and_nothing_off_main_passes_for_it(memory: Memory):
     """`known` (the coordinator passes its `MemoryIndex.taken`) answers for the commits it holds;
     a commit it does not hold is still walked for, and one off main is refused as before."""
-    from gitswarm.engine.index import MemoryIndex
+    from gitswarm.domain.index import MemoryIndex
     from gitswarm.remote.named import on_main
 
     memory.contribute(contribution(memory, "e1", {"attempts/a.md": "a\n"}, kind="attempt"))
     memory.compose(["e1"])
     index = MemoryIndex()
-    index.update(memory.repo, memory.main())
+    indexing.update(index, memory.repo, memory.main())
     first = str(memory.repo.revparse_single("main~1").id)  # the run's first commit, the walk's far end
     assert first in index.taken and on_main(memory.reader(), memory.main(), first, index.taken)
     assert on_main(memory.reader(), memory.main(), first)  # the walk agrees

@@ -20,7 +20,8 @@ from test_remote_claims import TTL, Clock, results_of, worker
 
 from gitswarm.core.events import Event
 from gitswarm.core.remote_events import Pushed
-from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.domain.episode import EpisodeRecord
+from gitswarm.engine.ledger import Ledger
 from gitswarm.memory import books
 from gitswarm.memory.repo import Memory
 from gitswarm.remote import highwater, layout

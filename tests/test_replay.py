@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
 from gitswarm.demo.solver import digest
+from gitswarm.domain.contribution import Contribution
 from gitswarm.experiment.replay_draws import FINISHED, DrawResult
 from gitswarm.experiment.replay_tally import compare, fisher_exact, table, tally
-from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.referee.grades import GradeStore

@@ -31,8 +31,8 @@ from reproduce_fixture import (
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
+from gitswarm.domain.contribution import Contribution
 from gitswarm.memory import trees
-from gitswarm.memory.model import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.write import committer
 from gitswarm.problems.frontmatter import render

@@ -19,17 +19,18 @@ from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
 from gitswarm.cli.running import model_config
-from gitswarm.core.rule import Rule
 from gitswarm.demo.brain import respond
-from gitswarm.engine import selection
+from gitswarm.domain import selection
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import Rule
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import Assignment, EpisodeInfo, RunView, header
-from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.run import solve
 from gitswarm.engine.tools import Toolbox, ToolError
 from gitswarm.fakeserver import FakeReply, serve
-from gitswarm.memory.model import Contribution
+from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import Store
 from gitswarm.models.client import LiteLLMModel
@@ -103,7 +104,7 @@ async def test_review_episodes_go_to_the_reviewer_model_and_no_other(tmp_path: P
     assert reviews and all(r["model"] == "openai/reviewer-model" for r in reviews)
     assert all(r["model"] == "openai/worker-model" for r in kept if not r["reviews"])
     index = MemoryIndex()
-    index.update(Memory(run).repo, Memory(run).main())
+    indexing.update(index, Memory(run).repo, Memory(run).main())
     committed = {r["commit"] for r in reviews if r["status"] == "contribute"}
     counted = {v.commit for p in index.problems.values() for by in p.reviews.values() for v in by.values()}
     assert counted and counted <= committed  # every review on main is a reviewer episode's
@@ -198,7 +199,7 @@ def review(memory: Memory, episode: str, worker: str, candidate: str, verdict: s
 
 def verified(memory: Memory, candidate: str, rule: Rule) -> bool:
     index = MemoryIndex()
-    index.update(memory.repo, memory.main())
+    indexing.update(index, memory.repo, memory.main())
     engine = candidate in {s.commit for s in selection.verified_of(selection.standings(index, "sum", rule), rule)}
     memory.put_records("ledger", {"scheduler.json": {"selection": rule.as_record()}}, "ledger: the rule")
     shown = {c.commit: c.verified for c in read_run(memory).problem("sum").candidates}
@@ -209,7 +210,7 @@ def verified(memory: Memory, candidate: str, rule: Rule) -> bool:
 def test_an_episode_that_may_not_review_is_told_when_only_a_review_is_needed(memory: Memory, problem_dir: Path):
     add(memory, "e01", "w01", "attempt", {"attempts/a.md": "Answer: 7"})
     index = MemoryIndex()
-    index.update(memory.repo, memory.main())
+    indexing.update(index, memory.repo, memory.main())
     for reviews, told in (("blind", True), ("open", False)):
         cfg = SolveConfig(problems=problem_dir, run=memory.path, model="m", reviews=reviews)
         ep = EpisodeInfo("e02", "w02", "sum", "answer", "A sum", memory.main())

@@ -14,12 +14,13 @@ from conftest import git
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FakeReply, ScriptedResponder, serve
-from gitswarm.memory.model import Contribution
+from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
 from gitswarm.models.client import LiteLLMModel
 from gitswarm.models.config import ModelConfig
@@ -116,7 +117,7 @@ async def test_a_review_without_a_verdict_is_refused_and_with_one_carries_both_t
     assert stored.endswith(REVIEW_TEXT)
 
     index = MemoryIndex()
-    index.update(Memory(run).repo, Memory(run).main())
+    indexing.update(index, Memory(run).repo, Memory(run).main())
     assert [(r.worker, r.verdict) for r in index.reviews_of(PROBLEM, attempt)] == [("w01", "gaps")]
     candidate = read_run(Memory(run)).problem(PROBLEM).candidates
     assert [(c.path, c.commit, c.reviews.as_dict()) for c in candidate] == [
@@ -135,7 +136,7 @@ async def test_a_review_of_ones_own_attempt_is_committed_but_does_not_count(tmp_
     assert record.status == "contribute"
     assert "Gitswarm-Verdict: pass" in git(run, "log", "-1", "--format=%B", record.commit)
     index = MemoryIndex()
-    index.update(Memory(run).repo, Memory(run).main())
+    indexing.update(index, Memory(run).repo, Memory(run).main())
     assert index.problems[PROBLEM].reviews[attempt]["w01"].verdict == "pass"  # kept as data ...
     assert index.reviews_of(PROBLEM, attempt) == []  # ... but not counted
     (candidate,) = read_run(Memory(run)).problem(PROBLEM).candidates
@@ -155,7 +156,7 @@ def test_later_reviews_replace_earlier_ones_and_lookalike_files_count_for_nothin
     add(memory, "x0005", "w05", "note", {"reviews/forged.md": f"---\nreviews: {attempt}\nverdict: critical\n"
                                                               "episode: x0005\n---\n"})
     index = MemoryIndex()
-    index.update(memory.repo, memory.main())
+    indexing.update(index, memory.repo, memory.main())
     assert sorted((r.worker, r.verdict) for r in index.reviews_of(PROBLEM, attempt)) == [
         ("w03", "pass"), ("w04", "critical")]
     (candidate,) = read_run(memory).problem(PROBLEM).candidates

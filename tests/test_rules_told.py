@@ -21,14 +21,15 @@ from demo_run import run_set
 from test_live_memory import call, workers_on
 
 from gitswarm.cli.progress import printer
-from gitswarm.core.rule import Rule
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import Rule
 from gitswarm.engine import tasks
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo, RunView, overview, system_prompt
-from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.swarm import pick
 from gitswarm.fakeserver import FakeReply
-from gitswarm.memory.model import Contribution
+from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set
@@ -150,7 +151,7 @@ def add(memory: Memory, problem: str, episode: str, worker: str, kind: str, file
 
 def indexed(memory: Memory) -> MemoryIndex:
     index = MemoryIndex()
-    index.update(memory.repo, memory.main())
+    indexing.update(index, memory.repo, memory.main())
     return index
 
 

@@ -15,8 +15,11 @@ from demo_run import demo_run
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
-from gitswarm.readmodel.model import Candidate, Counts, ProblemState, ReviewEntry, Selection
-from gitswarm.referee.grades import Grade
+from gitswarm.domain.candidate import Candidate
+from gitswarm.domain.grade import Grade
+from gitswarm.domain.review import Review
+from gitswarm.domain.selection import Selection
+from gitswarm.readmodel.model import Counts, ProblemState
 from gitswarm.report.selector import selector_quality
 
 runner = CliRunner()
@@ -29,9 +32,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def candidate(commit: str, score: float | None, *verdicts: str, own: str | None = None) -> Candidate:
     grade = Grade("p", commit, f"attempts/{commit}.md", "answer", None, score, 1.0) if score is not None else None
-    trail = tuple(ReviewEntry(f"w{i}", f"e{i}", v, f"r{commit}{i}", "r.md") for i, v in enumerate(verdicts))
+    trail = tuple(Review(f"w{i}", f"e{i}", v, f"r{commit}{i}", "r.md") for i, v in enumerate(verdicts))
     if own:
-        trail += (ReviewEntry("author", "e9", own, f"r{commit}9", "r.md", counted=False),)
+        trail += (Review("author", "e9", own, f"r{commit}9", "r.md", counted=False),)
     return Candidate(f"problems/p/attempts/{commit}.md", commit, grade=grade, trail=trail)
 
 

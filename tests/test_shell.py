@@ -17,11 +17,12 @@ from pathlib import Path
 import anyio
 import pytest
 
+from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo, RunView
-from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.references import References
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
+from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import Store
 from gitswarm.models.textproto import instructions
@@ -54,7 +55,7 @@ class Episode:
         self.memory, self.problems = memory, problems
         found = problems.get(problem)
         index = MemoryIndex()
-        index.update(memory.repo, memory.main())
+        indexing.update(index, memory.repo, memory.main())
         view = RunView(SolveConfig(problems=problems.path, run=memory.path, model="m"), [problem])
         ep = EpisodeInfo(episode, "w01", problem, found.kind.value, found.title, memory.main(),
                          found.executable)
@@ -143,7 +144,7 @@ def test_deletions_of_committed_files_are_committed(tally: Episode, tmp_path: Pa
     assert later.memory.read_file("problems/tally/code/py/main.py") == b"print(1)\n"
     assert later.memory.commit(commit).trailers["Deleted"] == "code/py/OLD.txt"
     index = MemoryIndex()
-    index.update(later.memory.repo, later.memory.main())
+    indexing.update(index, later.memory.repo, later.memory.main())
     assert "code/py/OLD.txt" not in index.problems["tally"].items
 
 

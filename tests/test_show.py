@@ -14,7 +14,7 @@ from demo_run import demo_run
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
-from gitswarm.memory.model import Contribution
+from gitswarm.domain.contribution import Contribution
 from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.read import read_run
 

@@ -13,8 +13,8 @@ from typing import get_args
 
 import pytest
 
+from gitswarm.domain.kinds import VERDICTS
 from gitswarm.engine.finals import KINDS
-from gitswarm.engine.index import VERDICTS
 from gitswarm.engine.toolargs import BadArguments, check
 from gitswarm.engine.toolmodels import ROLES, Contribute, Verdict
 from gitswarm.engine.tools import HANDLERS

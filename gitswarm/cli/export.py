@@ -58,6 +58,7 @@ def export(
     readable transcript: its labels say `"lossless": false` and what is `missing` (tool call
     ids are then made up). Every label can be recomputed with git alone (docs/exports.md).
     """
+    from gitswarm.engine.toolspecs import tool_schemas
     from gitswarm.export.labels import read_facts
     from gitswarm.export.run import Filters
     from gitswarm.export.run import export as records
@@ -73,7 +74,7 @@ def export(
         empty: list[str] = []
         count = 0
         with _sink(out) as sink:
-            for record in records(memory, layout, facts, filters, empty):
+            for record in records(memory, tool_schemas, layout, facts, filters, empty):
                 sink.write(json.dumps(record, ensure_ascii=False) + "\n")
                 count += 1
     if empty:

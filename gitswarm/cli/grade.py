@@ -172,7 +172,7 @@ async def grade_all(memory: Memory, problems: list[Problem], judge, k: int, forc
 
 
 def _print(outcomes: list[Outcome], kinds: dict[str, str]) -> None:
-    from gitswarm.referee.grades import describe
+    from gitswarm.domain.grade import describe
 
     rows = [("PROBLEM", "KIND", "CANDIDATE", "GRADER", "SCORE", "NOTE")]
     for o in outcomes:

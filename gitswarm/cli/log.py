@@ -50,7 +50,7 @@ def log(
     reviewed = Reviewed(memory.snapshot())
     for c in commits:
         meta = c.meta
-        review = meta if isinstance(meta, commitmeta.Review) and meta.verdict else None
+        review = meta if isinstance(meta, commitmeta.ReviewRecord) and meta.verdict else None
         verdict = str(review.verdict) if review is not None else None
         if oneline:
             typer.echo(f"{c.id[:10]} {c.author:<8} {c.subject}" + (f" [{verdict}]" if verdict else ""))
@@ -66,14 +66,14 @@ def log(
         cited = c.informed_by
         if cited:
             typer.echo(f"\n    built on: {', '.join(x[:10] for x in cited)}")
-        if isinstance(meta, commitmeta.Contribution) and meta.tokens:
+        if isinstance(meta, commitmeta.ContributionRecord) and meta.tokens:
             typer.echo(f"    model {meta.model or '?'} · tokens {meta.tokens} · USD {meta.cost_usd or '?'}")
         typer.echo("")
 
 
 def kinds() -> tuple[str, ...]:
-    """The kinds of commit of the memory (`commitmeta.Kind`) that `--kind` takes."""
-    from gitswarm.memory.model import KIND_FOLDERS
+    """The kinds of commit of the memory (`Kind`) that `--kind` takes."""
+    from gitswarm.domain.kinds import KIND_FOLDERS
 
     return (*KIND_FOLDERS, "summary", "nomination", "merge")
 
@@ -100,7 +100,7 @@ class Reviewed:
 
     def path(self, commit: str, problem: str) -> str:
         """`attempts/<name>` or `code/<slug>`, then the commit; the bare commit when its files do not say."""
-        from gitswarm.engine.index import CANDIDATE_FOLDERS, candidate_path
+        from gitswarm.domain.kinds import CANDIDATE_FOLDERS, candidate_path
 
         if not commit:
             return "?"

@@ -36,7 +36,8 @@ composes one conflict at a time. A merger reply is one file (a conflict's, or SU
 def refuse_busy(run: Path) -> None:
     """A run another gitswarm is working on is refused at once, before the model library loads
     (seconds); the engine takes the run lock itself, so this only answers sooner."""
-    from gitswarm.engine.runlock import LOCK_NAME, run_lock
+    from gitswarm.core.runfiles import LOCK_NAME
+    from gitswarm.engine.runlock import run_lock
 
     if (Path(run) / LOCK_NAME).is_file():
         with run_lock(run):

@@ -215,7 +215,7 @@ def rule(verify: int) -> str:
 
 def grade_line(grade) -> str:
     """The grade and who gave it; "not graded" when there is none."""
-    from gitswarm.referee.grades import describe
+    from gitswarm.domain.grade import describe
 
     if grade is None:
         return "not graded (`gitswarm grade` grades a run's selected solutions)"

@@ -19,7 +19,7 @@ class StopReason(StrEnum):
     SETTLED = "settled"
     """Every problem is settled: its leader is verified (K `pass` reviews, no `critical`;
     any leader when K is 0) and has the rule's `settle_nominations` nominations
-    (`engine.selection.settled`)."""
+    (`domain.selection.settled`)."""
     NO_PROGRESS = "no_progress"
     """Every open problem is set aside: its last episodes all abstained or failed."""
     TOKEN_CAP = "token_cap"

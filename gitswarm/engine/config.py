@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, ValidationInfo, model_validator
 
-from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
+from gitswarm.domain.rule import SETTLE_NOMINATIONS, VERIFY, Rule
 from gitswarm.models.config import ModelConfig, ReasoningEffort, ToolProtocol
 
 if TYPE_CHECKING:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gitswarm.core.rule import Rule
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.kinds import CANDIDATE_FOLDERS, VERDICTS, candidate_path
+from gitswarm.domain.rule import Rule
 from gitswarm.engine import tasks
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.index import CANDIDATE_FOLDERS, VERDICTS, MemoryIndex, candidate_path
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import Kind
 from gitswarm.resources import render

@@ -15,7 +15,8 @@ gitswarm/conversations` (`remote.results`), which stays on the remote (the coord
 only per-episode refs); `read_conversation` looks there when the run's own book lacks the
 episode, preferring the book of the worker the run's ledger says closed it.
 
-Contract (version 1), as `read_conversation` returns it:
+Reading it back is `memory.conversations` (`read_conversation`, `all_conversations`), so the
+export reads it without the engine. Contract (version 1), as `read_conversation` returns it:
 
     {"version": 1, "episode": str, "problem": str, "worker": str, "kind": str, "model": str,
      "params": {"model", "reasoning_effort", "max_output_tokens", "tool_protocol": "native"|"text",
@@ -50,28 +51,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
+from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.engine.context import EpisodeInfo
-from gitswarm.engine.ledger import EpisodeRecord
-from gitswarm.memory import books
-from gitswarm.memory.gitdir import GitReader
+from gitswarm.memory.conversations import BOOK, path_of
 from gitswarm.memory.repo import Memory
 from gitswarm.models.calls import CallLog
 
-BOOK = "conversations"
-CONVERSATIONS_REF = books.ref_name(BOOK)
 VERSION = 1
-WORKERS = "refs/gitswarm/workers/"
-"""Where a remote's workers push their books (`remote.layout.WORKERS`)."""
 REDACTED = "[redacted]"
 MIN_SECRET = 8
 """Characters a key has before it is looked for in the record."""
-
-
-def path_of(episode: str) -> str:
-    """The record's file in the book."""
-    return f"episodes/{episode[:4]}/{episode}.json"
 
 
 def of_episode(log: CallLog, ep: EpisodeInfo, record: EpisodeRecord, model: str) -> dict:
@@ -89,42 +80,6 @@ def keep(memory: Memory, conversation: dict, secrets: Iterable[str] = ()) -> Non
                        f"conversation of {conversation['episode']}")
 
 
-def read_conversation(repo: GitReader, episode: str) -> dict | None:
-    """The episode's record (the contract's form), or None: an episode of an older run, or
-    one that never ran."""
-    path = path_of(episode)
-    for book in _preferred(repo, _books(repo), episode):
-        found = repo.record(book, path)
-        if isinstance(found, dict):
-            return restored(found)
-    return None
-
-
-def all_conversations(repo: GitReader) -> Iterator[dict]:
-    """Every episode's record, in episode order, each once."""
-    found: dict[str, dict[str, dict]] = {}  # episode -> book -> stored record
-    for book in _books(repo):
-        for record in repo.records(book, "episodes").values():
-            if isinstance(record, dict) and isinstance(record.get("episode"), str):
-                found.setdefault(record["episode"], {})[book] = record
-    for episode in sorted(found):
-        held = found[episode]
-        book = next(b for b in _preferred(repo, list(held), episode) if b in held)
-        yield restored(held[book])
-
-
-def restored(record: dict) -> dict:
-    """A stored record with every call's whole list of messages (`CallLog.delta` undone)."""
-    calls: list[dict] = []
-    before: list[dict] = []
-    for call in record.get("calls", []):
-        request = dict(call["request"])
-        messages = before[:request.pop("kept", 0)] + request["messages"]
-        calls.append({**call, "request": {**request, "messages": messages}})
-        before = messages
-    return {**record, "calls": calls}
-
-
 def _redacted(record: dict, secrets: Iterable[str]) -> dict:
     """The record with every occurrence of a secret replaced (an error message may quote a key);
     a key too short to be a credential (a local server's placeholder) would only blot out text."""
@@ -133,22 +88,3 @@ def _redacted(record: dict, secrets: Iterable[str]) -> dict:
         if len(secret) >= MIN_SECRET:
             text = text.replace(json.dumps(secret, ensure_ascii=False)[1:-1], REDACTED)
     return json.loads(text)
-
-
-def _books(repo: GitReader) -> list[str]:
-    """The books that hold records here (names under refs/gitswarm/): the run's, then each
-    remote worker's as pushed."""
-    own = [BOOK] if repo.ref(CONVERSATIONS_REF) is not None else []
-    pushed = sorted(r for r in repo.refs(WORKERS) if r.endswith(f"/gitswarm/{BOOK}"))
-    return own + [r.removeprefix("refs/gitswarm/") for r in pushed]
-
-
-def _preferred(repo: GitReader, found: list[str], episode: str) -> list[str]:
-    """`found` with the run's book first, then the book of the worker the run's ledger says
-    closed the episode: a worker whose claim was taken over may have pushed a record too."""
-    if len(found) < 2:
-        return found
-    ledger = repo.record("ledger", path_of(episode))
-    process = ledger.get("process") if isinstance(ledger, dict) else None
-    closer = f"{WORKERS.removeprefix('refs/gitswarm/')}{process}/gitswarm/{BOOK}" if process else None
-    return sorted(found, key=lambda book: (book != BOOK, book != closer))

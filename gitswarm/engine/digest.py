@@ -10,9 +10,9 @@ summary a worker or the merger's model wrote stands until the next model summary
 
 from __future__ import annotations
 
-from gitswarm.core.rule import Rule
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import Rule
 from gitswarm.engine import context, tasks
-from gitswarm.engine.index import MemoryIndex
 from gitswarm.memory import objects
 from gitswarm.memory.repo import INITIAL_SUMMARY, Memory
 from gitswarm.resources import render

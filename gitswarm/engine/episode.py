@@ -18,16 +18,16 @@ import anyio
 from gitswarm.core import event_types as ev
 from gitswarm.core.status import Status
 from gitswarm.core.stops import Stop, StopReason
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.episode import EpisodeRecord, Failure
+from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine import context, conversation, reviewing
 from gitswarm.engine.context import EpisodeInfo
-from gitswarm.engine.failures import FATAL_KINDS, Failure, of_model_error
-from gitswarm.engine.index import MemoryIndex
-from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.engine.failures import FATAL_KINDS, of_model_error
 from gitswarm.engine.shared import Caller, Shared, replied
 from gitswarm.engine.stopping import Cut
 from gitswarm.engine.tools import Final, Toolbox, ToolError, role_of, tool_schemas
 from gitswarm.errors import Refusal
-from gitswarm.memory.model import Contribution
 from gitswarm.models.calls import CallLog
 from gitswarm.models.errors import ModelError
 from gitswarm.resources import render

@@ -13,10 +13,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
 from gitswarm.core.status import Status
 from gitswarm.core.stops import Stop, StopReason
+from gitswarm.domain.episode import Failure
 
 FATAL_KINDS = frozenset({"auth", "permission", "not_found", "bad_request", "quota"})
 """Model failures that every later call would meet too: they stop the run at once."""
@@ -24,14 +24,6 @@ PROVIDER_KINDS = frozenset({"rate_limit", "server", "timeout", "connection", "ma
 """Model failures that are the provider's: it did not answer, or not whole."""
 ENGINE_ERRORS_IN_ROW = 3
 """Episodes in a row ended by an engine error that stop the run (the circuit breaker)."""
-
-
-class Failure(StrEnum):
-    """The class of a failed episode; the value is what the ledger and events carry."""
-
-    PROVIDER = "provider"
-    MODEL = "model"
-    ENGINE = "engine"
 
 
 def of_model_error(kind: str) -> Failure:

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 
 from gitswarm.core.status import Status
 from gitswarm.core.stops import Stop
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.kinds import VERDICTS
 from gitswarm.engine.context import EpisodeInfo
-from gitswarm.engine.index import VERDICTS, MemoryIndex
 from gitswarm.engine.toolargs import ToolError
 from gitswarm.engine.toolmodels import Abstain, ContributeArgs, Nominate
-from gitswarm.memory.model import Contribution
 from gitswarm.problems.model import Kind
 
 if TYPE_CHECKING:

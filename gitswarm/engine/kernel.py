@@ -27,16 +27,19 @@ import anyio.to_thread
 from gitswarm.core import event_types as ev
 from gitswarm.core.events import Listener
 from gitswarm.core.stops import Stop
-from gitswarm.engine import selection, stoprule
+from gitswarm.domain import selection
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import Rule
+from gitswarm.domain.selection import Selection
+from gitswarm.engine import stoprule
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
 from gitswarm.engine.events import EventLog
-from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.references import References
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
-from gitswarm.engine.selection import Selected
+from gitswarm.engine.selection import select
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.shared import Model, Shared
 from gitswarm.memory.repo import Memory
@@ -108,7 +111,7 @@ class RunContext:
             max_episodes=self.cfg.max_episodes, set_aside=sorted(self.streaks.set_aside & set(self.problems)),
             stale_locks_removed=list(stale_locks_removed), sandbox=sandbox_in_force(), interrupted=interrupted,
             worker=worker, remote=remote))
-        rule, view = selection.Rule.of(self.cfg), self.shared.view
+        rule, view = Rule.of(self.cfg), self.shared.view
         waiting = [p for p in self.problems if p not in view.settled]
         left = max(0, self.cfg.budget - ledger.charged)
         needed = rule.budget_short(left, len(waiting))
@@ -117,11 +120,11 @@ class RunContext:
                                             per_problem=rule.episodes_to_select, verify=rule.verify,
                                             suggested=ledger.charged + needed))
 
-    def selected(self, chosen: dict[str, Selected | None]) -> None:
+    def selected(self, chosen: dict[str, Selection | None]) -> None:
         """A `selected` event per problem: the solution selection wrote, or none."""
         for problem, picked in chosen.items():
             self.events.emit(ev.Selected(problem=problem, path=picked.path if picked else None,
-                                         nominations=picked.nominations if picked else 0,
+                                         nominations=(picked.nominations or 0) if picked else 0,
                                          verified=picked.verified if picked else None))
 
     def stopped(self, stop: Stop, worker: str | None = None) -> None:
@@ -150,9 +153,9 @@ async def load_state(cfg: SolveConfig, store: Store, problems: list[str]) -> tup
     resumes; the ledger records the selection rule the run uses, for `status`."""
     ledger = await store.run(Ledger.load, store.memory)
     index = MemoryIndex()
-    await store.run(lambda: index.update(store.memory.repo, store.memory.main()))
+    await store.update_index(index, await store.main())
     view = RunView(cfg, problems)
-    rule = selection.Rule.of(cfg)
+    rule = Rule.of(cfg)
     view.settle(*selection.standing_of(index, problems, rule))
     ledger.selection = rule.as_record()
     return ledger, index, view
@@ -168,17 +171,17 @@ class RunResult:
     tokens: int
     cost: float
     cost_known: bool
-    selected: dict[str, selection.Selected | None] = field(default_factory=dict)
+    selected: dict[str, Selection | None] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, stop: Stop, ledger: Ledger, selected: dict[str, selection.Selected | None]) -> RunResult:
+    def of(cls, stop: Stop, ledger: Ledger, selected: dict[str, Selection | None]) -> RunResult:
         """The result of a run that stopped on `stop`, as its ledger counts it."""
         cost, known = ledger.cost
         return cls(stop, ledger.charged, ledger.totals.episodes, ledger.tokens, cost, known, selected)
 
 
-def _select(memory: Memory, index: MemoryIndex, problem: str, rule: selection.Rule,
-            by_answers: bool = False) -> selection.Selected | None:
+def _select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
+            by_answers: bool = False) -> Selection | None:
     """Select with the referee's scores as the tie-break (they never reach the agents); with
     `by_answers` (a run of independent episodes, which nominate nothing), by the majority of
     the attempts' final answers: a problem whose attempts state none (a proof) gets none."""
@@ -188,14 +191,14 @@ def _select(memory: Memory, index: MemoryIndex, problem: str, rule: selection.Ru
         from gitswarm.engine.majority import select_by_answers
 
         return select_by_answers(memory, index, problem)
-    return selection.select(memory, index, problem, rule, GradeStore(memory).scores(problem))
+    return select(memory, index, problem, rule, GradeStore(memory).scores(problem))
 
 
-async def select_all(shared: Shared, problems: Iterable[str]) -> dict[str, Selected | None]:
+async def select_all(shared: Shared, problems: Iterable[str]) -> dict[str, Selection | None]:
     """Each problem's solution, as every process that selects selects it (`_select`), written
     as its `SOLUTION.md` on main; None where there is none."""
     cfg = shared.view.config
-    rule, by_answers = selection.Rule.of(cfg), cfg.isolation == "independent"
+    rule, by_answers = Rule.of(cfg), cfg.isolation == "independent"
     return {p: await shared.store.run(_select, shared.memory, shared.index, p, rule, by_answers) for p in problems}
 
 
@@ -279,11 +282,11 @@ class Run:
             await self.context.ledger.written(self.store)
         return stop
 
-    async def select(self) -> dict[str, Selected | None]:
+    async def select(self) -> dict[str, Selection | None]:
         """Each of this process's problems' solution (`select_all`)."""
         return await select_all(self.context.shared, self.context.problems)
 
-    def end(self, stop: Stop, chosen: dict[str, Selected | None] | None = None,
+    def end(self, stop: Stop, chosen: dict[str, Selection | None] | None = None,
             worker: str | None = None) -> RunResult:
         """Say what was selected (`chosen`, by a process that selects) and why the run stopped
         (`run_stopped`, naming a remote `worker`); the run's result, as its ledger counts it."""

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from gitswarm.engine.index import MemoryIndex
-from gitswarm.engine.selection import Selected
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.kinds import Verification
+from gitswarm.domain.selection import Selection
 from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.frontmatter import render
@@ -48,7 +49,7 @@ def tally(answers: list[tuple[str, str, str]]) -> list[Group]:
     return groups
 
 
-def select_by_answers(memory: Memory, index: MemoryIndex, problem: str) -> Selected | None:
+def select_by_answers(memory: Memory, index: MemoryIndex, problem: str) -> Selection | None:
     """Write the majority answer's first attempt as `problems/<id>/SOLUTION.md` on main (git
     thread); None when no attempt states a final answer."""
     from gitswarm.referee.answers import extract_answer
@@ -73,5 +74,5 @@ def select_by_answers(memory: Memory, index: MemoryIndex, problem: str) -> Selec
         {f"problems/{problem}/SOLUTION.md": text.encode()},
         f"solution({problem}): {path}, by the majority of answers ({vote})",
         commitmeta.Solution(op=f"select-{problem}-{commit[:16]}-majority-{votes}-of-{len(answers)}",
-                            problem=problem, candidate=commit, verification=commitmeta.Verification.UNVERIFIED))
-    return Selected(problem, commit, f"problems/{problem}/{path}", 0, False, written.commit)
+                            problem=problem, candidate=commit, verification=Verification.UNVERIFIED))
+    return Selection(commit, f"problems/{problem}/{path}", 0, False, problem, written.commit)

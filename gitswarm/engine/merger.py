@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 import anyio
 
 from gitswarm.core.event_types import ConflictResolved, Merged, MergerFailed, Settled, Summarised
-from gitswarm.engine import digest, selection
-from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.domain import selection
+from gitswarm.domain.episode import EpisodeRecord
+from gitswarm.domain.kinds import Kind
+from gitswarm.domain.rule import Rule
+from gitswarm.engine import digest
+from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.shared import Caller, Model, Shared, replied
 from gitswarm.memory import commitmeta
 from gitswarm.memory.compose import Composed, Conflict, Resolution
@@ -121,10 +125,10 @@ class Merger:
             return
         shared = self.shared
         tip = result.commit
-        await shared.store.run(shared.index.update, shared.memory.repo, tip)
+        await shared.store.update_index(shared.index, tip)
         view = shared.view
         before = set(view.settled)
-        view.settle(*selection.standing_of(shared.index, view.problems, selection.Rule.of(view.config)))
+        view.settle(*selection.standing_of(shared.index, view.problems, Rule.of(view.config)))
         for problem in sorted(view.settled - before):  # no more episodes go there; selected at the end
             shared.events.emit(Settled(problem=problem))
         shared.events.emit(Merged(commit=tip, episodes=result.merged, parents=len(result.merged) + 1))
@@ -177,7 +181,7 @@ class Merger:
         holds no written summary: no model call."""
         shared, view = self.shared, self.shared.view
         text = await shared.store.run(digest.assemble, shared.memory, shared.index, problem,
-                                      selection.Rule.of(view.config), problem in view.settled)
+                                      Rule.of(view.config), problem in view.settled)
         if text is not None:
             await self._write_summary(problem, text, "digest", "assembled from its items, without a model call")
 
@@ -186,8 +190,8 @@ class Merger:
         op = f"{what}-{problem}-{(shared.index.seen_tip or '')[:16]}"
         written = await shared.store.commit_to_main(
             {f"problems/{problem}/SUMMARY.md": text.encode()}, f"summary({problem}): {subject}",
-            commitmeta.Contribution(op=op, problem=problem, kind=commitmeta.Kind.SUMMARY, worker="merger"))
-        await shared.store.run(shared.index.update, shared.memory.repo, written.commit)
+            commitmeta.ContributionRecord(op=op, problem=problem, kind=Kind.SUMMARY, worker="merger"))
+        await shared.store.update_index(shared.index, written.commit)
         shared.events.emit(Summarised(problem=problem, commit=written.commit, assembled=what == "digest"))
 
     def _summary_inputs(self, problem: str) -> dict:

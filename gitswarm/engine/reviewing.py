@@ -17,10 +17,10 @@ with that review or an abstention.
 
 from __future__ import annotations
 
-from gitswarm.core.rule import Rule
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import Rule
 from gitswarm.engine import tasks
 from gitswarm.engine.context import CODE_KINDS, Assignment, EpisodeInfo, RunView, clip, spending
-from gitswarm.engine.index import MemoryIndex
 from gitswarm.memory.repo import Memory
 from gitswarm.resources import render
 

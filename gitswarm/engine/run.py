@@ -16,9 +16,10 @@ from gitswarm.core.control import Control
 from gitswarm.core.events import Listener
 from gitswarm.core.status import Status
 from gitswarm.core.stops import Stop
+from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.kernel import Run, RunResult
-from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.references import References
 from gitswarm.engine.rngstate import restore_rng

@@ -14,9 +14,8 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from gitswarm.core.runfiles import LOCK_NAME
 from gitswarm.errors import BadInput
-
-LOCK_NAME = "gitswarm.lock"
 
 
 class RunBusy(BadInput):

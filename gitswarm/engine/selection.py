@@ -1,178 +1,25 @@
-"""Selection and settling: the candidate the rule picks becomes SOLUTION.md.
-
-One rule, over the engine's index (`MemoryIndex`), which the read model builds too:
-
-- a candidate is *verified* when it has at least K `pass` reviews from distinct workers other
-  than its author and no `critical` one (K = `SolveConfig.verify`; K = 0 verifies every
-  candidate: plain plurality). With `verify_in_row` the K passes must be its latest reviews: a
-  `gaps` review restarts the count. A critical review blocks the attempt it reviews for good; a
-  revision is a new attempt, which earns its own passes;
-- the leader is the verified candidate with the most nominations, ties going to the referee's
-  score, then to more passes, then to the commit id. When no candidate is verified, the
-  best-reviewed one leads, marked unverified: no critical review first, then the most passes,
-  the most nominations, the fewest `gaps` reviews, the newest;
-- a problem *settles* when its leader is verified and either has no verified rival (K > 0:
-  nominations could not change the outcome) or has `settle_nominations` nominations (several
-  verified candidates, or K = 0, where nominations are the plurality that chooses). A run
-  without nominations (`Rule.nominations` off: best-of-n) settles on its first verified leader.
-
-`Rule` holds the rule's settings, with their defaults; `SolveConfig` and the read model take
-them from here, and `settled` is the one place that says which problems are
-settled (the engine, the merger, a remote worker and the read model all call it).
-"""
+"""Write each problem's selection: the candidate the rule picks (`domain.selection`) becomes
+`problems/<id>/SOLUTION.md` on main."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
-
-from gitswarm.core.rule import Rule
-from gitswarm.engine.index import CANDIDATE_FOLDERS, MemoryIndex, Review, candidate_path, episode_order
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import Rule
+from gitswarm.domain.selection import Selection, leader
 from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.frontmatter import render
 
 
-@dataclass(frozen=True)
-class Standing:
-    """What selection knows of one candidate."""
-
-    commit: str
-    nominations: int = 0
-    passes: int = 0
-    """`pass` reviews by distinct workers other than its author (their latest review of it);
-    with `Rule.in_row`, only those after its latest `gaps` review."""
-    critical: int = 0
-    """`critical` reviews, counted the same way."""
-    gaps: int = 0
-    """`gaps` reviews, counted the same way."""
-    order: int = 0
-    """Its place among the problem's candidates, oldest first (the newest wins a last tie)."""
-
-
-@dataclass(frozen=True)
-class Choice:
-    """The leader of a problem, and whether it is verified."""
-
-    commit: str
-    nominations: int
-    verified: bool
-    passes: int
-
-
-@dataclass(frozen=True)
-class Selected:
-    """A problem's selected solution."""
-
-    problem: str
-    candidate: str
-    path: str
-    nominations: int
-    verified: bool
-    commit: str
-    """The commit on main that wrote SOLUTION.md."""
-
-
-def choose(standings: Iterable[Standing], rule: Rule, scores: dict[str, float] | None = None) -> Choice | None:
-    """The leader among `standings` by the module's rule: the best verified candidate, else the
-    best-reviewed one, unverified; None only when there is no candidate at all."""
-    scores = scores or {}
-    pool = list(standings)
-    verified = verified_of(pool, rule)
-    if verified:
-        best = min(verified, key=lambda s: (-s.nominations, -scores.get(s.commit, -1.0), -s.passes, s.commit))
-    elif pool:
-        best = min(pool, key=lambda s: (s.critical > 0, -s.passes, -s.nominations, s.gaps,
-                                        -scores.get(s.commit, -1.0), -s.order, s.commit))
-    else:
-        return None
-    return Choice(best.commit, best.nominations, bool(verified), best.passes)
-
-
-def verified_of(standings: Iterable[Standing], rule: Rule) -> list[Standing]:
-    """The candidates selection counts as verified: K passes and no critical review; with K = 0,
-    the nominated ones (plain plurality: a candidate nobody voted for is chosen by nobody)."""
-    return [s for s in standings if rule.is_verified(s.passes, s.critical) and (rule.verify or s.nominations)]
-
-
-def nominations_matter(standings: Iterable[Standing], rule: Rule) -> bool:
-    """Whether a nomination can still change the outcome: in a run with nominations, with K = 0
-    (plurality) or when several candidates are verified. One verified candidate with no
-    verified rival is the problem's result without any."""
-    return rule.nominations and (rule.verify == 0 or len(verified_of(standings, rule)) > 1)
-
-
-def passes(reviews: Iterable[Review], in_row: bool) -> int:
-    """The `pass` reviews among `reviews` (each worker's latest), or with `in_row` those after
-    the latest `gaps` review, the reviews taken in the order of their episodes."""
-    verdicts = [r.verdict for r in sorted(reviews, key=lambda r: episode_order(r.episode))]
-    if in_row and "gaps" in verdicts:
-        verdicts = verdicts[len(verdicts) - verdicts[::-1].index("gaps"):]
-    return verdicts.count("pass")
-
-
-def standings(index: MemoryIndex, problem: str, rule: Rule) -> list[Standing]:
-    """Every candidate of `problem` the engine's index knows, and every nominated commit."""
-    votes = index.problems[problem].nominations
-    commits = dict.fromkeys([*index.candidates(problem).values(), *votes])
-    found = []
-    for order, commit in enumerate(commits):
-        reviews = index.reviews_of(problem, commit)
-        verdicts = [r.verdict for r in reviews]
-        found.append(Standing(commit, votes.get(commit, 0), passes(reviews, rule.in_row),
-                              verdicts.count("critical"), verdicts.count("gaps"), order))
-    return found
-
-
-def leader(index: MemoryIndex, problem: str, rule: Rule, scores: dict[str, float] | None = None) -> Choice | None:
-    return choose(standings(index, problem, rule), rule, scores)
-
-
-def settles(found: list[Standing], rule: Rule, scores: dict[str, float] | None = None) -> bool:
-    """Whether a problem whose candidates stand so is settled: its leader is verified and has no
-    verified rival (K > 0), or has the nominations that settle it."""
-    choice = choose(found, rule, scores)
-    if choice is None or not choice.verified:
-        return False
-    return not nominations_matter(found, rule) or choice.nominations >= rule.settle_nominations
-
-
-def settled(index: MemoryIndex, problems: list[str], rule: Rule) -> set[str]:
-    """Problems settled now: no more episodes go there. (The referee's scores only break ties
-    between verified leaders, so they cannot change whether a problem is settled.)"""
-    return {p for p in problems if settles(standings(index, p, rule), rule)}
-
-
-def standing_of(index: MemoryIndex, problems: list[str], rule: Rule) -> tuple[set[str], set[str]]:
-    """The problems settled now, and those with a verified candidate (settled or not): what the
-    run's view (`RunView.settle`) shows every step."""
-    done, verified = set(), set()
-    for p in problems:
-        found = standings(index, p, rule)
-        if settles(found, rule):
-            done.add(p)
-        if rule.verify and verified_of(found, rule):
-            verified.add(p)
-    return done, verified
-
-
-def path_of(index: MemoryIndex, commit: str) -> str | None:
-    """The candidate `commit` wrote, below its problem's folder (`attempts/<file>` or
-    `code/<slug>`); None when the index knows no candidate of that commit."""
-    files = index.files_of.get(commit, ("", []))[1]
-    shown = next((f for f in files if f.startswith(CANDIDATE_FOLDERS)), None)
-    return candidate_path(shown) if shown else None
-
-
 def select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
-           scores: dict[str, float] | None = None) -> Selected | None:
+           scores: dict[str, float] | None = None) -> Selection | None:
     """Write `problems/<id>/SOLUTION.md` on main for the leader (git thread); an unverified
     leader is written too, marked so."""
     chosen = leader(index, problem, rule, scores)
     if chosen is None:
         return None
     files = index.files_of[chosen.commit][1]
-    path = path_of(index, chosen.commit)
+    path = index.path_of(chosen.commit)
     assert path is not None  # a leader is a candidate: nominations name one (finals, remote.named)
     body = _candidate_text(memory, problem, chosen.commit, path, files)
     mark = "verified" if chosen.verified else "unverified"
@@ -184,8 +31,8 @@ def select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
         {f"problems/{problem}/SOLUTION.md": text.encode()},
         f"solution({problem}): {path}, {mark}, with {chosen.nominations} nomination(s)",
         commitmeta.Solution(op=op, problem=problem, candidate=chosen.commit, verification=mark))
-    return Selected(problem, chosen.commit, f"problems/{problem}/{path}", chosen.nominations,
-                    chosen.verified, written.commit)
+    return Selection(chosen.commit, f"problems/{problem}/{path}", chosen.nominations, chosen.verified, problem,
+                     written.commit)
 
 
 def _candidate_text(memory: Memory, problem: str, commit: str, path: str, files: list[str]) -> str:

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 
 from gitswarm.core.status import CHARGED, UNCHARGED
 from gitswarm.core.stops import Stop, StopReason
-from gitswarm.engine.failures import Failure
-from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.domain.episode import EpisodeRecord, Failure
 
 """Outcomes that make no progress. A `stopped` episode (cut short by a cap or a crash) says
 nothing about its problem and leaves its streak as it was; nor does an episode failed by the

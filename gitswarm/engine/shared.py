@@ -12,9 +12,9 @@ import anyio
 
 from gitswarm.core import event_types as ev
 from gitswarm.core.stops import Stop
+from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.events import EventLog
-from gitswarm.engine.index import MemoryIndex
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.references import References
 from gitswarm.memory.repo import Memory

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from gitswarm.core.stops import Stop
-from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.domain.episode import EpisodeRecord
 
 
 class EpisodeSource(Protocol):

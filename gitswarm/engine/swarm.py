@@ -21,13 +21,16 @@ from gitswarm.core.event_types import ENDED, EpisodeStarted, SetAside
 from gitswarm.core.events import RUN_LOG
 from gitswarm.core.status import Status
 from gitswarm.core.stops import Stop
-from gitswarm.engine import reviewing, selection, stoprule, tasks
+from gitswarm.domain import selection
+from gitswarm.domain.episode import EpisodeRecord
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import Rule
+from gitswarm.engine import reviewing, stoprule, tasks
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import run_episode
 from gitswarm.engine.failures import Breakers
-from gitswarm.engine.index import MemoryIndex
-from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.rngstate import json_state
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.shared import Shared
@@ -45,7 +48,7 @@ def open_problems(index: MemoryIndex, problems: list[str], settled: Collection[s
     verified leader with enough nominations, made or in the making, to settle it: more
     episodes would only vote). `busy` holds one problem per nomination in the making."""
 
-    rule = selection.Rule.of(cfg)
+    rule = Rule.of(cfg)
 
     def covered(p: str) -> bool:
         found = selection.standings(index, p, rule)
@@ -57,7 +60,7 @@ def open_problems(index: MemoryIndex, problems: list[str], settled: Collection[s
 
 
 def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: list[str], unmerged: Unmerged,
-         rule: selection.Rule, rng: random.Random, waiting: bool, announced: Mapping[str, str] | None = None,
+         rule: Rule, rng: random.Random, waiting: bool, announced: Mapping[str, str] | None = None,
          tight: bool = False) -> tuple[str, str] | None:
     """A problem of `open_` and a free worker, by what the episode would do there
     (`tasks.next_task`): the step that leads most directly to a selection first (a review that
@@ -221,14 +224,14 @@ class Scheduler:
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
         busy += self.source.elsewhere()
         unmerged, open_ = self._unmerged(), self._open()
-        return pick(self.shared.index, open_, busy, self.free_workers, unmerged, selection.Rule.of(self.config),
+        return pick(self.shared.index, open_, busy, self.free_workers, unmerged, Rule.of(self.config),
                     self.rng, waiting=bool(self.in_flight or self.claiming or unmerged),
                     announced=self.shared.view.announcements, tight=self._tight(open_, len(busy)))
 
     def _tight(self, open_: list[str], busy: int) -> bool:
         """The budget left, less the episodes in flight, cannot pay for a selection on every open
         problem without a verified candidate (`Rule.episodes_to_select` each)."""
-        view, rule = self.shared.view, selection.Rule.of(self.config)
+        view, rule = self.shared.view, Rule.of(self.config)
         waiting = [p for p in open_ if p not in view.verified]
         return rule.budget_short(self.config.budget - view.charged - busy, len(waiting)) is not None
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitswarm.core.rule import Rule
-from gitswarm.engine import selection
-from gitswarm.engine.index import MemoryIndex
+from gitswarm.domain import selection
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import Rule
 from gitswarm.resources import render
 
 REVIEW, VERIFY, NOMINATE, REVISE, ATTEMPT = "review", "verify", "nominate", "revise", "attempt"

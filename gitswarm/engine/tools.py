@@ -16,10 +16,11 @@ from typing import Any
 
 import anyio
 
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.kinds import CANDIDATE_FOLDERS, candidate_path
 from gitswarm.engine import context, reviewing, shell
 from gitswarm.engine.context import CODE_KINDS, EpisodeInfo, RunView
 from gitswarm.engine.finals import ISOLATED, KINDS, Final, FinalActions
-from gitswarm.engine.index import CANDIDATE_FOLDERS, MemoryIndex, candidate_path
 from gitswarm.engine.references import References
 from gitswarm.engine.toolargs import ToolError, check, with_notes
 from gitswarm.engine.toolmodels import (

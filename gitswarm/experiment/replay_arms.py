@@ -17,6 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitswarm.domain.kinds import Kind
 from gitswarm.experiment.replay import ReplayError, Target
 from gitswarm.memory import commitmeta
 from gitswarm.memory.gitdir import GitDir
@@ -25,7 +26,7 @@ from gitswarm.memory.repo import META_REF
 WITH, WITHOUT = "with-memory", "without-memory"
 ARMS = (WITH, WITHOUT)
 MAIN = "refs/heads/main"
-REMOVAL_KIND = commitmeta.Kind.REPLAY
+REMOVAL_KIND = Kind.REPLAY
 """The kind of the commit that removes the cited memory."""
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from gitswarm.core.stops import StopReason
-from gitswarm.engine.index import candidate_path
+from gitswarm.domain.kinds import candidate_path
 from gitswarm.experiment.figures import FINISHED, SOLVED, run_status
 from gitswarm.experiment.replay import Target
 from gitswarm.experiment.replay_arms import Draw, prepare

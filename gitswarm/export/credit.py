@@ -2,7 +2,7 @@
 
 A run's memory is a graph. Each contribution is a commit that cites (its record's
 `informed_by`, `memory.commitmeta`) the commits it built on; a review names the candidate it
-judged (`commitmeta.Review.reviews`) and its verdict; the referee grades the selected
+judged (`commitmeta.ReviewRecord.reviews`) and its verdict; the referee grades the selected
 solution (SOLUTION.md on main) and any other candidate it was asked to. A *credit rule*
 maps that graph to a number per commit; an episode's credit is the credit of its commit
 (none without one). Every rule here is a small pure function of a `CreditGraph`, so it can

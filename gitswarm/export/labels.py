@@ -15,14 +15,15 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.domain.episode import EpisodeRecord
+from gitswarm.domain.grade import Grade
 from gitswarm.export.credit import RULES, CreditGraph, Work, in_ancestry
-from gitswarm.memory import commitmeta
+from gitswarm.memory import commitmeta, ledgerbook
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.snapshot import Snapshot
 from gitswarm.readmodel.model import ProblemState
 from gitswarm.readmodel.read import read_run, shown_grade
-from gitswarm.referee.grades import Grade, GradeStore
+from gitswarm.referee.grades import GradeStore
 from gitswarm.report.graph import Graph, Node, load
 
 OUTCOMES = {"contribute": "contributed", "nominate": "nominated", "abstain": "abstained", "failed": "failed",
@@ -56,8 +57,8 @@ def read_facts(memory: Memory, rule: str = "ancestry") -> RunFacts:
     """The run's facts, with the credit of rule `rule` (a name of `export.credit.RULES`)."""
     if rule not in RULES:
         raise ValueError(f"no credit rule {rule!r}; choose one of {', '.join(RULES)}")
-    ledger = Ledger.load(memory)
-    records = sorted((r for r in ledger.episodes.values() if r.episode != "merger"), key=lambda r: r.episode)
+    every = ledgerbook.episodes(memory)
+    records = sorted((r for r in every.values() if r.episode != "merger"), key=lambda r: r.episode)
     snapshot = memory.snapshot()
     graph = load(snapshot)
     problems = {p.id: p for p in read_run(memory).problems}

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.export.credit import step_rewards
 from gitswarm.export.labels import OUTCOMES, Links, RunFacts, labels, read_facts
 from gitswarm.export.records import Dialogue, chat_record, of_conversation, of_transcript, step_records
 from gitswarm.memory.repo import Memory
 
 Format = Literal["chat", "steps"]
+ToolsOf = Callable[[str | None], list[dict]]
+"""The tool schemas a problem of a kind was offered (`engine.toolspecs.tool_schemas`), which the
+command passes in: an old run's readable transcript names its tools by them."""
 OUTCOME_FILTERS = (*OUTCOMES.values(), "failed:model", "failed:provider", "failed:engine")
 
 
@@ -46,7 +49,7 @@ class Filters:
                 and (not self.ancestry_only or label["in_ancestry"]))
 
 
-def export(memory: Memory, layout: Format = "chat", facts: RunFacts | None = None,
+def export(memory: Memory, tools_of: ToolsOf, layout: Format = "chat", facts: RunFacts | None = None,
            filters: Filters = Filters(), empty: list[str] | None = None) -> Iterator[dict]:
     """The run's episodes, oldest first, as chat records (one per episode) or steps records
     (one per model call); `facts` default to `read_facts` with the `ancestry` credit. An
@@ -54,7 +57,7 @@ def export(memory: Memory, layout: Format = "chat", facts: RunFacts | None = Non
     by a crash first) makes no record; its id is added to `empty`."""
     facts = facts or read_facts(memory)
     links = Links.of(facts.graph)
-    read = _reader(memory)
+    read = _reader(memory, tools_of)
     for record in facts.records:
         label = labels(facts, links, record)
         if not filters.keep(label):
@@ -71,11 +74,10 @@ def export(memory: Memory, layout: Format = "chat", facts: RunFacts | None = Non
             yield from step_records(dialogue, label, step_rewards(label["credit"], len(dialogue.steps)))
 
 
-def _reader(memory: Memory):
+def _reader(memory: Memory, tools_of: ToolsOf) -> Callable[[EpisodeRecord, str | None], Dialogue]:
     """How to read an episode's conversation: its lossless record where the run has one, else
     its readable transcript."""
-    from gitswarm.engine.conversation import read_conversation
-    from gitswarm.engine.tools import tool_schemas
+    from gitswarm.memory.conversations import read_conversation
 
     snapshot = memory.snapshot()
 
@@ -86,6 +88,6 @@ def _reader(memory: Memory):
         text = memory.transcript(record.commit) if record.commit else None
         if text is None and record.transcript:
             text = memory.book_text(record.transcript)
-        return of_transcript(text, tool_schemas(kind if kind and kind != "?" else None))
+        return of_transcript(text, tools_of(kind if kind and kind != "?" else None))
 
     return read

@@ -6,6 +6,6 @@
 (a typed record per kind of commit, over the line format of `trailers`), `trees` edits
 trees without a worktree, `compose` merges branches into `main`, `read` answers queries,
 `gitdir` reads and writes the repositories that are not the run's (a remote's mirror, a
-replay being made). pygit2 is this package's own: `tests/test_pygit2_private.py` lists the
-modules outside it that still read through it, and none may write through it.
+replay being made). pygit2 is this package's own: no module outside it imports pygit2
+(`tests/test_pygit2_private.py`).
 """

@@ -18,44 +18,8 @@ from typing import Any, Literal, overload
 
 import pygit2
 
+from gitswarm.domain.kinds import CONTRIBUTION_KINDS, Kind, Verdict, Verification
 from gitswarm.memory.trailers import PREFIX, Message, parse_all, split_ids
-
-
-class Kind(StrEnum):
-    """The `Kind` of a commit of the run."""
-
-    NOTE = "note"
-    LEMMA = "lemma"
-    ATTEMPT = "attempt"
-    REVIEW = "review"
-    CODE = "code"
-    SUMMARY = "summary"
-    NOMINATION = "nomination"
-    MERGE = "merge"
-    SOLUTION = "solution"
-    GRADE = "grade"
-    REPLAY = "replay"
-    """The commit a replay arm starts from: its start state without the memory a candidate cited."""
-
-
-CONTRIBUTION_KINDS = frozenset({Kind.NOTE, Kind.LEMMA, Kind.ATTEMPT, Kind.REVIEW, Kind.CODE, Kind.SUMMARY,
-                                Kind.NOMINATION})
-"""The kinds an episode writes (`memory.write`)."""
-
-
-class Verdict(StrEnum):
-    """A review's verdict: no issue, justification gaps only, or a critical error."""
-
-    PASS = "pass"
-    GAPS = "gaps"
-    CRITICAL = "critical"
-
-
-class Verification(StrEnum):
-    """Whether the candidate a solution commit selected passed verification."""
-
-    VERIFIED = "verified"
-    UNVERIFIED = "unverified"
 
 
 @overload
@@ -71,8 +35,8 @@ def _key(name: str, many: bool = False) -> Any:
 
 
 @dataclass(frozen=True)
-class Contribution:
-    """An episode's commit: a note, lemma, attempt, code, summary (see `Nomination`, `Review`)."""
+class ContributionRecord:
+    """An episode's commit: a note, lemma, attempt, code, summary (see `NominationRecord`, `ReviewRecord`)."""
 
     run: str = _key("Run")
     episode: str = _key("Episode")
@@ -96,14 +60,14 @@ class Contribution:
 
 
 @dataclass(frozen=True)
-class Nomination(Contribution):
+class NominationRecord(ContributionRecord):
     """A vote for one candidate (an attempt or program of the same problem)."""
 
     candidate: str = _key("Candidate")
 
 
 @dataclass(frozen=True)
-class Review(Contribution):
+class ReviewRecord(ContributionRecord):
     """A review of one candidate, with its verdict (a string that is not a `Verdict` when the
     commit came from elsewhere with another word)."""
 
@@ -137,7 +101,7 @@ class Solution:
 
 
 @dataclass(frozen=True)
-class Grade:
+class GradeRecord:
     """A referee's grade of a candidate, on the grades ref."""
 
     run: str = _key("Run")
@@ -183,10 +147,11 @@ class Other:
     extra: dict[str, str] = field(default_factory=dict, compare=False)
 
 
-Record = Contribution | Merge | Solution | Grade | Removal | ClaimNote | Other
-_BY_KIND: dict[str, type[Record]] = {Kind.NOMINATION: Nomination, Kind.REVIEW: Review, Kind.MERGE: Merge,
-                             Kind.SOLUTION: Solution, Kind.GRADE: Grade, Kind.REPLAY: Removal,
-                             **{k: Contribution for k in CONTRIBUTION_KINDS - {Kind.NOMINATION, Kind.REVIEW}}}
+Record = ContributionRecord | Merge | Solution | GradeRecord | Removal | ClaimNote | Other
+_BY_KIND: dict[str, type[Record]] = {
+    Kind.NOMINATION: NominationRecord, Kind.REVIEW: ReviewRecord, Kind.MERGE: Merge, Kind.SOLUTION: Solution,
+    Kind.GRADE: GradeRecord, Kind.REPLAY: Removal,
+    **{k: ContributionRecord for k in CONTRIBUTION_KINDS - {Kind.NOMINATION, Kind.REVIEW}}}
 _ENUMS = {"kind": Kind, "verdict": Verdict, "verification": Verification}
 _KEYED: dict[type[Record], tuple[tuple[str, str, bool], ...]] = {
     cls: tuple((f.name, f.metadata["key"], f.metadata.get("many", False)) for f in fields(cls) if "key" in f.metadata)
@@ -261,7 +226,7 @@ def changes(repo: pygit2.Repository, commit: pygit2.Commit, problem: str, meta: 
     in "…", which no path holds) or a commit without lists is read from its tree against its
     first parent (a diff for every commit made building the index 2.5 times slower)."""
     meta = decode(commit.message) if meta is None else meta
-    if isinstance(meta, Contribution) and meta.files and not any("…" in p for p in meta.files + meta.deleted):
+    if isinstance(meta, ContributionRecord) and meta.files and not any("…" in p for p in meta.files + meta.deleted):
         return Changes(tuple(sorted(meta.files)), tuple(sorted(meta.deleted)))
     prefix = f"problems/{problem}/"
     diff = commit.parents[0].tree.diff_to_tree(commit.tree) if commit.parents else commit.tree.diff_to_tree(swap=True)

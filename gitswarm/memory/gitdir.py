@@ -18,9 +18,10 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
+from gitswarm.domain.contribution import Contribution
 from gitswarm.memory import books, commitmeta, objects, read, refnames, trees, write
 from gitswarm.memory.errors import MemoryError_
-from gitswarm.memory.model import CommitInfo, Contribution
+from gitswarm.memory.model import CommitInfo
 from gitswarm.memory.paths import WriteLimits
 from gitswarm.memory.retry import retry
 

@@ -1,17 +1,15 @@
-"""The memory's records: what a worker contributes, and what readers get back."""
+"""The memory's records: what a write returns, and what readers get back (what a worker
+contributes is `domain.contribution.Contribution`)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gitswarm.errors import BadInput
 from gitswarm.memory.commitmeta import Record
-from gitswarm.usage import Usage
 
 SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,120}$")
-KIND_FOLDERS = {"note": "notes", "lemma": "lemmas", "attempt": "attempts", "review": "reviews",
-                "code": "code"}
 
 
 def safe_name(value: str) -> bool:
@@ -28,41 +26,6 @@ def check_name(what: str, value: str) -> str:
     if not safe_name(value):
         raise BadInput(name_problem(what, value))
     return value
-
-
-@dataclass(frozen=True)
-class Contribution:
-    """One episode's atomic result: files in its problem folder, as one commit."""
-
-    problem: str
-    episode: str
-    worker: str
-    kind: str
-    """note, lemma, attempt, review, code or summary: the commit subject's prefix."""
-    title: str
-    files: dict[str, bytes | str]
-    """Paths relative to `problems/<problem>/`, e.g. `lemmas/sunny-lines.md`."""
-    parent: str
-    """The commit the worker started from (normally main's tip then)."""
-    op: str
-    """Stable operation id: writing the same op twice returns the first commit."""
-    summary: str = ""
-    informed_by: tuple[str, ...] = ()
-    model: str = ""
-    usage: Usage = field(default_factory=Usage)
-    self_assessment: str = ""
-    candidate: str = ""
-    """A nomination's candidate commit (`commitmeta.Nomination.candidate`)."""
-    reviews: str = ""
-    """A review's reviewed commit (`commitmeta.Review.reviews`)."""
-    verdict: str = ""
-    """A review's verdict (`commitmeta.Review.verdict`)."""
-    deleted: tuple[str, ...] = ()
-    """Paths relative to `problems/<problem>/` the contribution removes (a file a code
-    worker's shell command deleted)."""
-
-    def file_bytes(self) -> dict[str, bytes]:
-        return {p: d.encode() if isinstance(d, str) else d for p, d in self.files.items()}
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ from typing import Generic, TypeVar
 import pygit2
 from pygit2.enums import FileMode, SortMode
 
+from gitswarm.domain.kinds import KIND_FOLDERS
 from gitswarm.memory import commitmeta, objects, trailers
-from gitswarm.memory.model import KIND_FOLDERS, CommitInfo, Item
+from gitswarm.memory.model import CommitInfo, Item
 
 T = TypeVar("T")
 

@@ -17,11 +17,12 @@ import pygit2
 from pygit2.enums import ObjectType, RepositoryOpenFlag
 
 from gitswarm import __version__
+from gitswarm.domain.contribution import Contribution
 from gitswarm.memory import books, commitmeta, objects, read, trees, write
 from gitswarm.memory import compose as composer
 from gitswarm.memory.errors import NotARun, RunTooNew
 from gitswarm.memory.gitdir import GitReader
-from gitswarm.memory.model import CommitInfo, Contribution, Item, Written
+from gitswarm.memory.model import CommitInfo, Item, Written
 from gitswarm.memory.paths import WriteLimits
 from gitswarm.memory.retry import is_transient, retry
 from gitswarm.memory.snapshot import Snapshot
@@ -36,7 +37,7 @@ NOTES_REF = "refs/notes/transcripts"
 TRANSCRIPTS = "transcripts"
 """The book (`refs/gitswarm/transcripts`) of the transcripts of episodes without a commit."""
 INITIAL_SUMMARY = "# Summary\n\nNo work on this problem yet.\n"
-MainRecord = commitmeta.Solution | commitmeta.Contribution | commitmeta.Merge | commitmeta.Other
+MainRecord = commitmeta.Solution | commitmeta.ContributionRecord | commitmeta.Merge | commitmeta.Other
 """The records of a system write on main (`Memory.commit_to_main`): each has its run and op."""
 
 

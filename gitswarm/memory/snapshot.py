@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
-from typing import Concatenate, ParamSpec, Protocol, TypeAlias, TypeVar
+from typing import Concatenate, ParamSpec, TypeAlias, TypeVar
 
 import pygit2
 from pygit2.enums import FileMode, SortMode
 
-from gitswarm.memory import commitmeta, compose, objects, read, refnames, trees
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.memory import commitmeta, compose, indexing, objects, read, refnames, trees
 from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.model import CommitInfo, Item
 from gitswarm.memory.read import ParsedBlobs
@@ -27,12 +28,6 @@ Tree: TypeAlias = pygit2.Tree
 """A folder as a snapshot returns it (`tree`, `subtree`): a value, read through the snapshot."""
 Commit: TypeAlias = pygit2.Commit
 """A commit as a snapshot returns it (`commit`, `walk`)."""
-
-
-class Index(Protocol):
-    """What `catch_up` brings to main: the engine's `MemoryIndex` (kept outside this layer)."""
-
-    def update(self, repo: pygit2.Repository, tip: str) -> None: ...
 
 
 class Snapshot:
@@ -168,15 +163,15 @@ class Snapshot:
 
     # -- readers of the layers above --------------------------------------------------------
 
-    def catch_up(self, index: Index) -> None:
-        """Bring `index` (the engine's `MemoryIndex`) up to the pinned main."""
-        index.update(self._repo, self.main)
+    def catch_up(self, index: MemoryIndex) -> None:
+        """Bring `index` up to the pinned main (`indexing.update`)."""
+        indexing.update(index, self._repo, self.main)
 
     def read_with(self, reader: Callable[Concatenate[GitReader, P], T], *args: P.args,
                   **kwargs: P.kwargs) -> T:
         """`reader(repository, *args)`: a read function of a layer above this one that takes the
         repository's `GitReader` (`remote.publish.read_stop`, `remote.exits.read_exits`,
-        `engine.conversation.read_conversation`). It reads the refs it names as they are now."""
+        `memory.conversations.read_conversation`). It reads the refs it names as they are now."""
         return reader(GitReader(self._repo), *args, **kwargs)
 
 

@@ -15,9 +15,12 @@ from typing import TypeVar
 
 import anyio
 
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.index import MemoryIndex
 from gitswarm.memory import compose as composer
+from gitswarm.memory import indexing
 from gitswarm.memory.gitdir import GitReader
-from gitswarm.memory.model import CommitInfo, Contribution, Written
+from gitswarm.memory.model import CommitInfo, Written
 from gitswarm.memory.repo import MainRecord, Memory
 from gitswarm.memory.snapshot import Snapshot
 
@@ -96,6 +99,10 @@ class Store:
         await self.run(self.memory.pack_refs)
 
     # -- reads ----------------------------------------------------------------------------
+
+    async def update_index(self, index: MemoryIndex, tip: str) -> None:
+        """`index` brought up to main's commit `tip` (`memory.indexing.update`)."""
+        await self.run(indexing.update, index, self.memory.repo, tip)
 
     async def main(self) -> str:
         """Main's tip now."""

@@ -7,9 +7,11 @@ from typing import Any
 
 import pygit2
 
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.kinds import Kind
 from gitswarm.memory import commitmeta, trees
 from gitswarm.memory.errors import Contention, ContributionRefused, PathRejected
-from gitswarm.memory.model import Contribution, Written, name_problem, safe_name
+from gitswarm.memory.model import Written, name_problem, safe_name
 from gitswarm.memory.paths import WriteLimits, check_files, check_path
 
 COMMITTER = ("gitswarm", "gitswarm@gitswarm.local")
@@ -40,13 +42,13 @@ def message(run_id: str, c: Contribution) -> str:
     common: dict[str, Any] = dict(run=run_id, episode=c.episode, op=c.op, worker=c.worker, problem=c.problem,
                   informed_by=tuple(c.informed_by), model=c.model, tokens=usage.trailer(), cost_usd=cost,
                   self_assessment=c.self_assessment, files=tuple(sorted(c.files)), deleted=tuple(sorted(c.deleted)))
-    record: commitmeta.Contribution
-    if c.kind == commitmeta.Kind.NOMINATION:
-        record = commitmeta.Nomination(kind=commitmeta.Kind.NOMINATION, candidate=c.candidate, **common)
-    elif c.kind == commitmeta.Kind.REVIEW:
-        record = commitmeta.Review(kind=commitmeta.Kind.REVIEW, reviews=c.reviews, verdict=c.verdict, **common)
+    record: commitmeta.ContributionRecord
+    if c.kind == Kind.NOMINATION:
+        record = commitmeta.NominationRecord(kind=Kind.NOMINATION, candidate=c.candidate, **common)
+    elif c.kind == Kind.REVIEW:
+        record = commitmeta.ReviewRecord(kind=Kind.REVIEW, reviews=c.reviews, verdict=c.verdict, **common)
     else:
-        record = commitmeta.Contribution(kind=c.kind, **common)
+        record = commitmeta.ContributionRecord(kind=c.kind, **common)
     return commitmeta.encode(record, f"{c.kind}({c.problem}): {c.title}", c.summary)
 
 

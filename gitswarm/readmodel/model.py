@@ -8,12 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
-from gitswarm.core.rule import VERIFY
-from gitswarm.memory.model import KIND_FOLDERS
+from gitswarm.domain.candidate import Candidate
+from gitswarm.domain.grade import Grade, describe
+from gitswarm.domain.kinds import KIND_FOLDERS
+from gitswarm.domain.rule import VERIFY
+from gitswarm.domain.selection import Selection
 
 if TYPE_CHECKING:
     from gitswarm.readmodel.workers import WorkerState
-    from gitswarm.referee.grades import Grade
 
 STATES = ("open", "in progress", "candidate", "nominated", "set aside", "settled", "selected")
 """A problem's states, in the order a problem moves through them (the dashboard only moves a
@@ -59,97 +61,8 @@ class Counts:
 
 
 @dataclass(frozen=True)
-class ReviewCounts:
-    """A candidate's reviews by verdict: the latest review by each worker other than its
-    author, from the review commits on main as the engine's index holds them (their
-    `commitmeta.Review` records, whatever became of the review files since)."""
-
-    passed: int = 0
-    """`pass`: no issue found."""
-    gaps: int = 0
-    """`gaps`: justification gaps only."""
-    critical: int = 0
-    """`critical`: at least one critical error."""
-
-    @property
-    def total(self) -> int:
-        return self.passed + self.gaps + self.critical
-
-    def as_dict(self) -> dict[str, int]:
-        """Keyed by the verdicts as `commitmeta.Verdict` spells them."""
-        return {"pass": self.passed, "gaps": self.gaps, "critical": self.critical}
-
-
-@dataclass(frozen=True)
-class ReviewEntry:
-    """One review of a candidate: a worker's latest review of it."""
-
-    worker: str
-    episode: str
-    verdict: str
-    """pass, gaps or critical (`commitmeta.Verdict`)."""
-    commit: str
-    """The review's commit."""
-    path: str
-    """The review file on main (`problems/<id>/reviews/...`)."""
-    counted: bool = True
-    """False for its author's own review: shown, not counted."""
-
-    def uncounted(self) -> ReviewEntry:
-        return ReviewEntry(self.worker, self.episode, self.verdict, self.commit, self.path, False)
-
-    def as_dict(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One candidate solution of a problem: an attempt file or a program folder, as written by
-    one commit. Per-candidate facts (review verdicts, verification) belong here."""
-
-    path: str
-    """Its path in the repository: `problems/<id>/attempts/<name>` or `problems/<id>/code/<slug>`."""
-    commit: str | None
-    """The commit that wrote it, as the engine's index, a nomination, a review or a grade names
-    it. `read_run` always knows it (from the index over main's history); the type still allows
-    None, and the views test for it."""
-    nominations: int = 0
-    """Nominations of this commit on main."""
-    grade: Grade | None = None
-    """Its grade by the rule of `read.shown_grade`, or None when it has none."""
-    reviews: ReviewCounts = ReviewCounts()
-    """Its counted reviews by verdict, as selection counts them (`reviews.read_reviews` over the
-    index)."""
-    verified: bool = False
-    """Verified by the run's rule (`Rule.is_verified`): K passes (in a row, where it asks), no critical."""
-    trail: tuple[ReviewEntry, ...] = ()
-    """Its reviews, oldest first: each worker's latest, its author's own marked not counted."""
-
-    def as_dict(self) -> dict:
-        from gitswarm.referee.grades import describe
-
-        return {"path": self.path, "commit": self.commit, "nominations": self.nominations,
-                "grade": describe(self.grade) if self.grade else None, "reviews": self.reviews.as_dict(),
-                "verified": self.verified, "trail": [r.as_dict() for r in self.trail]}
-
-
-@dataclass(frozen=True)
-class Selection:
-    """A problem's selected solution, as `engine.selection.select` wrote it in SOLUTION.md."""
-
-    candidate: str
-    """The selected candidate's commit."""
-    path: str
-    """Its path in the repository (`problems/<id>/...`)."""
-    nominations: int | None
-    """Its nominations when it was selected (None if SOLUTION.md does not say)."""
-    verified: bool | None = None
-    """SOLUTION.md's `verification`: True verified, False unverified, None when it does not say."""
-
-
-@dataclass(frozen=True)
 class ProblemState:
-    """Where one problem stands, from the engine's index over main, main's tree, the ledger
+    """Where one problem stands, from the index of main, main's tree, the ledger
     and the grades."""
 
     id: str
@@ -164,7 +77,7 @@ class ProblemState:
     selected: Selection | None
     """What SOLUTION.md on main says, or None before the run selected one."""
     leading: str | None
-    """The commit `engine.selection.choose` selects now from main's nominations, reviews and
+    """The commit `domain.selection.choose` selects now from main's nominations, reviews and
     the referee's scores (None when no candidate is verified and none is nominated): the
     selection a stop would write."""
     grade: Grade | None
@@ -206,8 +119,6 @@ class ProblemState:
     @property
     def grade_text(self) -> str:
         """The grade as a table cell ("-" when there is none)."""
-        from gitswarm.referee.grades import describe
-
         return describe(self.grade)
 
     def as_dict(self) -> dict:
@@ -254,7 +165,7 @@ class RunTotals:
     pending_branches: int
     """Episode branches not yet composed into main."""
     failed: dict[str, int] = field(default_factory=dict)
-    """Failed episodes by class (`engine.failures.Failure`: provider, model, engine)."""
+    """Failed episodes by class (`domain.episode.Failure`: provider, model, engine)."""
 
     @property
     def tokens(self) -> int:
@@ -266,7 +177,7 @@ class RunTotals:
         return self.known_cost_usd if self.cost_known else None
 
     def parts(self) -> dict[str, int]:
-        """The parts of the usage, in `engine.ledger.USAGE_PARTS` order (`Totals.parts()`)."""
+        """The parts of the usage, in `domain.episode.USAGE_PARTS` order (`Totals.parts()`)."""
         names = ("tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls", "failed_calls",
                  "estimated_tokens")
         return {name: getattr(self, name) for name in names}

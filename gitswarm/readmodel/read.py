@@ -3,7 +3,7 @@ totals and the grades, once.
 
 Candidates, reviews, verification, nominations, settling and the leader come from the same
 code the engine selects with: a `MemoryIndex` over main's history (the commits' trailers)
-and `engine.selection`'s rule over it, so a view cannot show a leader selection would not
+and `domain.selection`'s rule over it, so a view cannot show a leader selection would not
 write. Main's tree gives the rest (item counts, the kind, SOLUTION.md); the ledger's
 scheduler record the rule the run uses and the problems set aside.
 """
@@ -13,28 +13,24 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from gitswarm.core.rule import SETTLE_NOMINATIONS, VERIFY, Rule
-from gitswarm.engine import selection
-from gitswarm.engine.index import MemoryIndex
-from gitswarm.engine.ledger import BOOK, Ledger, Totals
+from gitswarm.domain import selection
+from gitswarm.domain.candidate import Candidate
+from gitswarm.domain.episode import Totals
+from gitswarm.domain.grade import Grade, scores_of
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.review import ReviewCounts
+from gitswarm.domain.rule import Rule
+from gitswarm.domain.selection import Selection
+from gitswarm.memory import ledgerbook
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.snapshot import Snapshot, Tree
-from gitswarm.readmodel.model import (
-    FOLDERS,
-    Candidate,
-    Counts,
-    ProblemState,
-    ReviewCounts,
-    RunState,
-    RunTotals,
-    Selection,
-)
+from gitswarm.readmodel.model import FOLDERS, Counts, ProblemState, RunState, RunTotals
 from gitswarm.readmodel.reviews import ProblemReviews, read_reviews
 from gitswarm.readmodel.tree import FRONTS
 from gitswarm.readmodel.workers import read_workers
-from gitswarm.referee.grades import Grade, GradeStore, scores_of
+from gitswarm.referee.grades import GradeStore
 
-__all__ = ["SETTLE_NOMINATIONS", "VERIFY", "read_run", "rule_of", "scheduler_record", "shown_grade"]
+__all__ = ["read_run", "rule_of", "scheduler_record", "shown_grade"]
 KIND = re.compile(r"^- kind:\s*(\w+)", re.M)
 
 
@@ -54,14 +50,14 @@ def read_run(memory: Memory, index: MemoryIndex | None = None) -> RunState:
     settled = selection.settled(index, pids, rule)
     problems = tuple(read_problem(snapshot, pid, root, index, store, rule, pid in aside, pid in settled)
                      for pid in pids)
-    totals = run_totals(memory.run_id, Ledger.summary(memory), len(snapshot.pending))
+    totals = run_totals(memory.run_id, ledgerbook.summary(memory), len(snapshot.pending))
     return RunState(totals, problems, read_workers(snapshot, state))
 
 
 def scheduler_record(memory: Memory) -> dict:
     """The ledger's scheduler record (its `set_aside` list, its `selection` rule); empty when
     the run has none yet."""
-    state = memory.record(BOOK, "scheduler.json") or {}
+    state = memory.record(ledgerbook.BOOK, ledgerbook.SCHEDULER) or {}
     return state if isinstance(state, dict) else {}
 
 
@@ -88,7 +84,7 @@ def shown_grade(grades: list[Grade]) -> Grade | None:
 def read_problem(snapshot: Snapshot, pid: str, root: Tree, index: MemoryIndex, store: GradeStore,
                  rule: Rule, aside: bool, settled: bool) -> ProblemState:
     """One problem's state: its candidates, reviews, nominations and leader from `index` by
-    `engine.selection`'s rule (`settled`: `selection.settled` says so), its counts, kind and
+    `domain.selection`'s rule (`settled`: `selection.settled` says so), its counts, kind and
     selection from main's tree (`root`), its grades from `store`."""
     base = snapshot.subtree(root, f"problems/{pid}")
     counts = Counts(**{f: _count(snapshot, base, f) for f in FOLDERS})
@@ -145,7 +141,7 @@ def _candidates(index: MemoryIndex, pid: str, grades: list[Grade], reviews: Prob
 
 
 def _path(index: MemoryIndex, pid: str, commit: str) -> str | None:
-    path = selection.path_of(index, commit)
+    path = index.path_of(commit)
     return f"problems/{pid}/{path}" if path else None
 
 

@@ -1,7 +1,7 @@
-"""A problem's review verdicts, as the engine's index holds them.
+"""A problem's review verdicts, as the index of main holds them.
 
-The index (`engine.index.MemoryIndex`) keeps each worker's latest review of each candidate,
-from the review commits' records (`memory.commitmeta.Review`: its `reviews`, `verdict`,
+The index (`domain.index.MemoryIndex`) keeps each worker's latest review of each candidate,
+from the review commits' records (`memory.commitmeta.ReviewRecord`: its `reviews`, `verdict`,
 `worker` and `episode`), so a file that merely looks like a review counts for nothing, and a review file
 rewritten at the same path by a later episode leaves the earlier review standing. What counts
 is what selection counts (`MemoryIndex.reviews_of`: its author's own reviews left out).
@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitswarm.engine.index import VERDICTS, MemoryIndex, Review, episode_order
-from gitswarm.engine.selection import path_of
-from gitswarm.readmodel.model import ReviewCounts, ReviewEntry
-
-REVIEWS = "reviews/"
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.kinds import VERDICTS, episode_order
+from gitswarm.domain.review import Review, ReviewCounts
 
 
 @dataclass(frozen=True)
@@ -27,7 +25,7 @@ class ProblemReviews:
     paths: dict[str, str]
     """Candidate commit -> `problems/<id>/attempts/...` or `problems/<id>/code/<slug>`, for every
     candidate a review names, its author's own reviews included."""
-    trails: dict[str, tuple[ReviewEntry, ...]]
+    trails: dict[str, tuple[Review, ...]]
     """Candidate commit -> every worker's latest review of it, oldest first, the author's own
     included (marked not counted)."""
 
@@ -36,9 +34,9 @@ def read_reviews(index: MemoryIndex, pid: str) -> ProblemReviews:
     """The reviews of every candidate of `pid` that a review names, as `index` holds them."""
     counts: dict[str, ReviewCounts] = {}
     paths: dict[str, str] = {}
-    trails: dict[str, tuple[ReviewEntry, ...]] = {}
+    trails: dict[str, tuple[Review, ...]] = {}
     for candidate, by_worker in index.problems[pid].reviews.items():
-        path = path_of(index, candidate)
+        path = index.path_of(candidate)
         if path is None:
             continue
         paths[candidate] = f"problems/{pid}/{path}"
@@ -48,13 +46,6 @@ def read_reviews(index: MemoryIndex, pid: str) -> ProblemReviews:
         if any(tally.values()):
             counts[candidate] = ReviewCounts(tally["pass"], tally["gaps"], tally["critical"])
         author = index.authors.get(candidate)
-        entries = [_entry(index, pid, r, r.worker != author) for r in by_worker.values()]
+        entries = [r if r.worker != author else r.uncounted() for r in by_worker.values()]
         trails[candidate] = tuple(sorted(entries, key=lambda e: episode_order(e.episode)))
     return ProblemReviews(counts, paths, trails)
-
-
-def _entry(index: MemoryIndex, pid: str, review: Review, counted: bool) -> ReviewEntry:
-    """`review` as the read model shows it, with the review file its commit wrote."""
-    files = index.files_of.get(review.commit, ("", []))[1]
-    path = next((f"problems/{pid}/{f}" for f in files if f.startswith(REVIEWS)), "")
-    return ReviewEntry(review.worker, review.episode, review.verdict, review.commit, path, counted)

@@ -24,8 +24,9 @@ CODE_KINDS = (Kind.PROGRAM, Kind.REPRODUCE)
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """One candidate solution: where it lives and its content."""
+class CandidateContent:
+    """One candidate solution with its content: where it lives and what it holds, as the referee
+    grades it (its standing in the run is `domain.candidate.Candidate`)."""
 
     problem: str
     commit: str
@@ -45,7 +46,7 @@ def solution_path(problem: str) -> str:
     return f"problems/{problem}/SOLUTION.md"
 
 
-def selected(memory: Memory, problem: str, kind: Kind) -> Candidate | None:
+def selected(memory: Memory, problem: str, kind: Kind) -> CandidateContent | None:
     """The problem's selected solution on main, or None when there is none yet."""
     raw = memory.read_file(solution_path(problem))
     if raw is None:
@@ -61,17 +62,18 @@ def selected(memory: Memory, problem: str, kind: Kind) -> Candidate | None:
     nominations = str(values.get("nominations") or "")
     found = load(memory, problem, kind, str(values["candidate"]), str(values["path"]),
                  fallback_text=parsed.body)
-    return Candidate(found.problem, found.commit, found.path, found.text, found.files,
+    return CandidateContent(found.problem, found.commit, found.path, found.text, found.files,
                      int(nominations) if nominations.isdigit() else None)
 
 
 def load(memory: Memory, problem: str, kind: Kind, commit: str, path: str,
-         fallback_text: str = "") -> Candidate:
+         fallback_text: str = "") -> CandidateContent:
     """Read a candidate's content from commit `commit` (its text, or its program files)."""
     return _load(memory.snapshot(), problem, kind, commit, path, fallback_text)
 
 
-def _load(snapshot: Snapshot, problem: str, kind: Kind, commit: str, path: str, fallback_text: str = "") -> Candidate:
+def _load(snapshot: Snapshot, problem: str, kind: Kind, commit: str, path: str,
+          fallback_text: str = "") -> CandidateContent:
     try:
         tip = snapshot.commit(commit)
     except (KeyError, ValueError):
@@ -80,7 +82,7 @@ def _load(snapshot: Snapshot, problem: str, kind: Kind, commit: str, path: str, 
         folder = snapshot.subtree(tip.tree, path)
         if folder is None:
             raise CandidateError(f"{path} is not a folder in commit {commit[:12]}")
-        return Candidate(problem, str(tip.id), path, files=dict(snapshot.files(folder)))
+        return CandidateContent(problem, str(tip.id), path, files=dict(snapshot.files(folder)))
     data = snapshot.blob(tip.tree, path)
     if data is not None:
         text = data.decode("utf-8", "replace")
@@ -88,10 +90,10 @@ def _load(snapshot: Snapshot, problem: str, kind: Kind, commit: str, path: str, 
         text = fallback_text
     else:
         raise CandidateError(f"{path} is not a file in commit {commit[:12]}")
-    return Candidate(problem, str(tip.id), path, text=text)
+    return CandidateContent(problem, str(tip.id), path, text=text)
 
 
-def every(memory: Memory, problem: str, kind: Kind) -> list[Candidate]:
+def every(memory: Memory, problem: str, kind: Kind) -> list[CandidateContent]:
     """Every candidate on main: attempts (or code folders), each with its last-changing commit."""
     snapshot = memory.snapshot()
     folder = f"problems/{problem}/{'code' if kind in CODE_KINDS else 'attempts'}"

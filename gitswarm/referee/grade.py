@@ -21,13 +21,14 @@ from dataclasses import dataclass
 
 import anyio
 
+from gitswarm.domain.grade import Grade
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import Kind, Problem
 from gitswarm.referee import candidates, programs, proofs, reproduce
 from gitswarm.referee.answer_judge import judge_answer
 from gitswarm.referee.answers import Verdict, equivalent, extract_answer
-from gitswarm.referee.candidates import Candidate
-from gitswarm.referee.grades import Grade, GradeStore
+from gitswarm.referee.candidates import CandidateContent
+from gitswarm.referee.grades import GradeStore
 from gitswarm.referee.verdicts import Model
 
 ANSWER, TESTS, PROOF, REPRODUCE = "answer", "tests", "proof-judge", "reproduce"
@@ -50,7 +51,7 @@ class Outcome:
     """What grading one candidate (or trying to) came to."""
 
     problem: str
-    candidate: Candidate | None
+    candidate: CandidateContent | None
     grade: Grade | None
     reused: bool = False
     """An earlier stored grade was kept (grading is idempotent)."""
@@ -90,7 +91,7 @@ async def grade_problem(memory: Memory, problem: Problem, *, judge_model: Model 
     return outcomes
 
 
-async def grade_candidate(store: GradeStore, problem: Problem, candidate: Candidate, *,
+async def grade_candidate(store: GradeStore, problem: Problem, candidate: CandidateContent, *,
                           judge: Judge | None = None, k: int = 3, force: bool = False,
                           compile_timeout: float = reproduce.COMPILE_TIMEOUT) -> Outcome:
     """Grade one candidate with the grader of the problem's kind."""
@@ -103,14 +104,14 @@ async def grade_candidate(store: GradeStore, problem: Problem, candidate: Candid
     return await _proof(store, problem, candidate, judge, k, force)
 
 
-def _kept(store: GradeStore, c: Candidate, grader: str, model: str | None, force: bool) -> Outcome | None:
+def _kept(store: GradeStore, c: CandidateContent, grader: str, model: str | None, force: bool) -> Outcome | None:
     found = store.get(c.problem, c.commit, grader, model)
     if found is None or not found.graded or force:
         return None
     return Outcome(c.problem, c, found, reused=True)
 
 
-def _save(store: GradeStore, c: Candidate, grader: str, model: str | None, score: float | None,
+def _save(store: GradeStore, c: CandidateContent, grader: str, model: str | None, score: float | None,
           max_: float, details: dict, judgments: list[dict], force: bool) -> Outcome:
     previous = store.get(c.problem, c.commit, grader, model)
     grade = Grade(c.problem, c.commit, c.path, grader, model, score, max_, details, judgments)
@@ -121,7 +122,7 @@ def _save(store: GradeStore, c: Candidate, grader: str, model: str | None, score
     return Outcome(c.problem, c, stored, reused=not written)
 
 
-async def _answer(store: GradeStore, problem: Problem, c: Candidate, judge: Judge | None,
+async def _answer(store: GradeStore, problem: Problem, c: CandidateContent, judge: Judge | None,
                   force: bool) -> Outcome:
     if not problem.answer:
         raise GradingError(f"{problem.id} has no answer key to grade against")
@@ -145,7 +146,7 @@ async def _answer(store: GradeStore, problem: Problem, c: Candidate, judge: Judg
     return _save(store, c, ANSWER, judge.name, score, 1.0, details, [judgment.record()], force)
 
 
-async def _program(store: GradeStore, problem: Problem, c: Candidate, force: bool) -> Outcome:
+async def _program(store: GradeStore, problem: Problem, c: CandidateContent, force: bool) -> Outcome:
     if kept := _kept(store, c, TESTS, None, force):
         return kept
     if c.files is None:
@@ -163,7 +164,7 @@ async def _program(store: GradeStore, problem: Problem, c: Candidate, force: boo
     return _save(store, c, TESTS, None, result.score, 1.0, details, [], force)
 
 
-async def _reproduce(store: GradeStore, problem: Problem, c: Candidate, force: bool,
+async def _reproduce(store: GradeStore, problem: Problem, c: CandidateContent, force: bool,
                      compile_timeout: float) -> Outcome:
     if kept := _kept(store, c, REPRODUCE, None, force):
         return kept
@@ -178,7 +179,7 @@ async def _reproduce(store: GradeStore, problem: Problem, c: Candidate, force: b
     return _save(store, c, REPRODUCE, None, result.score, 1.0, reproduce.details(result), [], force)
 
 
-async def _proof(store: GradeStore, problem: Problem, c: Candidate, judge: Judge | None, k: int,
+async def _proof(store: GradeStore, problem: Problem, c: CandidateContent, judge: Judge | None, k: int,
                  force: bool) -> Outcome:
     if judge is None:
         stored = [g for g in store.for_candidate(c.problem, c.commit) if g.grader == PROOF and g.graded]

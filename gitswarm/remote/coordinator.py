@@ -21,10 +21,11 @@ import anyio.to_thread
 from gitswarm.core.event_types import ENDED, SetAside
 from gitswarm.core.events import Event
 from gitswarm.core.remote_events import GivenUp, PublishRefused, Refused, RemoteUnreachable, StopPublished, TakenOver
-from gitswarm.core.rule import Rule
 from gitswarm.core.status import CHARGED, Status
 from gitswarm.core.stops import Stop
-from gitswarm.engine import selection, stoprule
+from gitswarm.domain.rule import Rule
+from gitswarm.domain.selection import Selection
+from gitswarm.engine import stoprule
 from gitswarm.engine.episode import Shared
 from gitswarm.engine.kernel import select_all
 from gitswarm.engine.ledger import Ledger
@@ -265,7 +266,7 @@ class Coordinator:
             await self.step()
         return stop
 
-    async def select(self) -> dict[str, selection.Selected | None]:
+    async def select(self) -> dict[str, Selection | None]:
         """Each problem's solution, as a local run selects it, then the end state published."""
         shared = self.shared
         chosen = await select_all(shared, shared.view.problems)

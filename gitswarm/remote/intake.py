@@ -24,18 +24,18 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from gitswarm.core.status import Status
-from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.episode import EpisodeRecord
+from gitswarm.domain.kinds import CONTRIBUTION_KINDS, Verdict
 from gitswarm.memory import books, commitmeta, trees, write
-from gitswarm.memory.commitmeta import Verdict
 from gitswarm.memory.errors import ContributionRefused
 from gitswarm.memory.gitdir import GitReader
-from gitswarm.memory.model import Contribution
 from gitswarm.memory.paths import WriteLimits
 from gitswarm.remote import layout
 from gitswarm.remote.claims import Claim
 from gitswarm.remote.named import check_named, on_main
 
-KINDS = commitmeta.CONTRIBUTION_KINDS
+KINDS = CONTRIBUTION_KINDS
 
 
 class Refused(Exception):
@@ -87,7 +87,7 @@ def check(repo: GitReader, run_id: str, main: str, item: Pushed,
     if not on_main(repo, main, parent, known):
         raise refuse("its parent is not a commit of main")
     files, deleted = _changes(repo, parent, commit.id, claim.problem, refuse)
-    if not isinstance(meta, commitmeta.Contribution):
+    if not isinstance(meta, commitmeta.ContributionRecord):
         raise refuse(f"kind {getattr(meta, 'kind', '')!r} is not one of a contribution's ({', '.join(sorted(KINDS))})")
     _fields(meta, run_id, claim, files, deleted, refuse)
     check_named(repo, main, claim.problem, claim.episode, meta, files, refuse, known)
@@ -102,7 +102,7 @@ def check(repo: GitReader, run_id: str, main: str, item: Pushed,
     return op
 
 
-def _fields(meta: commitmeta.Contribution, run_id: str, claim: Claim, files: dict[str, bytes],
+def _fields(meta: commitmeta.ContributionRecord, run_id: str, claim: Claim, files: dict[str, bytes],
             deleted: list[str], refuse) -> None:
     """The record agrees with the claim and with the change, and has its kind's fields only."""
     for name, value in {"run": run_id, "episode": claim.episode, "problem": claim.problem}.items():
@@ -141,19 +141,19 @@ def _changes(repo: GitReader, before: str, after: str, problem: str,
     return files, deleted
 
 
-def _kind_fields(meta: commitmeta.Contribution, refuse) -> None:
+def _kind_fields(meta: commitmeta.ContributionRecord, refuse) -> None:
     if meta.kind not in KINDS:
         raise refuse(f"unknown kind {meta.kind!r}")
     if commitmeta.stray(meta):
         raise refuse(f"a {meta.kind} carries {', '.join(commitmeta.stray(meta))}, which belong to another kind "
                      "(a candidate on a nomination, a reviewed commit and a verdict on a review)")
-    if isinstance(meta, commitmeta.Nomination) and not meta.candidate:
+    if isinstance(meta, commitmeta.NominationRecord) and not meta.candidate:
         raise refuse("a nomination names its candidate")
-    if isinstance(meta, commitmeta.Review) and not meta.reviews:
+    if isinstance(meta, commitmeta.ReviewRecord) and not meta.reviews:
         raise refuse("a review names the commit it reviews")
-    if isinstance(meta, commitmeta.Review) and not isinstance(meta.verdict, Verdict):
+    if isinstance(meta, commitmeta.ReviewRecord) and not isinstance(meta.verdict, Verdict):
         raise refuse(f"verdict {meta.verdict!r} is not one of {', '.join(Verdict)}")
-    if isinstance(meta, commitmeta.Review) and meta.reviews not in meta.informed_by:
+    if isinstance(meta, commitmeta.ReviewRecord) and meta.reviews not in meta.informed_by:
         raise refuse("the reviewed commit is not in Informed-By")
 
 

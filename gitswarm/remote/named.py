@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 
-from gitswarm.engine.index import CANDIDATE_FOLDERS
+from gitswarm.domain.kinds import CANDIDATE_FOLDERS
 from gitswarm.memory import commitmeta
 from gitswarm.memory.gitdir import GitReader
 from gitswarm.readmodel.tree import front
@@ -25,7 +25,7 @@ from gitswarm.readmodel.tree import front
 COMMIT_ID = re.compile(r"^[0-9a-f]{40}$")
 
 
-def check_named(repo: GitReader, main: str, problem: str, episode: str, meta: commitmeta.Contribution,
+def check_named(repo: GitReader, main: str, problem: str, episode: str, meta: commitmeta.ContributionRecord,
                 files: dict[str, bytes], refuse: Callable[[str], Exception],
                 known: Collection[str] = frozenset()) -> None:
     """Raise `refuse(reason)` unless what the record names is on main and agrees with `files`
@@ -38,12 +38,12 @@ def check_named(repo: GitReader, main: str, problem: str, episode: str, meta: co
         if commit and not _candidate(repo, main, problem, commit, known):
             raise refuse(f"its {what} {commit[:40]!r} is not an attempt or program of {problem} on main")
     own = f"nominations/{episode}.md"
-    if isinstance(meta, commitmeta.Nomination):
+    if isinstance(meta, commitmeta.NominationRecord):
         if set(files) != {own} or str(front(files[own]).get("candidate")) != meta.candidate:
             raise refuse(f"a nomination is the one file {own}, naming its candidate")
     elif any(path.startswith("nominations/") for path in files):
         raise refuse("only a nomination writes under nominations/")
-    if isinstance(meta, commitmeta.Review):
+    if isinstance(meta, commitmeta.ReviewRecord):
         stamp = {"reviews": meta.reviews, "verdict": str(meta.verdict), "episode": episode}
         reviews = [path for path in files if path.startswith("reviews/")]
         if not reviews:

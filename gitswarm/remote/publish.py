@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 from gitswarm import __version__
 from gitswarm.core.stops import Stop, StopReason
+from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.engine.config import PARTS, SolveConfig
-from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.setaside import Streaks
 from gitswarm.errors import BadInput
 from gitswarm.memory import books

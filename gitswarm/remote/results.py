@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 from gitswarm.core.events import Event
 from gitswarm.core.remote_events import ClaimsLost, ClaimsReleased, PushAbandoned, Pushed, PushFailed, PushRefused
-from gitswarm.engine.conversation import CONVERSATIONS_REF
-from gitswarm.engine.ledger import EpisodeRecord
+from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.memory import books, commitmeta, objects, write
+from gitswarm.memory.conversations import CONVERSATIONS_REF
 from gitswarm.memory.read import in_history
 from gitswarm.memory.repo import NOTES_REF, TRANSCRIPTS, Memory
 from gitswarm.remote import layout

@@ -25,9 +25,10 @@ import anyio.to_thread
 from gitswarm.core.events import Event
 from gitswarm.core.remote_events import ClaimsLost, PushFailed, RemoteUnreachable, SkippedOnly
 from gitswarm.core.stops import Stop, StopReason
-from gitswarm.engine import selection
+from gitswarm.domain import selection
+from gitswarm.domain.episode import EpisodeRecord
+from gitswarm.domain.rule import Rule
 from gitswarm.engine.episode import Shared
-from gitswarm.engine.ledger import EpisodeRecord
 from gitswarm.engine.swarm import open_problems
 from gitswarm.memory import books
 from gitswarm.memory.repo import Memory
@@ -128,9 +129,9 @@ class ClaimSource:
             self.pace.saw(None)
             return self.stop  # the next refresh fetches again
         main = await shared.store.main()
-        await shared.store.run(shared.index.update, self.memory.repo, main)
+        await shared.store.update_index(shared.index, main)
         shared.view.settle(*selection.standing_of(shared.index, list(self.settings["problems"]),
-                                                  selection.Rule.of(shared.view.config)))
+                                                  Rule.of(shared.view.config)))
         self.stop = publish.read_stop(self.memory.reader())
         self._only_skipped_open()
         if self.stop is None and not self.held and time.monotonic() - self.idle_since > self.patience_s:

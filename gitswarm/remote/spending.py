@@ -26,7 +26,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gitswarm.engine.ledger import EpisodeRecord, Ledger
+from gitswarm.domain.episode import EpisodeRecord
+from gitswarm.engine.ledger import Ledger
 from gitswarm.remote.claims import Claim
 
 REPORT_S = 5.0

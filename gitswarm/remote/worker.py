@@ -31,7 +31,6 @@ from gitswarm.core.remote_events import ExitUnmarked
 from gitswarm.core.stops import Stop, StopReason
 from gitswarm.engine.config import ACROSS_PROCESSES, SolveConfig
 from gitswarm.engine.context import CODE_KINDS
-from gitswarm.engine.conversation import CONVERSATIONS_REF
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.kernel import Run
 from gitswarm.engine.references import References, built_from
@@ -39,6 +38,7 @@ from gitswarm.engine.rngstate import restore_rng
 from gitswarm.engine.shared import Model
 from gitswarm.engine.swarm import Scheduler
 from gitswarm.memory import books
+from gitswarm.memory.conversations import CONVERSATIONS_REF
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import META_REF, NOTES_REF, TRANSCRIPTS, Memory
 from gitswarm.problems.model import Kind, ProblemSet

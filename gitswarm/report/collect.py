@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gitswarm.core.events import EVENT_LOG, read_times, running_seconds
+from gitswarm.domain.grade import Grade
 from gitswarm.readmodel.model import ProblemState
-from gitswarm.referee.grades import Grade
 from gitswarm.report.graph import Graph, compounding, load
 from gitswarm.report.trail import trails
 
@@ -113,7 +113,7 @@ class RunReport:
 def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
     """Read the run (main, unmerged branches, ledger, grades) without writing to it; `shown`
     is where the report says it was read from (default the folder)."""
-    from gitswarm.engine.ledger import Ledger
+    from gitswarm.memory import ledgerbook
     from gitswarm.memory.repo import Memory
     from gitswarm.readmodel.read import read_run
     from gitswarm.report.selector import selector_quality
@@ -122,7 +122,7 @@ def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
     memory = Memory(run)
     state = read_run(memory)
     graph = load(memory.snapshot())
-    every = Ledger.load(memory).episodes
+    every = ledgerbook.episodes(memory)
     records = [r for key, r in every.items() if key != "merger"]
     merger = every.get("merger")
     problems = [_problem(graph, p, [r for r in records if r.problem == p.id]) for p in state.problems]

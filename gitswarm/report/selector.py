@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from gitswarm.readmodel.model import Candidate, ProblemState
+from gitswarm.domain.candidate import Candidate
+from gitswarm.readmodel.model import ProblemState
 
 
 @dataclass(frozen=True)

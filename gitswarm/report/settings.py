@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gitswarm.core.event_types import RunStarted
 from gitswarm.core.events import EVENT_LOG, read_line
-from gitswarm.core.rule import Rule
+from gitswarm.domain.rule import Rule
 from gitswarm.memory.repo import Memory
 from gitswarm.readmodel.read import rule_of, scheduler_record
 

@@ -2,36 +2,23 @@
 revision chain: which candidate revises which, answering which review.
 
 Read from the history the report walks anyway (`graph.load`): a candidate is an attempt or
-code commit; its reviews are the review commits whose record (`commitmeta.Review.reviews`)
+code commit; its reviews are the review commits whose record (`commitmeta.ReviewRecord.reviews`)
 names it; a candidate *revises* the candidates it cites (`informed_by`) and *answers* the
-reviews it cites, as the engine's index counts a critical review answered.
+reviews it cites, as the index counts a critical review answered.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from gitswarm.engine.index import CANDIDATE_FOLDERS, candidate_path, episode_order
-from gitswarm.readmodel.model import Candidate, ProblemState
-from gitswarm.referee.grades import describe
+from gitswarm.domain.candidate import Candidate
+from gitswarm.domain.grade import describe
+from gitswarm.domain.kinds import CANDIDATE_FOLDERS, candidate_path, episode_order
+from gitswarm.domain.review import Review
+from gitswarm.readmodel.model import ProblemState
 from gitswarm.report.graph import Graph, Node
 
 CANDIDATE_KINDS = ("attempt", "code")
-
-
-@dataclass(frozen=True)
-class ReviewLine:
-    """One review of a candidate, as its commit says."""
-
-    commit: str
-    episode: str
-    worker: str
-    verdict: str
-    """pass, gaps or critical."""
-    path: str
-    """The review file (`problems/<id>/reviews/...`), or "" when its commit names none."""
-    counted: bool
-    """The read model counts it: the latest review by a worker other than the candidate's author."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +44,9 @@ class CandidateTrail:
     """The paths of the candidates it cites."""
     answers: list[Answered]
     """The reviews it cites."""
-    reviews: list[ReviewLine]
-    """Every review of it, oldest first."""
+    reviews: list[Review]
+    """Every review of it, oldest first (`counted`: the read model counts it, the latest review
+    by a worker other than the candidate's author)."""
     nominations: int
     verified: bool
     selected: bool
@@ -96,7 +84,7 @@ def _trail(graph: Graph, node: Node, paths: dict[str, str], reviews: list[Node],
            selected: bool, scripted) -> CandidateTrail:
     counted = {e.commit for e in held.trail if e.counted} if held else set()
     mine = sorted((r for r in reviews if r.reviews == node.id), key=lambda r: episode_order(r.episode))
-    lines = [ReviewLine(r.id, r.episode, r.worker, r.verdict, _review_path(r), r.id in counted) for r in mine]
+    lines = [Review(r.worker, r.episode, r.verdict, r.id, _review_path(r), r.id in counted) for r in mine]
     cited = [graph.nodes[c] for c in node.cited if c in graph.nodes]
     answers = [Answered(c.id, c.episode, c.verdict, paths.get(c.reviews, c.reviews[:12]))
                for c in cited if c.kind == "review" and c.problem == node.problem]

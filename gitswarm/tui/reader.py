@@ -1,7 +1,7 @@
 """Read-only views of a run repository for the dashboard (run in a worker thread).
 
 Each periodic read is the run's read model (`gitswarm.readmodel`), the same that `status` and
-the report show, over one engine index (`Snapshots`) kept from read to read, so a read takes in
+the report show, over one index of main (`Snapshots`) kept from read to read, so a read takes in
 only the commits main gained since the last. Never writes to the run.
 """
 
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from gitswarm.memory.model import CommitInfo
 from gitswarm.readmodel.model import RunState
 
-if TYPE_CHECKING:  # the engine's index is imported by the first read, not with the dashboard
-    from gitswarm.engine.index import MemoryIndex
+if TYPE_CHECKING:  # the index is imported by the first read, not with the dashboard
+    from gitswarm.domain.index import MemoryIndex
 
 
 def open_memory(run: Path):
@@ -37,7 +37,7 @@ class Snapshots:
 
     def read(self, memory) -> RunState:
         """Each problem's state, counts, selection and grade, and the totals, as main stands now."""
-        from gitswarm.engine.index import MemoryIndex
+        from gitswarm.domain.index import MemoryIndex
         from gitswarm.readmodel.read import read_run
 
         with self._lock:
@@ -96,7 +96,7 @@ def run_held(run: Path) -> bool | None:
     that cannot be told (no lock file yet, no /proc)."""
     import re
 
-    from gitswarm.engine.runlock import LOCK_NAME
+    from gitswarm.core.runfiles import LOCK_NAME
 
     try:
         inode = (Path(run) / LOCK_NAME).stat().st_ino

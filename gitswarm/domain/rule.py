@@ -1,6 +1,5 @@
-"""The selection rule's settings and their defaults, in one place and without I/O: the engine
-(`engine/selection.py`), the settings (`engine/config.py`) and the views (`readmodel/`) read
-them from here, so the dashboard gets them without loading the engine."""
+"""The selection rule's settings and their defaults, in one place: selection (`domain/selection.py`),
+the settings (`engine/config.py`) and the views (`readmodel/`) read them from here."""
 
 from __future__ import annotations
 

@@ -1,39 +1,40 @@
-"""What the engine knows of the memory without re-reading history: which commit wrote each
-item, how often each commit was cited, the nominations and the reviews of each problem.
+"""What the run knows of main without re-reading history: which commit wrote each item, how
+often each commit was cited, the nominations and the reviews of each problem.
 
-Built once from main's history (each commit's record, `commitmeta.decode`, and the files it
-changed, `commitmeta.changes`) and then extended with each merge's new commits, so prompts and
-the scheduler never walk history.
+Pure: `MemoryIndex.add` takes one commit's facts (`CommitFacts`, which `memory.indexing`
+reads from the commit's record and tree, walking main's history once and then each merge's
+new commits), so prompts, the scheduler and the read model never walk history.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import pygit2
-from pygit2.enums import SortMode
-
-from gitswarm.memory import commitmeta, objects
-from gitswarm.memory.commitmeta import Kind, Verdict
-from gitswarm.memory.model import KIND_FOLDERS
-
-ITEM_FOLDERS = tuple(KIND_FOLDERS.values())
-VERDICTS = tuple(Verdict)
-"""A review's verdict: no issue, justification gaps only, or a critical error."""
-CANDIDATE_FOLDERS = ("attempts/", "code/")
+from gitswarm.domain.kinds import CANDIDATE_FOLDERS, ITEM_FOLDERS, Kind, candidate_path, episode_order
+from gitswarm.domain.review import Review
 
 
 @dataclass(frozen=True)
-class Review:
-    """One review of a candidate, from the review commit's record."""
+class CommitFacts:
+    """What the index takes in of one contribution commit on main."""
 
     commit: str
+    problem: str
+    kind: str
     worker: str
     episode: str
-    verdict: str
+    written: tuple[str, ...]
+    """The files it added or changed, relative to its problem's folder (`commitmeta.changes`)."""
+    deleted: tuple[str, ...] = ()
+    cited: tuple[str, ...] = ()
+    """Its `informed_by`."""
+    nominates: str = ""
+    """A nomination's candidate commit."""
+    reviews: str = ""
+    """A review's candidate commit (only when its verdict is a `Verdict`)."""
+    verdict: str = ""
 
 
 @dataclass
@@ -43,9 +44,9 @@ class ProblemIndex:
     items: dict[str, str] = field(default_factory=dict)
     """Item path (notes/, lemmas/, attempts/, reviews/, code/) -> the commit that last wrote it,
     in the order of those commits (oldest first)."""
-    kinds: Counter = field(default_factory=Counter)
+    kinds: Counter[str] = field(default_factory=Counter)
     """Contributions by kind."""
-    nominations: Counter = field(default_factory=Counter)
+    nominations: Counter[str] = field(default_factory=Counter)
     """Candidate commit -> nominations."""
     nominators: set[str] = field(default_factory=set)
     """Workers that nominated a candidate of this problem."""
@@ -54,12 +55,16 @@ class ProblemIndex:
     own reviews included: `MemoryIndex.reviews_of` leaves them out)."""
 
 
+def _problems() -> defaultdict[str, ProblemIndex]:
+    return defaultdict(ProblemIndex)
+
+
 @dataclass
 class MemoryIndex:
     """Items, citations and nominations, for every problem of the run."""
 
-    problems: dict[str, ProblemIndex] = field(default_factory=lambda: defaultdict(ProblemIndex))
-    cited: Counter = field(default_factory=Counter)
+    problems: dict[str, ProblemIndex] = field(default_factory=_problems)
+    cited: Counter[str] = field(default_factory=Counter)
     files_of: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     """Commit -> (problem, files it wrote)."""
     authors: dict[str, str] = field(default_factory=dict)
@@ -70,71 +75,27 @@ class MemoryIndex:
     taken: set[str] = field(default_factory=set, repr=False)
     """Every commit taken in: those reachable from `seen_tip`."""
 
-    def update(self, repo: pygit2.Repository, tip: str) -> None:
-        """Take in the commits of main between the last seen tip and `tip` (git thread)."""
-        new: Iterable[pygit2.Commit]
-        if self.seen_tip is None:
-            new = repo.walk(pygit2.Oid(hex=tip), SortMode.TOPOLOGICAL | SortMode.REVERSE)
-        else:
-            new = self._after_taken(repo, tip)
-        for commit in new:
-            key = str(commit.id)
-            self.taken.add(key)
-            self._add(repo, commit)
-        self.seen_tip = tip
-
-    def _after_taken(self, repo: pygit2.Repository, tip: str) -> list[pygit2.Commit]:
-        """The commits reachable from `tip` that are not taken in yet, parents first, in the
-        order of libgit2's reverse topological walk (depth first, parents in their order,
-        each after its parents). A walk hiding the last tip would go through the whole
-        history each time (13 ms at 2,000 commits); this one stops at the taken commits."""
-        found: list[pygit2.Commit] = []
-        if tip in self.taken:
-            return found
-        start = objects.commit(repo, pygit2.Oid(hex=tip))
-        stack, pushed = [(start, 0)], {tip}
-        while stack:
-            commit, i = stack[-1]
-            parents = commit.parent_ids
-            if i == len(parents):
-                stack.pop()
-                found.append(commit)
-                continue
-            stack[-1] = (commit, i + 1)
-            parent = str(parents[i])
-            if parent not in self.taken and parent not in pushed:
-                pushed.add(parent)
-                stack.append((objects.commit(repo, parents[i]), 0))
-        return found
-
-    def _add(self, repo: pygit2.Repository, commit: pygit2.Commit) -> None:
-        meta = commitmeta.decode(commit.message)
-        problem, kind = getattr(meta, "problem", ""), getattr(meta, "kind", "")
-        if not problem or not kind or kind == Kind.MERGE:
-            return
-        key, index = str(commit.id), self.problems[problem]
-        worker = getattr(meta, "worker", "")
-        if kind == Kind.SUMMARY and worker == "merger":  # the merger's summaries: nobody's work
-            return
-        index.kinds[kind] += 1
-        changed = commitmeta.changes(repo, commit, problem, meta)
-        self.files_of[key] = (problem, list(changed.written))
-        self.authors[key] = worker
-        for path in changed.written:
+    def add(self, facts: CommitFacts) -> None:
+        """Take in one contribution commit of main, in the order of main's history."""
+        key, index = facts.commit, self.problems[facts.problem]
+        index.kinds[facts.kind] += 1
+        self.files_of[key] = (facts.problem, list(facts.written))
+        self.authors[key] = facts.worker
+        for path in facts.written:
             if path.split("/")[0] in ITEM_FOLDERS:
                 index.items.pop(path, None)  # a rewritten item moves to the end: newest last
                 index.items[path] = key
-        for path in changed.deleted:
+        for path in facts.deleted:
             index.items.pop(path, None)
-        cited = getattr(meta, "informed_by", ())
-        self.cited.update(cited)
-        if isinstance(meta, commitmeta.Nomination) and meta.candidate:
-            index.nominations[meta.candidate] += 1
-            index.nominators.add(worker)
-        if kind in (Kind.ATTEMPT, Kind.CODE):
-            self.answered.update(cited)
-        if isinstance(meta, commitmeta.Review) and meta.reviews and isinstance(meta.verdict, Verdict):
-            self._review(index, Review(key, worker, meta.episode, meta.verdict), meta.reviews)
+        self.cited.update(facts.cited)
+        if facts.nominates:
+            index.nominations[facts.nominates] += 1
+            index.nominators.add(facts.worker)
+        if facts.kind in (Kind.ATTEMPT, Kind.CODE):
+            self.answered.update(facts.cited)
+        if facts.reviews:
+            shown = next((f"problems/{facts.problem}/{f}" for f in facts.written if f.startswith("reviews/")), "")
+            self._review(index, Review(facts.worker, facts.episode, facts.verdict, key, shown), facts.reviews)
 
     @staticmethod
     def _review(index: ProblemIndex, review: Review, candidate: str) -> None:
@@ -176,6 +137,13 @@ class MemoryIndex:
                 found[candidate_path(path)] = commit
         return found
 
+    def path_of(self, commit: str) -> str | None:
+        """The candidate `commit` wrote, below its problem's folder (`attempts/<file>` or
+        `code/<slug>`); None when the index knows no candidate of that commit."""
+        files = self.files_of.get(commit, ("", []))[1]
+        shown = next((f for f in files if f.startswith(CANDIDATE_FOLDERS)), None)
+        return candidate_path(shown) if shown else None
+
     def shown(self, problem: str, cited: int, newest: int) -> list[tuple[str, str]]:
         """(path, commit) of the items an overview shows: the `cited` most cited (cited at least
         once; ties go to the newer), then the newest others up to `cited + newest` in all."""
@@ -204,14 +172,3 @@ class MemoryIndex:
                     if shown:
                         return commit, candidate_path(shown[0])
         return None
-
-
-def episode_order(episode: str) -> tuple[int, str]:
-    """Episode ids in the order the ledger gave them (`e00012` < `e100000`)."""
-    return len(episode), episode
-
-
-def candidate_path(path: str) -> str:
-    """An attempt file, or a program's folder `code/<slug>`."""
-    parts = path.split("/")
-    return "/".join(parts[:2]) if parts[0] == "code" else path

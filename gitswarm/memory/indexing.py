@@ -1,0 +1,73 @@
+"""Bring a `domain.index.MemoryIndex` up to a tip of main: each new commit's record
+(`commitmeta.decode`) and the files it changed (`commitmeta.changes`), in history order.
+
+Built once from main's history and then extended with each merge's new commits (git thread).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pygit2
+from pygit2.enums import SortMode
+
+from gitswarm.domain.index import CommitFacts, MemoryIndex
+from gitswarm.domain.kinds import Kind, Verdict
+from gitswarm.memory import commitmeta, objects
+
+
+def update(index: MemoryIndex, repo: pygit2.Repository, tip: str) -> None:
+    """Take in the commits of main between the index's last seen tip and `tip`."""
+    new: Iterable[pygit2.Commit]
+    if index.seen_tip is None:
+        new = repo.walk(pygit2.Oid(hex=tip), SortMode.TOPOLOGICAL | SortMode.REVERSE)
+    else:
+        new = _after_taken(index, repo, tip)
+    for commit in new:
+        index.taken.add(str(commit.id))
+        facts = facts_of(repo, commit)
+        if facts is not None:
+            index.add(facts)
+    index.seen_tip = tip
+
+
+def _after_taken(index: MemoryIndex, repo: pygit2.Repository, tip: str) -> list[pygit2.Commit]:
+    """The commits reachable from `tip` that are not taken in yet, parents first, in the
+    order of libgit2's reverse topological walk (depth first, parents in their order,
+    each after its parents). A walk hiding the last tip would go through the whole
+    history each time (13 ms at 2,000 commits); this one stops at the taken commits."""
+    found: list[pygit2.Commit] = []
+    if tip in index.taken:
+        return found
+    start = objects.commit(repo, pygit2.Oid(hex=tip))
+    stack, pushed = [(start, 0)], {tip}
+    while stack:
+        commit, i = stack[-1]
+        parents = commit.parent_ids
+        if i == len(parents):
+            stack.pop()
+            found.append(commit)
+            continue
+        stack[-1] = (commit, i + 1)
+        parent = str(parents[i])
+        if parent not in index.taken and parent not in pushed:
+            pushed.add(parent)
+            stack.append((objects.commit(repo, parents[i]), 0))
+    return found
+
+
+def facts_of(repo: pygit2.Repository, commit: pygit2.Commit) -> CommitFacts | None:
+    """What the index takes in of `commit`: None for a merge, a commit without a problem or a
+    kind, and the merger's summaries (nobody's work)."""
+    meta = commitmeta.decode(commit.message)
+    problem, kind = getattr(meta, "problem", ""), getattr(meta, "kind", "")
+    worker = getattr(meta, "worker", "")
+    if not problem or not kind or kind == Kind.MERGE or (kind == Kind.SUMMARY and worker == "merger"):
+        return None
+    changed = commitmeta.changes(repo, commit, problem, meta)
+    nominates = meta.candidate if isinstance(meta, commitmeta.NominationRecord) else ""
+    reviews, verdict = "", ""
+    if isinstance(meta, commitmeta.ReviewRecord) and isinstance(meta.verdict, Verdict):
+        reviews, verdict = meta.reviews, str(meta.verdict)
+    return CommitFacts(str(commit.id), problem, str(kind), worker, getattr(meta, "episode", ""), changed.written,
+                       changed.deleted, tuple(getattr(meta, "informed_by", ())), nominates, reviews, verdict)
