@@ -1,18 +1,21 @@
 """The memory as an async store (`memory/store.py`) on a real repository: its writes, one call at
-a time on its git thread, a started write finished when its caller is cancelled, and no
-pygit2 type in what it offers."""
+a time on its git thread, a started write finished when its caller is cancelled, no pygit2
+type in what it offers, and no git thread held outside the memory."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 import threading
 import time
+from pathlib import Path
 
 import anyio
 import pytest
 from conftest import git
 from test_memory import contribution
 
+import gitswarm
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import Store
 
@@ -77,3 +80,16 @@ def test_no_pygit2_type_in_what_the_store_offers():
             continue
         annotations = " ".join(str(a) for a in inspect.get_annotations(member).values())
         assert "pygit2" not in annotations and "Repository" not in annotations, name
+
+
+def test_nothing_outside_the_memory_holds_a_git_thread():
+    """One git thread a process: the store's. Read from each module's syntax tree."""
+    package = Path(gitswarm.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if package / "memory" in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and any(a.name == "GitThread" for a in node.names):
+                found.append(str(path.relative_to(package)))
+    assert found == []
