@@ -87,8 +87,8 @@ class Timings:
         self.merged = 0
 
     def install(self) -> None:
-        from gitswarm.engine.gitio import GitThread
         from gitswarm.memory.repo import Memory
+        from gitswarm.memory.store import GitThread
 
         for name in ("contribute", "compose"):
             setattr(Memory, name, self._timed(getattr(Memory, name), name))

@@ -77,8 +77,8 @@ def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, pro
     from gitswarm.domain.index import MemoryIndex
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.context import EpisodeInfo, RunView
-    from gitswarm.engine.gitio import GitThread
     from gitswarm.engine.tools import SEARCH_HITS, Toolbox
+    from gitswarm.memory.store import Store
 
     memory = Memory.create(tmp_path / "run", load_set(problem_dir), problem_ids=["sum"])
     paths = grow(memory, 60)
@@ -86,7 +86,7 @@ def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, pro
     indexing.update(index, memory.repo, memory.main())
     view = RunView(SolveConfig(problems=problem_dir, run=tmp_path / "run", model="m"), ["sum"])
     ep = EpisodeInfo("e1", "w01", "sum", "answer", "Sum", memory.main())
-    tools = Toolbox(memory, GitThread(), index, view, ep, anyio.CapacityLimiter(1))
+    tools = Toolbox(Store(memory), index, view, ep, anyio.CapacityLimiter(1))
 
     found = anyio.run(tools.tool_search, Search(query="text"))
     lines = [ln for ln in found.splitlines() if re.match(r"^\w+s/\S+:\d+: ", ln)]

@@ -14,9 +14,9 @@ import pytest
 from conftest import git
 
 from gitswarm.domain.episode import EpisodeRecord
-from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.ledger import Ledger
 from gitswarm.memory.ledgerbook import BOOK
+from gitswarm.memory.store import Store
 from gitswarm.usage import Usage
 
 
@@ -42,19 +42,19 @@ def test_totals_of_a_run_written_before_they_were_kept_are_summed(memory):
 
 @pytest.mark.anyio
 async def test_saves_queued_behind_a_busy_git_thread_land_in_one_commit(memory):
-    ledger, git_thread = Ledger(), GitThread()
+    ledger, store = Ledger(), Store(memory)
     records = [EpisodeRecord(f"e{i:05d}", "w01", "p") for i in range(1, 11)]
     before = git(memory.path, "rev-list", "--count", "--all")
     release = anyio.Event()
 
     async def busy() -> None:  # hold the git thread while ten saves queue up behind it
-        await git_thread(lambda: anyio.from_thread.run(release.wait))
+        await store.run(lambda: anyio.from_thread.run(release.wait))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(busy)
         await anyio.sleep(0.05)
         for record in records:
-            tg.start_soon(ledger.write, git_thread, memory, record)
+            tg.start_soon(ledger.write, store, record)
         await anyio.sleep(0.05)
         release.set()
     written = int(git(memory.path, "rev-list", "--count", "--all")) - int(before)

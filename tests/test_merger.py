@@ -16,13 +16,13 @@ from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
 from gitswarm.engine.events import EventLog, read_events
-from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.shared import Shared
 from gitswarm.fakeserver import serve
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.models.client import LiteLLMModel
 from gitswarm.models.config import ModelConfig
 
@@ -49,7 +49,7 @@ async def one_pass(memory: Memory, problem_dir: Path, start: str) -> tuple[Merge
     events = EventLog(memory.path)
     async with serve(respond) as server:
         model = LiteLLMModel(ModelConfig(model=cfg.model, api_base=server.url, api_key="k", reply_timeout_s=5))
-        shared = Shared(memory, GitThread(), index, RunView(cfg, ["sum"]), model, events,
+        shared = Shared(Store(memory), index, RunView(cfg, ["sum"]), model, events,
                         anyio.CapacityLimiter(1), lambda: None, Ledger())
         merger = Merger(shared, shared.ledger, model)
         with anyio.fail_after(60):

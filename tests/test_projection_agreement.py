@@ -27,11 +27,11 @@ from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
 from gitswarm.domain.selection import Selection
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.kernel import load_state
 from gitswarm.engine.selection import select
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.readmodel.model import ProblemState
 from gitswarm.readmodel.read import read_run
 from gitswarm.resources import resolve_set
@@ -57,7 +57,7 @@ def engine_state(run: Path, cfg: SolveConfig) -> tuple[MemoryIndex, set[str]]:
     memory = Memory(run)
 
     async def load():
-        _, index, view = await load_state(cfg, memory, GitThread(), memory.problems())
+        _, index, view = await load_state(cfg, Store(memory), memory.problems())
         return index, view.settled
 
     return anyio.run(load)

@@ -108,8 +108,8 @@ def test_a_worker_looks_less_often_while_the_run_stands_still(tmp_path: Path, me
     from gitswarm.domain.index import MemoryIndex
     from gitswarm.engine.context import RunView
     from gitswarm.engine.events import EventLog
-    from gitswarm.engine.gitio import GitThread
     from gitswarm.engine.shared import Shared
+    from gitswarm.memory.store import Store
 
     url, cfg = published(tmp_path, memory, problem_dir)
     publisher = publish.Publisher(Remote(url, memory.path), OWN_REFS)
@@ -118,7 +118,7 @@ def test_a_worker_looks_less_often_while_the_run_stands_still(tmp_path: Path, me
     remote = Remote(url, folder)
     settings = join(remote, "w")
     worker = Memory(folder)
-    shared = Shared(worker, GitThread(), MemoryIndex(), RunView(cfg, ["sum"]), None, EventLog(folder, []),
+    shared = Shared(Store(worker), MemoryIndex(), RunView(cfg, ["sum"]), None, EventLog(folder, []),
                     anyio.CapacityLimiter(1), lambda: None, Ledger())
     source = ClaimSource(remote, Claims(remote, "w", ttl_s=600), worker, shared, settings, 600)
     monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))

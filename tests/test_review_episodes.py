@@ -26,13 +26,13 @@ from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import Assignment, EpisodeInfo, RunView, header
-from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.run import solve
 from gitswarm.engine.tools import Toolbox, ToolError
 from gitswarm.fakeserver import FakeReply, serve
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.models.client import LiteLLMModel
 from gitswarm.problems.loader import load_set
 from gitswarm.readmodel.read import read_run
@@ -172,7 +172,7 @@ async def test_a_blind_review_cannot_read_past_its_candidate(tmp_path: Path):
     cfg = SolveConfig(problems=resolve_set("demo"), run=memory.path, model="m", reviews="blind")
     ep = EpisodeInfo("e00003", "w02", "demo-odd-sum", "proof", "Odd sum", attempt.commit,
                      review=Assignment("attempts/a.md", attempt.commit, blind=True))
-    tools = Toolbox(memory, GitThread(), MemoryIndex(), RunView(cfg), ep, anyio.CapacityLimiter(1))
+    tools = Toolbox(Store(memory), MemoryIndex(), RunView(cfg), ep, anyio.CapacityLimiter(1))
     assert "Proof." in await tools.call("read_file", {"path": "attempts/a.md"})
     assert "odd" in (await tools.call("read_file", {"path": "statement.md"})).lower()
     with pytest.raises(ToolError, match="a blind review reads the problem's own files"):

@@ -20,11 +20,11 @@ import pytest
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo, RunView
-from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.references import References
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.models.textproto import instructions
 from gitswarm.problems.loader import load_set
 from gitswarm.problems.model import ProblemSet
@@ -60,7 +60,7 @@ class Episode:
         ep = EpisodeInfo(episode, "w01", problem, found.kind.value, found.title, memory.main(),
                          found.executable)
         limiter = anyio.CapacityLimiter(2)
-        self.tools = Toolbox(memory, GitThread(), index, view, ep, limiter,
+        self.tools = Toolbox(Store(memory), index, view, ep, limiter,
                              References(problems, limiter, folder) if folder else None)
 
     def call(self, name: str, **args):

@@ -17,13 +17,13 @@ from test_episode_replies import PROBLEM, call, one_episode, said
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import EpisodeInfo, RunView
-from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.toolargs import BadArguments, Fields, Flag, Number, Text, Texts, ToolArgs, Whole, check
 from gitswarm.engine.toolmodels import ROLES
 from gitswarm.engine.tools import Final, Toolbox, ToolError
 from gitswarm.fakeserver import FakeReply
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set
 
@@ -154,7 +154,7 @@ def toolbox(tmp_path: Path) -> Toolbox:
     indexing.update(index, memory.repo, memory.main())
     view = RunView(SolveConfig(problems=problems.path, run=memory.path, model="m"), [PROBLEM])
     ep = EpisodeInfo("e00001", "w01", PROBLEM, "proof", "odd sums", memory.main())
-    return Toolbox(memory, GitThread(), index, view, ep, anyio.CapacityLimiter(1))
+    return Toolbox(Store(memory), index, view, ep, anyio.CapacityLimiter(1))
 
 
 @pytest.mark.anyio

@@ -64,8 +64,7 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
     record.model = cfg.reviewer if ep.review is not None and shared.reviewer is not None else cfg.model
     record.reviews = ep.review.commit if ep.review is not None else ""
     index = MemoryIndex() if ep.alone else shared.index  # an independent episode sees no one's work
-    tools = Toolbox(shared.memory, shared.git, index, shared.view, ep, shared.sandbox,
-                    shared.references)
+    tools = Toolbox(shared.store, index, shared.view, ep, shared.sandbox, shared.references)
     messages: list[dict] = []
     calls = CallLog.open()  # the client records each call of this task's episode in it
     stop, failure = None, Failure.MODEL
@@ -73,9 +72,9 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
         await _look(shared, tools)
         head = _header(shared, tools, 1)
         if ep.blind:
-            first = await shared.git(reviewing.first_prompt, shared.memory, shared.view, ep, head)
+            first = await shared.store.run(reviewing.first_prompt, shared.memory, shared.view, ep, head)
         else:
-            first = await shared.git(context.overview, shared.memory, shared.view, tools.index, ep, head)
+            first = await shared.store.run(context.overview, shared.memory, shared.view, tools.index, ep, head)
         messages += [{"role": "system", "content": context.system_prompt(cfg, ep.kind, ep.review)},
                      {"role": "user", "content": first}]
         final = None
@@ -101,7 +100,7 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
     record.failure = failure.value if final.action == Status.FAILED else ""
     await _keep_transcript(shared, record, messages)
     lossless = conversation.of_episode(calls, ep, record, record.model)
-    await shared.git(conversation.keep, shared.memory, lossless, calls.secrets)
+    await shared.store.run(conversation.keep, shared.memory, lossless, calls.secrets)
     return Ended(record, stop, _review_of(index, ep, record, final))
 
 
@@ -121,9 +120,9 @@ async def _keep_transcript(shared: Shared, record: EpisodeRecord, messages: list
     if not messages:
         return
     if record.commit:
-        await shared.git(shared.memory.add_transcript, record.commit, transcript(messages))
+        await shared.store.add_transcript(record.commit, transcript(messages))
     else:
-        record.transcript = await shared.git(shared.memory.put_transcript, record.episode, transcript(messages))
+        record.transcript = await shared.store.put_transcript(record.episode, transcript(messages))
 
 
 async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: Toolbox,
@@ -170,7 +169,7 @@ async def _look(shared: Shared, tools: Toolbox) -> None:
     state, the overview and every tool of the step read the same commit (an episode that sees
     no one's work keeps its empty index and its start commit)."""
     if not tools.ep.alone:
-        tools.look(await shared.git(shared.index.pinned, tools.ep.problem_id))
+        tools.look(await shared.store.run(shared.index.pinned, tools.ep.problem_id))
 
 
 async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages: list[dict], step: int,
@@ -234,7 +233,7 @@ async def _commit(shared: Shared, record: EpisodeRecord, contribution: Contribut
     git thread writes, the episode's wall clock must not leave the record without its commit."""
     spent = replace(contribution, model=record.model or shared.view.config.model, usage=record.usage)
     with anyio.CancelScope(shield=True):
-        written = await shared.git(shared.memory.contribute, spent)
+        written = await shared.store.contribute(spent)
     record.commit = written.commit
 
 

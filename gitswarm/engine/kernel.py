@@ -2,7 +2,7 @@
 
 Three kinds of process run a run: a local `solve` (`engine/run.py`), the coordinator of a run
 on a git remote (`remote/solve.py`) and a remote worker (`remote/worker.py`). Each is a
-configuration of `Run`: `Run.opened` opens the run's memory on its git thread, takes the run
+configuration of `Run`: `Run.opened` opens the run's store (its memory and git thread), takes the run
 lock, clears the ref locks a crash left, and closes the event log and the references in every
 path; `Run.build` loads the same records from the run repository (the ledger, the index
 brought up to main, the run's view, the no-progress streaks) and builds the `Shared` its
@@ -35,7 +35,6 @@ from gitswarm.engine import stoprule
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import RunView
 from gitswarm.engine.events import EventLog
-from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.references import References
@@ -43,8 +42,8 @@ from gitswarm.engine.runlock import clear_stale_locks, run_lock
 from gitswarm.engine.selection import select
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.shared import Model, Shared
-from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.sandbox import containment as sandbox_containment
 from gitswarm.sandbox import in_force as sandbox_in_force
 
@@ -75,16 +74,16 @@ class RunContext:
         return self.shared.memory
 
     @classmethod
-    async def build(cls, cfg: SolveConfig, memory: Memory, git: GitThread, problems: list[str], model: Model,
+    async def build(cls, cfg: SolveConfig, store: Store, problems: list[str], model: Model,
                     listeners: list[Listener] | None, *, sandbox: anyio.CapacityLimiter | None = None,
                     references: References | None = None, elsewhere: Elsewhere | None = None,
                     streaks: Streaks | None = None, reviewer: Model | None = None) -> RunContext:
-        """Load the run's records from `memory` (as a run starts or resumes) and open its event
+        """Load the run's records from `store` (as a run starts or resumes) and open its event
         log; `streaks` defaults to the no-progress rule over the ledger's own episodes."""
-        ledger, index, view = await load_state(cfg, memory, git, problems)
+        ledger, index, view = await load_state(cfg, store, problems)
         await anyio.to_thread.run_sync(sandbox_containment)  # probed once a process, off the event loop
         events = EventLog(cfg.run, listeners)
-        shared = Shared(memory, git, index, view, model, events, sandbox or anyio.CapacityLimiter(2),
+        shared = Shared(store, index, view, model, events, sandbox or anyio.CapacityLimiter(2),
                         caps_check(cfg, ledger, view, elsewhere), ledger, references, reviewer)
         if streaks is None:
             streaks = Streaks.from_records(cfg.no_progress, ledger.episodes.values())
@@ -149,13 +148,12 @@ def caps_check(cfg: SolveConfig, ledger: Ledger, view: RunView,
     return check
 
 
-async def load_state(cfg: SolveConfig, memory: Memory, git: GitThread,
-                     problems: list[str]) -> tuple[Ledger, MemoryIndex, RunView]:
+async def load_state(cfg: SolveConfig, store: Store, problems: list[str]) -> tuple[Ledger, MemoryIndex, RunView]:
     """The ledger, the index brought up to main and the run's view, as a run starts or
     resumes; the ledger records the selection rule the run uses, for `status`."""
-    ledger = await git(Ledger.load, memory)
+    ledger = await store.run(Ledger.load, store.memory)
     index = MemoryIndex()
-    await git(indexing.update, index, memory.repo, memory.main())
+    await store.update_index(index, await store.main())
     view = RunView(cfg, problems)
     rule = Rule.of(cfg)
     view.settle(*selection.standing_of(index, problems, rule))
@@ -201,7 +199,7 @@ async def select_all(shared: Shared, problems: Iterable[str]) -> dict[str, Selec
     as its `SOLUTION.md` on main; None where there is none."""
     cfg = shared.view.config
     rule, by_answers = Rule.of(cfg), cfg.isolation == "independent"
-    return {p: await shared.git(_select, shared.memory, shared.index, p, rule, by_answers) for p in problems}
+    return {p: await shared.store.run(_select, shared.memory, shared.index, p, rule, by_answers) for p in problems}
 
 
 Driver = Callable[[], Awaitable[Stop]]
@@ -212,12 +210,11 @@ workers push (`remote.coordinator.Coordinator.run`); each decides by `stoprule.d
 
 @dataclass
 class Run:
-    """One process's part of a run, under the run lock (`opened`): its memory and git thread,
+    """One process's part of a run, under the run lock (`opened`): its store (memory and git thread),
     then its `RunContext` (`build`), driven to its stop (`drive`) and ended (`end`)."""
 
     cfg: SolveConfig
-    git: GitThread
-    memory: Memory
+    store: Store
     stale_locks: list[str]
     """The ref locks a dead process left, removed as the run opened (relative to its folder)."""
     references: References | None = None
@@ -227,15 +224,14 @@ class Run:
     @asynccontextmanager
     async def opened(cls, cfg: SolveConfig, opener: Callable[[], Memory],
                      references: References | None = None) -> AsyncIterator[Run]:
-        """The run in `cfg.run`, its memory opened by `opener` on a new git thread, under the run
+        """The run in `cfg.run`, its store's memory opened by `opener` on a new git thread, under the run
         lock and with the stale ref locks cleared; on the way out, exceptions included, its event
         log and its `references` (the run's from here on) are closed."""
         try:
-            git = GitThread()
-            memory = await git(opener)
+            store = await Store.open(opener)
             with run_lock(cfg.run):
-                removed = await git(clear_stale_locks, cfg.run)
-                run = cls(cfg, git, memory, [str(p.relative_to(cfg.run)) for p in removed], references)
+                removed = await store.run(clear_stale_locks, cfg.run)
+                run = cls(cfg, store, [str(p.relative_to(cfg.run)) for p in removed], references)
                 try:
                     yield run
                 finally:
@@ -244,6 +240,11 @@ class Run:
         finally:
             if references is not None:
                 references.close()
+
+    @property
+    def memory(self) -> Memory:
+        """The store's memory, for work on the git thread (`store.run`)."""
+        return self.store.memory
 
     @property
     def context(self) -> RunContext:
@@ -259,7 +260,7 @@ class Run:
                     sandbox: anyio.CapacityLimiter | None = None, elsewhere: Elsewhere | None = None,
                     streaks: Streaks | None = None, reviewer: Model | None = None) -> RunContext:
         """The run's records loaded and its event log opened (`RunContext.build`), with its references."""
-        self.built = await RunContext.build(self.cfg, self.memory, self.git, problems, model, listeners,
+        self.built = await RunContext.build(self.cfg, self.store, problems, model, listeners,
                                             sandbox=sandbox, references=self.references, elsewhere=elsewhere,
                                             streaks=streaks, reviewer=reviewer)
         return self.built
@@ -278,7 +279,7 @@ class Run:
             stop = await driver()
             stop_merger.set()
         if merger is not None:
-            await self.git(self.context.ledger.flush, self.memory)
+            await self.context.ledger.written(self.store)
         return stop
 
     async def select(self) -> dict[str, Selection | None]:

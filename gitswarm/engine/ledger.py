@@ -15,13 +15,13 @@ episode (100,000 of them on a long run).
 from __future__ import annotations
 
 import threading
-from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 
 from gitswarm.core.status import Status
 from gitswarm.domain.episode import EpisodeRecord, Totals, figures_of
 from gitswarm.memory import ledgerbook
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.usage import Usage
 
 
@@ -130,10 +130,14 @@ class Ledger:
                 self._state_changed = self._state_changed or restated
             raise
 
-    async def write(self, git: Callable[..., Awaitable[None]], memory: Memory, record: EpisodeRecord) -> None:
+    async def write(self, store: Store, record: EpisodeRecord) -> None:
         """Save `record`: returns once it is in the repository."""
         self.changed(record)
-        await git(self.flush, memory)
+        await self.written(store)
+
+    async def written(self, store: Store) -> None:
+        """`flush` on the store's git thread: returns once every change is in the repository."""
+        await store.run(self.flush, store.memory)
 
     def save(self, memory: Memory, record: EpisodeRecord) -> None:
         """Save `record` now, from a thread that may write (tests, tools)."""

@@ -21,7 +21,7 @@ from gitswarm.domain.rule import Rule
 from gitswarm.engine import digest
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.shared import Caller, Model, Shared, replied
-from gitswarm.memory import commitmeta, indexing
+from gitswarm.memory import commitmeta
 from gitswarm.memory.compose import Composed, Conflict, Resolution
 from gitswarm.resources import render
 
@@ -100,7 +100,7 @@ class Merger:
         tip its conflicts were found against (main after its merge, else as it was)."""
         shared = self.shared
         before = shared.index.seen_tip
-        result = await shared.git(shared.memory.compose, episodes, fixes)
+        result = await shared.store.compose(episodes, fixes)
         await self._after(result)
         return result, result.commit or before
 
@@ -111,7 +111,8 @@ class Merger:
         that compose moves main, the caller checks again.)"""
         shared = self.shared
         at = shared.index.seen_tip
-        now = await shared.git(shared.memory.blob_ids, [c.path for c in conflicts], at)
+        assert at is not None, "the index has taken in main since the run loaded"
+        now = await shared.store.blob_ids([c.path for c in conflicts], at)
         stale = sorted({c.episode for c in conflicts if now[c.path] != c.ours_blob})
         kept = [c for c in conflicts if c.episode not in stale]
         if stale:
@@ -124,7 +125,7 @@ class Merger:
             return
         shared = self.shared
         tip = result.commit
-        await shared.git(indexing.update, shared.index, shared.memory.repo, tip)
+        await shared.store.update_index(shared.index, tip)
         view = shared.view
         before = set(view.settled)
         view.settle(*selection.standing_of(shared.index, view.problems, Rule.of(view.config)))
@@ -168,7 +169,7 @@ class Merger:
     async def _summarise(self, problem: str) -> bool:
         """The merger model's summary of `problem` on main; False when it gave none."""
         shared = self.shared
-        items = await shared.git(self._summary_inputs, problem)
+        items = await shared.store.run(self._summary_inputs, problem)
         text = await self._ask(render("merger_summary.md.j2", problem=problem, **items))
         if not text or not text.lstrip().startswith("#"):
             return False
@@ -179,20 +180,18 @@ class Merger:
         """The problem's summary assembled from its items (`engine.digest`), where SUMMARY.md
         holds no written summary: no model call."""
         shared, view = self.shared, self.shared.view
-        text = await shared.git(digest.assemble, shared.memory, shared.index, problem,
-                                Rule.of(view.config), problem in view.settled)
+        text = await shared.store.run(digest.assemble, shared.memory, shared.index, problem,
+                                      Rule.of(view.config), problem in view.settled)
         if text is not None:
             await self._write_summary(problem, text, "digest", "assembled from its items, without a model call")
 
     async def _write_summary(self, problem: str, text: str, what: str, subject: str) -> None:
         shared = self.shared
         op = f"{what}-{problem}-{(shared.index.seen_tip or '')[:16]}"
-        written = await shared.git(shared.memory.commit_to_main,
-                                   {f"problems/{problem}/SUMMARY.md": text.encode()},
-                                   f"summary({problem}): {subject}",
-                                   commitmeta.ContributionRecord(op=op, problem=problem, kind=Kind.SUMMARY,
-                                                           worker="merger"))
-        await shared.git(indexing.update, shared.index, shared.memory.repo, written.commit)
+        written = await shared.store.commit_to_main(
+            {f"problems/{problem}/SUMMARY.md": text.encode()}, f"summary({problem}): {subject}",
+            commitmeta.ContributionRecord(op=op, problem=problem, kind=Kind.SUMMARY, worker="merger"))
+        await shared.store.update_index(shared.index, written.commit)
         shared.events.emit(Summarised(problem=problem, commit=written.commit, assembled=what == "digest"))
 
     def _summary_inputs(self, problem: str) -> dict:

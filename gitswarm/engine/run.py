@@ -63,19 +63,19 @@ class LocalSource:
         """Finish the records of the episodes a crash cut off: those whose commit was made
         are recorded as made; the others start again (`restart`, when their worker is free and
         their problem not settled) or are recorded as stopped."""
-        memory, git = self.shared.memory, self.shared.git
+        store = self.shared.store
         for record in self.ledger.running():
-            done = await git(memory.op_commit, f"{record.episode}-final")
+            done = await store.op_commit(f"{record.episode}-final")
             if done is not None:
-                info = await git(memory.commit, done)
+                info = await store.commit(done)
                 record.status = Status.NOMINATE if info.kind == "nomination" else Status.CONTRIBUTE
                 record.commit, record.ended = done, time.time()
                 record.note = "finished before a crash; recorded on resume"
-                await self.ledger.write(git, memory, record)
+                await self.ledger.write(store, record)
             elif not await restart(record):
                 record.status, record.note = Status.STOPPED, "cut off by a crash, not restarted"
                 record.ended = time.time()
-                await self.ledger.write(git, memory, record)
+                await self.ledger.write(store, record)
         self.merger.kick()
 
     async def finished(self, record: EpisodeRecord) -> None:
@@ -112,5 +112,5 @@ async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_
                               free_workers=[f"w{i:02d}" for i in range(1, cfg.workers + 1)])
         ctx.started(interrupted=len(ledger.running()), stale_locks_removed=run.stale_locks)
         stop = await run.drive(scheduler.loop, merger)
-        await run.git(run.memory.pack_refs)
+        await run.store.pack_refs()
         return run.end(stop, await run.select())

@@ -15,10 +15,10 @@ from gitswarm.core.stops import Stop
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.events import EventLog
-from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.references import References
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.usage import Usage
 
 if TYPE_CHECKING:
@@ -45,8 +45,8 @@ class Model(Protocol):
 class Shared:
     """What every episode of a run shares."""
 
-    memory: Memory
-    git: GitThread
+    store: Store
+    """The run's memory and its git thread: every git call of the run goes through it."""
     index: MemoryIndex
     view: RunView
     model: Model
@@ -59,6 +59,11 @@ class Shared:
     """The reproduce problems' reference executables, for code workers' shells."""
     reviewer: Model | None = None
     """The model review episodes run on (`SolveConfig.reviewer_model`); None: `model`."""
+
+    @property
+    def memory(self) -> Memory:
+        """The store's memory, for work on the git thread (`store.run`)."""
+        return self.store.memory
 
     def model_of(self, ep: EpisodeInfo) -> Model:
         """The model episode `ep` calls: the reviewer's for an assigned review."""

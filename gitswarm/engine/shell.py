@@ -22,9 +22,8 @@ import anyio
 
 from gitswarm.engine import workspace
 from gitswarm.engine.context import EpisodeInfo
-from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.references import References, ReferenceUnavailable
-from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.problems.model import Kind
 from gitswarm.resources import render
 from gitswarm.sandbox import Limits, SandboxResult, run
@@ -105,9 +104,9 @@ class Shell:
     """The shell of one episode: its code tree, made on first use from the step's view of main
     and brought forward with it, and the reference on PATH."""
 
-    def __init__(self, memory: Memory, git: GitThread, ep: EpisodeInfo, sandbox: anyio.CapacityLimiter,
+    def __init__(self, store: Store, ep: EpisodeInfo, sandbox: anyio.CapacityLimiter,
                  references: References | None, only: str | None = None) -> None:
-        self.memory, self.git, self.ep = memory, git, ep
+        self.store, self.memory, self.ep = store, store.memory, ep
         self.only = only
         """`code/<slug>`: the tree holds this codebase alone (a blind review's candidate)."""
         self.sandbox, self.references = sandbox, references
@@ -169,7 +168,7 @@ class Shell:
         return self.tree
 
     async def _baseline(self, at: str) -> dict[str, bytes]:
-        found = await self.git(workspace.baseline, self.memory, self.ep.problem_id, at)
+        found = await self.store.run(workspace.baseline, self.memory, self.ep.problem_id, at)
         if self.only is None:
             return found
         return {path: data for path, data in found.items() if path.startswith(self.only + "/")}

@@ -252,9 +252,9 @@ class Scheduler:
         records = [EpisodeRecord(episode, worker, problem) for episode, worker, problem in starts]
         for record in records:
             self.ledger.changed(record)
-        await shared.git(self.ledger.flush, shared.memory)
+        await self.ledger.written(shared.store)
         isolated = self.config.isolation in ("independent", "best-of-n")
-        start = await shared.git(shared.memory.root if isolated else shared.memory.main)
+        start = await (shared.store.root() if isolated else shared.store.main())
         for record in records:
             self.in_flight[record.episode] = record
             found = self.problem_set.get(record.problem)
@@ -281,7 +281,7 @@ class Scheduler:
         self.breakers.add(record.status, record.failure, record.note)
         aside = self.streaks.add(record)
         self.ledger.set_aside = sorted(self.streaks.set_aside)  # written with the record, for status
-        await self.ledger.write(shared.git, shared.memory, record)
+        await self.ledger.write(shared.store, record)
         await self.source.finished(record)
         self._report(record, ended.review or {})
         if aside:

@@ -21,7 +21,6 @@ from gitswarm.domain.kinds import CANDIDATE_FOLDERS, candidate_path
 from gitswarm.engine import context, reviewing, shell
 from gitswarm.engine.context import CODE_KINDS, EpisodeInfo, RunView
 from gitswarm.engine.finals import ISOLATED, KINDS, Final, FinalActions
-from gitswarm.engine.gitio import GitThread
 from gitswarm.engine.references import References
 from gitswarm.engine.toolargs import ToolError, check, with_notes
 from gitswarm.engine.toolmodels import (
@@ -39,6 +38,7 @@ from gitswarm.engine.toolspecs import CODE_TOOLS, role_of, tool_schemas
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.paths import check_path
 from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.resources import data_dir, render
 from gitswarm.sandbox import SandboxError
 
@@ -64,8 +64,7 @@ class Toolbox(FinalActions):
     that view (`MemoryIndex.pinned`, taken again at each step by `look`), and every tool of the
     step reads main at its commit, `at`, so what the state names the tools can read and run."""
 
-    memory: Memory
-    git: GitThread
+    store: Store
     index: MemoryIndex
     view: RunView
     ep: EpisodeInfo
@@ -79,8 +78,13 @@ class Toolbox(FinalActions):
 
     def __post_init__(self) -> None:
         only = self.ep.review.path if self.ep.blind and self.ep.review else None
-        self.code = shell.Shell(self.memory, self.git, self.ep, self.sandbox, self.references, only)
+        self.code = shell.Shell(self.store, self.ep, self.sandbox, self.references, only)
         self.role = role_of(self.ep, self.view.config.assigns_reviews)
+
+    @property
+    def memory(self) -> Memory:
+        """The store's memory, for work on the git thread (`store.run`)."""
+        return self.store.memory
 
     def look(self, view: MemoryIndex) -> None:
         """Take the step's view of main (`MemoryIndex.pinned`); the first one marks what was there
@@ -159,8 +163,7 @@ class Toolbox(FinalActions):
             raise ToolError(f"{rel}: a blind review reads the problem's own files (statement.md, docs/, starter/) "
                             f"and its candidate, {self.ep.review.path if self.ep.review else ''}, alone")
         staged = self.staged.get(rel)
-        data = staged.encode() if staged is not None else await self.git(self.memory.read_file,
-                                                                          f"{self.base}/{rel}", self.at)
+        data = staged.encode() if staged is not None else await self.store.read_file(f"{self.base}/{rel}", self.at)
         if data is None:
             raise ToolError(f"no file {rel!r} in problems/{self.ep.problem_id}/ on main (commit {self.at[:12]}); "
                             "list_items shows what there is")
@@ -176,7 +179,7 @@ class Toolbox(FinalActions):
             raise ToolError("give a non-empty query")
         items = list(self.index.problems[self.ep.problem_id].items)
         paths = ["SUMMARY.md", *reversed(items[-SEARCH_ITEMS:])]  # newest first
-        hits = await self.git(self._search, paths, needle)
+        hits = await self.store.run(self._search, paths, needle)
         text = "\n".join(hits) or "no matches"
         if len(items) > SEARCH_ITEMS:
             text += (f"\n(searched the newest {SEARCH_ITEMS} of {len(items)} items; list_items with an "

@@ -109,7 +109,7 @@ class Coordinator:
                 await self._take(claim)
                 changed = True
         if self.transcripts:  # before the ledger that records their episodes: a crash in between takes them again
-            await shared.git(shared.memory.add_transcripts, dict(self.transcripts))
+            await shared.store.add_transcripts(dict(self.transcripts))
             self.transcripts.clear()
         if changed:  # published with the ledger, for the workers' cap checks
             self.ledger.spending = self.spending.record(self.ledger)
@@ -118,13 +118,13 @@ class Coordinator:
         self.open_claims += len(self.landing)
         if self.open_claims or changed:
             self.active = time.monotonic()
-        await shared.git(self.ledger.flush, shared.memory)
+        await self.ledger.written(shared.store)
         for event in self.told:
             shared.events.emit(event)
         self.told.clear()
         if await self.publish():
             await self.pruner.step(self)
-        main = await shared.git(shared.memory.main)
+        main = await shared.store.main()
         self.pace.saw((frozenset(c.id for c in found.values()), main, len(self.ledger.episodes), len(self.landing)))
 
     def _fetch(self) -> dict[str, Claim]:
@@ -141,7 +141,7 @@ class Coordinator:
         A ref someone else moved is left as it is (said once, and the run stops on it); the
         others are pushed, so the workers still see the stop (bounded: one more try per ref)."""
         memory = self.shared.memory
-        ops = await self.shared.git(self.ops.unpublished, memory, len(self.ledger.episodes))
+        ops = await self.shared.store.run(self.ops.unpublished, memory, len(self.ledger.episodes))
         while True:
             try:
                 if await self._remote(self.publisher.push, [*OWN_REFS, *ops]) is None:
@@ -172,7 +172,7 @@ class Coordinator:
     async def _take(self, claim: Claim) -> None:
         """One closed episode into the ledger, its commit adopted if it passes the checks."""
         shared, memory = self.shared, self.shared.memory
-        record, item = await shared.git(intake.closed, memory, claim)
+        record, item = await shared.store.run(intake.closed, memory, claim)
         made = record.status in CHARGED
         unseen = record.note == intake.NO_RECORD or (item.commit is None and made)
         if unseen and time.monotonic() - self.landing.setdefault(claim.episode, time.monotonic()) < LANDING_S:
@@ -180,7 +180,7 @@ class Coordinator:
         self.landing.pop(claim.episode, None)
         if item.commit is not None:
             try:
-                text = await shared.git(intake.take, memory, item, shared.index.taken)
+                text = await shared.store.run(intake.take, memory, item, shared.index.taken)
                 if text is not None:
                     self.transcripts[item.commit] = text
                 record.commit = item.commit
@@ -256,7 +256,7 @@ class Coordinator:
             with anyio.move_on_after(self.pace.wait_s):
                 await user_stop.wait()
         memory = self.shared.memory
-        await self.shared.git(publish.write_stop, memory, stop)
+        await self.shared.store.run(publish.write_stop, memory, stop)
         await self._published()
         self.shared.events.emit(StopPublished(reason=stop.reason.value, detail=stop.detail))
         deadline = time.monotonic() + self.config.episode_timeout_s + self.claims.ttl_s
@@ -270,6 +270,6 @@ class Coordinator:
         """Each problem's solution, as a local run selects it, then the end state published."""
         shared = self.shared
         chosen = await select_all(shared, shared.view.problems)
-        await shared.git(self.ledger.flush, shared.memory)
+        await self.ledger.written(shared.store)
         await self._published()
         return chosen

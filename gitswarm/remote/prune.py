@@ -96,13 +96,14 @@ class Pruner:
             if sum(1 for c in claims.values() if c.done and c.episode in coordinator.ledger.episodes) < least:
                 return False
             shared = coordinator.shared
-            mark = await shared.git(highwater.local, coordinator.remote)  # reads ref files: not on the loop
-            if await shared.git(gather, shared.memory.reader(), coordinator.ledger, claims, mark, least) is None:
+            mark = await shared.store.run(highwater.local, coordinator.remote)  # reads ref files: not on the loop
+            if await shared.store.run(gather, shared.store.reader(), coordinator.ledger, claims, mark, least) is None:
                 return False  # not merged yet: the next step looks again, without a fetch
             await anyio.to_thread.run_sync(self._refresh, coordinator)
-            self.waiting = await shared.git(gather, shared.memory.reader(), coordinator.ledger, claims, mark, least)
+            self.waiting = await shared.store.run(gather, shared.store.reader(), coordinator.ledger, claims, mark,
+                                                  least)
         batch = self.waiting
-        if batch is not None and await coordinator.shared.git(self._published, coordinator, batch):
+        if batch is not None and await coordinator.shared.store.run(self._published, coordinator, batch):
             return await anyio.to_thread.run_sync(self._push, coordinator, batch)
         return False
 

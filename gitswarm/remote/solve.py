@@ -80,8 +80,8 @@ def _mirror(cfg, problem_set: ProblemSet, url: str) -> Memory:
 
 async def _published(run: Run, remote: Remote, settings: dict) -> publish.Publisher:
     """The run's settings written, its stop cleared (a resumed run goes on), and its refs pushed."""
-    await run.git(publish.write_settings, run.memory, settings)
-    await run.git(publish.write_stop, run.memory, None)
+    await run.store.run(publish.write_settings, run.memory, settings)
+    await run.store.run(publish.write_stop, run.memory, None)
     publisher = await anyio.to_thread.run_sync(publish.Publisher, remote, OWN_REFS)
     await anyio.to_thread.run_sync(publisher.push, OWN_REFS)
     return publisher

@@ -30,7 +30,6 @@ from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.domain.rule import Rule
 from gitswarm.engine.episode import Shared
 from gitswarm.engine.swarm import open_problems
-from gitswarm.memory import books, indexing
 from gitswarm.memory.repo import Memory
 from gitswarm.remote import layout, publish
 from gitswarm.remote.claims import Claim, ClaimHeld, ClaimLost, ClaimPruned, Claims
@@ -128,11 +127,11 @@ class ClaimSource:
         if await self._reach(self._fetch, claims=False) is None:
             self.pace.saw(None)
             return self.stop  # the next refresh fetches again
-        main = await shared.git(self.memory.main)
-        await shared.git(indexing.update, shared.index, self.memory.repo, main)
+        main = await shared.store.main()
+        await shared.store.update_index(shared.index, main)
         shared.view.settle(*selection.standing_of(shared.index, list(self.settings["problems"]),
                                                   Rule.of(shared.view.config)))
-        self.stop = publish.read_stop(self.memory.reader())
+        self.stop = await shared.store.run(publish.read_stop, shared.store.reader())
         self._only_skipped_open()
         if self.stop is None and not self.held and time.monotonic() - self.idle_since > self.patience_s:
             self.stop = Stop(StopReason.TIME_LIMIT, f"nothing to claim for {self.patience_s:.0f} s and no stop "
@@ -170,7 +169,7 @@ class ClaimSource:
                 self.remote.fetch(wanted)
         except MissingRef:
             return False  # moved meanwhile: the next refresh fetches it
-        state = books.get(self.memory.repo, "run-ledger", "scheduler.json")
+        state = self.memory.record("run-ledger", "scheduler.json")  # a fetch thread: the memory's lock orders the read
         state = state if isinstance(state, dict) else {}
         totals = state.get("totals") or {}
         self._uncharged = int(totals.get("episodes", 0)) - int(totals.get("charged", 0))

@@ -1,0 +1,135 @@
+"""`Store`: the run's memory for the event loop. It owns the `Memory` and the process's one git
+thread, and every git call the engine and the remote make goes through it: a typed method for
+each write of the memory (each ref move a compare-and-swap, `memory/retry.py`) and the reads
+the engine makes often, `run` for compound work that reads the memory (and the index) on the
+git thread, `reader` and `snapshot` for readers. No pygit2 type is in its signatures.
+
+All git work of the process goes through one thread: pygit2 holds the GIL while it works, so
+more writer threads would only queue, and the event loop must never wait on git.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import anyio
+
+from gitswarm.domain.contribution import Contribution
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.memory import compose as composer
+from gitswarm.memory import indexing
+from gitswarm.memory.gitdir import GitReader
+from gitswarm.memory.model import CommitInfo, Written
+from gitswarm.memory.repo import MainRecord, Memory
+from gitswarm.memory.snapshot import Snapshot
+
+T = TypeVar("T")
+
+
+class GitThread:
+    """Runs memory calls one at a time in a worker thread. A call that has started always
+    finishes, even when its caller is cancelled, so a stop never leaves a half-done write."""
+
+    def __init__(self) -> None:
+        self._limiter = anyio.CapacityLimiter(1)
+
+    async def __call__(self, fn: Callable[..., T], *args: object) -> T:
+        return await anyio.to_thread.run_sync(fn, *args, limiter=self._limiter)
+
+
+class Store:
+    """The run's memory, awaited: each call runs on the store's git thread, one at a time, and
+    a call that has started finishes even when its caller is cancelled."""
+
+    def __init__(self, memory: Memory, thread: GitThread | None = None) -> None:
+        self.memory = memory
+        """The memory itself, for work that already runs on the git thread (`run`'s functions)."""
+        self._thread = thread or GitThread()
+
+    @classmethod
+    async def open(cls, opener: Callable[[], Memory]) -> Store:
+        """The store of the memory `opener` opens (or creates), opened on a new git thread."""
+        thread = GitThread()
+        return cls(await thread(opener), thread)
+
+    async def run(self, fn: Callable[..., T], *args: object) -> T:
+        """`fn(*args)` on the git thread: compound work that reads the memory (and the index)."""
+        return await self._thread(fn, *args)
+
+    @property
+    def run_id(self) -> str:
+        return self.memory.run_id
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def contribute(self, contribution: Contribution) -> Written:
+        """An episode's commit on `swarm/<episode>` (`Memory.contribute`)."""
+        return await self.run(self.memory.contribute, contribution)
+
+    async def adopt(self, episode: str, op: str, commit: str) -> bool:
+        """A remote worker's checked commit put on `swarm/<episode>` (`Memory.adopt`)."""
+        return await self.run(self.memory.adopt, episode, op, commit)
+
+    async def compose(self, episodes: list[str] | None = None,
+                      resolutions: Sequence[composer.Resolution] = ()) -> composer.Composed:
+        """Pending branches merged onto main (`Memory.compose`)."""
+        return await self.run(self.memory.compose, episodes, resolutions)
+
+    async def commit_to_main(self, files: dict[str, bytes], subject: str, record: MainRecord) -> Written:
+        """A system write straight onto main (`Memory.commit_to_main`)."""
+        return await self.run(self.memory.commit_to_main, files, subject, record)
+
+    async def put_records(self, book: str, records: dict[str, object], message: str) -> None:
+        """Records written to the book `refs/gitswarm/<book>` (`Memory.put_records`)."""
+        await self.run(self.memory.put_records, book, records, message)
+
+    async def add_transcripts(self, transcripts: dict[str, str]) -> None:
+        """Transcripts attached to their commits as notes (`Memory.add_transcripts`)."""
+        await self.run(self.memory.add_transcripts, transcripts)
+
+    async def add_transcript(self, commit: str, text: str) -> None:
+        await self.add_transcripts({commit: text})
+
+    async def put_transcript(self, episode: str, text: str) -> str:
+        """The transcript of an episode without a commit, kept in its book; where, for `git show`."""
+        return await self.run(self.memory.put_transcript, episode, text)
+
+    async def pack_refs(self) -> None:
+        await self.run(self.memory.pack_refs)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def update_index(self, index: MemoryIndex, tip: str) -> None:
+        """`index` brought up to main's commit `tip` (`memory.indexing.update`)."""
+        await self.run(indexing.update, index, self.memory.repo, tip)
+
+    async def main(self) -> str:
+        """Main's tip now."""
+        return await self.run(self.memory.main)
+
+    async def root(self) -> str:
+        """The run's first commit on main."""
+        return await self.run(self.memory.root)
+
+    async def op_commit(self, op: str) -> str | None:
+        """The commit op `op` wrote, or None."""
+        return await self.run(self.memory.op_commit, op)
+
+    async def commit(self, rev: str) -> CommitInfo:
+        return await self.run(self.memory.commit, rev)
+
+    async def read_file(self, path: str, at: str | None = None) -> bytes | None:
+        return await self.run(self.memory.read_file, path, at)
+
+    async def blob_ids(self, paths: list[str], at: str) -> dict[str, str | None]:
+        return await self.run(self.memory.blob_ids, paths, at)
+
+    async def snapshot(self) -> Snapshot:
+        """A read-only view pinned at main's tip and the pending branches now (`Memory.snapshot`)."""
+        return await self.run(self.memory.snapshot)
+
+    def reader(self) -> GitReader:
+        """The run's refs, files and books as they are when read (`Memory.reader`); its reads
+        belong on the git thread (`run`)."""
+        return self.memory.reader()
