@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from gitswarm.core.events import Event
 from gitswarm.core.remote_events import ClaimsLost, ClaimsReleased, PushAbandoned, Pushed, PushFailed, PushRefused
 from gitswarm.domain.episode import EpisodeRecord
-from gitswarm.memory import books, commitmeta, objects, write
+from gitswarm.memory import books, write
 from gitswarm.memory.conversations import CONVERSATIONS_REF
-from gitswarm.memory.read import in_history
+from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.repo import NOTES_REF, TRANSCRIPTS, Memory
 from gitswarm.remote import layout
 from gitswarm.remote.claims import Claim, ClaimLost, Claims
@@ -126,13 +126,13 @@ class ResultPush:
             self.remote.fetch([f"+{ref}:{ref}" for ref in refs])
         except RemoteError:
             return True  # cannot tell yet: the next try's lease asks again (the tries are bounded)
-        repo = self.memory.repo
+        repo = self._own_reader()
         for there in refs:
             now, named = self.remote.local(there), layout.local_ref(there)
-            mine = repo.references.get(named[1]) if named and named[0] == self.claims.worker else None
+            mine = repo.ref(named[1]) if named and named[0] == self.claims.worker else None
             if now is None or mine is None:
                 return False
-            if not in_history(repo, mine.target, now):  # not a commit of ours
+            if not repo.in_history(now, mine):  # not a commit of ours
                 return False
         return True
 
@@ -162,21 +162,25 @@ class ResultPush:
         """The pushes of a batch's results: each commit's branch and op ref, then the worker's
         ledger book, transcript notes, transcripts book (episodes without a commit) and the lossless
         conversations book (`engine.conversation`), each leased on what the remote had from us."""
-        repo = self.memory.repo
+        repo = self._own_reader()
         local = []
         for r in batch:
             if r.commit:
-                meta = commitmeta.decode(objects.commit(repo, r.commit).message)
-                op = getattr(meta, "op", "") or f"{r.episode}-final"
+                op = getattr(repo.info(r.commit).meta, "op", "") or f"{r.episode}-final"
                 local += [write.branch_ref(r.episode), write.op_ref(op)]
         local += ["refs/gitswarm/ledger", NOTES_REF, books.ref_name(TRANSCRIPTS), CONVERSATIONS_REF]
         updates = []
         for ref in local:
-            found = repo.references.get(ref)
+            found = repo.ref(ref)
             if found is None:
                 continue
             there = layout.worker_ref(self.claims.worker, ref)
             old = self.remote.local(there)
-            if old != str(found.target):
-                updates.append(Update(there, str(found.target), old))
+            if old != found:
+                updates.append(Update(there, found, old))
         return updates
+
+    def _own_reader(self) -> GitReader:
+        """The run's repository opened for this thread alone: the pushes run beside the git
+        thread, and libgit2 lets a repository object be used by one thread at a time."""
+        return GitReader(self.memory.path)
