@@ -37,7 +37,7 @@ class Search(ToolArgs):
 
 
 class InFlight(ToolArgs):
-    pass
+    """`in_flight` takes no arguments (any sent are dropped with a note)."""
 
 
 class Announce(ToolArgs):
