@@ -82,6 +82,8 @@ class MemoryIndex:
     inherited: dict[str, str] = field(default_factory=dict)
     """Commit -> the earlier run that wrote it: its items are this run's memory, its votes (reviews,
     nominations) are not, since selection is the run's own."""
+    built_on: Counter[str] = field(default_factory=Counter)
+    """Inherited commit -> how often this run's own work cited it."""
     seen_tip: str | None = None
     taken: set[str] = field(default_factory=set, repr=False)
     """Every commit taken in: those reachable from `seen_tip`."""
@@ -104,6 +106,7 @@ class MemoryIndex:
         if facts.run and facts.run in self.inherited_runs:
             self.inherited[key] = facts.run
             return
+        self.built_on.update(c for c in facts.cited if c in self.inherited)
         if facts.nominates:
             index.nominations[facts.nominates] += 1
             index.nominators.add(facts.worker)

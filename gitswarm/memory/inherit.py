@@ -20,6 +20,8 @@ import pygit2
 from gitswarm.memory import books, objects, trees
 from gitswarm.memory.errors import NotARun
 
+LEDGER, SCHEDULER = "ledger", "scheduler.json"
+"""The ledger's book and its scheduler record (`memory.ledgerbook`), whose numbering a new run continues."""
 INHERITED_REF = "refs/gitswarm/inherited"
 """OLD's main as the new run took it (a record; main holds it as an ancestor)."""
 LEFT_BEHIND = ("SOLUTION.md",)
@@ -38,6 +40,9 @@ class Origin:
     problems: tuple[str, ...]
     runs: tuple[str, ...]
     """OLD's run and every run OLD itself began from."""
+    next_number: int = 1
+    """The number of OLD's next episode: the new run's episodes go on from it, so no episode id
+    (nor the file names workers make of one) is both runs'."""
 
     def shared(self, problems: list[str]) -> list[str]:
         """The problems of `problems` OLD has, in their order."""
@@ -52,16 +57,23 @@ def origin(path: Path, set_name: str) -> Origin:
     it is no run, or a run of another set."""
     from gitswarm.memory.repo import Memory  # the run's own checks of what a run is
 
-    old = Memory(Path(path))
+    try:
+        old = Memory(Path(path))
+    except NotARun as exc:
+        raise NotARun(f"--from: {exc}") from None
     if old.meta.get("set") != set_name:
         raise NotARun(f"--from {path} is a run of the set {old.meta.get('set')!r}, not {set_name!r}; "
                       "a run can only begin from a run of the same problem set")
     earlier = old.meta.get("runs", [])
-    return Origin(Path(path), old.run_id, set_name, old.main(), tuple(old.problems()),
-                  (old.run_id, *(r for r in earlier if isinstance(r, str))))
+    state = old.record(LEDGER, SCHEDULER)
+    number = state.get("next_number") if isinstance(state, dict) else None
+    runs = (old.run_id, *(r for r in earlier if isinstance(r, str)))
+    return Origin(Path(path), old.run_id, set_name, old.main(), tuple(old.problems()), runs,
+                  number if isinstance(number, int) else 1)
 
 
-def graft(repo: pygit2.Repository, source: Origin, shared: list[str], files: dict[str, bytes]) -> tuple[pygit2.Oid, list[pygit2.Oid]]:
+def graft(repo: pygit2.Repository, source: Origin, shared: list[str],
+          files: dict[str, bytes]) -> tuple[pygit2.Oid, list[pygit2.Oid]]:
     """Bring OLD's main into `repo` (a new run's repository, being made) and return the tree of
     the new run's first commit (OLD's folders of `shared` under `files`) and its parents."""
     remote = repo.remotes.create_anonymous(str(Path(source.path).resolve()))
@@ -76,6 +88,9 @@ def graft(repo: pygit2.Repository, source: Origin, shared: list[str], files: dic
     base = trees.update(repo, None, changes)
     tree = trees.update(repo, objects.tree(repo, base), trees.blobs(repo, {
         path: data for path, data in files.items() if not _inherited_summary(path, shared)}))
+    if source.next_number > 1:
+        books.put(repo, LEDGER, {SCHEDULER: {"next_number": source.next_number}},
+                  f"ledger: episodes go on from run {source.run_id}'s numbering")
     return tree, [tip.id]
 
 

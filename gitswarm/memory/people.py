@@ -40,7 +40,8 @@ def identity(author: str | None, memory: Memory) -> tuple[str, str]:
     if author is not None:
         found = AUTHOR.match(author)
         if found is None:
-            raise BadInput(f"--author {author!r} is not `Name <email>`", fix='e.g. --author "Ada Lovelace <ada@example.org>"')
+            raise BadInput(f"--author {author!r} is not `Name <email>`",
+                           fix='e.g. --author "Ada Lovelace <ada@example.org>"')
         return found["name"], found["email"]
     config = pygit2.Repository(str(memory.path)).config
     name, email = _get(config, "user.name"), _get(config, "user.email")

@@ -276,7 +276,8 @@ def _init_run(path: Path, problem_set: ProblemSet, run_id: str, problems: list[P
     sig = write.committer()
     meta: dict[str, Any] = {}
     if origin is None:
-        tree, parents, message = trees.update(repo, None, trees.blobs(repo, files)), [], f"run: start {run_id}\n"
+        parents: list[pygit2.Oid] = []
+        tree, message = trees.update(repo, None, trees.blobs(repo, files)), f"run: start {run_id}\n"
     else:
         shared = origin.shared([p.id for p in problems])
         tree, parents = inherit.graft(repo, origin, shared, files)
