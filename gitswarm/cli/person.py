@@ -11,6 +11,7 @@ branch within a second and composes it under main's compare-and-swap.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -120,3 +121,22 @@ def is_remote(run: str) -> bool:
     from gitswarm.remote import urls
 
     return urls.is_remote(run)
+
+
+def push_remote(url: str, problem: str, build: Callable[[Memory], Contribution]) -> Landed:
+    """Write the contribution `build` makes in a copy of the run at `url`, with the memory's
+    checks, and push it for the run's coordinator, which checks it again and merges it."""
+    from gitswarm.remote import people as remote_people
+    from gitswarm.remote.snapshot import copied
+    from gitswarm.remote.urls import mask
+
+    with copied(url) as folder:
+        memory = open_run(str(folder), problem)
+        c = build(memory)
+        try:
+            written = memory.contribute(c)
+        except ContributionRefused as exc:
+            raise BadInput(str(exc)) from None
+        remote_people.push(url, memory, c.episode, written.commit)
+    return Landed(written.commit, None, f"pushed to {mask(url)}: the run's coordinator checks it and merges it "
+                                        "at its next step (a run not going takes it in when it resumes)")
