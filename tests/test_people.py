@@ -201,3 +201,37 @@ def test_a_run_from_a_run_inherits_its_memory_and_spends_its_own_budget(demo: Pa
     report = cli("report", new)
     assert f"Inherited from run {old_id}" in report and "built on" in report
     assert "SOLUTION.md" not in git(new, "ls-tree", "-r", "--name-only", Memory(new).root())  # the old selection stays
+
+
+@pytest.mark.slow  # a coordinator and a worker, each a process of its own
+def test_a_note_added_to_a_live_remote_run_is_checked_merged_and_listed(tmp_path: Path, model_server: str):
+    from remote_fixture import fsck_served, served
+    from test_remote_run import coordinator, finish, server_repo, worker
+
+    url = f"file://{server_repo(tmp_path / 'run.git')}"
+    mirror = tmp_path / "mirror"
+    coord = coordinator(url, mirror, model_server)
+    one = worker(url, tmp_path / "a", "a", model_server, slots=3)
+    try:
+        deadline = time.monotonic() + 60
+        while len(git(tmp_path / "run.git", "for-each-ref", "refs/gitswarm/claims/").split("\n")) < 3:
+            assert time.monotonic() < deadline and coord.poll() is None  # two episodes claimed: the run goes
+            time.sleep(0.2)
+        hint = text_file(tmp_path, "hint.md", "# Pair 2k-1 with its neighbour\n\nA hint from a person.\n")
+        said = cli("note", url, "demo-odd-sum", hint, "--author", ADA)
+        assert "pushed to" in said
+        code, _, err = finish(coord)
+        assert code == 0, err
+        assert finish(one)[0] == 0
+    finally:
+        for process in (coord, one):
+            if process.poll() is None:
+                process.kill()
+    remote = served(url, tmp_path)
+    note = git(remote, "log", "--all", "--format=%H", "--author=Ada Lovelace").split()[0]
+    git(remote, "merge-base", "--is-ancestor", note, "main")  # checked, adopted, merged, published
+    assert "Gitswarm-Person: Ada Lovelace" in git(remote, "log", "-1", "--format=%(trailers)", note)
+    rows = [line for text in _transcripts(mirror) for line in text.splitlines() if note[:12] in line and "|" in line]
+    assert rows and all("(by a person)" in row for row in rows)
+    assert note in git(remote, "log", "main", "--format=%(trailers:key=Gitswarm-Informed-By,valueonly)").split()
+    assert fsck_served(remote)
