@@ -201,6 +201,12 @@ def test_a_run_from_a_run_inherits_its_memory_and_spends_its_own_budget(demo: Pa
     report = cli("report", new)
     assert f"Inherited from run {old_id}" in report and "built on" in report
     assert "SOLUTION.md" not in git(new, "ls-tree", "-r", "--name-only", Memory(new).root())  # the old selection stays
+    elsewhere = tmp_path / "elsewhere"  # the same command again resumes; another origin is refused
+    shutil.copytree(demo, elsewhere)
+    before = written(new)
+    said = cli("solve", resolve_set("demo"), "--run", new, "--from", elsewhere, "--model", "openai/gitswarm-stronger",
+               "--api-base", model_server, "--workers", "3", "--budget", "6", "--no-tui", code=2)
+    assert "did not begin from" in said and written(new) == before
 
 
 @pytest.mark.slow  # a coordinator and a worker, each a process of its own

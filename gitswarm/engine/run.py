@@ -94,6 +94,8 @@ def open_run(cfg: SolveConfig, problem_set: ProblemSet) -> Memory:
         if memory.meta.get("set") != problem_set.name:
             raise NotARun(f"{cfg.run} is a run of the set {memory.meta.get('set')!r}, not "
                           f"{problem_set.name!r}; choose another --run folder")
+        if cfg.from_run is not None:
+            inherit.check_resumed(memory.meta, cfg.run, cfg.from_run)
         return memory
     ids = list(cfg.problem_ids) or None
     source = inherit.origin(cfg.from_run, problem_set.name) if cfg.from_run is not None else None

@@ -72,6 +72,15 @@ def origin(path: Path, set_name: str) -> Origin:
                   number if isinstance(number, int) else 1)
 
 
+def check_resumed(meta: dict, run: Path, source: Path) -> None:
+    """A resumed run given `--from`: the same command again is fine (it began from `source`);
+    a run that began otherwise is refused (`NotARun`), since its memory cannot change origin."""
+    began = meta.get("inherits") if isinstance(meta.get("inherits"), dict) else {}
+    if began.get("path") != str(Path(source).resolve()):
+        raise NotARun(f"{run} exists and did not begin from {source}: --from applies when a run is created; "
+                      f"drop it to resume {run}, or give a new --run folder")
+
+
 def graft(repo: pygit2.Repository, source: Origin, shared: list[str],
           files: dict[str, bytes]) -> tuple[pygit2.Oid, list[pygit2.Oid]]:
     """Bring OLD's main into `repo` (a new run's repository, being made) and return the tree of
