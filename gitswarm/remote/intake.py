@@ -112,8 +112,10 @@ def _fields(meta: commitmeta.ContributionRecord, run_id: str, claim: Claim, file
             raise refuse(f"its {name.title()} trailer {getattr(meta, name)!r} should be {value!r}")
     if not owns(claim.worker, meta.worker):
         raise refuse(f"its Worker trailer {meta.worker!r} is not one of {claim.worker}'s")
-    if bool(meta.person) != people.is_person(claim.episode):  # a person's word is marked so, and only theirs
+    if meta.person and not people.is_person(claim.episode):  # a person's word is marked so, and only theirs
         raise refuse("a Person trailer belongs on a person's contribution (refs/gitswarm/people/person-...) only")
+    if people.is_person(claim.episode) and not meta.person:
+        raise refuse("a person's contribution names its person in a Person trailer")
     if sorted(meta.files) != sorted(files):
         raise refuse("its Files trailer does not list the files it changes")
     if sorted(meta.deleted) != sorted(deleted):
