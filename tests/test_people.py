@@ -196,7 +196,8 @@ def test_a_run_from_a_run_inherits_its_memory_and_spends_its_own_budget(demo: Pa
     assert all(r.model == "openai/gitswarm-stronger" for k, r in ledger.episodes.items() if k != "merger")
     index = index_of(new)
     assert index.inherited and set(index.inherited.values()) == {old_id}
-    assert any(f"inherited from {old_id}" in text for text in _transcripts(new))  # listed to its workers
+    rows = [line for text in _transcripts(new) for line in text.splitlines() if f" of {old_id} (inherited)" in line]
+    assert rows  # listed to its workers, marked, its author named with its run
     assert index.built_on  # and cited by them
     report = cli("report", new)
     assert f"Inherited from run {old_id}" in report and "built on" in report

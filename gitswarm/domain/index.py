@@ -93,7 +93,9 @@ class MemoryIndex:
         key, index = facts.commit, self.problems[facts.problem]
         index.kinds[facts.kind] += 1
         self.files_of[key] = (facts.problem, list(facts.written))
-        self.authors[key] = facts.worker
+        inherited = bool(facts.run) and facts.run in self.inherited_runs
+        # an earlier run's w01 is not this run's w01: its work is not "yours", and is reviewable by any
+        self.authors[key] = f"{facts.worker} of {facts.run}" if inherited else facts.worker
         if facts.person:
             self.people[key] = facts.person
         for path in facts.written:
@@ -103,7 +105,7 @@ class MemoryIndex:
         for path in facts.deleted:
             index.items.pop(path, None)
         self.cited.update(facts.cited)
-        if facts.run and facts.run in self.inherited_runs:
+        if inherited:
             self.inherited[key] = facts.run
             return
         self.built_on.update(c for c in facts.cited if c in self.inherited)
@@ -143,11 +145,11 @@ class MemoryIndex:
         return part
 
     def mark(self, commit: str) -> str:
-        """What the item list says of `commit`'s origin: "by a person", "inherited from <run>",
-        or "" for this run's workers' work."""
+        """What the item list says of `commit`'s origin: "by a person", "inherited" (its author
+        names the run: `w01 of <run>`), or "" for this run's workers' work."""
         if commit in self.people:
             return "by a person"
-        return f"inherited from {self.inherited[commit]}" if commit in self.inherited else ""
+        return "inherited" if commit in self.inherited else ""
 
     def reviews_of(self, problem: str, candidate: str, people: bool = True) -> list[Review]:
         """The reviews of `candidate` that count: the latest by each worker but its author; a
