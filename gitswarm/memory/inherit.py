@@ -75,8 +75,8 @@ def origin(path: Path, set_name: str) -> Origin:
 def check_resumed(meta: dict, run: Path, source: Path) -> None:
     """A resumed run given `--from`: the same command again is fine (it began from `source`);
     a run that began otherwise is refused (`NotARun`), since its memory cannot change origin."""
-    began = meta.get("inherits") if isinstance(meta.get("inherits"), dict) else {}
-    if began.get("path") != str(Path(source).resolve()):
+    began = meta.get("inherits")
+    if not isinstance(began, dict) or began.get("path") != str(Path(source).resolve()):
         raise NotARun(f"{run} exists and did not begin from {source}: --from applies when a run is created; "
                       f"drop it to resume {run}, or give a new --run folder")
 
