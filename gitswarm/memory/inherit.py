@@ -72,7 +72,7 @@ def origin(path: Path, set_name: str) -> Origin:
                   number if isinstance(number, int) else 1)
 
 
-def check_resumed(meta: dict, run: Path, source: Path) -> None:
+def check_resumed(meta: dict[str, object], run: Path, source: Path) -> None:
     """A resumed run given `--from`: the same command again is fine (it began from `source`);
     a run that began otherwise is refused (`NotARun`), since its memory cannot change origin."""
     began = meta.get("inherits")
