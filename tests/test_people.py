@@ -195,6 +195,7 @@ def test_a_run_from_a_run_inherits_its_memory_and_spends_its_own_budget(demo: Pa
     assert ledger.charged == 6 and Ledger.load(Memory(demo)).charged > 6  # its own budget, from zero
     assert all(r.model == "openai/gitswarm-stronger" for k, r in ledger.episodes.items() if k != "merger")
     index = index_of(new)
+    assert Memory(new).run_id != old_id  # even when made within the same minute
     assert index.inherited and set(index.inherited.values()) == {old_id}
     rows = [line for text in _transcripts(new) for line in text.splitlines() if f" of {old_id} (inherited)" in line]
     assert rows  # listed to its workers, marked, its author named with its run

@@ -72,6 +72,16 @@ def origin(path: Path, set_name: str) -> Origin:
                   number if isinstance(number, int) else 1)
 
 
+def distinct(run_id: str, taken: tuple[str, ...]) -> str:
+    """`run_id`, or with `-2`, `-3`... when a run it inherits has that id: its commits tell the
+    runs apart by their `Gitswarm-Run` alone."""
+    found, n = run_id, 1
+    while found in taken:
+        n += 1
+        found = f"{run_id}-{n}"
+    return found
+
+
 def check_resumed(meta: dict[str, object], run: Path, source: Path) -> None:
     """A resumed run given `--from`: the same command again is fine (it began from `source`);
     a run that began otherwise is refused (`NotARun`), since its memory cannot change origin."""

@@ -72,6 +72,8 @@ class Memory:
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise NotARun(f"{path} exists and is not empty (or not a folder); choose another --run folder")
         run_id = run_id or time.strftime("%Y-%m-%dT%H%M") + f"-{problem_set.name}"
+        if origin is not None:  # a run made within the minute of the one it inherits is still another run
+            run_id = inherit.distinct(run_id, origin.runs)
         problems = [p for p in problem_set.problems if problem_ids is None or p.id in problem_ids]
         # Made whole beside the folder, then renamed into place: a run killed while it is made
         # (SIGKILL too) leaves no half-made repository at `path` that would block the retry.
