@@ -286,3 +286,7 @@ class GradeConfig(BaseModel):
     """Base URL of an OpenAI-compatible server for the referee model."""
     reasoning_effort: ReasoningEffort | None = None
     """The referee's reasoning mode: low, medium or high; None: the model's default."""
+    compile_timeout: float = Field(900.0, gt=0)
+    """Seconds a reproduce candidate's compile.sh may run (ProgramBench's limit: 900)."""
+    branch_timeout: float = Field(2400.0, gt=0)
+    """Seconds one test branch of a reproduce problem may run (ProgramBench's limit: 2,400)."""

@@ -28,6 +28,7 @@ class Parts(TypedDict, total=False):
     docs_dir: Path | None
     build: str | None
     clean_hashes: tuple[str, ...]
+    origin: Path | None
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,9 @@ class Problem:
     clean_hashes: tuple[str, ...] = ()
     """Hidden (reproduce): sha256 of files a candidate may not contain (ProgramBench's
     `eval_clean_hashes`); the reference executable's own hash is always added when grading."""
+    origin: Path | None = None
+    """Hidden (reproduce): the file the reference executable was imported from; a candidate's
+    sandbox never shows it (`sandbox.copies`)."""
 
     def visible_files(self) -> dict[str, bytes]:
         """Files of this problem that agents may read, relative to `problems/<id>/`."""

@@ -6,7 +6,7 @@ and, once the harness has fetched them, `tests/<branch>/eval/tests/test_*.py`. T
 executable comes from the user: the public harness ships it only inside its Docker images.
 The problem written is
 
-    <out>/<id>.md                       front matter + the task statement
+    <out>/<id>.md                       front matter (`imported_from`: the reference's path) + the statement
     <out>/<id>/docs/                    the documentation given (visible)
     <out>/<id>/reference/<executable>   the reference executable (hidden)
     <out>/<id>/tests/tests.json         verbatim (hidden)
@@ -85,7 +85,7 @@ def import_task(task_dir: Path, reference: Path, docs: Path, out: Path, *, execu
                               "into another folder")
     without = [b.id for b in missing_code(task_dir / "tests", suite)]
     _write(task_dir, reference, docs, out / pid, name)
-    target.write_text(frontmatter.render(_front(pid, task, name), STATEMENT.format(
+    target.write_text(frontmatter.render(_front(pid, task, name, reference), STATEMENT.format(
         exe=name, repository=repository, language=task.get("language") or "an unknown language")),
         encoding="utf-8")
     _set_toml(out)
@@ -141,13 +141,13 @@ def _inputs(reference: Path, docs: Path, name: str) -> list[Defect]:
     return defects
 
 
-def _front(pid: str, task: dict[str, object], name: str) -> dict[str, object]:
+def _front(pid: str, task: dict[str, object], name: str, reference: Path) -> dict[str, object]:
     repository, commit = task.get("repository", ""), str(task.get("commit") or "")
     details = ", ".join(str(v) for v in (task.get("language"), task.get("difficulty")) if v)
     front: dict[str, object] = {
         "id": pid, "title": f"Rebuild {name} ({repository})", "kind": "reproduce",
         "source": f"ProgramBench task {repository}@{commit[:7]}" + (f" ({details})" if details else "")
-                  + " (MIT)", "executable": name}
+                  + " (MIT)", "executable": name, "imported_from": str(Path(reference).resolve())}
     given = task.get("eval_clean_hashes")
     hashes = [str(h).lower() for h in given] if isinstance(given, list) else []  # the loader checks each
     return front | ({"eval_clean_hashes": hashes} if hashes else {})

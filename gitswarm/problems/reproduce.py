@@ -10,7 +10,9 @@ Keys (folders are relative to the set folder and must lie inside it):
   executable itself at `reference/<executable>`;
 - `tests` (hidden): ProgramBench's layout, default `<id>/tests/`: `tests.json` plus
   `<branch>/eval/tests/test_*.py` for every branch with counted tests;
-- `eval_clean_hashes` (hidden): sha256 of files a candidate may not contain.
+- `eval_clean_hashes` (hidden): sha256 of files a candidate may not contain;
+- `imported_from` (hidden): the absolute path the reference executable was imported from,
+  which a candidate's sandbox never shows (nor any other copy of the reference).
 
 Building the reference and running the tests is `gitswarm.referee.reproduce_check`'s job.
 """
@@ -24,7 +26,7 @@ from pathlib import Path
 from gitswarm.problems.model import Parts
 from gitswarm.problems.suite import SUITE_FILE, SuiteError, missing_code, read_suite
 
-KEYS = ("executable", "docs", "build", "eval_clean_hashes")
+KEYS = ("executable", "docs", "build", "eval_clean_hashes", "imported_from")
 """Front-matter keys only reproduce problems take (besides `reference` and `tests`)."""
 EXECUTABLE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -45,7 +47,12 @@ def resolve(path: Path, problem_id: str, values: dict[str, object], text: dict[s
         executable = None
     docs, reference, tests = (_folder(path, problem_id, key, text[key], defect, required=key != "docs")
                               for key in ("docs", "reference", "tests"))
+    origin = text["imported_from"]
+    if origin and not origin.startswith("/"):
+        defect("imported_from", f"'imported_from' {origin!r} must be an absolute path")
+        origin = None
     found: Parts = {"executable": executable, "build": text["build"] or None,
+                    "origin": Path(origin) if origin else None,
                     "clean_hashes": _hashes(values.get("eval_clean_hashes"), defect),
                     "docs_dir": docs, "reference_dir": reference, "tests_dir": tests}
     if isinstance(reference, Path) and executable and not text["build"] \
