@@ -37,7 +37,8 @@ def copies(data: bytes, name: str | None, origin: Path | None = None) -> tuple[P
     for path in [*named, *([Path(origin)] if origin is not None else [])]:
         if os.path.lexists(path):
             found |= {path, path.resolve()}
-    found |= same_content(hashlib.sha256(data).hexdigest(), len(data), roots())
+    if data:  # empty files are many, and none of them a program
+        found |= same_content(hashlib.sha256(data).hexdigest(), len(data), roots())
     return tuple(sorted(found))
 
 
