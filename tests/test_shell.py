@@ -19,7 +19,8 @@ import pytest
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import EpisodeInfo, RunView
+from gitswarm.engine.context import RunView
+from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.references import References
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory import indexing
@@ -57,7 +58,7 @@ class Episode:
         index = MemoryIndex()
         indexing.update(index, memory.repo, memory.main())
         view = RunView(SolveConfig(problems=problems.path, run=memory.path, model="m"), [problem])
-        ep = EpisodeInfo(episode, "w01", problem, found.kind.value, found.title, memory.main(),
+        ep = EpisodePlan(episode, "w01", problem, found.kind.value, found.title, memory.main(),
                          found.executable)
         limiter = anyio.CapacityLimiter(2)
         self.tools = Toolbox(Store(memory), index, view, ep, limiter,

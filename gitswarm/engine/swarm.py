@@ -25,12 +25,12 @@ from gitswarm.domain import selection
 from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
-from gitswarm.engine import reviewing, stoprule, tasks
+from gitswarm.engine import plan, reviewing, stoprule, tasks
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import run_episode
 from gitswarm.engine.failures import Breakers
 from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.rngstate import json_state
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.shared import Shared
@@ -253,15 +253,13 @@ class Scheduler:
         for record in records:
             self.ledger.changed(record)
         await self.ledger.written(shared.store)
-        isolated = self.config.isolation in ("independent", "best-of-n")
-        start = await (shared.store.root() if isolated else shared.store.main())
+        tips = (await shared.store.main(), await shared.store.root())
         for record in records:
             self.in_flight[record.episode] = record
             found = self.problem_set.get(record.problem)
             review = reviewing.assignment(shared.index, shared.view, record.problem, record.worker)
-            info = EpisodeInfo(record.episode, record.worker, record.problem, found.kind.value, found.title,
-                               review.commit if review and review.blind else start, found.executable,
-                               isolated and review is None, review)
+            info = plan.plan(self.config, record.episode, record.worker,
+                             (record.problem, found.kind.value, found.title, found.executable), tips, review)
             if review is not None:  # what the other episodes read of it: it announces nothing itself
                 shared.view.announce(record.worker, f"{record.problem}: reviewing {review.path}")
             shared.view.working(record.worker, record.episode, record.problem, 0)
@@ -269,7 +267,7 @@ class Scheduler:
                                               problem=record.problem, restarted=restarted))
             tg.start_soon(self._episode, info, record)
 
-    async def _episode(self, info: EpisodeInfo, record: EpisodeRecord) -> None:
+    async def _episode(self, info: EpisodePlan, record: EpisodeRecord) -> None:
         shared = self.shared
         self.cuts[record.episode] = cut = Cut()
         try:
