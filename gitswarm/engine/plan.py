@@ -170,6 +170,12 @@ def role_for(cfg: SolveConfig, review: Assignment | None) -> Role:
     return Role.FREE if cfg.assigns_reviews else Role.WORKER
 
 
+def summaries_read(cfg: SolveConfig) -> bool:
+    """Whether an episode of the run reads a problem's SUMMARY.md: not in an isolated arm,
+    whose attempts see their problem's own files alone (the merger writes none there)."""
+    return POWERS[role_for(cfg, None)].sees_memory
+
+
 def plan(cfg: SolveConfig, episode: str, worker: str, problem: tuple[str, str, str, str | None],
          starts: tuple[str, str], review: Assignment | None) -> EpisodePlan:
     """The plan of an episode starting now: `problem` is (id, kind, title, executable),

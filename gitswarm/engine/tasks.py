@@ -47,12 +47,13 @@ class Task:
 
 
 def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: str = "",
-              in_flight: int = 0, tight: bool = False, reviews: bool = True) -> Task:
+              in_flight: int = 0, reviews: bool = True) -> Task:
     """The most useful next step of `worker` on `problem`. `busy` holds what the other episodes
     in flight there announced (a candidate named in it is being worked on); `in_flight` counts
     them and the finished work not merged yet, so that reviews already under way are not asked
-    for twice and a first attempt under way is not repeated blindly. `tight`: the budget left
-    cannot pay for a selection on every open problem, so a second first attempt is a filler.
+    for twice and a first attempt under way is not repeated blindly: beside one, or beside a
+    candidate waiting for a review, another attempt is a filler (in a run without nominations, a
+    new attempt is worth a first one again once every candidate has failed).
     A run without nominations (best-of-n) asks for no nomination and no revision: each attempt
     there is independent of the others. Without `reviews` (an episode that may not review: the
     run assigns reviews as episodes of their own), the step after the reviews."""
@@ -84,11 +85,13 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
         if critical and not answered and path not in busy:
             return Task(REVISE, 2, path, commit, review_episode=critical[0].episode,
                         review_commit=critical[0].commit)
-    if not candidates:  # a first attempt; beside one under way, a second one (diversity, at a price)
-        return Task(ATTEMPT, 2 if not in_flight else FILLER if tight else 1.5)
+    if not candidates:  # a first attempt; beside one under way, only what waits for it
+        return Task(ATTEMPT, FILLER if in_flight else 2)
     alive = [c for _, c in candidates if not found[c].critical and found[c].passes < verify]
     if alive and set(alive) <= mine:  # its only open task would be reviewing its own work
         return Task(ATTEMPT, 0)
+    if not rule.nominations and all(found[c].critical for _, c in candidates):  # the leader failed
+        return Task(ATTEMPT, FILLER if in_flight else 2)
     return Task(ATTEMPT, FILLER)
 
 
