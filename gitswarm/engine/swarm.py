@@ -60,8 +60,8 @@ def open_problems(index: MemoryIndex, problems: list[str], settled: Collection[s
 
 
 def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: list[str], unmerged: Unmerged,
-         rule: Rule, rng: random.Random, waiting: bool,
-         announced: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+         rule: Rule, rng: random.Random, waiting: bool, announced: Mapping[str, str] | None = None,
+         tight: bool = False) -> tuple[str, str] | None:
     """A problem of `open_` and a free worker, by what the episode would do there
     (`tasks.next_task`): the step that leads most directly to a selection first (a review that
     counts toward verifying the candidate nearest to it, then a nomination that can change the
@@ -69,14 +69,17 @@ def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: li
     (contributions, and 2 for each episode `busy` on it), then `rng`. A worker goes to no
     problem where its only task would be reviewing its own work, nor where it has work not
     merged yet (it would not see it); a filler (`tasks.FILLER`: another attempt beside
-    candidates waiting for others' reviews, or beside a first attempt under way or not merged
-    yet) only when nothing in flight could change what is worth doing. When no pair is
-    worth starting and nothing is in flight, being claimed or waiting to be merged (not
-    `waiting`), the first problem goes to the first free worker, so that a run that cannot
+    candidates waiting for others' reviews, beside a first attempt finished and not merged
+    yet, beside one under way in a run without nominations or on a problem that has its share
+    of the workers already, or with a `tight` budget) only when nothing in flight could change
+    what is worth doing. When no pair is worth starting and nothing is in flight, being claimed
+    or waiting to be merged (not `waiting`), the first problem goes to the first free worker, so that a run that cannot
     progress ends by the no-progress rule."""
     announced = announced or {}
     recent = {(where, worker) for where, worker, _ in unmerged.values()}
-    pending = busy + [where for where, _, _ in unmerged.values()]
+    landing = [where for where, _, _ in unmerged.values()]
+    pending = busy + landing
+    share = -(-(len(free_workers) + len(busy)) // max(1, len(open_)))  # the workers per open problem
     best: tuple[tuple, str, str] | None = None
     for problem in open_:
         work = sum(index.problems[problem].kinds.values()) + 2 * busy.count(problem)
@@ -85,7 +88,8 @@ def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: li
         for worker in free_workers:
             if (problem, worker) in recent:
                 continue
-            value = tasks.next_task(index, problem, worker, rule, notes, pending.count(problem)).value
+            value = tasks.next_task(index, problem, worker, rule, notes, pending.count(problem), tight,
+                                    landing=landing.count(problem), share=share).value
             key = (-value, work, tie)
             if value > 0 and (best is None or key < best[0]):
                 best = (key, problem, worker)
@@ -226,7 +230,14 @@ class Scheduler:
         unmerged, open_ = self._unmerged(), self._open()
         return pick(self.shared.index, open_, busy, self.free_workers, unmerged, Rule.of(self.config),
                     self.rng, waiting=bool(self.in_flight or self.claiming or unmerged),
-                    announced=self.shared.view.announcements)
+                    announced=self.shared.view.announcements, tight=self._tight(open_, len(busy)))
+
+    def _tight(self, open_: list[str], busy: int) -> bool:
+        """The budget left, less the episodes in flight, cannot pay for a selection on every open
+        problem without a verified candidate (`Rule.episodes_to_select` each)."""
+        view, rule = self.shared.view, Rule.of(self.config)
+        waiting = [p for p in open_ if p not in view.verified]
+        return rule.budget_short(self.config.budget - view.charged - busy, len(waiting)) is not None
 
     async def _restart(self, tg, record: EpisodeRecord) -> bool:
         """Start again an episode a crash cut off, on its own worker, if that worker is free

@@ -47,13 +47,19 @@ class Task:
 
 
 def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: str = "",
-              in_flight: int = 0, reviews: bool = True) -> Task:
+              in_flight: int = 0, tight: bool = False, reviews: bool = True, landing: int = 0,
+              share: int = 1) -> Task:
     """The most useful next step of `worker` on `problem`. `busy` holds what the other episodes
     in flight there announced (a candidate named in it is being worked on); `in_flight` counts
     them and the finished work not merged yet, so that reviews already under way are not asked
-    for twice and a first attempt under way is not repeated blindly: beside one, or beside a
-    candidate waiting for a review, another attempt is a filler (in a run without nominations, a
-    new attempt is worth a first one again once every candidate has failed).
+    for twice and a first attempt under way is not repeated blindly; `landing` counts the
+    finished work among them. Another attempt is a filler beside a first one that is about to
+    land (`landing`), beside a candidate waiting for a review, in a run without nominations
+    (best-of-n) beside one under way (there the next attempt waits for the first's verdict, and
+    is worth a first one again once every candidate has failed), and with a `tight` budget (the
+    budget left cannot pay for a selection on every open problem); in the swarm, beside a first
+    one being written, it is worth less than a first one (diversity, at a price) while the
+    problem has fewer episodes than its `share` of the workers, and a filler beyond.
     A run without nominations (best-of-n) asks for no nomination and no revision: each attempt
     there is independent of the others. Without `reviews` (an episode that may not review: the
     run assigns reviews as episodes of their own), the step after the reviews."""
@@ -85,8 +91,9 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
         if critical and not answered and path not in busy:
             return Task(REVISE, 2, path, commit, review_episode=critical[0].episode,
                         review_commit=critical[0].commit)
-    if not candidates:  # a first attempt; beside one under way, only what waits for it
-        return Task(ATTEMPT, FILLER if in_flight else 2)
+    if not candidates:  # a first attempt; beside one under way, a second one only in the swarm
+        wait = landing or tight or not rule.nominations or in_flight >= share
+        return Task(ATTEMPT, 2 if not in_flight else FILLER if wait else 1.5)
     alive = [c for _, c in candidates if not found[c].critical and found[c].passes < verify]
     if alive and set(alive) <= mine:  # its only open task would be reviewing its own work
         return Task(ATTEMPT, 0)
