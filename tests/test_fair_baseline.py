@@ -106,3 +106,50 @@ def test_a_written_summary_keeps_its_prose_and_its_standing_follows_the_state(me
     assert "attempts/a.md" in text and "unreviewed" in text
     again = digest.with_standing(memory, index, "sum", Rule(verify=2), True, text)
     assert again.count(digest.STANDING) == 1 and again.startswith(summary.rstrip())
+
+
+def test_what_compile_sh_builds_and_the_scratch_folder_are_never_staged():
+    from gitswarm.engine.workspace import Workspace
+    from gitswarm.memory.paths import WriteLimits
+
+    tree = Workspace({"code/mine/compile.sh": b"cp run.sh executable\n"})
+    try:
+        (tree.root / "mine" / "run.sh").write_text("#!/bin/sh\necho hi\n")
+        (tree.root / "mine" / "executable").write_text("#!/bin/sh\necho hi\n")  # a text build product
+        (tree.root / ".scratch").mkdir()
+        (tree.root / ".scratch" / "test.sh").write_text("./mine/executable\n")
+        scan = tree.scan(WriteLimits(), 100)
+    finally:
+        tree.close()
+    assert set(scan.staged) == {"code/mine/run.sh"}
+    skipped = {s.path: s.reason for s in scan.skipped}
+    assert "build product" in skipped["code/mine/executable"] and "code/.scratch/" in skipped
+
+
+def test_a_review_commits_its_review_and_nothing_of_what_it_reviews(memory: Memory, problem_dir: Path):
+    import anyio
+
+    from gitswarm.domain.contribution import Contribution
+    from gitswarm.engine.config import SolveConfig
+    from gitswarm.engine.context import RunView
+    from gitswarm.engine.plan import EpisodePlan
+    from gitswarm.engine.tools import Toolbox
+    from gitswarm.memory.store import Store
+
+    memory.contribute(Contribution("sum", "e1", "w01", "attempt", "a", {"attempts/a.md": "Answer: 7"},
+                                   memory.main(), "e1-final"))
+    memory.compose(["e1"])
+    index = MemoryIndex()
+    indexing.update(index, memory.repo, memory.main())
+    cfg = SolveConfig(problems=problem_dir, run=memory.path, model="m")
+    tools = Toolbox(Store(memory), index, RunView(cfg, problems=["sum"]),
+                    EpisodePlan("e2", "w02", "sum", "answer", "Sum", memory.main()), anyio.CapacityLimiter(1))
+
+    async def review():
+        await tools.call("write_file", {"path": "attempts/a.md", "content": "Answer: 8"})  # a fix of its own
+        await tools.call("write_file", {"path": "reviews/r.md", "content": "Right."})
+        return await tools.call("contribute", {"kind": "review", "title": "r", "summary": "s",
+                                               "reviews": "attempts/a.md", "verdict": "pass"})
+
+    final = anyio.run(review)
+    assert set(final.contribution.files) == {"reviews/r.md"} and not final.contribution.deleted

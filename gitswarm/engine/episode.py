@@ -128,11 +128,13 @@ async def _keep_transcript(shared: Shared, record: EpisodeRecord, messages: list
 async def _loop(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, tools: Toolbox,
                 messages: list[dict]) -> Final:
     cfg = shared.view.config
-    note, nudges = "", 0
+    note, nudges, settled = "", 0, ep.problem_id in shared.view.settled
     for step in range(1, cfg.max_steps + 1):
         if step > 1:
             await _look(shared, tools)
             head = _header(shared, tools, step)
+            if not settled and ep.problem_id in shared.view.settled:  # told once, at its next step
+                settled, note = True, "\n\n".join(filter(None, [note, render("settled_meanwhile.md.j2").strip()]))
             messages.append({"role": "user", "content": render("step.md.j2", header=head, note=note)})
         if (reached := shared.check_caps()) is not None:  # the run's stop: no more calls
             return Final(Status.STOPPED, reason=reached.detail, stop=reached)

@@ -65,7 +65,7 @@ class FinalActions:
         if kind not in self.ep.kinds:
             raise ToolError(f"kind must be one of {', '.join(self.ep.kinds)} in this episode")
         self.staged, self.deleted = await self.code.rebase(self.at, self.staged, self.deleted)
-        if self.ep.review is not None:  # a review episode commits its review alone
+        if self.ep.review is not None or kind == "review":  # a review changes nothing of what it reviews
             self.staged, self.deleted = {p: t for p, t in self.staged.items() if p.startswith("reviews/")}, set()
         if not self.staged and not self.deleted:
             raise ToolError("nothing is staged: write_file first, then contribute")
