@@ -168,7 +168,7 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodePlan, step: int, staged
                   counts=counts, nominations=votes, staged=", ".join(staged), episodes=view.episodes,
                   max_episodes=view.max_episodes, set_aside=", ".join(sorted(view.set_aside)), reviewed=reviewed,
                   more_reviewed=max(0, len(candidates) - HEADER_REVIEWED), task=task,
-                  needs=tasks.needs(index, ep.problem_id, rule, settled) if ep.powers.sees_others else "",
+                  needs=tasks.needs(index, ep.problem_id, rule, settled, busy) if ep.powers.sees_others else "",
                   run={"problems": len(view.problems), "settled": len(view.settled & set(view.problems)),
                        "verified": len(view.verified & set(view.problems)), "open": open_},
                   verify=cfg.verify, settle_nominations=cfg.settle_nominations, isolated=not ep.powers.sees_others,

@@ -11,6 +11,8 @@ be reviewing its own work), and the scheduler sends it elsewhere or lets it wait
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gitswarm.domain import selection
@@ -74,8 +76,9 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
         path, commit = max(good, key=lambda pc: votes.nominations[pc[1]])
         return Task(NOMINATE, 2.5, path, commit, nominations=votes.nominations[commit])
     mine = {c for _, c in candidates if index.authors.get(c) == worker}
+    reviewing = {p: len(re.findall(rf"\b{re.escape(p)}\b", busy)) for p, _ in candidates}
     reviewable = [(p, c) for p, c in candidates
-                  if c not in mine and p not in busy and not found[c].critical
+                  if c not in mine and not found[c].critical and reviewing[p] < max(verify - found[c].passes, 1)
                   and (found[c].passes < verify or (not verify and not index.reviews_of(problem, c)))
                   and worker not in votes.reviews.get(c, {})]
     if reviewable and reviews:
@@ -83,6 +86,9 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
         passes = found[commit].passes
         value = 3 + passes / max(verify, 1)
         if verify and in_flight >= verify - passes:  # as many episodes there as passes are missing
+            value = FILLER
+        ahead = [p for p, c in candidates if reviewing[p] and not found[c].critical and found[c].passes > passes]
+        if ahead:  # the leader's verdict is coming: a rival's review matters only if it fails
             value = FILLER
         return Task(VERIFY if passes else REVIEW, value, path, commit, passes)
     for path, commit in candidates if rule.nominations else ():
@@ -102,10 +108,11 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
     return Task(ATTEMPT, FILLER)
 
 
-def needs(index: MemoryIndex, problem: str, rule: Rule, settled: bool) -> str:
+def needs(index: MemoryIndex, problem: str, rule: Rule, settled: bool, writing: Sequence[dict] = ()) -> str:
     """What the problem still needs before its solution is chosen, in one sentence
-    (`problem_needs.md.j2`)."""
-    return render("problem_needs.md.j2", **_need(index, problem, rule, settled)).strip()
+    (`problem_needs.md.j2`); `writing`: the other episodes in flight there (worker, episode,
+    step), named where the first attempt is what it needs (one of them is writing it)."""
+    return render("problem_needs.md.j2", writing=list(writing), **_need(index, problem, rule, settled)).strip()
 
 
 def _need(index: MemoryIndex, problem: str, rule: Rule, settled: bool) -> dict:
