@@ -170,10 +170,16 @@ def role_for(cfg: SolveConfig, review: Assignment | None) -> Role:
     return Role.FREE if cfg.assigns_reviews else Role.WORKER
 
 
+def arm(cfg: SolveConfig) -> Role:
+    """The role of the run's episodes that are not reviews: its arm (`INDEPENDENT` selects by
+    the majority of answers and writes no review)."""
+    return role_for(cfg, None)
+
+
 def summaries_read(cfg: SolveConfig) -> bool:
     """Whether an episode of the run reads a problem's SUMMARY.md: not in an isolated arm,
     whose attempts see their problem's own files alone (the merger writes none there)."""
-    return POWERS[role_for(cfg, None)].sees_memory
+    return POWERS[arm(cfg)].sees_memory
 
 
 def plan(cfg: SolveConfig, episode: str, worker: str, problem: tuple[str, str, str, str | None],
