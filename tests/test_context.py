@@ -76,8 +76,8 @@ def test_first_prompt_stays_bounded_and_shows_the_most_cited_and_the_newest(tmp_
 def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, problem_dir: Path):
     from gitswarm.domain.index import MemoryIndex
     from gitswarm.engine.config import SolveConfig
-    from gitswarm.engine.context import RunView
     from gitswarm.engine.plan import EpisodePlan
+    from gitswarm.engine.runview import RunView
     from gitswarm.engine.tools import SEARCH_HITS, Toolbox
     from gitswarm.memory.store import Store
 

@@ -131,8 +131,8 @@ def test_a_review_commits_its_review_and_nothing_of_what_it_reviews(memory: Memo
 
     from gitswarm.domain.contribution import Contribution
     from gitswarm.engine.config import SolveConfig
-    from gitswarm.engine.context import RunView
     from gitswarm.engine.plan import EpisodePlan
+    from gitswarm.engine.runview import RunView
     from gitswarm.engine.tools import Toolbox
     from gitswarm.memory.store import Store
 

@@ -16,8 +16,9 @@ from gitswarm.domain.contribution import Contribution
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine import context, reviewing
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import RunView, system_prompt
+from gitswarm.engine.context import system_prompt
 from gitswarm.engine.plan import Assignment, EpisodePlan, Role, plan
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.toolargs import ToolError
 from gitswarm.engine.tools import Toolbox
 from gitswarm.engine.toolspecs import tool_schemas

@@ -25,10 +25,11 @@ from gitswarm.domain.contribution import Contribution
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import RunView, header
+from gitswarm.engine.context import header
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.plan import Assignment, EpisodePlan, Role, plan
 from gitswarm.engine.run import solve
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.tools import Toolbox, ToolError
 from gitswarm.fakeserver import FakeReply, serve
 from gitswarm.memory import indexing

@@ -26,8 +26,9 @@ from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
 from gitswarm.engine import tasks
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import RunView, overview, system_prompt
+from gitswarm.engine.context import overview, system_prompt
 from gitswarm.engine.plan import EpisodePlan
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.swarm import pick
 from gitswarm.fakeserver import FakeReply
 from gitswarm.memory import indexing

@@ -19,9 +19,9 @@ import pytest
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import RunView
 from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.references import References
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory

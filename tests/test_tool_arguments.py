@@ -16,8 +16,8 @@ from test_episode_replies import PROBLEM, call, one_episode, said
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import RunView
 from gitswarm.engine.plan import EpisodePlan
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.toolargs import BadArguments, Fields, Flag, Number, Text, Texts, ToolArgs, Whole, check
 from gitswarm.engine.toolmodels import ROLES
 from gitswarm.engine.tools import Final, Toolbox, ToolError

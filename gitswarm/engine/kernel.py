@@ -33,12 +33,12 @@ from gitswarm.domain.rule import Rule
 from gitswarm.domain.selection import Selection
 from gitswarm.engine import plan, stoprule
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import RunView
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.references import References
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.selection import select
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.shared import Model, Shared

@@ -20,8 +20,9 @@ from __future__ import annotations
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
 from gitswarm.engine import tasks
-from gitswarm.engine.context import OWN_FOLDERS, RunView, clip, own_files, spending
+from gitswarm.engine.context import OWN_FOLDERS, clip, own_files, spending
 from gitswarm.engine.plan import CODE_KINDS, Assignment, EpisodePlan, Role
+from gitswarm.engine.runview import RunView
 from gitswarm.memory.repo import Memory
 from gitswarm.resources import render
 

@@ -13,11 +13,11 @@ import anyio
 from gitswarm.core import event_types as ev
 from gitswarm.core.stops import Stop
 from gitswarm.domain.index import MemoryIndex
-from gitswarm.engine.context import RunView
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.references import References
+from gitswarm.engine.runview import RunView
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import Store
 from gitswarm.usage import Usage

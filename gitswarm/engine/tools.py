@@ -19,10 +19,10 @@ import anyio
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.kinds import CANDIDATE_FOLDERS, candidate_path
 from gitswarm.engine import context, reviewing, shell
-from gitswarm.engine.context import RunView
 from gitswarm.engine.finals import KINDS, Final, FinalActions
 from gitswarm.engine.plan import CODE_TOOLS, EpisodePlan
 from gitswarm.engine.references import References
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.toolargs import ToolError, check, with_notes
 from gitswarm.engine.toolmodels import (
     ROLES,
