@@ -122,7 +122,7 @@ def test_text_changes_are_staged_and_build_products_stay_on_disk(tally: Episode)
     assert out.startswith("exit code 0") and "\n2\n" in out
     assert set(tally.tools.staged) == {"code/count/main.c", "code/count/compile.sh"}
     assert tally.tools.staged["code/count/main.c"] == C_COUNTER
-    assert re.search(r"- code/count/executable: binary .*only text is staged", out)
+    assert re.search(r"- code/count/executable: a build product \(compile.sh builds it\): not staged", out)
     again = tally.shell("printf 'x\\n' | count/executable && ls count")  # the build product persists
     assert again.startswith("exit code 0") and "executable" in again
     tally.call("write_file", path="code/count/NOTES.txt", content="written by write_file\n")

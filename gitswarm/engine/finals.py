@@ -65,14 +65,16 @@ class FinalActions:
         if kind not in self.ep.kinds:
             raise ToolError(f"kind must be one of {', '.join(self.ep.kinds)} in this episode")
         self.staged, self.deleted = await self.code.rebase(self.at, self.staged, self.deleted)
-        if self.ep.review is not None or kind == "review":  # a review changes nothing of what it reviews
-            self.staged, self.deleted = {p: t for p, t in self.staged.items() if p.startswith("reviews/")}, set()
+        if self.ep.review is not None:  # a review episode commits its review alone
+            self._reviews_only()
         if not self.staged and not self.deleted:
             raise ToolError("nothing is staged: write_file first, then contribute")
         if kind == "code" and self.ep.kind == Kind.REPRODUCE and (  # a candidate is code/<slug>/ with compile.sh
                 problem := await self.code.codebase_problem(self.staged, self.deleted, self.at)):
             raise ToolError(problem)
         reviewed = self._reviewed(kind, reviews, verdict)
+        if reviewed:  # a review changes nothing of what it reviews, whoever writes it
+            self._reviews_only()
         cited = [*(reviewed[:1] if reviewed else []), *(self._commit(ref) for ref in args.informed_by)]
         files, title = dict(self.staged), args.title.strip()[:100]
         if kind in ("attempt", "code"):
@@ -83,6 +85,10 @@ class FinalActions:
         return Final(Status.CONTRIBUTE, replace(self._contribution(kind, title, args.summary, files, cited,
                                                               args.self_assessment, reviews=of, verdict=said),
                                            deleted=tuple(sorted(self.deleted))))
+
+    def _reviews_only(self) -> None:
+        """Keep the staged review files alone: no other file, no deletion."""
+        self.staged, self.deleted = {p: t for p, t in self.staged.items() if p.startswith("reviews/")}, set()
 
     def _revision_title(self, cited: list[str], title: str) -> str:
         """The title of a candidate that cites a critical review: it says what it revises and
