@@ -145,6 +145,10 @@ class EpisodeInfo:
     starts from the run's first commit, with an empty index, and no other episode's news."""
     review: Assignment | None = None
     """A review episode's candidate: it reviews that one or abstains, on the reviewer model."""
+    image: str | None = None
+    """The container image the episode's programs run in (`Problem.image`), or None: the host's root."""
+    reference_in_image: bool = False
+    """The reference is the image's own `./executable` (`Problem.reference_in_image`)."""
 
     @property
     def blind(self) -> bool:

@@ -261,7 +261,7 @@ class Scheduler:
             review = reviewing.assignment(shared.index, shared.view, record.problem, record.worker)
             info = EpisodeInfo(record.episode, record.worker, record.problem, found.kind.value, found.title,
                                review.commit if review and review.blind else start, found.executable,
-                               isolated and review is None, review)
+                               isolated and review is None, review, found.image, found.reference_in_image)
             if review is not None:  # what the other episodes read of it: it announces nothing itself
                 shared.view.announce(record.worker, f"{record.problem}: reviewing {review.path}")
             shared.view.working(record.worker, record.episode, record.problem, 0)

@@ -40,7 +40,7 @@ from gitswarm.memory.paths import check_path
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import Store
 from gitswarm.resources import data_dir, render
-from gitswarm.sandbox import SandboxError
+from gitswarm.sandbox import SandboxError, SandboxResult
 
 PAGE = 8000
 SEARCH_ITEMS = 2000
@@ -237,17 +237,19 @@ class Toolbox(FinalActions):
         return f"staged {rel} ({len(content)} characters); {len(self.staged)} file(s) staged"
 
     async def tool_run_python(self, args: RunPython) -> str:
-        from gitswarm.sandbox import Limits, run
+        from gitswarm.sandbox import Limits, programs_in, run
 
         files = {"main.py": args.code.encode()}
         for path, text in self.staged.items():
             if path.startswith("code/"):
                 files[path.split("/", 2)[-1]] = text.encode()
         limits = Limits(wall_seconds=30, cpu_seconds=20, memory_bytes=1 << 30)
+        def python() -> SandboxResult:  # in the problem's image (its python3), where it names one
+            with programs_in(self.ep.image):
+                return run([sys.executable, "main.py"], files=files, limits=limits, hide=self._hidden())
+
         with _sandbox_faults("run_python"):  # the standard library only: no package is declared
-            result = await anyio.to_thread.run_sync(
-                lambda: run([sys.executable, "main.py"], files=files, limits=limits, hide=self._hidden()),
-                limiter=self.sandbox)
+            result = await anyio.to_thread.run_sync(python, limiter=self.sandbox)
         status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
         return f"{status}\n--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
 

@@ -36,13 +36,13 @@ from gitswarm.referee.builds import (
     ReproduceGradingError,
     Step,
     compile_limits,
-    reference_executable,
+    reference_digest,
     regular_file,
     sha256,
     step_of,
 )
 from gitswarm.referee.junit import Case, read_cases
-from gitswarm.sandbox import Limits, run
+from gitswarm.sandbox import Limits, programs_in, run
 
 BRANCH_TIMEOUT = 600.0
 RESOLVED, ALMOST_RESOLVED = 1.0, 0.95
@@ -119,10 +119,9 @@ def grade_reproduce(problem: Problem, candidate: Path | dict[str, bytes], *,
                     branch_timeout: float = BRANCH_TIMEOUT) -> ReproduceGrade:
     """Grade `candidate` (a folder, or files by relative path) against the problem's tests."""
     suite = suite_of(problem)
-    with tempfile.TemporaryDirectory(prefix="gitswarm-reproduce-") as tmp:
-        scratch = Path(tmp)
-        reference = reference_executable(problem, scratch / "reference", compile_timeout)
-        clean = {*problem.clean_hashes, sha256(reference)}
+    with tempfile.TemporaryDirectory(prefix="gitswarm-reproduce-") as tmp, programs_in(problem.grading_image):
+        scratch = Path(tmp)  # every program of the grading runs in the problem's grading image, if it has one
+        clean = {*problem.clean_hashes, reference_digest(problem, scratch / "reference", compile_timeout)}
         tree = scratch / "submission"
         copy_candidate(candidate, tree)
         steps = [Step("clean", 0, 0.0, "\n".join(remove_clean(tree, clean)))]
