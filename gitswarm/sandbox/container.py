@@ -41,7 +41,7 @@ from pathlib import Path
 from gitswarm.sandbox.engines import Engine, EngineError, engine
 from gitswarm.sandbox.processes import Capture, read_until
 from gitswarm.sandbox.scratch import chown_tree
-from gitswarm.sandbox.spawn import Limits, SandboxResult
+from gitswarm.sandbox.spawn import _FATAL, Limits, SandboxResult
 
 CONTAINMENT = "container"
 WORKSPACE = "/workspace"
@@ -50,9 +50,10 @@ REFERENCE_DIR = "/opt/gitswarm/reference"
 """The folder on PATH that holds the reference under its documented name."""
 NOBODY = "65534:65534"
 LABEL = "gitswarm.sandbox=1"
-_WRAP = ('ulimit -c 0; ulimit -t {cpu} 2>/dev/null; ulimit -v {kb} 2>/dev/null; ulimit -f {blocks} 2>/dev/null; '
-         '"$@"; s=$?; kill -9 -1 2>/dev/null; exit $s')
-"""Each program: its limits, then it, then every other process of its user in the container dies."""
+_WRAP = ('ulimit -c 0; ulimit -H -t {hard} 2>/dev/null; ulimit -S -t {cpu} 2>/dev/null; '
+         'ulimit -v {kb} 2>/dev/null; ulimit -f {blocks} 2>/dev/null; "$@"; s=$?; kill -9 -1 2>/dev/null; exit $s')
+"""Each program: its limits (CPU time: SIGXCPU at the soft limit, SIGKILL a second later), then
+it, then every other process of its user in the container dies."""
 _MEMORY_MARKERS = ("MemoryError", "std::bad_alloc", "Cannot allocate memory", "out of memory")
 
 
@@ -145,7 +146,8 @@ class Container:
             search = f"{REFERENCE_DIR}:{facts.path}" if on_path else facts.path
             environ = {"PATH": search, "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8",
                        "PYTHONDONTWRITEBYTECODE": "1", **(env or {})}
-            wrap = _WRAP.format(cpu=max(1, int(limits.cpu_seconds)), kb=limits.memory_bytes // 1024,
+            cpu = max(1, int(limits.cpu_seconds))
+            wrap = _WRAP.format(cpu=cpu, hard=cpu + 1, kb=limits.memory_bytes // 1024,
                                 blocks=max(1, limits.file_bytes // 512))
             command = [eng.path, "exec", "-i", "--user", self._user, "-w", cwd,
                        *(f"--env={k}={v}" for k, v in environ.items()), self.name,
@@ -208,7 +210,7 @@ def _result(code: int, timed_out: bool, out: Capture, err: Capture, seconds: flo
     stderr = err.text()
     if code == 125 and stderr.lstrip().startswith("Error"):
         raise EngineError(f"{engine().name} could not run the program: {stderr.strip()[-500:]}")
-    if code > 128:
+    if code > 128 and code - 128 in _FATAL:  # the program died of a signal, as sh reports it
         code = 128 - code
     timed_out = timed_out or code == -signal.SIGXCPU
     memory = code != 0 and not timed_out and any(m in stderr for m in _MEMORY_MARKERS)
