@@ -21,6 +21,7 @@ Prints the two names. `--force` rebuilds the task images (the base is kept).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import glob
 import os
 import shutil
@@ -118,11 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="rebuild the task images (the base is kept)")
     args = parser.parse_args(argv)
     cli = engine()
-    ensure_base(cli)
     cleanroom, task = names(args.registry)
-    for image, with_reference in ((cleanroom, True), (task, False)):
-        if args.force or not exists(cli, image):
-            build(cli, image, with_reference)
+    with open(os.path.join(tempfile.gettempdir(), "gitswarm-task-image.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one build at a time on this machine (tests in parallel)
+        ensure_base(cli)
+        for image, with_reference in ((cleanroom, True), (task, False)):
+            if args.force or not exists(cli, image):
+                build(cli, image, with_reference)
     print(cleanroom)
     print(task)
     return 0
