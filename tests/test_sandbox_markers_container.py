@@ -19,7 +19,7 @@ from test_shell import Episode
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.problems.suite import read_suite
-from gitswarm.referee.reproduce import compile_tree, hidden, run_branch
+from gitswarm.referee.reproduce import compile_tree, run_branch
 from gitswarm.sandbox import programs_in
 from gitswarm.sandbox.container import image
 
@@ -64,19 +64,17 @@ def test_run_python_in_the_image_sees_none(episode: Episode) -> None:
 
 def test_compile_sh_and_a_hidden_test_run_in_the_image_see_none(in_image: Path, tmp_path: Path) -> None:
     problem = load_set(in_image).get("demo-shout")
-    tree, scratch = tmp_path / "submission", tmp_path / "grading"
+    tree = tmp_path / "submission"
     tree.mkdir()
-    scratch.mkdir()
     (tree / "control.txt").write_text(CONTROL + "\n")
     (tree / "compile.sh").write_text(f"{command()} > found.txt\nprintf '#!/bin/sh\\ncat\\n' > executable\n")
     with programs_in(problem.grading_image):
-        compile_tree(tree, set(), 900.0, [], hidden(problem, scratch))
+        compile_tree(tree, set(), 900.0, [], (), tmp_path / "stash" / "executable")  # nothing to hide in there
         assert found((tree / "found.txt").read_text()) == {CONTROL}
         work = tmp_path / "branch"  # the branch's files and ./executable: its own hidden test is in view
         at = image(str(problem.grading_image)).workdir  # where the branch's folder is in the container
         search = f"if [ ! -e {at}/found.txt ]; then {command()} > {at}/.found && mv {at}/.found {at}/found.txt; fi"
         branch = read_suite(problem.tests_dir / "tests.json").branches[0]
-        cases, step = run_branch(problem.tests_dir, branch, f"#!/bin/sh\n{search}\ncat\n".encode(), work, 900.0,
-                                 hidden(problem, scratch))
+        cases, step = run_branch(problem.tests_dir, branch, f"#!/bin/sh\n{search}\ncat\n".encode(), work, 900.0)
     assert cases and (work / "found.txt").is_file(), step.output
     assert found((work / "found.txt").read_text()) == {HIDDEN_TEST}

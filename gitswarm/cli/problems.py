@@ -299,20 +299,27 @@ def _import_task(task: Path, out: Path, reference: Path | None, docs: Path | Non
 
 
 def _check_imported(problem_file: Path) -> None:
-    """Run on the problem just written the checks `problems check` runs, and say what they found."""
-    from gitswarm.problems.loader import load_set
+    """Run `problems check`'s checks on the problem just written, and say what they found: the
+    reference passes every counted test, an empty program passes none (exit 1 when not)."""
+    from dataclasses import replace
 
-    problem_set = load_set(problem_file.parent)
-    chosen = [p for p in problem_set.problems if p.path.resolve() == problem_file.resolve()]
-    defects = _run_checks(problem_set.__class__(problem_set.name, problem_set.path, chosen), 900.0)
+    from gitswarm.problems.loader import check_set
+
+    problem_set, found = check_set(problem_file.parent)
+    folder = problem_file.with_suffix("")
+    defects = [d for d in found if d.path == problem_file or d.path.is_relative_to(folder)]
+    ours = [p for p in problem_set.problems if p.path == problem_file] if problem_set else []
+    if not defects and problem_set is not None and ours:
+        defects = _run_checks(replace(problem_set, problems=ours), 900.0)
     for defect in defects:
         typer.echo(str(defect), err=True)
     if defects:
-        typer.echo(f"gitswarm: the problem was written, but `gitswarm problems check` finds {len(defects)} "
-                   "defect(s) in it (above): fix them before a run", err=True)
+        typer.echo(f"gitswarm: {len(defects)} defect(s) in the imported problem: it is written, but grades "
+                   f"would mislead until they are fixed; `gitswarm problems check {problem_file.parent}` "
+                   "checks again", err=True)
         raise typer.Exit(int(Exit.FAILED))
-    typer.echo("checked as `gitswarm problems check` does: the reference passes every counted test, an empty "
-               "program none")
+    typer.echo("checked as `gitswarm problems check` does: the reference passes every counted test, "
+               "an empty program passes none")
 
 
 def _row(source: Path, error) -> str:

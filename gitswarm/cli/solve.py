@@ -119,6 +119,10 @@ def solve(
     max_steps: Annotated[int | None, option(
         "max_steps", "Model calls per episode at most (default {default}).", metavar="N",
         rich_help_panel=BUDGET)] = None,
+    max_steps_by_kind: Annotated[list[str] | None, option(
+        "max_steps_by_kind", "Model calls per episode at most on the problems of one kind, over --max-steps: "
+        "KIND=N, e.g. reproduce=300 (repeat for each kind; max_steps_by_kind in set.toml's [defaults] or a "
+        "config file's [solve] as a table).", metavar="KIND=N", rich_help_panel=BUDGET)] = None,
     verify: Annotated[int | None, option(
         "verify", "Select an attempt only once K reviews by workers other than its author pass it and none "
         "finds a critical error; a problem settles only on such an attempt. With none verified at the end, "

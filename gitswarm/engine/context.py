@@ -166,7 +166,7 @@ def system_prompt(cfg: SolveConfig, kind: str, review: Assignment | None = None)
     episode, the reviewer's) standards for its kind family and the run's rules (what verifies,
     selects and settles). One per family and role in a run, so that requests share a cached prefix."""
     rule = Rule.of(cfg)
-    values = {"max_steps": cfg.max_steps, "code": kind in CODE_KINDS, "verify": rule.verify, "in_row": rule.in_row,
+    values = {"max_steps": cfg.steps(kind), "code": kind in CODE_KINDS, "verify": rule.verify, "in_row": rule.in_row,
               "nominations": rule.nominations, "settle_nominations": rule.settle_nominations}
     if review is not None:
         return render("review_system.md.j2", blind=review.blind, **values)
@@ -204,7 +204,7 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
     open_ = len([p for p in view.problems if p not in view.settled and p not in view.verified])
     return render("state_header.md.j2", problem={"id": ep.problem_id, "kind": ep.kind},
                   settled=settled, episode=ep.episode, worker=ep.worker,
-                  step=step, max_steps=cfg.max_steps, budget_left=max(0, cfg.budget - view.charged),
+                  step=step, max_steps=cfg.steps(ep.kind), budget_left=max(0, cfg.budget - view.charged),
                   budget=cfg.budget, **spending(view), start_commit=ep.start_commit,
                   at=index.seen_tip or ep.start_commit, new_items=new_items,
                   counts=counts, nominations=votes, staged=", ".join(staged), episodes=view.episodes,

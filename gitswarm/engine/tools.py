@@ -244,9 +244,11 @@ class Toolbox(FinalActions):
             if path.startswith("code/"):
                 files[path.split("/", 2)[-1]] = text.encode()
         limits = Limits(wall_seconds=30, cpu_seconds=20, memory_bytes=1 << 30)
+        hide = await self._hide()
+
         def python() -> SandboxResult:  # in the problem's image (its python3), where it names one
             with programs_in(self.ep.image):
-                return run([sys.executable, "main.py"], files=files, limits=limits, hide=self._hidden())
+                return run([sys.executable, "main.py"], files=files, limits=limits, hide=hide)
 
         with _sandbox_faults("run_python"):  # the standard library only: no package is declared
             result = await anyio.to_thread.run_sync(python, limiter=self.sandbox)
@@ -257,9 +259,16 @@ class Toolbox(FinalActions):
         if not args.command.strip():
             raise ToolError("give a bash command")
         with _sandbox_faults("shell"):
-            done = await self.code.run(args.command, args.timeout, self.staged, self.deleted, self._hidden(), self.at)
+            done = await self.code.run(args.command, args.timeout, self.staged, self.deleted, await self._hide(),
+                                       self.at)
         self.staged, self.deleted = done.staged, done.deleted
         return done.text
+
+    async def _hide(self) -> tuple[Path, ...]:
+        """What a program must not see (`_hidden`), and for a reproduce problem every other copy
+        of its reference this machine holds: only the reference on PATH is offered."""
+        found = await self.references.copies(self.ep.problem_id) if self.references is not None else ()
+        return (*self._hidden(), *found)
 
     def _hidden(self) -> tuple[Path, ...]:
         """What a program must not see: the run (grades, ledger) and every problem file with

@@ -30,6 +30,7 @@ class Parts(TypedDict, total=False):
     clean_hashes: tuple[str, ...]
     image: str | None
     grade_image: str | None
+    origin: Path | None
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ class Problem:
     grade_image: str | None = None
     """Hidden (reproduce): the image `compile.sh` and the hidden tests run in when grading
     (ProgramBench's `:task` image); None: `image`, or the host's sandbox root without one."""
+    origin: Path | None = None
+    """Hidden (reproduce): the file the reference executable was imported from; a candidate's
+    sandbox never shows it (`sandbox.copies`)."""
 
     @property
     def grading_image(self) -> str | None:

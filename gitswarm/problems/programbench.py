@@ -8,7 +8,7 @@ container image (`images`, `taskimage.py`): then the reference stays in the imag
 the documentation is what the image's workspace holds, and the problem names both images.
 The problem written is
 
-    <out>/<id>.md                       front matter + the task statement
+    <out>/<id>.md                       front matter (`imported_from`: the reference's path) + the statement
     <out>/<id>/docs/                    the documentation given (visible)
     <out>/<id>/reference/<executable>   the reference executable (hidden; none with an image)
     <out>/<id>/tests/tests.json         verbatim (hidden)
@@ -92,7 +92,8 @@ def import_task(task_dir: Path, reference: Path | None, docs: Path | None, out: 
                               "into another folder")
     without = [b.id for b in missing_code(task_dir / "tests", suite)]
     listed = _write(task_dir, reference, docs, out / pid, name, images)
-    front = _front(pid, task, name) | ({"image": images.image, "grade_image": images.grade_image} if images else {})
+    front = _front(pid, task, name, reference) | (
+        {"image": images.image, "grade_image": images.grade_image} if images else {})
     target.write_text(frontmatter.render(front, STATEMENT.format(
         exe=name, repository=repository, language=task.get("language") or "an unknown language")),
         encoding="utf-8")
@@ -154,13 +155,15 @@ def _inputs(reference: Path | None, docs: Path | None, name: str, in_image: bool
     return defects
 
 
-def _front(pid: str, task: dict[str, object], name: str) -> dict[str, object]:
+def _front(pid: str, task: dict[str, object], name: str, reference: Path | None) -> dict[str, object]:
     repository, commit = task.get("repository", ""), str(task.get("commit") or "")
     details = ", ".join(str(v) for v in (task.get("language"), task.get("difficulty")) if v)
     front: dict[str, object] = {
         "id": pid, "title": f"Rebuild {name} ({repository})", "kind": "reproduce",
         "source": f"ProgramBench task {repository}@{commit[:7]}" + (f" ({details})" if details else "")
                   + " (MIT)", "executable": name}
+    if reference is not None:  # a reference in its image is never copied out: nothing to hide
+        front["imported_from"] = str(Path(reference).resolve())
     given = task.get("eval_clean_hashes")
     hashes = [str(h).lower() for h in given] if isinstance(given, list) else []  # the loader checks each
     return front | ({"eval_clean_hashes": hashes} if hashes else {})

@@ -15,6 +15,8 @@ Keys (folders are relative to the set folder and must lie inside it):
   (`sandbox/container.py`); without a `reference` folder the reference is the image's own
   `./executable` in its workspace, run there and never copied out;
 - `grade_image` (hidden): the image grading runs `compile.sh` and the tests in (default `image`).
+- `imported_from` (hidden): the absolute path the reference executable was imported from,
+  which a candidate's sandbox never shows (nor any other copy of the reference).
 
 Building the reference and running the tests is `gitswarm.referee.reproduce_check`'s job.
 """
@@ -28,7 +30,7 @@ from pathlib import Path
 from gitswarm.problems.model import Parts
 from gitswarm.problems.suite import SUITE_FILE, SuiteError, missing_code, read_suite
 
-KEYS = ("executable", "docs", "build", "eval_clean_hashes", "image", "grade_image")
+KEYS = ("executable", "docs", "build", "eval_clean_hashes", "imported_from", "image", "grade_image")
 """Front-matter keys only reproduce problems take (besides `reference` and `tests`)."""
 EXECUTABLE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -57,7 +59,12 @@ def resolve(path: Path, problem_id: str, values: dict[str, object], text: dict[s
     docs, reference, tests = (_folder(path, problem_id, key, text[key], defect,
                                       required=key == "tests" or (key == "reference" and not in_image))
                               for key in ("docs", "reference", "tests"))
+    origin = text["imported_from"]
+    if origin and not origin.startswith("/"):
+        defect("imported_from", f"'imported_from' {origin!r} must be an absolute path")
+        origin = None
     found: Parts = {"executable": executable, "build": text["build"] or None,
+                    "origin": Path(origin) if origin else None,
                     "clean_hashes": _hashes(values.get("eval_clean_hashes"), defect),
                     "docs_dir": docs, "reference_dir": reference, "tests_dir": tests,
                     "image": image, "grade_image": grade_image}

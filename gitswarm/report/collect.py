@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gitswarm.core.events import EVENT_LOG, read_times, running_seconds
-from gitswarm.domain.grade import Grade
+from gitswarm.domain.grade import Grade, statuses_line
 from gitswarm.readmodel.model import ProblemState
 from gitswarm.report.graph import Graph, compounding, load
 from gitswarm.report.trail import trails
@@ -65,6 +65,8 @@ class ProblemReport:
     in_ancestry: int
     built_on_share: float | None
     ancestry_share: float | None
+    statuses: str | None = None
+    """A reproduce grade's statuses and executable hash (`domain.grade.statuses_line`), else None."""
 
 
 @dataclass(frozen=True)
@@ -194,7 +196,7 @@ def _problem(graph: Graph, problem: ProblemState, records) -> ProblemReport:
         seconds=round(sum((r.ended or r.started) - r.started for r in records), 3),
         contributions=figures.contributions, built_on=figures.built_on, in_ancestry=figures.in_ancestry,
         built_on_share=_share(figures.built_on, figures.contributions),
-        ancestry_share=_share(figures.in_ancestry, figures.contributions))
+        ancestry_share=_share(figures.in_ancestry, figures.contributions), statuses=statuses_line(problem.grade))
 
 
 def is_scripted(grade: Grade | None) -> bool:
