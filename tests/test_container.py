@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from container_fixture import MARKER, engine_here, task_images
-from reproduce_fixture import BRANCH, TEST_CALCULATOR, TESTS_JSON, write
+from reproduce_fixture import BRANCH, TEST_CALCULATOR, TESTS_JSON, task_dir, write
 from typer.testing import CliRunner
 
 from gitswarm import sandbox
@@ -181,3 +181,14 @@ def test_solve_refuses_an_image_problem_where_no_engine_works(tmp_path: Path, mo
         in_images(found.problems, set())  # not chosen: nothing to refuse
     finally:
         engines.found.cache_clear()
+
+
+def test_an_import_from_an_image_not_here_writes_nothing(tmp_path: Path) -> None:
+    engine_here()
+    task = task_dir(tmp_path / "tasks")
+    out = tmp_path / "set"
+    done = runner.invoke(app, ["problems", "import", "programbench", str(task), "--image",
+                               f"localhost/no-such-image-{TOKEN}:task_cleanroom", "-o", str(out)])
+    assert done.exit_code == 1, done.output
+    assert f"the image localhost/no-such-image-{TOKEN}:task_cleanroom is not on this machine: pull it" in done.output
+    assert not out.exists()

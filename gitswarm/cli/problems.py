@@ -255,9 +255,18 @@ def _images(task: Path, image: str | None, registry: str | None, reference: Path
     if (image or registry) and (reference or docs):
         raise fail("--image and --registry take the reference and docs from the image: leave out --reference "
                    "and --docs")
-    if image:
-        return TaskImages(image, grading_of(image))
-    return derived(task.resolve().name, registry) if registry else None
+    images = TaskImages(image, grading_of(image)) if image else derived(task.resolve().name, registry) \
+        if registry else None
+    if images is not None:  # both here before anything is written, or what to do
+        from gitswarm.sandbox.container import image as image_of
+        from gitswarm.sandbox.engines import EngineError
+
+        try:
+            for name in dict.fromkeys((images.image, images.grade_image)):
+                image_of(name)
+        except EngineError as exc:
+            raise fail(str(exc), Exit.FAILED) from None
+    return images
 
 
 def _import_task(task: Path, out: Path, reference: Path | None, docs: Path | None,
