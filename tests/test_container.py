@@ -192,3 +192,15 @@ def test_an_import_from_an_image_not_here_writes_nothing(tmp_path: Path) -> None
     assert done.exit_code == 1, done.output
     assert f"the image localhost/no-such-image-{TOKEN}:task_cleanroom is not on this machine: pull it" in done.output
     assert not out.exists()
+
+
+def test_sandbox_check_says_what_to_install_without_an_engine(monkeypatch) -> None:
+    monkeypatch.setenv(engines.ENGINE_ENV, f"no-such-engine-{TOKEN}")
+    engines.found.cache_clear()
+    try:
+        done = runner.invoke(app, ["sandbox", "check", "--json"])
+        found = json.loads(done.output)["container"]
+        assert found["engine"] is None and "install podman" in found["fix"]
+        assert f"no-such-engine-{TOKEN} is not on PATH" in found["refused"][f"no-such-engine-{TOKEN}"]
+    finally:
+        engines.found.cache_clear()
