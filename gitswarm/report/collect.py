@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gitswarm.core.events import EVENT_LOG, read_times, running_seconds
-from gitswarm.domain.grade import Grade
+from gitswarm.domain.grade import Grade, statuses_line
 from gitswarm.readmodel.model import ProblemState
 from gitswarm.report.graph import Graph, compounding, load
 from gitswarm.report.trail import trails
@@ -68,6 +68,8 @@ class ProblemReport:
     citing: int = 0
     """Contributions that cite another of the problem's (`report.graph`)."""
     citation_rate: float | None = None
+    statuses: str | None = None
+    """A reproduce grade's statuses and executable hash (`domain.grade.statuses_line`), else None."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +202,7 @@ def _problem(graph: Graph, problem: ProblemState, records) -> ProblemReport:
         contributions=figures.contributions, built_on=figures.built_on, in_ancestry=figures.in_ancestry,
         built_on_share=_share(figures.built_on, figures.contributions),
         ancestry_share=_share(figures.in_ancestry, figures.contributions), citing=figures.citing,
-        citation_rate=_share(figures.citing, figures.contributions))
+        citation_rate=_share(figures.citing, figures.contributions), statuses=statuses_line(problem.grade))
 
 
 def is_scripted(grade: Grade | None) -> bool:
