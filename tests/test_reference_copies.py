@@ -17,8 +17,9 @@ from reproduce_fixture import TAC_IN_SH, installed_copy_set, write
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import EpisodeInfo, RunView
+from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.references import References
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.tools import Toolbox
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
@@ -88,7 +89,7 @@ def test_a_workers_shell_runs_the_reference_but_not_the_installed_program(tmp_pa
     index = MemoryIndex()
     indexing.update(index, memory.repo, memory.main())
     view = RunView(SolveConfig(problems=problems.path, run=memory.path, model="m"), ["copy"])
-    ep = EpisodeInfo("e00001", "w01", "copy", "reproduce", "Rebuild tac", memory.main(), "tac")
+    ep = EpisodePlan("e00001", "w01", "copy", "reproduce", "Rebuild tac", memory.main(), "tac")
     limiter = anyio.CapacityLimiter(2)
     tools = Toolbox(Store(memory), index, view, ep, limiter, References(problems, limiter, tmp_path / "refs"))
     try:

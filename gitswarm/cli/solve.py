@@ -253,6 +253,7 @@ def confine(cfg, problem_set) -> None:
 
     code = [p.id for p in problem_set.problems if p.kind in CODE_KINDS
             and (not cfg.problem_ids or p.id in cfg.problem_ids)]
+    in_images(problem_set.problems, set(code))
     if not code or (found := containment()).backend is not None:
         return
     if found.disk_full:
@@ -262,6 +263,25 @@ def confine(cfg, problem_set) -> None:
                                fix="or give --unconfined to run their programs without a sandbox "
                                    "(they would see this machine's files)")
     permit_unconfined()
+
+
+def in_images(problems, chosen: set[str]) -> None:
+    """Fail closed: a problem that names an image needs a container engine here and the image
+    on it (never the host's root instead)."""
+    from gitswarm.errors import EnvironmentFault
+    from gitswarm.sandbox.container import image
+    from gitswarm.sandbox.engines import EngineError, found
+
+    named = [p for p in problems if p.id in chosen and p.image]
+    if named and found().engine is None:
+        raise EnvironmentFault(f"refusing {', '.join(p.id for p in named[:5])}: their programs run in container "
+                               f"images, and {found().problem()}")
+    for problem in named:
+        for wanted in dict.fromkeys(i for i in (problem.image, problem.grading_image) if i):
+            try:
+                image(wanted)
+            except EngineError as exc:
+                raise EnvironmentFault(f"refusing {problem.id}: {exc}") from None
 
 
 def _want_tui(tui: bool | None, as_json: bool) -> bool:

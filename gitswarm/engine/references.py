@@ -78,7 +78,8 @@ class References:
         """The folder holding the problem's reference under its documented name, or None for a
         problem without one; ReferenceUnavailable if it cannot be built."""
         problem = self.problems.get(problem_id)
-        if problem is None or problem.kind is not Kind.REPRODUCE or not problem.executable:
+        if problem is None or problem.kind is not Kind.REPRODUCE or not problem.executable \
+                or problem.reference_in_image:  # it stays in its image: the shell's container runs it there
             return None
         async with self._lock:
             if problem_id not in self._placed:

@@ -20,6 +20,9 @@
    `eval.` prefix (`suite.canonical`), as the harness credits them.
 
 The hidden reference is built (or taken ready) by `builds.reference_executable`, for its hash.
+A problem that names an image is graded in its grading image (`sandbox.programs_in`): each
+program in a fresh container of it, the reference's hash taken in its image
+(`builds.reference_digest`), nothing of the host in view, so nothing of it to hide.
 The candidate's build and program never see the problem set, nor any copy of the reference
 the machine holds (`hidden`, `sandbox.copies`): where nothing can be hidden (programs run
 unconfined) and such a copy exists, the problem is not graded there.
@@ -43,13 +46,14 @@ from gitswarm.referee.builds import (
     ReproduceGradingError,
     Step,
     compile_limits,
+    reference_digest,
     reference_executable,
     regular_file,
     sha256,
     step_of,
 )
 from gitswarm.referee.junit import Case, read_cases
-from gitswarm.sandbox import Limits, in_force, run
+from gitswarm.sandbox import Limits, in_force, programs_in, run
 from gitswarm.sandbox.copies import copies, refusal
 
 BRANCH_TIMEOUT = 2400.0
@@ -133,11 +137,15 @@ def grade_reproduce(problem: Problem, candidate: Path | dict[str, bytes], *,
                     branch_timeout: float = BRANCH_TIMEOUT) -> ReproduceGrade:
     """Grade `candidate` (a folder, or files by relative path) against the problem's tests."""
     suite = suite_of(problem)
-    with tempfile.TemporaryDirectory(prefix="gitswarm-reproduce-") as tmp:
-        scratch = Path(tmp)
-        reference = reference_executable(problem, scratch / "reference", compile_timeout)
-        clean = {*problem.clean_hashes, sha256(reference)}
-        hide = hidden(problem, scratch, reference)
+    with tempfile.TemporaryDirectory(prefix="gitswarm-reproduce-") as tmp, programs_in(problem.grading_image):
+        scratch = Path(tmp)  # every program of the grading runs in the problem's grading image, if it has one
+        if problem.grading_image:  # a container shows its image and the candidate's folder: no host copy to hide
+            clean = {*problem.clean_hashes, reference_digest(problem, scratch / "reference", compile_timeout)}
+            hide: tuple[Path, ...] = ()
+        else:
+            reference = reference_executable(problem, scratch / "reference", compile_timeout)
+            clean = {*problem.clean_hashes, sha256(reference)}
+            hide = hidden(problem, scratch, reference)
         tree = scratch / "submission"
         copy_candidate(candidate, tree)
         steps = [Step("clean", 0, 0.0, "\n".join(remove_clean(tree, clean) + remove_stale(tree)))]
