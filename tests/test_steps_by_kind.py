@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from gitswarm.cli.main import app
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import system_prompt
+from gitswarm.engine.plan import plan
 from gitswarm.engine.settings import file_settings, merge
 from gitswarm.fakeserver import FakeReply
 from gitswarm.problems.loader import load_set
@@ -48,8 +49,9 @@ def test_the_option_is_offered_and_the_prompts_tell_each_kind_its_steps():
     assert "--max-steps-by-kind KIND=N" in shown
     cfg = SolveConfig(problems=Path("."), run=Path("r"), model="m", max_steps=6,
                       max_steps_by_kind={"reproduce": 300})
-    assert "At most 300 steps" in system_prompt(cfg, "reproduce")
-    assert "At most 6 steps" in system_prompt(cfg, "proof")
+    for kind, steps in (("reproduce", 300), ("proof", 6)):
+        ep = plan(cfg, "e00001", "w01", ("p", kind, "P", None), ("a" * 40, "a" * 40), None)
+        assert f"At most {steps} steps" in system_prompt(cfg, ep)
 
 
 @pytest.mark.anyio

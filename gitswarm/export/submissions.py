@@ -16,6 +16,7 @@ The instance id is ProgramBench's (`owner__repo.commit`), read from the statemen
 
 from __future__ import annotations
 
+import gzip
 import io
 import re
 import tarfile
@@ -81,7 +82,8 @@ def mode(name: str, data: bytes) -> int:
 def tarball(files: dict[str, bytes]) -> bytes:
     """A gzipped tar of `files` (relative path -> content) at its root, in path order."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=EPOCH) as packed, \
+            tarfile.open(fileobj=packed, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name in sorted(files):
             info = tarfile.TarInfo(name)
             info.size, info.mode, info.mtime = len(files[name]), mode(name, files[name]), EPOCH

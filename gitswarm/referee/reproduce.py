@@ -260,10 +260,11 @@ def compile_tree(tree: Path, clean: set[str], timeout: float, steps: list[Step],
     built = regular_file(tree, EXECUTABLE)
     if built is None:
         return "no_executable"
-    if sha256(built.read_bytes()) in clean:
+    data = built.read_bytes()
+    if sha256(data) in clean:
         return "reference_copy"
     stash.parent.mkdir(parents=True, exist_ok=True)
-    stash.write_bytes(built.read_bytes())
+    stash.write_bytes(data)
     built.unlink()
     return None
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import stat
 import sys
 from pathlib import Path
 
@@ -49,25 +50,36 @@ def roots() -> tuple[str, ...]:
     return tuple(sorted(p for p in real if not any(p != q and p.startswith(q + "/") for q in real)))
 
 
-@functools.cache
 def same_content(digest: str, size: int, folders: tuple[str, ...]) -> frozenset[Path]:
-    """Every regular file below `folders` of `size` bytes whose sha256 is `digest` (walked once
-    per process for each reference: the sizes are compared first, so few files are read)."""
+    """Every regular file below `folders` of `size` bytes whose sha256 is `digest` (only the
+    files of that size are read)."""
     found = set()
+    for path in by_size(folders).get(size, ()):
+        try:
+            with open(path, "rb") as file:
+                if hashlib.sha256(file.read()).hexdigest() == digest:
+                    found.add(Path(path))
+        except OSError:
+            continue
+    return frozenset(found)
+
+
+@functools.cache
+def by_size(folders: tuple[str, ...]) -> dict[int, tuple[str, ...]]:
+    """The regular files below `folders`, by size: walked once per process (some seconds for a
+    system's /usr), then every reference's copies are found by reading a few files."""
+    found: dict[int, list[str]] = {}
     for top in folders:
         for folder, _dirs, names in os.walk(top):
             for name in names:
                 path = os.path.join(folder, name)
                 try:
-                    if os.lstat(path).st_size != size or os.path.islink(path):
-                        continue
-                    with open(path, "rb") as file:
-                        same = hashlib.sha256(file.read()).hexdigest() == digest
+                    info = os.lstat(path)
                 except OSError:
                     continue
-                if same:
-                    found.add(Path(path))
-    return frozenset(found)
+                if stat.S_ISREG(info.st_mode):
+                    found.setdefault(info.st_size, []).append(path)
+    return {size: tuple(paths) for size, paths in found.items()}
 
 
 def refusal(problem: str, found: tuple[Path, ...], containment: str) -> str | None:
