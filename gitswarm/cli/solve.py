@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -14,6 +14,9 @@ from gitswarm.cli.fieldopts import field_values, option
 from gitswarm.cli.running import RemoteRun, model_config, refuse_busy, run_swarm
 from gitswarm.engine.config import EPISODES_PER_CHARGE, SolveConfig
 from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS
+
+PersonReviews = Literal["advice", "counts"]
+"""gitswarm.engine.config.PersonReviews, spelt out as `cli.common` spells the others."""
 
 RUN, MODEL, BUDGET, VERIFICATION, OUTPUT, REMOTE, PRICES = (
     "Run", "Model", "Budget and caps", "Verification", "Output", "Remote (with --run URL)", "Prices")
@@ -132,6 +135,15 @@ def solve(
         "verify_in_row", "The K passes must come in a row: a gaps review restarts a candidate's count (a "
         "critical one blocks it in any case; its revision counts from zero).", "--verify-in-row",
         rich_help_panel=VERIFICATION)] = False,
+    person_reviews: Annotated[PersonReviews | None, option(
+        "person_reviews", "What a person's review (`gitswarm review`) counts for. {default} (default): shown to "
+        "the workers and in `show`, not counted. counts: counted toward verification like a worker's; a "
+        "person's critical review blocks the candidate.", rich_help_panel=VERIFICATION)] = None,
+    from_run: Annotated[Path | None, option(
+        "from_run", "A new run's memory begins with this run's main (a run of the same set) for the problems "
+        "both have: its notes, lemmas, attempts, codebases and reviews, their commits ancestors of the new "
+        "run's first. Budget, ledger and selection are the new run's own. Read when the run is created.",
+        "--from", metavar="OLD_RUN", rich_help_panel=RUN)] = None,
     reviews: Annotated[Reviews | None, option(
         "reviews", "{default} (default): any episode may review, with the memory in view. assigned: each "
         "review is an episode the scheduler assigns to one candidate (on --reviewer-model, which implies it). "

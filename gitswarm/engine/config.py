@@ -21,6 +21,8 @@ KindName = Literal["proof", "answer", "program", "reproduce"]
 """A problem kind's name (`problems.model.Kind`), as settings by kind are keyed."""
 Reviews = Literal["open", "assigned", "blind"]
 """Who writes reviews and what they see (`SolveConfig.reviews`)."""
+PersonReviews = Literal["advice", "counts"]
+"""What a person's review counts for (`SolveConfig.person_reviews`)."""
 
 ACROSS_PROCESSES = "slots across processes"
 """Validation context key: the settings are one process's of a run on a remote, whose rule that
@@ -148,6 +150,13 @@ class SolveConfig(BaseModel):
     """The K passes must come in a row: only passes after a candidate's latest `gaps` review
     count (a verifier that finds any issue restarts the count). A critical review blocks a
     candidate in either case; its revision is a new candidate, counted from zero."""
+    person_reviews: PersonReviews = Field("advice", json_schema_extra=_RUN)
+    """What a person's review (`gitswarm review`) counts for: `advice`, shown to the workers and
+    in `show`, not counted; `counts`, counted toward verification like a worker's (a person's
+    critical blocks the candidate)."""
+    from_run: Path | None = Field(None, json_schema_extra=_PROCESS)
+    """A run of the same set whose main the new run's memory begins with (`solve --from`); read
+    only when the run is created."""
     reviews: Reviews = Field("open", json_schema_extra=_RUN)
     """Who writes reviews and what they see. `open`: any episode may choose to review a
     candidate, with the whole memory in view. `assigned`: each review is an episode of its own,

@@ -153,7 +153,7 @@ def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodePlan,
         first = next(p for p in items if candidate_path(p) == path) if path.startswith("code/") else path
         rows.append({"path": path + ("/" if path.startswith("code/") else ""), "commit": commit,
                      "cited": index.cited[commit], "author": index.authors.get(commit) or "?",
-                     "yours": index.authors.get(commit) == ep.worker,
+                     "yours": index.authors.get(commit) == ep.worker, "mark": index.mark(commit),
                      "title": _first_line(memory, f"{base}/{first}", at),
                      "review": reviews_text(index, ep.problem_id, commit)
                      if path.startswith(CANDIDATE_FOLDERS) else ""})

@@ -151,7 +151,7 @@ class Toolbox(FinalActions):
         author = self.index.authors.get(commit) or "?"
         marks = [f"{files} files" if path.startswith("code/") else "",
                  f"by {author}" + (" (yours)" if author == self.ep.worker else ""),
-                 "new since your episode started" if self.new_since_start(commit) else ""]
+                 self.index.mark(commit), "new since your episode started" if self.new_since_start(commit) else ""]
         if path.startswith(CANDIDATE_FOLDERS):
             marks.append("reviews: " + context.reviews_text(self.index, self.ep.problem_id, commit))
         shown = "; ".join(m for m in marks if m)

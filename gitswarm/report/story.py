@@ -36,8 +36,8 @@ def facts(problem: ProblemReport, c: dict) -> str:
 
 
 def review_rows(problem: ProblemReport, c: dict) -> list[list[str]]:
-    return [[r["episode"], r["worker"], r["verdict"], "yes" if r["counted"] else "no", r["path"] or r["commit"][:12]]
-            for r in c["reviews"]]
+    return [[r["episode"], r["worker"] + (" (a person)" if r.get("person") else ""), r["verdict"],
+             "yes" if r["counted"] else "no", r["path"] or r["commit"][:12]] for r in c["reviews"]]
 
 
 def _bold_verdicts(row: list[str]) -> list[str]:
