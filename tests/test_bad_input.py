@@ -489,6 +489,47 @@ def test_read_only_run_still_reads(read_only_run: Path, where: Where):
         assert done.returncode == 0 and not done.stderr, done.stderr
 
 
+def test_solve_refuses_a_reference_that_does_not_build_before_any_call(where: Where):
+    """`problems check`'s defect, named as it names it, exit 2, no run made, no model called (the
+    model's address is a closed port: a call would fail otherwise)."""
+    from gitswarm.resources import resolve_set
+
+    broken = shutil.copytree(resolve_set("demo"), where.tmp / "demo")
+    source = broken / "demo-shout" / "reference" / "shout.c"
+    source.write_text("#include <nowhere.h>\n" + source.read_text())
+    result = invoke(["solve", str(broken), "--problem", "demo-shout", "--run", str(where.new_run), "--no-tui",
+                     *NO_SERVER])
+    assert result.exit_code == BAD, result.output
+    assert_one_paragraph(result.stderr, (f"{broken / 'demo-shout.md'}:7: the reference does not build (exit 1",
+                                         "nowhere.h", "gitswarm problems check", "nothing was spent"))
+    assert not where.new_run.exists()
+    checked = invoke(["problems", "check", str(broken)])
+    assert checked.exit_code == BAD and checked.stderr.splitlines()[0] == result.stderr.splitlines()[0]
+
+
+def test_a_new_run_in_a_read_only_folder(where: Where):
+    """libgit2 meets the read-only folder first (its GitError is no OSError): one sentence, exit 1."""
+    proofs = where.tmp / "proofs"  # no code problem, so no sandbox to make first
+    proofs.mkdir()
+    (proofs / "p1.md").write_text(GOOD.format(id="p1"))
+    parent = where.tmp / "read-only"
+    parent.mkdir()
+    parent.chmod(0o555)
+    try:
+        probe = subprocess.run([sys.executable, "-c", f"open({str(parent / 'probe')!r}, 'w')"],
+                               capture_output=True, preexec_fn=without_override)
+        if probe.returncode == 0:
+            pytest.skip("cannot make a folder read-only for this user (root without a way to drop "
+                        "CAP_DAC_OVERRIDE)")
+        done = cli(["solve", str(proofs), "--run", str(parent / "run"), "--no-tui", *NO_SERVER], where.tmp,
+                   without_override)
+    finally:
+        parent.chmod(0o755)
+    assert done.returncode == FAILED, done.stderr
+    assert_one_paragraph(done.stderr, ("not allowed", "permission denied", ".run.creating"))
+    assert list(parent.iterdir()) == []
+
+
 @pytest.mark.parametrize("args", [pytest.param(["demo", "--run", "{run}", "--no-tui"], marks=pytest.mark.e2e),
                                   ["grade", "{run}", "--force"]],
                          ids=["demo resume", "grade"])

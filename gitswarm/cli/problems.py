@@ -52,7 +52,7 @@ def check(
 
     problem_set, defects = check_set(resolve_set(directory))
     if not defects and not static and problem_set is not None:
-        defects = _run_checks(problem_set, timeout)
+        defects = run_checks(problem_set.problems, timeout)
     for defect in defects:
         typer.echo(str(defect), err=True)
     if defects:
@@ -65,15 +65,16 @@ def check(
     typer.echo(f"{problem_set.path}: {len(problem_set.problems)} problems ({summary}), no defects")
 
 
-def _run_checks(problem_set, timeout: float) -> list:
-    """Build and run every reproduce problem; the sandbox failing to start is exit 1."""
+def run_checks(problems, timeout: float) -> list:
+    """Build and run every reproduce problem of `problems` (the checks that need no model; `solve`
+    runs them too before its first call); the sandbox failing to start is exit 1."""
     from gitswarm.problems.model import Kind
     from gitswarm.referee.reproduce import ReproduceGradingError
     from gitswarm.referee.reproduce_check import check_problem
     from gitswarm.sandbox import SandboxError
 
     defects = []
-    for problem in problem_set.problems:
+    for problem in problems:
         if problem.kind is not Kind.REPRODUCE:
             continue
         try:

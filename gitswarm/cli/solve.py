@@ -203,6 +203,7 @@ def solve(
         folder = (mirror or default_mirror(url)) if url is not None else (Path(run) if run is not None else None)
         cfg = merge(problem_set, folder, given, from_file)
         _check(cfg, problem_set)
+        check_runnable(problems, cfg, problem_set)
     remote = None
     if url is not None:
         remote = RemoteRun(url, cfg.workers if workers is None else workers, claim_ttl, patience, prune_batch)
@@ -239,6 +240,23 @@ def _check(cfg: SolveConfig, problem_set) -> None:
                    "--price-in and --price-out (USD per million tokens; they price the workers' model, and "
                    "the merger's when it is the same; the reviewer's are reviewer_price_in_per_mtok and "
                    "reviewer_price_out_per_mtok in the config file), or use --max-total-tokens.")
+
+
+def check_runnable(name: str, cfg: SolveConfig, problem_set) -> None:
+    """The set's checks that need no model, as `gitswarm problems check` runs them, on the
+    problems this run takes: a reproduce problem whose reference does not build, fails its own
+    tests or whose tests an empty program passes is refused here (exit 2) before anything is
+    spent, rather than left for the agents to find out."""
+    from gitswarm.cli.problems import run_checks
+    from gitswarm.referee.builds import COMPILE_TIMEOUT
+
+    taken = [p for p in problem_set.problems if not cfg.problem_ids or p.id in cfg.problem_ids]
+    defects = run_checks(taken, COMPILE_TIMEOUT)
+    for defect in defects:
+        typer.echo(str(defect), err=True)
+    if defects:
+        raise fail(f"{len(defects)} defect(s) in {name} (`gitswarm problems check {name}` reports the same); "
+                   "fix them and run the command again: nothing was spent")
 
 
 def confine(cfg, problem_set) -> None:
