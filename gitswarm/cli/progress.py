@@ -79,7 +79,7 @@ def line(e: Event, budget: int) -> str | None:
             return (f"{e.problem} settled: its solution is chosen (written when the run stops); no more episodes "
                     "go there")
         case ev.Selected():
-            mark = ", unverified" if e.verified is False else ""
+            mark = ", rejected by reviews" if e.rejected else ", unverified" if e.verified is False else ""
             return f"{e.problem}: " + (f"selected {e.path} ({e.nominations} nominations{mark})" if e.path
                                        else "no candidate")
         case ev.SetAside():

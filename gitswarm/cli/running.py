@@ -239,7 +239,8 @@ def _summary(cfg, result) -> None:
                f"({result.episodes} in all, cap {cfg.max_episodes}), {result.tokens} tokens, {cost}.")
     for problem, picked in result.selected.items():
         mark = ("by nominations" if cfg.verify == 0 else "verified" if picked and picked.verified
-                else "unverified: no candidate was verified within the run")
+                else "rejected by reviews: every candidate had a critical review; this one the fewest"
+                if picked and picked.rejected else "unverified: no candidate was verified within the run")
         shown = f"{picked.path} ({mark}; {picked.nominations} nominations)" if picked else "no candidate"
         typer.echo(f"  {problem:28} {shown}")
     typer.echo(f"\nRead the reasoning: git -C {cfg.run} log --graph --oneline main")

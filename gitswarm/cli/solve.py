@@ -122,7 +122,8 @@ def solve(
     verify: Annotated[int | None, option(
         "verify", "Select an attempt only once K reviews by workers other than its author pass it and none "
         "finds a critical error; a problem settles only on such an attempt. With none verified at the end, "
-        "the best reviewed (no critical review, then the most passes) is written, marked unverified. 0: "
+        "the best reviewed (the fewest critical reviews, then the most passes) is written, marked unverified "
+        "(rejected by reviews when it has a critical review). 0: "
         "plain plurality of nominations (default {default}).", metavar="K", rich_help_panel=VERIFICATION)] = None,
     verify_in_row: Annotated[bool, option(
         "verify_in_row", "The K passes must come in a row: a gaps review restarts a candidate's count (a "

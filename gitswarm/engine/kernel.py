@@ -125,7 +125,8 @@ class RunContext:
         for problem, picked in chosen.items():
             self.events.emit(ev.Selected(problem=problem, path=picked.path if picked else None,
                                          nominations=(picked.nominations or 0) if picked else 0,
-                                         verified=picked.verified if picked else None))
+                                         verified=picked.verified if picked else None,
+                                         rejected=True if picked and picked.rejected else None))
 
     def stopped(self, stop: Stop, worker: str | None = None) -> None:
         """`run_stopped`: why, and what this process's ledger counts (a remote worker names itself)."""

@@ -135,8 +135,8 @@ def _selected(s: DashState, e: ev.Selected) -> None:
     if e.path:
         row.state, row.selected = "selected", e.path
         if e.verified is not None:
-            row.verification = "verified" if e.verified else "unverified"
-        mark = " (unverified)" if e.verified is False else ""
+            row.verification = "verified" if e.verified else "rejected by reviews" if e.rejected else "unverified"
+        mark = f" ({row.verification})" if e.verified is False else ""
         _feed(s, FeedItem(e.time, "selected", row.id, "-", e.path + mark, ""))
         s.dirty.add("problems")
 

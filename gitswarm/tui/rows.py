@@ -32,7 +32,7 @@ class ProblemRow:
     """`nominated` events seen (they come before their merge into main)."""
     grade: str = "-"
     verification: str = "-"
-    """verified, unverified, not required or "-": the read model's, or the `selected` event's."""
+    """verified, unverified, rejected by reviews, not required or "-": the read model's, or the `selected` event's."""
     in_flight: int = 0
     selected: str | None = None
     """The selected solution's path (from the `selected` event, or SOLUTION.md on main)."""
