@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from gitswarm.cli.common import user_errors
+from gitswarm.cli.resume import check_resume
 from gitswarm.cli.running import refuse_busy, run_swarm
 from gitswarm.cli.solve import TuiOpt, _config, _load, _want_tui, confine
 
@@ -74,6 +75,7 @@ def demo(
         problem_set = _load(str(data_dir("problems") / "demo"))
         cfg = _config(problem_set, model, run, workers=workers, seed=0, api_key="demo-key-not-secret", **settings)
         refuse_busy(run)
+        check_resume(cfg, option=None)
         confine(cfg, problem_set)
     code = run_swarm(cfg, problem_set, as_json, responder=respond, faults=FaultPlan(latency_s=latency),
                      tui=_want_tui(tui, as_json), personality=provider.value,

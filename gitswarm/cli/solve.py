@@ -11,6 +11,7 @@ import typer
 
 from gitswarm.cli.common import Effort, Isolation, Reviews, ToolProtocol, fail, user_errors
 from gitswarm.cli.fieldopts import field_values, option
+from gitswarm.cli.resume import check_resume
 from gitswarm.cli.running import RemoteRun, model_config, refuse_busy, run_swarm
 from gitswarm.engine.config import EPISODES_PER_CHARGE, SolveConfig
 from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS
@@ -129,6 +130,12 @@ def solve(
         "verify_in_row", "The K passes must come in a row: a gaps review restarts a candidate's count (a "
         "critical one blocks it in any case; its revision counts from zero).", "--verify-in-row",
         rich_help_panel=VERIFICATION)] = False,
+    change_rule: Annotated[bool, typer.Option(
+        "--change-rule", rich_help_panel=VERIFICATION,
+        help="Let a resume change the selection rule (--verify, --verify-in-row, settle_nominations, "
+             "--isolation best-of-n) where that changes what the run has decided (a problem settled, verified "
+             "or selected): they are decided again under the new rule. Without it such a resume is refused "
+             "(exit 2); any other change of settings is said before anything runs.")] = False,
     reviews: Annotated[Reviews | None, option(
         "reviews", "{default} (default): any episode may review, with the memory in view. assigned: each "
         "review is an episode the scheduler assigns to one candidate (on --reviewer-model, which implies it). "
@@ -205,6 +212,8 @@ def solve(
         cfg = merge(problem_set, folder, given, from_file)
         _check(cfg, problem_set)
         check_runnable(problems, cfg, problem_set)
+        if url is None:  # a remote run refuses other settings itself (`remote.publish`)
+            check_resume(cfg, allowed=change_rule)
     remote = None
     if url is not None:
         remote = RemoteRun(url, cfg.workers if workers is None else workers, claim_ttl, patience, prune_batch)

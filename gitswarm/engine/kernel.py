@@ -158,7 +158,11 @@ async def load_state(cfg: SolveConfig, store: Store, problems: list[str]) -> tup
     view = RunView(cfg, problems)
     rule = Rule.of(cfg)
     view.settle(*selection.standing_of(index, problems, rule))
-    ledger.selection = rule.as_record()
+    record = rule.as_record()
+    if ledger.selection and ledger.selection != record:  # a resume that changed the rule (`solve --change-rule`)
+        ledger.selection = record
+        ledger.restate()  # into the next flush, so that every view judges by the rule selection used
+    ledger.selection = record
     return ledger, index, view
 
 
