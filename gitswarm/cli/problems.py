@@ -41,10 +41,12 @@ def check(
         "--compile-timeout", min=1, metavar="SECONDS",
         help="Bound on building each reproduce reference.")] = 900.0,
 ) -> None:
-    """Validate a problem set; report every defect with file, line and what to do.
+    """Validate a problem set; report its defects with file, line and what to do.
 
-    Reproduce problems are also run: the reference must build and pass every counted test,
-    and an empty program must pass none (a test it passes is reported as dummy_pass).
+    Every defect of the files first; once they are clean, reproduce problems are run (solve
+    runs the same checks before its first model call): the reference must build and pass
+    every counted test, and an empty program must pass none (a test it passes is reported as
+    dummy_pass).
     Exit 0 when the set is clean, 2 when it has defects.
     """
     from gitswarm.problems.loader import check_set
