@@ -548,3 +548,24 @@ def test_full_disk_while_creating_leaves_no_half_run(where: Where):
     assert done.returncode == FAILED, done.stderr
     assert_one_paragraph(done.stderr, ("cannot write", "file too large"))
     assert not where.new_run.exists()
+
+
+@pytest.mark.parametrize("args", [["demo", "--run", "{run}", "--no-tui"],
+                                  ["solve", "demo", "--run", "{run}", "--no-tui", *NO_SERVER]], ids=["demo", "solve"])
+def test_a_sandbox_refusal_names_what_caused_it_and_only_options_the_command_has(args: list[str], where: Where):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITSWARM_")} | {
+        "HOME": str(where.tmp), "GITSWARM_SANDBOX": ""}
+    done = subprocess.run([sys.executable, "-m", "gitswarm", *[a.format(run=where.new_run) for a in args]],
+                          cwd=where.tmp, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == FAILED, done.stderr
+    assert_one_paragraph(done.stderr, ("refusing the code problems", "GITSWARM_SANDBOX=''", "unset it"))
+    assert ("--unconfined" in done.stderr) == (args[0] == "solve")
+    assert "run as root" not in done.stderr  # the setting is the cause, whoever runs it
+
+
+def test_run_as_root_is_advised_only_to_who_is_not(monkeypatch: pytest.MonkeyPatch):
+    from gitswarm.sandbox.backends import how_to_fix
+
+    monkeypatch.delenv("GITSWARM_SANDBOX", raising=False)
+    assert ("run as root" in how_to_fix()) == (os.geteuid() != 0)
+    assert not where.new_run.exists()

@@ -237,7 +237,7 @@ def _check(cfg: SolveConfig, problem_set) -> None:
     from gitswarm.models import credentials
 
     refuse_busy(cfg.run)
-    confine(cfg, problem_set)
+    confine(cfg, problem_set, "--unconfined")
     hint = credentials.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
     if hint:
         raise fail(hint)
@@ -269,8 +269,9 @@ def check_runnable(name: str, cfg: SolveConfig, problem_set) -> None:
                    "fix them and run the command again: nothing was spent")
 
 
-def confine(cfg, problem_set) -> None:
-    """Fail closed: a run with code problems needs a sandbox here, or the user's --unconfined."""
+def confine(cfg, problem_set, option: str | None = None) -> None:
+    """Fail closed: a run with code problems needs a sandbox here, or the user's --unconfined
+    (`option`: the command's own, None for a command without one, which is then not named)."""
     from gitswarm.engine.context import CODE_KINDS
     from gitswarm.errors import EnvironmentFault
     from gitswarm.sandbox import containment, permit_unconfined
@@ -282,9 +283,9 @@ def confine(cfg, problem_set) -> None:
     if found.disk_full:
         raise EnvironmentFault(found.problem())
     if not cfg.unconfined:
-        raise EnvironmentFault(f"refusing the code problems {', '.join(code[:5])}: {found.problem()}",
-                               fix="or give --unconfined to run their programs without a sandbox "
-                                   "(they would see this machine's files)")
+        fix = (f"or give {option} to run their programs without a sandbox (they would see this machine's files)"
+               if option else "")
+        raise EnvironmentFault(f"refusing the code problems {', '.join(code[:5])}: {found.problem()}", fix=fix)
     permit_unconfined()
 
 
