@@ -561,6 +561,7 @@ def test_a_sandbox_refusal_names_what_caused_it_and_only_options_the_command_has
     assert_one_paragraph(done.stderr, ("refusing the code problems", "GITSWARM_SANDBOX=''", "unset it"))
     assert ("--unconfined" in done.stderr) == (args[0] == "solve")
     assert "run as root" not in done.stderr  # the setting is the cause, whoever runs it
+    assert not where.new_run.exists()
 
 
 def test_run_as_root_is_advised_only_to_who_is_not(monkeypatch: pytest.MonkeyPatch):
@@ -568,4 +569,3 @@ def test_run_as_root_is_advised_only_to_who_is_not(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.delenv("GITSWARM_SANDBOX", raising=False)
     assert ("run as root" in how_to_fix()) == (os.geteuid() != 0)
-    assert not where.new_run.exists()
