@@ -171,8 +171,11 @@ def _run_tui(cfg, problem_set, fake, control, remote=None, after=None) -> dict:
     def engine(listener):
         return run_engine(cfg, problem_set, [listener], control, fake, remote)
 
+    from gitswarm.models.credentials import has_price
+
+    priced = all(has_price(model_config(cfg, name, merger=name != cfg.model)) for name in {cfg.model, cfg.merger})
     app = Dashboard(cfg.run, engine=engine, control=control, exit_when_done=not sys.stdin.isatty(),
-                    max_usd=cfg.max_usd, after=after)
+                    max_usd=cfg.max_usd, after=after, priced=priced)
     app.run()
     outcome: dict = {}
     if app.error is not None:

@@ -99,7 +99,8 @@ def _ended(s: DashState, e: ev.EpisodeEnded) -> None:
         if made:
             w.state = "merging"
     s.header.charged = e.charged or s.header.charged
-    s.header.tokens += e.tokens
+    s.header.ended_tokens += e.tokens
+    s.header.tokens = max(s.header.tokens, s.header.ended_tokens)
     problem = s.problem(e.problem)
     if made:
         if isinstance(e, ev.Committed):
@@ -162,8 +163,8 @@ def _stopped(s: DashState, e: ev.RunStopped) -> None:
     """The run's end, as its message says it (an older event log has only the reason)."""
     s.header.stopped = e.detail or e.reason or "stopped"
     s.header.ended = e.time
-    s.header.charged = e.charged or s.header.charged
-    s.header.tokens = e.tokens or s.header.tokens
+    s.header.charged = max(e.charged, s.header.charged)
+    s.header.tokens = max(e.tokens, s.header.tokens)
     for w in s.workers.values():
         leave(s, w)
         w.state = "exited"
