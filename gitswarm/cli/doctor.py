@@ -58,8 +58,8 @@ def doctor(
     gets the same checks, reported under "reviewer". Keys come from the environment and are
     never printed. To try it offline, against the demo's scripted model on 127.0.0.1: `python -m
     gitswarm.fakeserver --demo --port 8000 &`, then `gitswarm doctor --model
-    openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1`. Exit 0 when every check passed (a warning passes), 1 when one failed (each
-    failure says what to do), 2 on bad input.
+    openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1`. Exit 0 when every check
+    passed (a warning passes), 1 when one failed (each failure says what to do), 2 on bad input.
     """
     given = field_values(locals())
     with user_errors():

@@ -244,7 +244,7 @@ def _check(cfg: SolveConfig, problem_set) -> None:
     worker = model_config(cfg, cfg.model)  # a bad combination of prices is refused here
     merger = model_config(cfg, cfg.merger, merger=True)
     reviewer = [model_config(cfg, cfg.reviewer, reviewer=True)] if cfg.reviewer_model else []
-    unpriced = [c.model for c in dict.fromkeys((worker, merger, *reviewer)) if not credentials.has_price(c)]
+    unpriced = list(dict.fromkeys(c.model for c in (worker, merger, *reviewer) if not credentials.has_price(c)))
     if cfg.max_usd is not None and unpriced:
         raise fail(f"--max-usd cannot be enforced: litellm has no price for {' or '.join(unpriced)}. Give "
                    "--price-in and --price-out (USD per million tokens; they price the workers' model, and "
