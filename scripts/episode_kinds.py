@@ -7,6 +7,7 @@ the figures that show where a run's budget went.
 
 from __future__ import annotations
 
+import argparse
 import collections
 import json
 import subprocess
@@ -41,6 +42,12 @@ def line(run: str) -> str:
             f"({len(verified)} verified)")
 
 
-if __name__ == "__main__":
-    for run in sys.argv[1:] or ["runs/demo"]:
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="*", default=["runs/demo"], metavar="RUN", help="run folders (default runs/demo)")
+    for run in parser.parse_args().runs:
         print(line(run))
+
+
+if __name__ == "__main__":
+    main()
