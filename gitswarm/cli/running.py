@@ -248,3 +248,5 @@ def _summary(cfg, result) -> None:
         typer.echo(f"  {problem:28} {shown}")
     typer.echo(f"\nRead the reasoning: git -C {cfg.run} log --graph --oneline main")
     typer.echo(f"Read a solution: gitswarm show {cfg.run} PROBLEM   (--candidate PATH, --review PATH)")
+    if STOP_EXIT[result.reason.reason] == Exit.INTERRUPTED:  # `q` in the dashboard, or Ctrl-C
+        typer.echo("Resume: run the same command again (nothing spent is spent again).")
