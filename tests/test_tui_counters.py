@@ -51,3 +51,9 @@ def test_cost_stays_unknown_once_a_call_had_no_price_and_never_drops():
     merge_snapshot(s, read(20, 0.5, known=False))
     merge_snapshot(s, read(30, 0.75))
     assert s.header.cost is None and "USD unknown" in header_text(s, now=1.0)
+
+
+def test_the_help_overlay_lines_fit_inside_it():
+    from gitswarm.tui.screens import HELP
+
+    assert max(len(line) for line in HELP.splitlines()) <= 74  # 78 wide, less its border and padding
