@@ -38,11 +38,15 @@ def check_resume(cfg, option: str | None = "--change-rule", allowed: bool = Fals
     """Before a run resumes: say on stderr which settings differ from its last start (old and
     new); refuse (BadInput) a rule that would change what is decided, unless `allowed` (the
     command's `option`, None for a command without one)."""
-    if not _is_run(cfg.run):
-        return
+    from gitswarm.memory.errors import NotARun
     from gitswarm.memory.repo import Memory
 
-    memory = Memory(cfg.run)
+    if not _is_run(cfg.run):
+        return
+    try:
+        memory = Memory(cfg.run)
+    except NotARun:
+        return  # the engine refuses it, in its own words (a folder in the way, not a run)
     old, new = _stored_rule(memory), Rule.of(cfg)
     changes = _started_changes(cfg) + (_rule_changes(old, new) if old is not None else [])
     if changes:

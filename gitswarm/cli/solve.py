@@ -256,11 +256,17 @@ def check_runnable(name: str, cfg: SolveConfig, problem_set) -> None:
     """The set's checks that need no model, as `gitswarm problems check` runs them, on the
     problems this run takes: a reproduce problem whose reference does not build, fails its own
     tests or whose tests an empty program passes is refused here (exit 2) before anything is
-    spent, rather than left for the agents to find out."""
+    spent, rather than left for the agents to find out. Where no sandbox confines the programs
+    (`--unconfined`), the references are not built here: the engine's own build says so."""
     from gitswarm.cli.problems import run_checks
+    from gitswarm.problems.model import Kind
     from gitswarm.referee.builds import COMPILE_TIMEOUT
+    from gitswarm.sandbox import containment
 
-    taken = [p for p in problem_set.problems if not cfg.problem_ids or p.id in cfg.problem_ids]
+    taken = [p for p in problem_set.problems if (not cfg.problem_ids or p.id in cfg.problem_ids)
+             and p.kind is Kind.REPRODUCE]
+    if not taken or containment().backend is None:
+        return
     defects = run_checks(taken, COMPILE_TIMEOUT)
     for defect in defects:
         typer.echo(str(defect), err=True)

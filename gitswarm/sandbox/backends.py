@@ -41,8 +41,9 @@ def how_to_fix() -> str:
     setting first; "run as root" only to a process that is not."""
     given = os.environ.get(ORDER_ENV)
     if given is not None:
-        return (f"{ORDER_ENV}={given!r} limits the backends tried to {given.strip() or 'none'}: unset it to try "
-                f"{', '.join(default_order())}, or make one work here (`gitswarm sandbox --json` says how)")
+        return (f"{ORDER_ENV}={given!r} allows {given.strip() or 'no backend'}: unset it (to try "
+                f"{', '.join(default_order())}) or make one work (apt-get install bubblewrap; "
+                "`gitswarm sandbox --json`)")
     return HOW_TO_FIX if os.geteuid() != 0 else HOW_TO_FIX.removesuffix(", or run as root")
 
 
