@@ -489,6 +489,47 @@ def test_read_only_run_still_reads(read_only_run: Path, where: Where):
         assert done.returncode == 0 and not done.stderr, done.stderr
 
 
+def test_solve_refuses_a_reference_that_does_not_build_before_any_call(where: Where):
+    """`problems check`'s defect, named as it names it, exit 2, no run made, no model called (the
+    model's address is a closed port: a call would fail otherwise)."""
+    from gitswarm.resources import resolve_set
+
+    broken = shutil.copytree(resolve_set("demo"), where.tmp / "demo")
+    source = broken / "demo-shout" / "reference" / "shout.c"
+    source.write_text("#include <nowhere.h>\n" + source.read_text())
+    result = invoke(["solve", str(broken), "--problem", "demo-shout", "--run", str(where.new_run), "--no-tui",
+                     *NO_SERVER])
+    assert result.exit_code == BAD, result.output
+    assert_one_paragraph(result.stderr, (f"{broken / 'demo-shout.md'}:7: the reference does not build (exit 1",
+                                         "nowhere.h", "gitswarm problems check", "nothing was spent"))
+    assert not where.new_run.exists()
+    checked = invoke(["problems", "check", str(broken)])
+    assert checked.exit_code == BAD and checked.stderr.splitlines()[0] == result.stderr.splitlines()[0]
+
+
+def test_a_new_run_in_a_read_only_folder(where: Where):
+    """libgit2 meets the read-only folder first (its GitError is no OSError): one sentence, exit 1."""
+    proofs = where.tmp / "proofs"  # no code problem, so no sandbox to make first
+    proofs.mkdir()
+    (proofs / "p1.md").write_text(GOOD.format(id="p1"))
+    parent = where.tmp / "read-only"
+    parent.mkdir()
+    parent.chmod(0o555)
+    try:
+        probe = subprocess.run([sys.executable, "-c", f"open({str(parent / 'probe')!r}, 'w')"],
+                               capture_output=True, preexec_fn=without_override)
+        if probe.returncode == 0:
+            pytest.skip("cannot make a folder read-only for this user (root without a way to drop "
+                        "CAP_DAC_OVERRIDE)")
+        done = cli(["solve", str(proofs), "--run", str(parent / "run"), "--no-tui", *NO_SERVER], where.tmp,
+                   without_override)
+    finally:
+        parent.chmod(0o755)
+    assert done.returncode == FAILED, done.stderr
+    assert_one_paragraph(done.stderr, ("not allowed", "permission denied", ".run.creating"))
+    assert list(parent.iterdir()) == []
+
+
 @pytest.mark.parametrize("args", [pytest.param(["demo", "--run", "{run}", "--no-tui"], marks=pytest.mark.e2e),
                                   ["grade", "{run}", "--force"]],
                          ids=["demo resume", "grade"])
@@ -507,3 +548,24 @@ def test_full_disk_while_creating_leaves_no_half_run(where: Where):
     assert done.returncode == FAILED, done.stderr
     assert_one_paragraph(done.stderr, ("cannot write", "file too large"))
     assert not where.new_run.exists()
+
+
+@pytest.mark.parametrize("args", [["demo", "--run", "{run}", "--no-tui"],
+                                  ["solve", "demo", "--run", "{run}", "--no-tui", *NO_SERVER]], ids=["demo", "solve"])
+def test_a_sandbox_refusal_names_what_caused_it_and_only_options_the_command_has(args: list[str], where: Where):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITSWARM_")} | {
+        "HOME": str(where.tmp), "GITSWARM_SANDBOX": ""}
+    done = subprocess.run([sys.executable, "-m", "gitswarm", *[a.format(run=where.new_run) for a in args]],
+                          cwd=where.tmp, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == FAILED, done.stderr
+    assert_one_paragraph(done.stderr, ("refusing the code problems", "GITSWARM_SANDBOX=''", "unset it"))
+    assert ("--unconfined" in done.stderr) == (args[0] == "solve")
+    assert "run as root" not in done.stderr  # the setting is the cause, whoever runs it
+    assert not where.new_run.exists()
+
+
+def test_run_as_root_is_advised_only_to_who_is_not(monkeypatch: pytest.MonkeyPatch):
+    from gitswarm.sandbox.backends import how_to_fix
+
+    monkeypatch.delenv("GITSWARM_SANDBOX", raising=False)
+    assert ("run as root" in how_to_fix()) == (os.geteuid() != 0)

@@ -15,7 +15,8 @@ from gitswarm.cli.fieldopts import default_of, field_values, lower_bound, option
 from gitswarm.cli.main import app
 from gitswarm.engine.config import BUDGET_PER_PROBLEM, EPISODES_PER_CHARGE, PARTS, SolveConfig
 
-NOT_FIELDS = {"solve": {"mirror", "claim_ttl", "patience", "prune_batch", "as_json", "tui", "max_tokens"},
+NOT_FIELDS = {"solve": {"mirror", "claim_ttl", "patience", "prune_batch", "as_json", "tui", "max_tokens",
+                        "change_rule"},
               "worker": {"url", "name", "folder", "patience", "references", "experiment", "as_json", "tui",
                          "slots"}}
 """The parameters that set no field of the run's settings: the process's own or the output's."""

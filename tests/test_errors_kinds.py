@@ -191,3 +191,18 @@ def test_a_connection_never_made_is_named_so_not_http_500():
         said = str(given_up(error, 5))
         assert "could not connect 5 times in a row" in said and "check the network" in said
         assert "HTTP 500" not in said and "check its log" not in said
+
+
+@pytest.mark.parametrize(("error", "code", "words"), [
+    (pygit2.GitError("failed to make directory '/r/.run.creating': Read-only file system"), Exit.FAILED,
+     ("not allowed", "Read-only file system")),
+    (pygit2.GitError("failed to write object: No space left on device"), Exit.FAILED, ("cannot write",)),
+    (pygit2.GitError("object not found - no match for id (abc)"), Exit.FAILED, ("git failed in the run's repository",
+                                                                            "git -C RUN fsck")),
+    (pygit2.InvalidSpecError("'a..b' is not a valid reference name"), Exit.BAD_INPUT, ("git refuses a name",)),
+])
+def test_every_libgit2_error_is_a_sentence(error: Exception, code: Exit, words: tuple[str, ...]):
+    """pygit2's GitError is no OSError: each still reaches the user as one sentence and an exit code."""
+    described = describe(error)
+    assert described is not None and described[1] == code
+    assert all(word in described[0] for word in words), described[0]

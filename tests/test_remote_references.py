@@ -138,9 +138,11 @@ def test_a_set_without_the_problem_or_whose_reference_does_not_build_is_refused(
     shutil.copytree(resolve_set("demo"), broken)
     statement = broken / f"{SHOUT}.md"
     statement.write_text(statement.read_text().replace("cc -std=c99", "cc -std=c99 -DBROKEN -include nowhere.h"))
-    with pytest.raises(ReferencesRefused, match=f"the reference of {SHOUT} does not build here") as refused:
+    with pytest.raises(ReferencesRefused) as refused:  # named as `problems check` names it, nothing claimed
         anyio.run(built_from, broken, {SHOUT: TITLE}, limiter)
     assert refused.value.problem == SHOUT
+    assert f"{statement}:7: the reference does not build (exit 1" in str(refused.value)
+    assert "gitswarm problems check" in str(refused.value)
 
 
 def test_the_prompt_promises_the_reference_only_to_an_episode_that_has_it():

@@ -262,7 +262,10 @@ def test_status_by_url_of_a_remote_with_no_run(tmp_path: Path):
     done = subprocess.run(cli("status", empty), capture_output=True, text=True, env=env())
     assert done.returncode == 2 and "holds no gitswarm run yet" in done.stderr and "--run " + empty in done.stderr
     missing = subprocess.run(cli("status", f"file://{tmp_path}/none.git"), capture_output=True, text=True, env=env())
-    assert missing.returncode == 1 and "no git repository at" in missing.stderr, missing.stderr
+    assert missing.returncode == 2 and "no git repository at" in missing.stderr, missing.stderr  # a wrong URL
+    worker = subprocess.run(cli("worker", f"file://{tmp_path}/none.git", "--model", "openai/x", "--api-base",
+                                "http://127.0.0.1:9/v1", "--no-tui"), capture_output=True, text=True, env=env())
+    assert worker.returncode == 2 and "no git repository at" in worker.stderr, worker.stderr
     assert "Traceback" not in done.stderr + missing.stderr
 
 

@@ -244,7 +244,7 @@ def test_a_run_whose_workers_are_too_few_to_verify_stops_and_says_so(tmp_path: P
 OFFLINE = """\
 python -m gitswarm.fakeserver --demo --port 8000 &        # the demo's scripted model, offline
 git init --bare --initial-branch=main /tmp/demo.git
-gitswarm solve problems/demo --run file:///tmp/demo.git --workers 0 --model openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1 --budget 30 --no-tui &
+gitswarm solve problems/demo --run file:///tmp/demo.git --workers 0 --model openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1 --budget 60 --no-tui &
 gitswarm worker file:///tmp/demo.git --model openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1 --workers 2 --name box1 --references problems/demo --no-tui &
 gitswarm worker file:///tmp/demo.git --model openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1 --workers 2 --name box2 --references problems/demo --no-tui
 gitswarm status file:///tmp/demo.git
@@ -252,7 +252,7 @@ gitswarm status file:///tmp/demo.git
 """The docs' offline try of many machines, as docs/many-machines.md writes it."""
 
 
-@pytest.mark.slow  # a budget of 30 across a coordinator and two workers: a minute or two on 2 shared cores
+@pytest.mark.slow  # a budget of 60 across a coordinator and two workers: two minutes or so on 2 shared cores
 def test_the_docs_many_machines_commands_run_offline(tmp_path: Path):
     """Each command as written, in a shell in a fresh folder holding the shipped problems/, with
     no API key in the environment; only the port and /tmp are this test's own."""

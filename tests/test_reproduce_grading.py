@@ -205,7 +205,7 @@ def test_grades_of_a_run_are_stored_with_the_mean(tmp_path: Path) -> None:
     result = runner.invoke(app, ["grade", str(tmp_path / "run"), "--set", str(folder)])
     assert result.exit_code == 0, result.output
     assert "1.00 (3/3 tests)" in result.stdout
-    assert "reproduce: mean score 1.000 over 1 problem(s) (resolved 1, almost resolved 1" in result.stdout
+    assert "reproduce: mean score 1.000 over 1 problem(s) (resolved 1, almost resolved 0" in result.stdout
     everything = subprocess.run(["git", "-C", str(tmp_path / "run"), "log", "-p", "--all"], capture_output=True,
                                 text=True, check=True).stdout
     assert all(text not in everything for text in load_set(folder).get("calc").hidden_texts())

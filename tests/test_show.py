@@ -69,7 +69,7 @@ def test_the_flawed_attempt_shows_its_critical_review(run: Path):
     name = flawed.path.rsplit("/", 1)[-1]
     out = show(str(run), "demo-odd-sum", "--candidate", name)
     assert f"candidate {flawed.path} of demo-odd-sum" in out  # one critical review, or two that ran at once
-    assert re.search(r"unverified \(0 pass, 0 gaps, [12] critical", out), out
+    assert re.search(r"rejected by reviews \(0 pass, 0 gaps, [12] critical", out), out
     assert f"  critical {review.worker} {review.episode} {review.path.split('/', 2)[-1]}" in out
     assert git(run, "show", f"main:{flawed.path}").rstrip("\n") in out
     assert show(str(run), "demo-odd-sum", "--candidate", flawed.commit[:8]) == out

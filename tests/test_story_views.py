@@ -85,6 +85,10 @@ def test_a_resumed_run_says_it_resumes_and_what_it_starts_from(capsys):
     show(event_of("run_started", {"run": "r", "workers": 4, "budget": 20, "charged": 0, "episodes": 0,
                                "max_episodes": 60}))
     first, fresh = capsys.readouterr().out.splitlines()
-    assert first == ("resuming run r: 14 of 20 episodes spent (17 in all, at most 60), 2 cut off by its last stop "
-                     "and run again where their problem is open; 4 workers")
+    assert first == ("resuming run r: 14 of 20 episodes spent (17 in all, at most 60), 2 left unfinished by a crash "
+                     "or kill and run again where their problem is open; 4 workers")
+    show(event_of("run_started", {"run": "r", "workers": 4, "budget": 20, "charged": 14, "episodes": 17,
+                               "max_episodes": 60, "interrupted": 0}))  # after a graceful stop: no "0 cut off"
+    said = capsys.readouterr().out.strip()
+    assert said == "resuming run r: 14 of 20 episodes spent (17 in all, at most 60); 4 workers"
     assert fresh.startswith("run r: 4 workers, budget 20 episodes")

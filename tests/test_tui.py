@@ -445,3 +445,15 @@ def test_a_running_workers_tokens_grow_with_its_steps():
     assert state.workers["w01"].tokens == 1234
     state.apply([event_of("step", {"episode": "e1", "worker": "w01", "problem": "a", "step": 3}, 4.0)])
     assert state.workers["w01"].tokens == 1234  # an older event log's step, without tokens, keeps the last
+
+
+def test_dashboard_without_a_terminal_prints_the_status_and_ends(tmp_path_factory: pytest.TempPathFactory):
+    """`gitswarm dashboard RUN | cat`: no escape codes and no wait, the run's status, exit 0."""
+    from demo_run import demo_run
+
+    run = demo_run(tmp_path_factory)
+    done = subprocess.run([sys.executable, "-m", "gitswarm", "dashboard", str(run)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "needs a terminal" in done.stderr and "\x1b" not in done.stdout
+    assert done.stdout.startswith("run ") and "demo-odd-sum" in done.stdout

@@ -181,7 +181,7 @@ def describe(exc: BaseException) -> tuple[str, Exit] | None:
     if isinstance(exc, BaseExceptionGroup):
         found = [describe(e) for e in exc.exceptions]
         return found[0] if found and all(found) else None
-    return _by_kind(exc) or _input_error(exc) or _os_error(exc)
+    return _by_kind(exc) or _input_error(exc) or _os_error(exc) or _git_error(exc)
 
 
 def _by_kind(exc: BaseException) -> tuple[str, Exit] | None:
@@ -229,10 +229,34 @@ def _os_error(exc: BaseException) -> tuple[str, Exit] | None:
         return None
     text = " ".join(str(exc).split())
     detail = f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else text
-    if exc.errno in NO_SPACE or any(reason in text for reason in NO_SPACE.values()):
+    return _refused_write(text, detail, exc.errno)
+
+
+def _refused_write(text: str, detail: str, code: int | None = None) -> tuple[str, Exit] | None:
+    """A write the disk refused (full, or a path we may not write), by errno or by message."""
+    if code in NO_SPACE or any(reason in text for reason in NO_SPACE.values()):
         return (f"cannot write ({detail}): free some disk space (or raise the file-size limit) and run "
                 "the same command again; what was committed is kept"), Exit.FAILED
-    if exc.errno in NO_WRITE or any(reason in text for reason in NO_WRITE.values()):
+    if code in NO_WRITE or any(reason in text for reason in NO_WRITE.values()):
         return (f"not allowed ({detail}): give yourself access to that path (a run folder must be "
                 "writable for solve and grade) and run the same command again"), Exit.FAILED
     return None
+
+
+def _git_error(exc: BaseException) -> tuple[str, Exit] | None:
+    """An error libgit2 raised in the run's repository: a refused write as the disk's own (a
+    read-only folder, a full disk), a name git refuses as bad input, anything else as a
+    failure of the repository, with what to check."""
+    if type(exc).__module__.split(".")[0] not in ("pygit2", "_pygit2"):
+        return None  # not libgit2's: spares loading pygit2 to ask
+    from gitswarm.memory.errors import git_failure
+
+    found = git_failure(exc)
+    if found is None:
+        return None
+    text, bad_name = found
+    if bad_name:
+        return f"git refuses a name ({text}); check the names given and run the command again", Exit.BAD_INPUT
+    return _refused_write(text, text) or (
+        f"git failed in the run's repository ({text}); check that the run folder is whole and writable "
+        "(`git -C RUN fsck`) and run the same command again; what was committed is kept", Exit.FAILED)

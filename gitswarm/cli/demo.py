@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sys
+import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +13,7 @@ from typing import Annotated
 import typer
 
 from gitswarm.cli.common import user_errors
+from gitswarm.cli.resume import check_resume
 from gitswarm.cli.running import refuse_busy, run_swarm
 from gitswarm.cli.solve import TuiOpt, _config, _load, _want_tui, confine
 
@@ -70,10 +72,12 @@ def demo(
 
     model, settings = MODELS[provider]
     run = run or demo_run(provider)
+    started = int(time.time())  # grades stored from here on are this demo's own, not "stored earlier"
     with user_errors():  # the shipped set, even where a folder named demo (a run?) is at hand
         problem_set = _load(str(data_dir("problems") / "demo"))
         cfg = _config(problem_set, model, run, workers=workers, seed=0, api_key="demo-key-not-secret", **settings)
         refuse_busy(run)
+        check_resume(cfg, option=None)
         confine(cfg, problem_set)
     code = run_swarm(cfg, problem_set, as_json, responder=respond, faults=FaultPlan(latency_s=latency),
                      tui=_want_tui(tui, as_json), personality=provider.value,
@@ -81,9 +85,9 @@ def demo(
     if code == 0:
         if as_json:  # stdout holds JSON lines only; the grades go to stderr
             with contextlib.redirect_stdout(sys.stderr):
-                code = grade_demo(run, problem_set)
+                code = grade_demo(run, problem_set, started)
         else:
-            code = grade_demo(run, problem_set)
+            code = grade_demo(run, problem_set, started)
     raise typer.Exit(code)
 
 
@@ -110,7 +114,7 @@ async def _judge():
         yield LiteLLMModel(ModelConfig(JUDGE_MODEL, api_base=server.url, api_key="demo-key-not-secret"))
 
 
-def grade_demo(run: Path, problem_set) -> int:
+def grade_demo(run: Path, problem_set, since: float | None = None) -> int:
     """Grade the demo's selected solutions: answers and programs for real, proofs by the
     scripted judge behind the fake server (it knows only the script's texts, and its grades
     are stored under its own model name). Returns `gitswarm grade`'s exit code."""
@@ -122,7 +126,7 @@ def grade_demo(run: Path, problem_set) -> int:
 
     async def grade() -> int:
         async with _judge() as judge:
-            return await grade_and_print(Memory(run), list(problem_set.problems), judge)
+            return await grade_and_print(Memory(run), list(problem_set.problems), judge, since=since)
 
     typer.echo(f"\nGrading the selected solutions (refs/gitswarm/grades): answers and programs against the "
                f"hidden key and tests; proofs by the demo's scripted judge ({JUDGE_MODEL}), which knows "

@@ -56,8 +56,10 @@ def doctor(
     from (the output limit, `tools`, streaming with tools), or the probe once more unstreamed;
     then two at once. A reviewer model (--reviewer-model, or reviewer_model in the config file)
     gets the same checks, reported under "reviewer". Keys come from the environment and are
-    never printed. Exit 0 when every check passed (a warning passes), 1 when one failed (each
-    failure says what to do), 2 on bad input.
+    never printed. To try it offline, against the demo's scripted model on 127.0.0.1: `python -m
+    gitswarm.fakeserver --demo --port 8000 &`, then `gitswarm doctor --model
+    openai/gitswarm-scripted --api-base http://127.0.0.1:8000/v1`. Exit 0 when every check
+    passed (a warning passes), 1 when one failed (each failure says what to do), 2 on bad input.
     """
     given = field_values(locals())
     with user_errors():

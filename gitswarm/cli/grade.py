@@ -97,13 +97,14 @@ def grade(
 
 async def grade_and_print(memory: Memory, problems: list[Problem], judge, k: int = 3, force: bool = False,
                           all_: bool = False, compile_timeout: float = 900.0,
-                          branch_timeout: float = 2400.0) -> int:
+                          branch_timeout: float = 2400.0, since: float | None = None) -> int:
     """Grade, print a line per grade (and the reproduce mean), and return the exit code: 0
-    when everything asked was graded, 1 when something stayed ungraded, 2 on bad input."""
+    when everything asked was graded, 1 when something stayed ungraded, 2 on bad input. A grade
+    stored at or after `since` (this command's start) is not called "stored earlier"."""
     with user_errors():  # storing a grade can meet a full disk or a read-only run
         outcomes, errors = await grade_all(memory, problems, judge, k, force, all_, compile_timeout,
                                            branch_timeout)
-    _print(outcomes, {p.id: p.kind.value for p in problems})
+    _print(outcomes, {p.id: p.kind.value for p in problems}, since)
     _mean(outcomes, [p.id for p in problems if p.kind.value == "reproduce"])
     for message, _ in errors:
         typer.echo(f"gitswarm: {message}", err=True)
@@ -184,7 +185,7 @@ async def grade_all(memory: Memory, problems: list[Problem], judge, k: int, forc
     return outcomes, errors
 
 
-def _print(outcomes: list[Outcome], kinds: dict[str, str]) -> None:
+def _print(outcomes: list[Outcome], kinds: dict[str, str], since: float | None = None) -> None:
     from gitswarm.domain.grade import describe
 
     rows = [("PROBLEM", "KIND", "CANDIDATE", "GRADER", "SCORE", "NOTE")]
@@ -192,7 +193,8 @@ def _print(outcomes: list[Outcome], kinds: dict[str, str]) -> None:
         c, g = o.candidate, o.grade
         if c is None:
             continue
-        note = ", ".join(n for n, on in (("selected", o.selected), ("stored earlier", o.reused)) if on)
+        earlier = o.reused and (since is None or g is None or g.time < since)
+        note = ", ".join(n for n, on in (("selected", o.selected), ("stored earlier", earlier)) if on)
         rows.append((o.problem, kinds.get(o.problem, ""), c.commit[:10],
                      (f"{g.grader} ({g.model})" if g.model else g.grader) if g else "-",
                      describe(g), note))
@@ -213,6 +215,6 @@ def _mean(outcomes: list[Outcome], reproduce: list[str]) -> None:
     scores = {o.problem: o.grade.score for o in outcomes
               if o.selected and o.grade is not None and o.grade.score is not None}
     resolved = sum(scores.get(p, 0) >= RESOLVED for p in reproduce)
-    almost = sum(scores.get(p, 0) >= ALMOST_RESOLVED for p in reproduce)
+    almost = sum(ALMOST_RESOLVED <= scores.get(p, 0) < RESOLVED for p in reproduce)  # the resolved apart
     typer.echo(f"reproduce: mean score {mean_score(scores, reproduce):.3f} over {len(reproduce)} problem(s) "
                f"(resolved {resolved}, almost resolved {almost}; unattempted count as 0)")

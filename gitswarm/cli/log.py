@@ -47,6 +47,12 @@ def log(
         if problem is not None and problem not in memory.problems():
             raise unknown(f"{run} has no problem {problem!r}", problem, memory.problems(), "its problems")
         commits = memory.log(problem, worker, kind, include_pending=pending, limit=limit)
+        if worker is not None and not commits:
+            from gitswarm.memory import ledgerbook
+
+            workers = sorted({r.worker for r in ledgerbook.episodes(memory).values() if r.worker})
+            if worker not in workers:
+                raise unknown(f"{run} has no worker {worker!r}", worker, workers, "its workers")
     reviewed = Reviewed(memory.snapshot())
     for c in commits:
         meta = c.meta

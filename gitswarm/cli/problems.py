@@ -41,10 +41,12 @@ def check(
         "--compile-timeout", min=1, metavar="SECONDS",
         help="Bound on building each reproduce reference.")] = 900.0,
 ) -> None:
-    """Validate a problem set; report every defect with file, line and what to do.
+    """Validate a problem set; report its defects with file, line and what to do.
 
-    Reproduce problems are also run: the reference must build and pass every counted test,
-    and an empty program must pass none (a test it passes is reported as dummy_pass).
+    Every defect of the files first; once they are clean, reproduce problems are run (solve
+    runs the same checks before its first model call): the reference must build and pass
+    every counted test, and an empty program must pass none (a test it passes is reported as
+    dummy_pass).
     Exit 0 when the set is clean, 2 when it has defects.
     """
     from gitswarm.problems.loader import check_set
@@ -52,7 +54,7 @@ def check(
 
     problem_set, defects = check_set(resolve_set(directory))
     if not defects and not static and problem_set is not None:
-        defects = _run_checks(problem_set, timeout)
+        defects = run_checks(problem_set.problems, timeout)
     for defect in defects:
         typer.echo(str(defect), err=True)
     if defects:
@@ -65,15 +67,16 @@ def check(
     typer.echo(f"{problem_set.path}: {len(problem_set.problems)} problems ({summary}), no defects")
 
 
-def _run_checks(problem_set, timeout: float) -> list:
-    """Build and run every reproduce problem; the sandbox failing to start is exit 1."""
+def run_checks(problems, timeout: float) -> list:
+    """Build and run every reproduce problem of `problems` (the checks that need no model; `solve`
+    runs them too before its first call); the sandbox failing to start is exit 1."""
     from gitswarm.problems.model import Kind
     from gitswarm.referee.reproduce import ReproduceGradingError
     from gitswarm.referee.reproduce_check import check_problem
     from gitswarm.sandbox import SandboxError
 
     defects = []
-    for problem in problem_set.problems:
+    for problem in problems:
         if problem.kind is not Kind.REPRODUCE:
             continue
         try:
@@ -310,7 +313,6 @@ def _import_task(task: Path, out: Path, reference: Path | None, docs: Path | Non
 def _check_imported(problem_file: Path) -> None:
     """Run `problems check`'s checks on the problem just written, and say what they found: the
     reference passes every counted test, an empty program passes none (exit 1 when not)."""
-    from dataclasses import replace
 
     from gitswarm.problems.loader import check_set
 
@@ -319,7 +321,7 @@ def _check_imported(problem_file: Path) -> None:
     defects = [d for d in found if d.path == problem_file or d.path.is_relative_to(folder)]
     ours = [p for p in problem_set.problems if p.path == problem_file] if problem_set else []
     if not defects and problem_set is not None and ours:
-        defects = _run_checks(replace(problem_set, problems=ours), 900.0)
+        defects = run_checks(ours, 900.0)
     for defect in defects:
         typer.echo(str(defect), err=True)
     if defects:

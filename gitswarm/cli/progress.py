@@ -37,9 +37,12 @@ def line(e: Event, budget: int) -> str | None:
     """The progress line of an event (None: it prints none); `budget` for the bar of a charged one."""
     match e:
         case ev.RunStarted() if e.episodes:  # a resume: what it starts from
+            # Episodes a graceful stop cut short were recorded as such; only those a crash or kill left
+            # unfinished are run again, so only they are counted here.
+            again = (f", {e.interrupted} left unfinished by a crash or kill and run again where their problem is "
+                     "open" if e.interrupted else "")
             return (f"resuming run {e.run}: {e.charged} of {e.budget} episodes spent ({e.episodes} in all, at most "
-                    f"{e.max_episodes}), {e.interrupted or 0} cut off by its last stop and run again where their "
-                    f"problem is open; {e.workers} workers")
+                    f"{e.max_episodes}){again}; {e.workers} workers")
         case ev.RunStarted():
             return (f"run {e.run}: {e.workers} workers, budget {e.budget} episodes ({e.charged} already spent), "
                     f"at most {e.max_episodes} episodes in all ({e.episodes} so far)")
@@ -79,7 +82,7 @@ def line(e: Event, budget: int) -> str | None:
             return (f"{e.problem} settled: its solution is chosen (written when the run stops); no more episodes "
                     "go there")
         case ev.Selected():
-            mark = ", unverified" if e.verified is False else ""
+            mark = ", rejected by reviews" if e.rejected else ", unverified" if e.verified is False else ""
             return f"{e.problem}: " + (f"selected {e.path} ({e.nominations} nominations{mark})" if e.path
                                        else "no candidate")
         case ev.SetAside():

@@ -171,8 +171,11 @@ def _run_tui(cfg, problem_set, fake, control, remote=None, after=None) -> dict:
     def engine(listener):
         return run_engine(cfg, problem_set, [listener], control, fake, remote)
 
+    from gitswarm.models.credentials import has_price
+
+    priced = all(has_price(model_config(cfg, name, merger=name != cfg.model)) for name in {cfg.model, cfg.merger})
     app = Dashboard(cfg.run, engine=engine, control=control, exit_when_done=not sys.stdin.isatty(),
-                    max_usd=cfg.max_usd, after=after)
+                    max_usd=cfg.max_usd, after=after, priced=priced)
     app.run()
     outcome: dict = {}
     if app.error is not None:
@@ -239,8 +242,11 @@ def _summary(cfg, result) -> None:
                f"({result.episodes} in all, cap {cfg.max_episodes}), {result.tokens} tokens, {cost}.")
     for problem, picked in result.selected.items():
         mark = ("by nominations" if cfg.verify == 0 else "verified" if picked and picked.verified
-                else "unverified: no candidate was verified within the run")
+                else "rejected by reviews: every candidate had a critical review; this one the fewest"
+                if picked and picked.rejected else "unverified: no candidate was verified within the run")
         shown = f"{picked.path} ({mark}; {picked.nominations} nominations)" if picked else "no candidate"
         typer.echo(f"  {problem:28} {shown}")
     typer.echo(f"\nRead the reasoning: git -C {cfg.run} log --graph --oneline main")
     typer.echo(f"Read a solution: gitswarm show {cfg.run} PROBLEM   (--candidate PATH, --review PATH)")
+    if STOP_EXIT[result.reason.reason] == Exit.INTERRUPTED:  # `q` in the dashboard, or Ctrl-C
+        typer.echo("Resume: run the same command again (nothing spent is spent again).")

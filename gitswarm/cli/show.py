@@ -102,7 +102,7 @@ def candidate_view(memory, p, c) -> View:
     lines = [f"candidate {c.path} of {p.id}" + (" (the selected solution)" if chosen else ""),
              (f"commit {c.commit[:10]} · {worker or '?'} · episode {episode or '?'}"
               if c.commit else "commit unknown: no nomination, grade or review names it"),
-             f"nominations {c.nominations} · {'verified' if c.verified else 'unverified'} ({tally(c)}; "
+             f"nominations {c.nominations} · {c.verification} ({tally(c)}; "
              f"{rule(p.verify)}) · grade: {grade_line(c.grade)}"]
     lines += trail_lines(c)
     text, where = candidate_text(memory, c)
@@ -209,7 +209,7 @@ def candidate_line(pid: str, c) -> str:
     """One candidate as a line of the list a problem without a selection shows."""
     commit = c.commit[:10] if c.commit else "-"
     return (f"{short(pid, c.path)}  {commit}  {c.nominations} nominations  {tally(c)}  "
-            f"{'verified' if c.verified else 'unverified'}  grade {grade_line(c.grade)}")
+            f"{c.verification}  grade {grade_line(c.grade)}")
 
 
 def tally(c) -> str:

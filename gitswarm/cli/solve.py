@@ -11,6 +11,7 @@ import typer
 
 from gitswarm.cli.common import Effort, Isolation, Reviews, ToolProtocol, fail, user_errors
 from gitswarm.cli.fieldopts import field_values, option
+from gitswarm.cli.resume import check_resume
 from gitswarm.cli.running import RemoteRun, model_config, refuse_busy, run_swarm
 from gitswarm.engine.config import EPISODES_PER_CHARGE, SolveConfig
 from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS
@@ -129,7 +130,8 @@ def solve(
     verify: Annotated[int | None, option(
         "verify", "Select an attempt only once K reviews by workers other than its author pass it and none "
         "finds a critical error; a problem settles only on such an attempt. With none verified at the end, "
-        "the best reviewed (no critical review, then the most passes) is written, marked unverified. 0: "
+        "the best reviewed (the fewest critical reviews, then the most passes) is written, marked unverified "
+        "(rejected by reviews when it has a critical review). 0: "
         "plain plurality of nominations (default {default}).", metavar="K", rich_help_panel=VERIFICATION)] = None,
     verify_in_row: Annotated[bool, option(
         "verify_in_row", "The K passes must come in a row: a gaps review restarts a candidate's count (a "
@@ -144,6 +146,12 @@ def solve(
         "both have: its notes, lemmas, attempts, codebases and reviews, their commits ancestors of the new "
         "run's first. Budget, ledger and selection are the new run's own. Read when the run is created.",
         "--from", metavar="OLD_RUN", rich_help_panel=RUN)] = None,
+    change_rule: Annotated[bool, typer.Option(
+        "--change-rule", rich_help_panel=VERIFICATION,
+        help="Let a resume change the selection rule (--verify, --verify-in-row, settle_nominations, "
+             "--isolation best-of-n) where that changes what the run has decided (a problem settled, verified "
+             "or selected): they are decided again under the new rule. Without it such a resume is refused "
+             "(exit 2); any other change of settings is said before anything runs.")] = False,
     reviews: Annotated[Reviews | None, option(
         "reviews", "{default} (default): any episode may review, with the memory in view. assigned: each "
         "review is an episode the scheduler assigns to one candidate (on --reviewer-model, which implies it). "
@@ -219,6 +227,9 @@ def solve(
         folder = (mirror or default_mirror(url)) if url is not None else (Path(run) if run is not None else None)
         cfg = merge(problem_set, folder, given, from_file)
         _check(cfg, problem_set)
+        check_runnable(problems, cfg, problem_set)
+        if url is None:  # a remote run refuses other settings itself (`remote.publish`)
+            check_resume(cfg, allowed=change_rule)
     remote = None
     if url is not None:
         remote = RemoteRun(url, cfg.workers if workers is None else workers, claim_ttl, patience, prune_batch)
@@ -242,14 +253,14 @@ def _check(cfg: SolveConfig, problem_set) -> None:
     from gitswarm.models import credentials
 
     refuse_busy(cfg.run)
-    confine(cfg, problem_set)
+    confine(cfg, problem_set, "--unconfined")
     hint = credentials.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
     if hint:
         raise fail(hint)
     worker = model_config(cfg, cfg.model)  # a bad combination of prices is refused here
     merger = model_config(cfg, cfg.merger, merger=True)
     reviewer = [model_config(cfg, cfg.reviewer, reviewer=True)] if cfg.reviewer_model else []
-    unpriced = [c.model for c in dict.fromkeys((worker, merger, *reviewer)) if not credentials.has_price(c)]
+    unpriced = list(dict.fromkeys(c.model for c in (worker, merger, *reviewer) if not credentials.has_price(c)))
     if cfg.max_usd is not None and unpriced:
         raise fail(f"--max-usd cannot be enforced: litellm has no price for {' or '.join(unpriced)}. Give "
                    "--price-in and --price-out (USD per million tokens; they price the workers' model, and "
@@ -257,8 +268,32 @@ def _check(cfg: SolveConfig, problem_set) -> None:
                    "reviewer_price_out_per_mtok in the config file), or use --max-total-tokens.")
 
 
-def confine(cfg, problem_set) -> None:
-    """Fail closed: a run with code problems needs a sandbox here, or the user's --unconfined."""
+def check_runnable(name: str, cfg: SolveConfig, problem_set) -> None:
+    """The set's checks that need no model, as `gitswarm problems check` runs them, on the
+    problems this run takes: a reproduce problem whose reference does not build, fails its own
+    tests or whose tests an empty program passes is refused here (exit 2) before anything is
+    spent, rather than left for the agents to find out. Where no sandbox confines the programs
+    (`--unconfined`), the references are not built here: the engine's own build says so."""
+    from gitswarm.cli.problems import run_checks
+    from gitswarm.problems.model import Kind
+    from gitswarm.referee.builds import COMPILE_TIMEOUT
+    from gitswarm.sandbox import containment
+
+    taken = [p for p in problem_set.problems if (not cfg.problem_ids or p.id in cfg.problem_ids)
+             and p.kind is Kind.REPRODUCE]
+    if not taken or containment().backend is None:
+        return
+    defects = run_checks(taken, COMPILE_TIMEOUT)
+    for defect in defects:
+        typer.echo(str(defect), err=True)
+    if defects:
+        raise fail(f"{len(defects)} defect(s) in {name} (`gitswarm problems check {name}` reports the same); "
+                   "fix them and run the command again: nothing was spent")
+
+
+def confine(cfg, problem_set, option: str | None = None) -> None:
+    """Fail closed: a run with code problems needs a sandbox here, or the user's --unconfined
+    (`option`: the command's own, None for a command without one, which is then not named)."""
     from gitswarm.engine.context import CODE_KINDS
     from gitswarm.errors import EnvironmentFault
     from gitswarm.sandbox import containment, permit_unconfined
@@ -271,9 +306,9 @@ def confine(cfg, problem_set) -> None:
     if found.disk_full:
         raise EnvironmentFault(found.problem())
     if not cfg.unconfined:
-        raise EnvironmentFault(f"refusing the code problems {', '.join(code[:5])}: {found.problem()}",
-                               fix="or give --unconfined to run their programs without a sandbox "
-                                   "(they would see this machine's files)")
+        fix = (f"or give {option} to run their programs without a sandbox (they would see this machine's files)"
+               if option else "")
+        raise EnvironmentFault(f"refusing the code problems {', '.join(code[:5])}: {found.problem()}", fix=fix)
     permit_unconfined()
 
 

@@ -94,6 +94,9 @@ class Selected(Record):
     path: str | None
     nominations: int
     verified: bool | None
+    rejected: bool | None = None
+    """True: not verified, with a critical review (every candidate's reviews rejected it); left
+    out otherwise."""
 
 
 @dataclass(frozen=True, kw_only=True)

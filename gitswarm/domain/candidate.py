@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gitswarm.domain.grade import Grade, describe
+from gitswarm.domain.kinds import Verification
 from gitswarm.domain.review import Review, ReviewCounts
 
 
@@ -32,6 +33,13 @@ class Candidate:
     """Verified by the run's rule (`Rule.is_verified`): K passes (in a row, where it asks), no critical."""
     trail: tuple[Review, ...] = ()
     """Its reviews, oldest first: each worker's latest, its author's own marked not counted."""
+
+    @property
+    def verification(self) -> str:
+        """"verified", "rejected by reviews" (a critical review blocks it) or "unverified"."""
+        if self.verified:
+            return Verification.VERIFIED.value
+        return (Verification.REJECTED if self.reviews.critical else Verification.UNVERIFIED).value
 
     def as_dict(self) -> dict[str, object]:
         return {"path": self.path, "commit": self.commit, "nominations": self.nominations,

@@ -46,6 +46,9 @@ class Verification(StrEnum):
 
     VERIFIED = "verified"
     UNVERIFIED = "unverified"
+    REJECTED = "rejected by reviews"
+    """Not verified, and every candidate of its problem had a critical review: the one with the
+    fewest was written (docs/verification.md)."""
 
 
 KIND_FOLDERS = {"note": "notes", "lemma": "lemmas", "attempt": "attempts", "review": "reviews",

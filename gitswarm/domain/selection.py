@@ -11,8 +11,10 @@ One rule, over the index of main (`domain.index.MemoryIndex`), for the engine an
   counts so only when the run's `person_reviews` is `counts` (`Rule.people_count`);
 - the leader is the verified candidate with the most nominations, ties going to the referee's
   score, then to more passes, then to the commit id. When no candidate is verified, the
-  best-reviewed one leads, marked unverified: no critical review first, then the most passes,
-  the most nominations, the fewest `gaps` reviews, the newest;
+  best-reviewed one leads, marked unverified: the fewest critical reviews first (never one
+  with more over one with fewer), then the most passes, the most nominations, the fewest
+  `gaps` reviews, the newest. A leader with a critical review is *rejected by reviews*: the
+  least rejected of candidates that all were;
 - a problem *settles* when its leader is verified and either has no verified rival (K > 0:
   nominations could not change the outcome) or has `settle_nominations` nominations (several
   verified candidates, or K = 0, where nominations are the plurality that chooses). A run
@@ -29,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gitswarm.domain.index import MemoryIndex
-from gitswarm.domain.kinds import episode_order
+from gitswarm.domain.kinds import Verification, episode_order
 from gitswarm.domain.review import Review
 from gitswarm.domain.rule import Rule
 
@@ -47,6 +49,8 @@ class Selection:
     """Its nominations when it was selected (None: a SOLUTION.md that does not say)."""
     verified: bool | None = None
     """Whether it was verified (None: a SOLUTION.md that does not say)."""
+    rejected: bool = False
+    """Not verified, with a critical review: every candidate had one (`Verification.REJECTED`)."""
     problem: str = ""
     commit: str = ""
     """The commit on main that wrote SOLUTION.md ("" when read back from it)."""
@@ -77,22 +81,32 @@ class Choice:
     nominations: int
     verified: bool
     passes: int
+    critical: int = 0
+    """Its critical reviews (counted as `Standing.critical`)."""
+
+    @property
+    def mark(self) -> Verification:
+        """What SOLUTION.md and the views call it."""
+        if self.verified:
+            return Verification.VERIFIED
+        return Verification.REJECTED if self.critical else Verification.UNVERIFIED
 
 
 def choose(standings: Iterable[Standing], rule: Rule, scores: dict[str, float] | None = None) -> Choice | None:
     """The leader among `standings` by the module's rule: the best verified candidate, else the
-    best-reviewed one, unverified; None only when there is no candidate at all."""
+    best-reviewed one (the fewest critical reviews first), unverified or rejected by reviews;
+    None only when there is no candidate at all."""
     scores = scores or {}
     pool = list(standings)
     verified = verified_of(pool, rule)
     if verified:
         best = min(verified, key=lambda s: (-s.nominations, -scores.get(s.commit, -1.0), -s.passes, s.commit))
     elif pool:
-        best = min(pool, key=lambda s: (s.critical > 0, -s.passes, -s.nominations, s.gaps,
+        best = min(pool, key=lambda s: (s.critical, -s.passes, -s.nominations, s.gaps,
                                         -scores.get(s.commit, -1.0), -s.order, s.commit))
     else:
         return None
-    return Choice(best.commit, best.nominations, bool(verified), best.passes)
+    return Choice(best.commit, best.nominations, bool(verified), best.passes, 0 if verified else best.critical)
 
 
 def verified_of(standings: Iterable[Standing], rule: Rule) -> list[Standing]:

@@ -125,7 +125,8 @@ class RunContext:
         for problem, picked in chosen.items():
             self.events.emit(ev.Selected(problem=problem, path=picked.path if picked else None,
                                          nominations=(picked.nominations or 0) if picked else 0,
-                                         verified=picked.verified if picked else None))
+                                         verified=picked.verified if picked else None,
+                                         rejected=True if picked and picked.rejected else None))
 
     def stopped(self, stop: Stop, worker: str | None = None) -> None:
         """`run_stopped`: why, and what this process's ledger counts (a remote worker names itself)."""
@@ -157,7 +158,11 @@ async def load_state(cfg: SolveConfig, store: Store, problems: list[str]) -> tup
     view = RunView(cfg, problems)
     rule = Rule.of(cfg)
     view.settle(*selection.standing_of(index, problems, rule))
-    ledger.selection = rule.as_record()
+    record = rule.as_record()
+    if ledger.selection and ledger.selection != record:  # a resume that changed the rule (`solve --change-rule`)
+        ledger.selection = record
+        ledger.restate()  # into the next flush, so that every view judges by the rule selection used
+    ledger.selection = record
     return ledger, index, view
 
 

@@ -57,7 +57,9 @@ class Ledger:
     @classmethod
     def load(cls, memory: Memory) -> Ledger:
         episodes, state = ledgerbook.read(memory)
-        return cls(episodes, state.get("next_number", 1), state.get("rng_state"), spending=state.get("spending"))
+        selection = state.get("selection")
+        return cls(episodes, state.get("next_number", 1), state.get("rng_state"), spending=state.get("spending"),
+                   selection=selection if isinstance(selection, dict) else {})
 
     @classmethod
     def summary(cls, memory: Memory) -> Totals:

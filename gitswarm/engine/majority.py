@@ -75,4 +75,4 @@ def select_by_answers(memory: Memory, index: MemoryIndex, problem: str) -> Selec
         f"solution({problem}): {path}, by the majority of answers ({vote})",
         commitmeta.Solution(op=f"select-{problem}-{commit[:16]}-majority-{votes}-of-{len(answers)}",
                             problem=problem, candidate=commit, verification=Verification.UNVERIFIED))
-    return Selection(commit, f"problems/{problem}/{path}", 0, False, problem, written.commit)
+    return Selection(commit, f"problems/{problem}/{path}", 0, False, problem=problem, commit=written.commit)

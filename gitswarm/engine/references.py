@@ -141,6 +141,11 @@ async def built_from(folder: Path, wanted: dict[str, str], limiter: anyio.Capaci
         if problem.title != wanted[pid]:
             raise ReferencesRefused(folder, pid, f"its {pid} is titled {problem.title!r}, the run's "
                                     f"{wanted[pid]!r}", ids)
+    for pid in ids:  # the checks `gitswarm problems check` runs, before anything is claimed
+        defects = await anyio.to_thread.run_sync(_checked, found[pid], limiter=limiter)
+        if defects:
+            raise ReferencesRefused(folder, pid, f"{len(defects)} defect(s), as `gitswarm problems check "
+                                    f"{folder}` reports them: {'; '.join(defects)}", ids)
     references = References(problem_set, limiter)
     try:
         for pid in ids:
@@ -150,6 +155,13 @@ async def built_from(folder: Path, wanted: dict[str, str], limiter: anyio.Capaci
         raise ReferencesRefused(folder, exc.problem, f"the reference of {exc.problem} does not build here "
                                 f"({exc.reason})", ids) from None
     return references
+
+
+def _checked(problem) -> list[str]:
+    """The defects `gitswarm problems check` finds in a reproduce problem by running it."""
+    from gitswarm.referee.reproduce_check import check_problem
+
+    return [str(defect) for defect in check_problem(problem)]
 
 
 def place(folder: Path, name: str, data: bytes) -> Path:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.kinds import Verification
 from gitswarm.domain.rule import Rule
 from gitswarm.domain.selection import Selection, leader
 from gitswarm.memory import commitmeta
@@ -14,7 +15,8 @@ from gitswarm.problems.frontmatter import render
 def select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
            scores: dict[str, float] | None = None) -> Selection | None:
     """Write `problems/<id>/SOLUTION.md` on main for the leader (git thread); an unverified
-    leader is written too, marked so."""
+    leader is written too, marked so, and one every candidate's reviews rejected is marked
+    `rejected by reviews` (the one with the fewest critical reviews: docs/verification.md)."""
     chosen = leader(index, problem, rule, scores)
     if chosen is None:
         return None
@@ -22,17 +24,17 @@ def select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
     path = index.path_of(chosen.commit)
     assert path is not None  # a leader is a candidate: nominations name one (finals, remote.named)
     body = _candidate_text(memory, problem, chosen.commit, path, files)
-    mark = "verified" if chosen.verified else "unverified"
+    mark = chosen.mark.value
     text = render({"problem": problem, "candidate": chosen.commit, "path": f"problems/{problem}/{path}",
                    "nominations": chosen.nominations, "verification": mark, "passes": chosen.passes,
                    "verify": rule.verify}, body)
-    op = f"select-{problem}-{chosen.commit[:16]}-{chosen.nominations}-{mark}-{chosen.passes}"
+    op = f"select-{problem}-{chosen.commit[:16]}-{chosen.nominations}-{mark.split()[0]}-{chosen.passes}"
     written = memory.commit_to_main(
         {f"problems/{problem}/SOLUTION.md": text.encode()},
         f"solution({problem}): {path}, {mark}, with {chosen.nominations} nomination(s)",
-        commitmeta.Solution(op=op, problem=problem, candidate=chosen.commit, verification=mark))
-    return Selection(chosen.commit, f"problems/{problem}/{path}", chosen.nominations, chosen.verified, problem,
-                     written.commit)
+        commitmeta.Solution(op=op, problem=problem, candidate=chosen.commit, verification=chosen.mark))
+    return Selection(chosen.commit, f"problems/{problem}/{path}", chosen.nominations, chosen.verified,
+                     chosen.mark is Verification.REJECTED, problem, written.commit)
 
 
 def _candidate_text(memory: Memory, problem: str, commit: str, path: str, files: list[str]) -> str:

@@ -37,3 +37,15 @@ class RunTooNew(NotARun):
 class Contention(MemoryError_, RunFault):
     """A ref moved under us or its lock is held; the operation may be retried. Past every
     retry it ends the run's command as a run fault: what was committed is kept."""
+
+
+def git_failure(exc: BaseException) -> tuple[str, bool] | None:
+    """libgit2's message when `exc` is one of its errors (pygit2's `GitError` is no `OSError`,
+    so a full disk or a read-only folder met by libgit2 arrives as one), and whether it is bad
+    input (a name git refuses); None for any other error. For the commands' last word
+    (`cli.common.describe`), which may not import pygit2 itself."""
+    import pygit2
+
+    if not isinstance(exc, pygit2.GitError):
+        return None
+    return " ".join(str(exc).split()), isinstance(exc, pygit2.InvalidSpecError)

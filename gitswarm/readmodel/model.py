@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from gitswarm.domain.candidate import Candidate
 from gitswarm.domain.grade import Grade, describe
-from gitswarm.domain.kinds import KIND_FOLDERS
+from gitswarm.domain.kinds import KIND_FOLDERS, Verification
 from gitswarm.domain.rule import VERIFY
 from gitswarm.domain.selection import Selection
 
@@ -109,12 +109,17 @@ class ProblemState:
 
     @property
     def verification(self) -> str:
-        """"verified", "unverified", "not required" (K = 0) or "-" (no candidate to judge)."""
+        """"verified", "unverified", "rejected by reviews" (it has a critical review: every
+        candidate had one), "not required" (K = 0) or "-" (no candidate to judge)."""
         if self.verify == 0 and self.verified is not None:
             return "not required"
         if self.verified is None:
             return "-"
-        return "verified" if self.verified else "unverified"
+        if self.verified:
+            return Verification.VERIFIED.value
+        standing = self.standing
+        rejected = bool(self.selected and self.selected.rejected) or bool(standing and standing.reviews.critical)
+        return (Verification.REJECTED if rejected else Verification.UNVERIFIED).value
 
     @property
     def grade_text(self) -> str:

@@ -18,6 +18,7 @@ from gitswarm.domain.candidate import Candidate
 from gitswarm.domain.episode import Totals
 from gitswarm.domain.grade import Grade, scores_of
 from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.kinds import Verification
 from gitswarm.domain.review import ReviewCounts
 from gitswarm.domain.rule import Rule
 from gitswarm.domain.selection import Selection
@@ -151,8 +152,10 @@ def _selection(snapshot: Snapshot, base: Tree | None) -> Selection | None:
         return None
     count = str(values.get("nominations") or "")
     mark = values.get("verification")
+    marks = {v.value: v for v in Verification}
     return Selection(str(values["candidate"]), str(values["path"]), int(count) if count.isdigit() else None,
-                     None if mark not in ("verified", "unverified") else mark == "verified")
+                     None if mark not in marks else mark == Verification.VERIFIED,
+                     mark == Verification.REJECTED)
 
 
 def _kind(snapshot: Snapshot, base: Tree | None) -> str:

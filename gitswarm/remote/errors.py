@@ -51,8 +51,9 @@ class AuthFailed(RemoteError):
         return f"the remote {self.url} refused access"
 
 
-class NoRepository(RemoteError):
-    """No repository at that address (or the server does not export it)."""
+class NoRepository(RemoteError, BadInput):
+    """No repository at that address (or the server does not export it): the URL given is
+    wrong, so a command ends with bad input's exit code (2), as for a folder that is not a run."""
 
     advice = "create a bare repository there first (`git init --bare`), or fix the path"
 

@@ -197,7 +197,8 @@ def _drawing(problem: ProblemReport, graph: Graph, svg) -> str:
 
 CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; background: #fff; }
-table { border-collapse: collapse; font-size: 0.9em; } td, th { border: 1px solid #bbb; padding: 0.2em 0.5em; }
+table { border-collapse: collapse; font-size: 0.9em; display: block; max-width: 100%; overflow-x: auto; }
+td, th { border: 1px solid #bbb; padding: 0.2em 0.5em; overflow-wrap: anywhere; }
 th { background: #eef; } .defs { font-size: 0.85em; color: #444; max-width: 60em; }
 .graph svg { max-width: 100%; height: auto; }
 .verdict-critical, h3.rejected { color: #b00020; font-weight: bold; } .verdict-pass { color: #1b5e20; }

@@ -35,6 +35,18 @@ HOW_TO_FIX = ("install bubblewrap (apt-get install bubblewrap, dnf install bubbl
               "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, "
               "user.max_user_namespaces > 0; in a container, run it with --privileged or a seccomp "
               "profile that allows unshare), or run as root")
+"""The fix as `gitswarm sandbox --json` states it in general; a refusal says `how_to_fix()`."""
+
+
+def how_to_fix() -> str:
+    """The fix for this process: where `GITSWARM_SANDBOX` narrowed the backends tried, that
+    setting first; "run as root" only to a process that is not."""
+    given = os.environ.get(ORDER_ENV)
+    if given is not None:
+        return (f"{ORDER_ENV}={given!r} allows {given.strip() or 'no backend'}: unset it (to try "
+                f"{', '.join(default_order())}) or make one work (apt-get install bubblewrap; "
+                "`gitswarm sandbox --json`)")
+    return HOW_TO_FIX if os.geteuid() != 0 else HOW_TO_FIX.removesuffix(", or run as root")
 
 
 class Backend(Protocol):

@@ -8,7 +8,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from gitswarm.sandbox.backends import HOW_TO_FIX, UNCONFINED, Backend, order
+from gitswarm.sandbox.backends import UNCONFINED, Backend, how_to_fix, order
 from gitswarm.sandbox.scratch import chown_tree, scratch_folder
 from gitswarm.sandbox.spawn import UIDS, Limits, SandboxError, config, environment, read_result, spawn_and_wait
 
@@ -39,7 +39,7 @@ class Containment:
             return ("cannot write the sandbox's files: file too large or no space left (a full disk, or a "
                     "file-size limit such as ulimit -f): free some disk space or raise the limit")
         why = "; ".join(f"{name}: {reason}" for name, reason in self.refused.items()) or "no backend is enabled"
-        return f"this machine cannot make a sandbox's root ({why}); {HOW_TO_FIX}"
+        return f"this machine cannot make a sandbox's root ({why}); {how_to_fix()}"
 
 
 _DISK_FULL = ("File too large", "No space left on device", "Disk quota exceeded")

@@ -55,7 +55,7 @@ class Dashboard(App):
 
     def __init__(self, run: Path, engine: Engine | None = None, control: Control | None = None,
                  exit_when_done: bool = False, max_usd: float | None = None,
-                 after: Callable[[], Awaitable[None]] | None = None) -> None:
+                 after: Callable[[], Awaitable[None]] | None = None, priced: bool = True) -> None:
         super().__init__()
         self.run_path = Path(run)
         self.engine = engine
@@ -66,6 +66,7 @@ class Dashboard(App):
         self.exit_when_done = exit_when_done
         self.state = DashState()
         self.state.header.max_usd = max_usd
+        self.state.header.priced = priced  # unpriced: "unknown" from the start, never a USD 0.0000 first
         self.state.header.waiting = ("starting: loading the model library and opening the run…" if engine
                                      else "reading the run…")
         self.pending: list[Event] = []

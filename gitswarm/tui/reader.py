@@ -82,7 +82,7 @@ def graph_text(memory, problem: str) -> str:
         inherited = sorted(graph.closure(node.parents[0], citations=False) & mine.keys()) if node.parents else []
         cited = [c[:7] for c in node.cited if c in graph.nodes]
         verdict = f" [{node.verdict}]" if node.verdict else ""
-        lines.append(f"● {node.id[:7]} {node.kind:8} {node.author:5} {node.subject[:60]}{verdict}")
+        lines.append(f"● {node.id[:7]} {node.kind:8} {node.author:5} {node.subject}{verdict}")
         if cited:
             lines.append(f"    ↖ cites     {', '.join(cited)}")
         if inherited:

@@ -99,7 +99,8 @@ def _ended(s: DashState, e: ev.EpisodeEnded) -> None:
         if made:
             w.state = "merging"
     s.header.charged = e.charged or s.header.charged
-    s.header.tokens += e.tokens
+    s.header.ended_tokens += e.tokens
+    s.header.tokens = max(s.header.tokens, s.header.ended_tokens)
     problem = s.problem(e.problem)
     if made:
         if isinstance(e, ev.Committed):
@@ -135,8 +136,8 @@ def _selected(s: DashState, e: ev.Selected) -> None:
     if e.path:
         row.state, row.selected = "selected", e.path
         if e.verified is not None:
-            row.verification = "verified" if e.verified else "unverified"
-        mark = " (unverified)" if e.verified is False else ""
+            row.verification = "verified" if e.verified else "rejected by reviews" if e.rejected else "unverified"
+        mark = f" ({row.verification})" if e.verified is False else ""
         _feed(s, FeedItem(e.time, "selected", row.id, "-", e.path + mark, ""))
         s.dirty.add("problems")
 
@@ -162,8 +163,8 @@ def _stopped(s: DashState, e: ev.RunStopped) -> None:
     """The run's end, as its message says it (an older event log has only the reason)."""
     s.header.stopped = e.detail or e.reason or "stopped"
     s.header.ended = e.time
-    s.header.charged = e.charged or s.header.charged
-    s.header.tokens = e.tokens or s.header.tokens
+    s.header.charged = max(e.charged, s.header.charged)
+    s.header.tokens = max(e.tokens, s.header.tokens)
     for w in s.workers.values():
         leave(s, w)
         w.state = "exited"

@@ -32,7 +32,7 @@ class ProblemRow:
     """`nominated` events seen (they come before their merge into main)."""
     grade: str = "-"
     verification: str = "-"
-    """verified, unverified, not required or "-": the read model's, or the `selected` event's."""
+    """verified, unverified, rejected by reviews, not required or "-": the read model's, or the `selected` event's."""
     in_flight: int = 0
     selected: str | None = None
     """The selected solution's path (from the `selected` event, or SOLUTION.md on main)."""
@@ -79,7 +79,16 @@ class Header:
     workers: int = 0
     charged: int = 0
     tokens: int = 0
+    """Never less than before: the most of the ledger's last count and the ended episodes' sum,
+    each a lower bound of what the run spent."""
+    ended_tokens: int = 0
+    """The tokens of the episodes whose end was seen (an in-flight episode's are in the ledger's
+    count already, so this is kept apart rather than added to it)."""
     cost: float | None = None
+    """USD so far, never less than before; None: unknown (some call, or the model, has no price)."""
+    priced: bool = True
+    """False once the run's cost is known to be unknown (a model without a price, said by the
+    command that runs it, or a call without one): it stays unknown."""
     max_usd: float | None = None
     started: float | None = None
     """When this start of the run began (a resume starts the clock again)."""

@@ -16,12 +16,15 @@ from gitswarm.memory.model import CommitInfo
 HELP = """\
 gitswarm dashboard
 
-  up/down      move in a table          tab        next panel
-  enter        detail of the problem    g          contribution graph
-  p            pause / resume new episodes (solve only)
-  q            quit (solve: finish the episodes in flight first; q again: stop now)
-  escape       back                     ?          this help
+  up/down   move in a table          tab     next panel
+  enter     detail of the problem    g       contribution graph
+  p         pause / resume new episodes (solve only)
+  q         quit (solve: finish the episodes in flight first,
+            q again: stop now)
+  escape    back                     ?       this help
 """
+"""The keys, each line under 70 columns: the overlay is 74 wide inside, and a wrapped line
+would break the columns."""
 
 
 class DetailScreen(Screen):

@@ -75,7 +75,9 @@ def merge_snapshot(s: DashState, snap: RunState) -> set[str]:
     if snap.workers != s.processes:
         s.processes = snap.workers
         s.dirty.add("processes")
-    s.header.cost = snap.totals.cost_usd
+    cost = snap.totals.cost_usd
+    s.header.priced = s.header.priced and cost is not None
+    s.header.cost = max(cost, s.header.cost or 0.0) if s.header.priced and cost is not None else None  # never less
     s.header.tokens = max(s.header.tokens, snap.totals.tokens)
     s.header.charged = max(s.header.charged, snap.totals.charged)
     s.dirty |= {"problems", "header"}
