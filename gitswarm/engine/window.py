@@ -30,6 +30,9 @@ from gitswarm.resources import render
 CHARS_PER_TOKEN = 4
 STAGED_SHARE = 4
 """The staged files go whole into an account while they take at most 1/this of the window."""
+MIN_COVERED = 2
+"""Steps a compaction covers at least: in a window too small for it, compacting at every step
+would spend a call a step and save nothing."""
 DIGEST_LINES = 40
 """Steps an assembled account lists one line each (the newest); the older ones are counted."""
 
@@ -90,7 +93,9 @@ class ContextPolicy:
     def over(self, messages: list[dict], last_in: int) -> bool:
         """The next request would pass `compact_at` of the window: its size estimated from the
         conversation, scaled by what the provider counted for the last one (`last_in`)."""
-        if not self.on or self._line(messages) <= max(2, self.kept_from):
+        starts = steps_of(messages)
+        covered = _step_at(starts, self._line(messages)) - _step_at(starts, max(2, self.kept_from))
+        if not self.on or covered < MIN_COVERED:
             return False
         scale = last_in / self._estimated if last_in and self._estimated else 1.0
         return estimate(self._shown(messages)) * scale > self.cfg.compact_at * self.window
@@ -160,7 +165,7 @@ class ContextPolicy:
         chars = sum(len(_text(messages[i])) for i in saved)
         if not saved or chars < self.whole_chars:
             return
-        first = self._stub(messages, saved[0])
+        first = _text(self._stub(messages, saved[0]))
         self.stubbed_before = line
         self.trims.append(Trim(step, len(messages), "stub", f"{len(saved)} tool output(s) of steps "
                                f"{_step_at(starts, begin)}-{_step_at(starts, line) - 1} ({chars:,} characters) "
