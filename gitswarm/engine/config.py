@@ -19,6 +19,8 @@ Isolation = Literal["shared", "independent", "best-of-n"]
 """What an episode sees of the memory, and how a problem is decided (`SolveConfig.isolation`)."""
 Reviews = Literal["open", "assigned", "blind"]
 """Who writes reviews and what they see (`SolveConfig.reviews`)."""
+CompactBy = Literal["model", "digest"]
+"""Who writes the account of a compacted episode (`SolveConfig.compact_by`)."""
 
 ACROSS_PROCESSES = "slots across processes"
 """Validation context key: the settings are one process's of a run on a remote, whose rule that
@@ -140,13 +142,13 @@ class SolveConfig(BaseModel):
     compact_at: float = Field(0.6, gt=0, le=1, json_schema_extra=_RUN)
     """Past this share of the model's context window, an episode compacts: the steps before
     those sent whole (`whole_share`) are replaced by an account of them."""
-    compact_by: Literal["model", "digest"] = Field("model", json_schema_extra=_RUN)
+    compact_by: CompactBy = Field("model", json_schema_extra=_RUN)
     """Who writes a compaction's account: `model`, one call of the episode's model (charged to
     it) on what it did, staged, learned and meant to do next, beside a line per step and the
     staged files; `digest`, those alone, without a call."""
-    context_window: int = Field(32_000, ge=1024, json_schema_extra=_MODEL)
-    """The model's context window in tokens, where litellm does not know it (a local or new
-    model); a model litellm knows uses litellm's figure."""
+    context_window: int = Field(32_000, ge=1024, json_schema_extra=_RUN)
+    """The context window, in tokens, the context policy assumes of a model litellm does not
+    know (a local or new model); a model litellm knows uses litellm's figure."""
     overview_cited: int = Field(8, ge=0, json_schema_extra=_RUN)
     """Items the overview shows for being the most cited (the rest: list_items, search)."""
     overview_newest: int = Field(8, ge=0, json_schema_extra=_RUN)
