@@ -96,6 +96,11 @@ async def test_a_long_episode_is_sent_a_bounded_context_and_keeps_everything(tmp
     assert shown.exit_code == 0, shown.output
     assert "### context (step" in shown.output and "replaced by an account the model wrote" in shown.output
     assert shown.output.count(BODY[:200]) >= 20
+    assert "input tokens per call: " in shown.output and f"{record.compactions} compaction(s)" in shown.output
+    # the report: input per call, the cached share, compactions per episode
+    text = CliRunner().invoke(app, ["report", str(run)]).output
+    assert f"{record.compactions} compaction(s) in 1 episode(s), {record.stubbed} batch(es)" in text
+    assert f"the largest {max(record.calls_in):,} (e00001 step" in text
 
 
 @pytest.mark.anyio
