@@ -86,7 +86,8 @@ async def test_a_long_episode_is_sent_a_bounded_context_and_keeps_everything(tmp
     last = script.requests[-1]
     assert "step 40 of 40" in _text(last[-1]) and "<context-account>" in _text(last[2])
     assert STAGED.strip() in _text(last[2])  # the staged note, whole, in the account
-    assert any("trimmed from the context: the output of read_file" in _text(m) for m in last)
+    assert any("trimmed from the context: the output of read_file" in _text(m) for r in script.requests for m in r)
+    assert all("its state block is superseded" in _text(m) for m in last[3:-1] if m["role"] == "user")
     # the conversation record: the requests as the model saw them, and every output whole
     kept = read_conversation(GitReader(run), "e00001")
     assert kept is not None and kept["trims"] and {t["kind"] for t in kept["trims"]} == {"stub", "compact"}

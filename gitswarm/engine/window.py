@@ -5,10 +5,12 @@ readable transcript is made of it); the policy decides what of it the model sees
 
 - **Stubs.** The newest steps' tool outputs are sent whole up to `whole_share` of the model's
   window. An older output longer than `stub_chars` is replaced by a stub that names the call
-  that made it, its size, and how to get it again; an old step's state block, superseded by the
-  newest, by one line. Stubs come in batches as large as the whole part: between two batches
+  that made it, its size, and how to get it again. Stubs come in batches as large as the whole part: between two batches
   every request extends the previous one, so the provider reads all of it but the new step
   from its prompt cache, and a batch's cache miss is paid once per many steps.
+- **State blocks.** A step's state block is replaced by one line as soon as a newer one is
+  sent: the change is at the end of the conversation, which the request's breakpoint before
+  its last message keeps cached (`models.request.CACHE_POINTS`).
 - **Compaction.** Past `compact_at` of the model's window, the steps before those sent whole
   are replaced by one account: what the episode did, staged, learned and meant to
   do next, written by the model (`prompts/compact.md.j2`, one call charged to the episode) or
@@ -173,7 +175,8 @@ class ContextPolicy:
 
     def _shown(self, messages: list[dict]) -> list[dict]:
         head, rest = messages[:2], messages[max(2, self.kept_from):]
-        shown = [self._stub(messages, i) if i < self.stubbed_before else m
+        newest = steps_of(messages)[-1]
+        shown = [self._stub(messages, i) if i < self.stubbed_before or _superseded(m, i, newest) else m
                  for i, m in enumerate(rest, max(2, self.kept_from))]
         if self.account and shown:
             shown[0] = {**shown[0], "content": f"{self.account}\n\n{_text(shown[0])}"}
@@ -208,8 +211,14 @@ def _step_at(starts: list[int], index: int) -> int:
     return max(1, sum(1 for s in starts if s <= index))
 
 
+def _superseded(message: dict, i: int, newest: int) -> bool:
+    """A step's state block once a newer one is sent: it goes at once, and the request's
+    second-to-last cache breakpoint (`models.request.CACHE_POINTS`) keeps the rest cached."""
+    return message.get("role") == "user" and i < newest
+
+
 def _stubbable(message: dict, limit: int) -> bool:
-    return message.get("role") in ("tool", "user") and len(_text(message)) > limit
+    return message.get("role") == "tool" and len(_text(message)) > limit
 
 
 def _text(message: dict) -> str:
