@@ -119,7 +119,7 @@ class ContextPolicy:
         self.covered += _digest(messages, begin, cut)
         self.account = render("compacted.md.j2", written=written.strip(), digest=self.covered[-DIGEST_LINES:],
                               earlier=max(0, len(self.covered) - DIGEST_LINES), files=sorted(staged.items()),
-                              whole=whole, last=last)
+                              whole=whole, last=last, step=step)
         self.kept_from, self.stubbed_before = cut, max(self.stubbed_before, cut)
         self.compactions += 1
         how = " the model wrote" if written.strip() else " assembled without a call"
