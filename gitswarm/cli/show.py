@@ -215,11 +215,13 @@ def rule(verify: int) -> str:
 
 def grade_line(grade) -> str:
     """The grade and who gave it; "not graded" when there is none."""
-    from gitswarm.domain.grade import describe
+    from gitswarm.domain.grade import describe, statuses_line
 
     if grade is None:
         return "not graded (`gitswarm grade` grades a run's selected solutions)"
-    return f"{describe(grade)} by {grade.grader}" + (f" ({grade.model})" if grade.model else "")
+    statuses = statuses_line(grade)
+    return (f"{describe(grade)} by {grade.grader}" + (f" ({grade.model})" if grade.model else "")
+            + (f"\n  tests: {statuses}" if statuses else ""))
 
 
 def short(pid: str, path: str) -> str:

@@ -120,6 +120,10 @@ def solve(
     max_steps: Annotated[int | None, option(
         "max_steps", "Model calls per episode at most (default {default}).", metavar="N",
         rich_help_panel=BUDGET)] = None,
+    max_steps_by_kind: Annotated[list[str] | None, option(
+        "max_steps_by_kind", "Model calls per episode at most on the problems of one kind, over --max-steps: "
+        "KIND=N, e.g. reproduce=300 (repeat for each kind; max_steps_by_kind in set.toml's [defaults] or a "
+        "config file's [solve] as a table).", metavar="KIND=N", rich_help_panel=BUDGET)] = None,
     verify: Annotated[int | None, option(
         "verify", "Select an attempt only once K reviews by workers other than its author pass it and none "
         "finds a critical error; a problem settles only on such an attempt. With none verified at the end, "
@@ -266,6 +270,7 @@ def confine(cfg, problem_set) -> None:
 
     code = [p.id for p in problem_set.problems if p.kind in CODE_KINDS
             and (not cfg.problem_ids or p.id in cfg.problem_ids)]
+    in_images(problem_set.problems, set(code))
     if not code or (found := containment()).backend is not None:
         return
     if found.disk_full:
@@ -275,6 +280,25 @@ def confine(cfg, problem_set) -> None:
                                fix="or give --unconfined to run their programs without a sandbox "
                                    "(they would see this machine's files)")
     permit_unconfined()
+
+
+def in_images(problems, chosen: set[str]) -> None:
+    """Fail closed: a problem that names an image needs a container engine here and the image
+    on it (never the host's root instead)."""
+    from gitswarm.errors import EnvironmentFault
+    from gitswarm.sandbox.container import image
+    from gitswarm.sandbox.engines import EngineError, found
+
+    named = [p for p in problems if p.id in chosen and p.image]
+    if named and found().engine is None:
+        raise EnvironmentFault(f"refusing {', '.join(p.id for p in named[:5])}: their programs run in container "
+                               f"images, and {found().problem()}")
+    for problem in named:
+        for wanted in dict.fromkeys(i for i in (problem.image, problem.grading_image) if i):
+            try:
+                image(wanted)
+            except EngineError as exc:
+                raise EnvironmentFault(f"refusing {problem.id}: {exc}") from None
 
 
 def _want_tui(tui: bool | None, as_json: bool) -> bool:

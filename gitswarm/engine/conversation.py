@@ -56,7 +56,7 @@ import time
 from collections.abc import Iterable
 
 from gitswarm.domain.episode import EpisodeRecord
-from gitswarm.engine.context import EpisodeInfo
+from gitswarm.engine.plan import EpisodePlan
 from gitswarm.memory.conversations import BOOK, path_of
 from gitswarm.memory.repo import Memory
 from gitswarm.models.calls import CallLog
@@ -67,7 +67,7 @@ MIN_SECRET = 8
 """Characters a key has before it is looked for in the record."""
 
 
-def of_episode(log: CallLog, ep: EpisodeInfo, record: EpisodeRecord, model: str, context: dict | None = None) -> dict:
+def of_episode(log: CallLog, ep: EpisodePlan, record: EpisodeRecord, model: str, context: dict | None = None) -> dict:
     """The whole record of a finished episode (the contract's form); `context`: its `trims`
     and the tool `outputs` they hid (`ContextPolicy.kept`), where the policy trimmed any."""
     trimmed = context if context and context["trims"] else {}
