@@ -63,6 +63,7 @@ SMOKES = {
     "bench_remote_run": Smoke("bench_remote_run.py", ("3", "--latency", "0.05", "--per-worker", "2"),
                               '"calls_per_s":'),
     "bench_sandbox": Smoke("bench_sandbox.py", ("--repeat", "1"), "x1.00 of old", needs="sandbox"),
+    "bench_window": Smoke("bench_window.py", ("--steps", "20", "--kb", "8"), "total input tokens, policy on"),
     "bench_status": Smoke("bench_status.py", ("--episodes", "12", "--problems", "2", "--workers", "3",
                                               "--rounds", "1"), "read_run (fresh index, as status)"),
     "chaos": Smoke("chaos.py", ("kill", "flaky", "gitgc", "hidden", "hostile", "--kills", "1", "--budget", "8",

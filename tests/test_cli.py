@@ -25,7 +25,7 @@ def test_version_and_help():
 def test_solve_help_in_panels_with_readable_placeholders():
     text = runner.invoke(app, ["solve", "--help"]).output
     panels = [line.rstrip(":") for line in text.splitlines() if line.endswith(":") and not line.startswith(" ")]
-    assert panels == ["Arguments", "Run", "Model", "Budget and caps", "Verification", "Output",
+    assert panels == ["Arguments", "Run", "Model", "Budget and caps", "Verification", "Context of an episode", "Output",
                       "Remote (with --run URL)", "Prices", "Options"]
     assert text.index("--budget") < text.index("--mirror")  # remote-only options come last
     assert "<list[str]>" not in text and "range>" not in text and "<float" not in text

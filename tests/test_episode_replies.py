@@ -172,6 +172,15 @@ async def test_an_episode_over_the_context_window_fails_alone_and_keeps_its_stag
     assert result.charged == 1 and str(result.reason.reason) == "budget"  # the run went on after the failure
     log = git(tmp_path / "run", "log", "--all", "--format=%s")
     assert "note(demo-odd-sum): incomplete: what e00001 had staged when it failed" in log
+    from gitswarm.engine.ledger import Ledger
+    from gitswarm.memory.repo import Memory
+
+    ledger = Ledger.load(Memory(tmp_path / "run"))
+    failed, other = ledger.episodes["e00001"], ledger.episodes["e00002"]
+    assert (failed.status, failed.failure) == ("failed", "context")  # its own class: not provider, not engine
+    assert "context length exceeded: the conversation is longer than the model's context window" in failed.note
+    assert "other episodes go on" in failed.note and other.status == "contribute" and other.failure == ""
+    assert ledger.totals.failures() == {"provider": 0, "model": 0, "engine": 0, "context": 1}
 
 
 @pytest.mark.anyio

@@ -65,7 +65,8 @@ async def test_step_limits_in_a_row_are_the_models_failures_and_stop_by_the_no_p
     assert len(ended) >= 6 and {(r.status, r.failure) for r in ended} == {("failed", "model")}
     assert all("step limit" in r.note for r in ended)  # more than 3 (= max(3, workers)) in a row
     status = json.loads(CliRunner().invoke(app, ["status", str(run), "--json"]).output)
-    assert status["totals"]["failed_episodes"] == {"provider": 0, "model": len(ended), "engine": 0}
+    assert status["totals"]["failed_episodes"] == {"provider": 0, "model": len(ended), "engine": 0,
+                                                         "context": 0}
 
 
 @pytest.mark.anyio

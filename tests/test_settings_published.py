@@ -15,6 +15,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Literal, Union, get_args, get_origin
 
+import annotated_types
 import anyio
 import pytest
 from conftest import git
@@ -38,7 +39,10 @@ SECRET = "sk-not-to-be-published"
 
 
 def other_than(info: FieldInfo) -> object:
-    """A valid value of a field other than its default, found from the field's type alone."""
+    """A valid value of a field other than its default, found from the field's type (a share,
+    bounded above, halved)."""
+    if any(isinstance(meta, annotated_types.Le | annotated_types.Lt) for meta in info.metadata):
+        return info.get_default() / 2
     return _other(info.annotation, info.get_default())
 
 

@@ -76,6 +76,8 @@ Isolation = Literal["shared", "independent", "best-of-n"]
 """gitswarm.engine.config.Isolation, spelt out for the same reason."""
 Reviews = Literal["open", "assigned", "blind"]
 """gitswarm.engine.config.Reviews, spelt out for the same reason."""
+CompactBy = Literal["model", "digest"]
+"""gitswarm.engine.config.CompactBy, spelt out for the same reason."""
 
 NO_SPACE = {errno.ENOSPC: "No space left on device", errno.EFBIG: "File too large",
             errno.EDQUOT: "Disk quota exceeded"}

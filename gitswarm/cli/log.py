@@ -139,6 +139,12 @@ def show_episode(run: Path, episode: str) -> None:
         typer.echo(f"    {record.note}")
     typer.echo(f"    tokens in={record.tokens_in} out={record.tokens_out} · {record.calls} calls "
                f"({record.failed_calls} failed)" + (f" · commit {record.commit}" if record.commit else ""))
+    if record.calls_in:
+        cached = f", {record.cache_read / record.tokens_in:.0%} from the cache" if record.tokens_in else ""
+        typer.echo(f"    input tokens per call: {' '.join(str(n) for n in record.calls_in)}{cached}")
+    if record.compactions or record.stubbed:
+        typer.echo(f"    context: {record.compactions} compaction(s), {record.stubbed} batch(es) of old tool outputs "
+                   "stubbed (the transcript's `### context` sections say where and by what)")
     text, where = _transcript(memory, record)
     if text is None:
         typer.echo(f"\n(no transcript kept: {where})")

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from gitswarm.cli.common import Effort, Isolation, Reviews, ToolProtocol, fail, user_errors
+from gitswarm.cli.common import CompactBy, Effort, Isolation, Reviews, ToolProtocol, fail, user_errors
 from gitswarm.cli.fieldopts import field_values, option
 from gitswarm.cli.resume import check_resume
 from gitswarm.cli.running import RemoteRun, model_config, refuse_busy, run_swarm
@@ -19,8 +19,9 @@ from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS
 PersonReviews = Literal["advice", "counts"]
 """gitswarm.engine.config.PersonReviews, spelt out as `cli.common` spells the others."""
 
-RUN, MODEL, BUDGET, VERIFICATION, OUTPUT, REMOTE, PRICES = (
-    "Run", "Model", "Budget and caps", "Verification", "Output", "Remote (with --run URL)", "Prices")
+RUN, MODEL, BUDGET, VERIFICATION, CONTEXT, OUTPUT, REMOTE, PRICES = (
+    "Run", "Model", "Budget and caps", "Verification", "Context of an episode", "Output", "Remote (with --run URL)",
+    "Prices")
 """The panels of `solve --help`, in the order they are listed."""
 
 TuiOpt = Annotated[bool | None, typer.Option(
@@ -168,6 +169,22 @@ def solve(
         "code problems anyway, UNCONFINED: limits and a fresh uid only, the host's files in view. Named in "
         "the event log, status and the report. Default: such a run is refused.", "--unconfined",
         rich_help_panel=RUN)] = False,
+    trim_context: Annotated[bool | None, option(
+        "trim_context", "Keep each episode's conversation bounded (default on): old tool outputs become stubs "
+        "that say how to get them again, and past --compact-at of the model's window the older steps become "
+        "one account. --no-trim-context sends the whole conversation every step.",
+        "--trim-context/--no-trim-context", rich_help_panel=CONTEXT)] = None,
+    compact_at: Annotated[float | None, option(
+        "compact_at", "Share of the model's context window past which an episode compacts its older steps "
+        "into an account (default {default}).", metavar="SHARE", max=1, rich_help_panel=CONTEXT)] = None,
+    compact_by: Annotated[CompactBy | None, option(
+        "compact_by", "Who writes a compaction's account: {default} (default), the episode's model, in one "
+        "call charged to it; digest, a line per step, assembled without a call.",
+        rich_help_panel=CONTEXT)] = None,
+    context_window: Annotated[int | None, option(
+        "context_window", "The context window, in tokens, of a model litellm does not know (a local or new "
+        "model; default {default}); a known model's is litellm's.", metavar="TOKENS",
+        rich_help_panel=CONTEXT)] = None,
     as_json: JsonOpt = False,
     tui: TuiOpt = None,
     mirror: Annotated[Path | None, typer.Option(

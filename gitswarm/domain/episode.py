@@ -20,6 +20,7 @@ class Failure(StrEnum):
     PROVIDER = "provider"
     MODEL = "model"
     ENGINE = "engine"
+    CONTEXT = "context"
 
 
 USAGE_PARTS = ("tokens_in", "cache_read", "cache_write", "reasoning", "tokens_out", "calls", "failed_calls",
@@ -66,13 +67,19 @@ class EpisodeRecord:
     process: str = ""
     """In a run on a remote, the worker process that ran it (its slots are `<process>-w01`, ...)."""
     failure: str = ""
-    """Of a failed episode, whose failure it was (`Failure`): provider, model or
-    engine; empty for any other status."""
+    """Of a failed episode, whose failure it was (`Failure`): provider, model, engine or
+    context; empty for any other status."""
     model: str = ""
     """The model its calls went to: the run's `model`, or for a review episode its reviewer's
     (empty in a record written before this field)."""
     reviews: str = ""
     """Of an episode the scheduler assigned to review one candidate, that candidate's commit."""
+    calls_in: list[int] = field(default_factory=list)
+    """Input tokens of each of its successful calls, in order (a compaction's call included)."""
+    compactions: int = 0
+    """Times its conversation was compacted into an account (`engine.window`)."""
+    stubbed: int = 0
+    """Batches of old tool outputs replaced by stubs in what its model saw."""
     transcript: str = ""
     """Where the transcript of an episode without a commit is: `git show <this>` prints it. An
     episode with a commit has its transcript as a note on it (`git notes --ref=transcripts show`)."""
@@ -115,6 +122,8 @@ class Totals:
     """Episodes failed because the model's replies went nowhere."""
     failed_engine: int = 0
     """Episodes failed by an unexpected error inside gitswarm."""
+    failed_context: int = 0
+    """Episodes failed because their conversation outgrew the model's context window."""
     calls: int = 0
     """Model calls that reached the provider, failed ones included."""
     cache_read: int = 0
@@ -133,7 +142,7 @@ class Totals:
         return {name: getattr(self, name) for name in USAGE_PARTS}
 
     def failures(self) -> dict[str, int]:
-        """Failed episodes by class: provider, model, engine."""
+        """Failed episodes by class: provider, model, engine, context."""
         return {kind.value: getattr(self, f"failed_{kind.value}") for kind in Failure}
 
     @property

@@ -23,6 +23,8 @@ Reviews = Literal["open", "assigned", "blind"]
 """Who writes reviews and what they see (`SolveConfig.reviews`)."""
 PersonReviews = Literal["advice", "counts"]
 """What a person's review counts for (`SolveConfig.person_reviews`)."""
+CompactBy = Literal["model", "digest"]
+"""Who writes the account of a compacted episode (`SolveConfig.compact_by`)."""
 
 ACROSS_PROCESSES = "slots across processes"
 """Validation context key: the settings are one process's of a run on a remote, whose rule that
@@ -134,6 +136,28 @@ class SolveConfig(BaseModel):
     turn comes, not while it waits in the server's queue."""
     context_tokens: int = Field(6000, json_schema_extra=_RUN)
     """Hard cap, in tokens, of the memory overview in an episode's first prompt."""
+    trim_context: bool = Field(True, json_schema_extra=_RUN)
+    """Keep each episode's conversation bounded (`engine.window`): old tool outputs become stubs,
+    and past `compact_at` of the model's window the older steps become one account. Off: every
+    step sends the whole conversation so far."""
+    whole_share: float = Field(0.15, gt=0, lt=1, json_schema_extra=_RUN)
+    """The newest steps' tool outputs are sent whole up to this share of the model's context
+    window (the last step's always); older outputs are stubbed a batch at a time, once a batch
+    is as large, so that between two batches each request extends the previous one and is read
+    from the provider's prompt cache. A compaction keeps these steps."""
+    stub_chars: int = Field(1500, ge=0, json_schema_extra=_RUN)
+    """A tool output longer than this, older than the steps sent whole, is replaced by a stub
+    naming the call that made it and its size (the call can be made again)."""
+    compact_at: float = Field(0.6, gt=0, le=1, json_schema_extra=_RUN)
+    """Past this share of the model's context window, an episode compacts: the steps before
+    those sent whole (`whole_share`) are replaced by an account of them."""
+    compact_by: CompactBy = Field("model", json_schema_extra=_RUN)
+    """Who writes a compaction's account: `model`, one call of the episode's model (charged to
+    it) on what it did, staged, learned and meant to do next, beside a line per step and the
+    staged files; `digest`, those alone, without a call."""
+    context_window: int = Field(32_000, ge=1024, json_schema_extra=_RUN)
+    """The context window, in tokens, the context policy assumes of a model litellm does not
+    know (a local or new model); a model litellm knows uses litellm's figure."""
     overview_cited: int = Field(8, ge=0, json_schema_extra=_RUN)
     """Items the overview shows for being the most cited (the rest: list_items, search)."""
     overview_newest: int = Field(8, ge=0, json_schema_extra=_RUN)

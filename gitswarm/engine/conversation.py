@@ -33,7 +33,9 @@ export reads it without the engine. Contract (version 1), as `read_conversation`
                 "usage": {"input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens",
                           "reasoning_tokens", "estimated_tokens", "cost_usd", "raw"} | None,
                 "error": str|None}],
-     "outcome": str, "failure": str, "note": str, "commit": str|None, "started": float, "ended": float}
+     "outcome": str, "failure": str, "note": str, "commit": str|None, "started": float, "ended": float,
+     "trims": [{"step", "at", "kind": "stub"|"compact", "what", "by"}],  # only where the context
+     "outputs": {tool call id: the whole output}}                         # policy trimmed any
 
 One entry per attempt: a retried call appears once per attempt, the failed ones with `error`
 and `reply` None. `read_calls` are the calls the engine ran: the model's own, or those it wrote
@@ -65,9 +67,11 @@ MIN_SECRET = 8
 """Characters a key has before it is looked for in the record."""
 
 
-def of_episode(log: CallLog, ep: EpisodePlan, record: EpisodeRecord, model: str) -> dict:
-    """The whole record of a finished episode (the contract's form)."""
-    return {"version": VERSION, "episode": ep.episode, "problem": ep.problem_id, "worker": ep.worker,
+def of_episode(log: CallLog, ep: EpisodePlan, record: EpisodeRecord, model: str, context: dict | None = None) -> dict:
+    """The whole record of a finished episode (the contract's form); `context`: its `trims`
+    and the tool `outputs` they hid (`ContextPolicy.kept`), where the policy trimmed any."""
+    trimmed = context if context and context["trims"] else {}
+    return trimmed | {"version": VERSION, "episode": ep.episode, "problem": ep.problem_id, "worker": ep.worker,
             "kind": ep.kind, "model": model, "params": log.params, "tools": log.tools, "calls": log.calls,
             "outcome": record.status, "failure": record.failure, "note": record.note, "commit": record.commit,
             "started": record.started, "ended": time.time()}

@@ -27,8 +27,10 @@ from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.shared import Caller, Shared, replied
 from gitswarm.engine.stopping import Cut
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
+from gitswarm.engine.window import ContextPolicy, Trim
 from gitswarm.errors import Refusal
 from gitswarm.models.calls import CallLog
+from gitswarm.models.capabilities import known_context_window
 from gitswarm.models.errors import ModelError
 from gitswarm.resources import render
 
@@ -66,6 +68,7 @@ async def run_episode(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, cu
     index = shared.index if ep.powers.sees_memory else MemoryIndex()  # an isolated episode sees no one's work
     tools = Toolbox(shared.store, index, shared.view, ep, shared.sandbox, shared.references)
     messages: list[dict] = []
+    window = ContextPolicy.of(cfg, known_context_window(record.model))
     calls = CallLog.open()  # the client records each call of this task's episode in it
     stop, failure = None, Failure.MODEL
     try:
@@ -79,7 +82,7 @@ async def run_episode(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, cu
                      {"role": "user", "content": first}]
         final = None
         with anyio.move_on_after(cfg.episode_timeout_s), cut.scope:
-            final = await _loop(shared, ep, record, tools, messages)
+            final = await _loop(shared, ep, record, tools, messages, window)
         if final is None and cut.scope.cancel_called:
             final = Final(Status.STOPPED, reason=f"{cut.why} after {record.calls} model calls")
         elif final is None:
@@ -98,8 +101,9 @@ async def run_episode(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, cu
         failure = Failure.ENGINE if bug else failure
     record.status, record.note, stop = final.action, final.reason, stop or final.stop
     record.failure = failure.value if final.action == Status.FAILED else ""
-    await _keep_transcript(shared, record, messages)
-    lossless = conversation.of_episode(calls, ep, record, record.model)
+    record.compactions, record.stubbed = window.compactions, window.stubbed
+    await _keep_transcript(shared, record, messages, window.trims)
+    lossless = conversation.of_episode(calls, ep, record, record.model, window.kept(messages))
     await shared.store.run(conversation.keep, shared.memory, lossless, calls.secrets)
     return Ended(record, stop, _review_of(index, ep, record, final))
 
@@ -114,19 +118,19 @@ def _review_of(index: MemoryIndex, ep: EpisodePlan, record: EpisodeRecord, final
     return {"verdict": c.verdict, "reviews": found[1]} if found else None
 
 
-async def _keep_transcript(shared: Shared, record: EpisodeRecord, messages: list[dict]) -> None:
+async def _keep_transcript(shared: Shared, record: EpisodeRecord, messages: list[dict], trims: list[Trim]) -> None:
     """The transcript, whatever the outcome: a note on the episode's commit, or for an episode
     without one a file of the transcripts book, which the record names."""
     if not messages:
         return
     if record.commit:
-        await shared.store.add_transcript(record.commit, transcript(messages))
+        await shared.store.add_transcript(record.commit, transcript(messages, trims))
     else:
-        record.transcript = await shared.store.put_transcript(record.episode, transcript(messages))
+        record.transcript = await shared.store.put_transcript(record.episode, transcript(messages, trims))
 
 
 async def _loop(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, tools: Toolbox,
-                messages: list[dict]) -> Final:
+                messages: list[dict], window: ContextPolicy) -> Final:
     cfg = shared.view.config
     note, nudges, settled = "", 0, ep.problem_id in shared.view.settled
     for step in range(1, cfg.steps(ep.kind) + 1):
@@ -140,7 +144,8 @@ async def _loop(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, tools: T
             return Final(Status.STOPPED, reason=reached.detail, stop=reached)
         model = shared.model_of(ep)
         force = nudges > 0 and model.may_force_tools()
-        reply = await _call(shared, ep, record, messages, step, "required" if force else None)
+        await _fit(shared, ep, record, tools, messages, window, step)
+        reply = await _call(shared, ep, record, window.view(messages, step), step, "required" if force else None)
         messages.append(reply.message)
         note = ""
         if reply.truncated:  # its calls are not in the history: the client left them out
@@ -195,8 +200,21 @@ async def _call(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, messages
         replied(shared, exc.usage, began, who, error=exc.kind)
         raise
     shared.ledger.charge(record, reply.usage)
+    record.calls_in.append(reply.usage.tokens_in)
     replied(shared, reply.usage, began, who, finish=reply.finish_reason)
     return reply
+
+
+async def _fit(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, tools: Toolbox, messages: list[dict],
+               window: ContextPolicy, step: int) -> None:
+    """Compact the conversation where the context policy says it is near the model's window:
+    the account is the model's (one call, charged to the episode) or assembled without a call."""
+    if not window.over(messages, record.calls_in[-1] if record.calls_in else 0):
+        return
+    written = ""
+    if shared.view.config.compact_by == "model":
+        written = (await _call(shared, ep, record, window.request(messages, tools.staged), step, None)).content
+    window.compact(messages, step, written, tools.staged)
 
 
 def _engine_error(shared: Shared, ep: EpisodePlan, exc: Exception) -> str:
@@ -271,11 +289,15 @@ def _answer_all(messages: list[dict], reply, text: str, start: int = 0) -> None:
         messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
 
 
-def transcript(messages: list[dict]) -> str:
-    """The conversation as readable text, for the transcript note on the episode's commit;
-    a reasoning model's thinking, where the provider returns it, is shown above its reply."""
+def transcript(messages: list[dict], trims: list[Trim] | tuple[Trim, ...] = ()) -> str:
+    """The conversation as readable text, for the transcript note on the episode's commit: every
+    tool output whole, and where the context policy trimmed what the model saw, what it
+    replaced and by what (`### context`); a reasoning model's thinking, where the provider
+    returns it, is shown above its reply."""
     parts = []
-    for m in messages:
+    for n, m in enumerate(messages):
+        parts += [f"### context (step {t.step}, {t.kind})\n{t.what}; the model saw instead:\n{t.by}".rstrip()
+                  for t in trims if t.at == n]
         text = m.get("content") or ""
         if isinstance(text, list):
             text = "".join(part.get("text", "") for part in text if isinstance(part, dict))
@@ -284,4 +306,6 @@ def transcript(messages: list[dict]) -> str:
         thought = m.get("reasoning_content") or ""
         thinking = f"<thinking>\n{thought.strip()}\n</thinking>\n" if thought.strip() else ""
         parts.append(f"### {m['role']}\n{thinking}{text}\n{shown}".rstrip())
+    parts += [f"### context (step {t.step}, {t.kind})\n{t.what}; the model saw instead:\n{t.by}".rstrip()
+              for t in trims if t.at >= len(messages)]
     return "\n\n".join(parts) + "\n"

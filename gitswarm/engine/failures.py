@@ -1,11 +1,14 @@
-"""Why an episode failed, in three classes, each with its own rule.
+"""Why an episode failed, in four classes, each with its own rule.
 
 - `provider`: the model could not be reached or did not answer whole (transport errors, 5xx,
   streams cut or empty, timeouts, rate limits its retries did not outlast). Only these count
   toward stopping the run as `provider_failing`.
 - `model`: the model answered, but the episode went nowhere (the step limit, replies without
-  a tool call, the wall clock, a conversation over the context window). These feed the
-  no-progress rule, as abstentions do.
+  a tool call, the wall clock). These feed the no-progress rule, as abstentions do.
+- `context`: the conversation outgrew the model's context window (the provider said so). The
+  context policy (`engine.window`) is there so that it does not happen; where it does, the
+  window it assumed is wrong (`context_window`) or `compact_at` too high. Counted as `model` is,
+  never as the provider's or the engine's.
 - `engine`: an unexpected exception inside the episode, a bug of gitswarm's. The episode
   fails alone, its traceback goes to the run's log, and only several in a row stop the run.
 """
@@ -28,8 +31,10 @@ ENGINE_ERRORS_IN_ROW = 3
 
 def of_model_error(kind: str) -> Failure:
     """The class of an episode ended by a failed model call of this `ModelError.kind`: a
-    context window exceeded or a content policy is this episode's conversation, not the
-    provider's failing."""
+    context window exceeded is its own class; a content policy is this episode's conversation,
+    not the provider's failing."""
+    if kind == "context_window":
+        return Failure.CONTEXT
     return Failure.PROVIDER if kind in PROVIDER_KINDS or kind in FATAL_KINDS else Failure.MODEL
 
 

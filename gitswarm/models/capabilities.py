@@ -38,6 +38,13 @@ def known_output_limit(model: str) -> int | None:
     return int(limit) if isinstance(limit, int | float) and limit > 0 else None
 
 
+def known_context_window(model: str) -> int | None:
+    """The most input tokens one request may have, when litellm knows it."""
+    info = model_info(model) or {}
+    window = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(window) if isinstance(window, int | float) and window > 0 else None
+
+
 def has_native_tools(model: str) -> bool | None:
     """True or False when litellm knows whether the model has function calling; None when the
     model is not in its map (a local or brand-new model: try native, fall back on refusal)."""

@@ -29,6 +29,9 @@ _TO_DO = {
                   "--api-base its scheme, host and port, and that the server is running",
     "malformed": "is --api-base an OpenAI-compatible endpoint (often .../v1)?",
 }
+TOO_LONG = ("context length exceeded: the conversation is longer than the model's context window, so this "
+            "episode ends (other episodes go on). With trim_context on, give the model's true window "
+            "(--context-window) or a lower --compact-at.")
 _BY_STATUS = {401: "auth", 403: "permission", 404: "not_found", 408: "timeout", 409: "server",
               429: "rate_limit"}
 
@@ -104,8 +107,9 @@ def given_up(error: ModelError, times: int) -> ModelError:
 
 def from_litellm(exc: Exception, litellm: ModuleType, attempts: int) -> ModelError:
     """The ModelError for an exception raised by `litellm.acompletion`."""
-    status = getattr(exc, "status_code", None)
-    return ModelError(failure_kind(exc, litellm), str(exc), attempts=attempts, retry_after_s=retry_after(exc),
+    status, kind = getattr(exc, "status_code", None), failure_kind(exc, litellm)
+    message = f"{TOO_LONG} Details: {exc}" if kind == "context_window" else str(exc)
+    return ModelError(kind, message, attempts=attempts, retry_after_s=retry_after(exc),
                       status=status if isinstance(status, int) else None)
 
 

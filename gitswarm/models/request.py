@@ -14,9 +14,12 @@ from gitswarm.models.lib import litellm_module
 CACHE_POINTS = (
     {"location": "message", "role": "system"},  # tools and the system prompt: the same for every worker
     {"location": "message", "index": 1},  # the episode's first prompt: statement and memory overview
+    {"location": "message", "index": -2},  # all but the newest state block, which the next step replaces
     {"location": "message", "index": -1},  # the conversation so far, read back at the next step
 )
-"""Where litellm puts `cache_control` breakpoints (Anthropic allows four; these are three)."""
+"""Where litellm puts `cache_control` breakpoints (Anthropic allows four). The next request
+changes the newest state block to a line (`engine.window`), so the prefix before it is marked
+too."""
 
 
 def completion_args(config: ModelConfig, messages: list[dict], tools: list[dict] | None, *,

@@ -114,6 +114,9 @@ class RunReport:
     inherited: dict = field(default_factory=dict)
     """What the run inherited from the run it began from (`solve --from`) and what its solutions
     built on of it (`inherited.Inherited`); empty for a run that began afresh."""
+    context: dict = field(default_factory=dict)
+    """What the episodes sent their models (`context_of`): input tokens per call, the share read
+    from the provider's cache, compactions and stub batches."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -159,8 +162,23 @@ def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
         problems=problems, usage=state.totals.parts(), workers=[w.as_dict() for w in state.workers],
         failed=dict(state.totals.failed),
         selector=selector_quality(list(state.problems), settings.reviewer or settings.model or "the run's model")
-        .as_dict(), roles=spent_by_role(every, settings.model),
+        .as_dict(), roles=spent_by_role(every, settings.model), context=context_of(records),
         inherited=origin.as_dict() if origin is not None else {}), graph
+
+
+def context_of(records: list) -> dict:
+    """The episodes' context, from their records: input tokens per call (mean, and the largest
+    with the step it was sent at), the share of input read from the cache, compactions (and the
+    episodes that had any) and batches of stubs (`engine.window`)."""
+    calls = [(n, step, r.episode) for r in records for step, n in enumerate(r.calls_in, 1)]
+    tokens_in = sum(r.tokens_in for r in records)
+    largest = max(calls, default=(0, 0, ""))
+    return {"calls": len(calls), "input_per_call": round(sum(c[0] for c in calls) / len(calls)) if calls else 0,
+            "largest_input": largest[0], "largest_at": f"{largest[2]} step {largest[1]}" if calls else "",
+            "cache_share": round(sum(r.cache_read for r in records) / tokens_in, 3) if tokens_in else None,
+            "compactions": sum(r.compactions for r in records),
+            "episodes_compacted": sum(1 for r in records if r.compactions),
+            "stub_batches": sum(r.stubbed for r in records)}
 
 
 def spent_by_role(every: dict, model: str | None) -> list[dict]:

@@ -49,7 +49,20 @@ def usage_line(parts: dict[str, int]) -> str:
 def failed_line(failed: dict[str, int]) -> str:
     """Failed episodes by class, in one phrase: whose failure each was."""
     return ("failed episodes: " + ", ".join(f"{n:,} {kind}" for kind, n in failed.items())
-            + " (provider: no whole reply; model: its replies went nowhere; engine: an error inside gitswarm)")
+            + " (provider: no whole reply; model: its replies went nowhere; engine: an error inside gitswarm; "
+            "context: the conversation outgrew the model's context window)")
+
+
+def context_line(context: dict) -> str:
+    """What the episodes sent their models, in one sentence (`collect.context_of`)."""
+    if not context.get("calls"):
+        return ""
+    share = context["cache_share"]
+    return (f"Context: {context['input_per_call']:,} input tokens per call on average, the largest "
+            f"{context['largest_input']:,} ({context['largest_at']}); "
+            + (f"{share:.0%} read from the provider's cache; " if share is not None else "")
+            + f"{context['compactions']} compaction(s) in {context['episodes_compacted']} episode(s), "
+            f"{context['stub_batches']} batch(es) of old tool outputs stubbed.")
 
 
 def to_json(report: RunReport) -> str:
@@ -131,6 +144,7 @@ def _summary(report: RunReport) -> str:
     return (f"{settings_line(RunSettings(**report.settings), processes)} {totals_line(report)} "
             + (f"{roles_line(report.roles)} " if report.roles else "") +
             f"All calls, the merger's too: {usage_line(report.usage)}. {failed_line(report.failed)}. "
+            + (f"{context_line(report.context)} " if context_line(report.context) else "") +
             f"{report.contributions} contributions: {pct(report.citation_rate)} cite earlier work, "
             f"{pct(report.built_on_share)} built on by later work, "
             f"{pct(report.ancestry_share)} in the selected solutions' ancestry.")
