@@ -74,6 +74,9 @@ class MemoryIndex:
     seen_tip: str | None = None
     taken: set[str] = field(default_factory=set, repr=False)
     """Every commit taken in: those reachable from `seen_tip`."""
+    views: dict[str, MemoryIndex] = field(default_factory=dict, repr=False, compare=False)
+    """Problem -> its frozen part (`pinned`) taken at some tip: while that is still `seen_tip`,
+    every step of every episode on the problem reads that one copy."""
 
     def add(self, facts: CommitFacts) -> None:
         """Take in one contribution commit of main, in the order of main's history."""
@@ -112,14 +115,26 @@ class MemoryIndex:
         `seen_tip`, which the merger's later updates do not change (git thread, where the
         updates run, so the copy is never taken halfway through one). The maps kept for every
         commit (citations, files, authors) are shared: they only grow, and the problem's own
-        items, votes and reviews say which of their commits the view holds."""
+        items, votes and reviews say which of their commits the view holds. One copy per
+        problem and tip, kept for the steps that ask next."""
+        kept = self.viewed(problem)
+        if kept is not None:
+            return kept
         own = self.problems[problem]
         frozen = ProblemIndex(dict(own.items), Counter(own.kinds), Counter(own.nominations), set(own.nominators),
                               {c: dict(by) for c, by in own.reviews.items()})
         part = MemoryIndex(cited=self.cited, files_of=self.files_of, authors=self.authors, answered=self.answered,
                            seen_tip=self.seen_tip)
         part.problems[problem] = frozen
+        self.views[problem] = part
         return part
+
+    def viewed(self, problem: str) -> MemoryIndex | None:
+        """`problem`'s frozen part at `seen_tip` if `pinned` took one, else None. Safe from
+        another thread than the updates': a view is a copy no update changes, and one taken at
+        the tip an update is leaving is still that tip's whole view until `seen_tip` moves."""
+        kept = self.views.get(problem)
+        return kept if kept is not None and kept.seen_tip == self.seen_tip else None
 
     def reviews_of(self, problem: str, candidate: str) -> list[Review]:
         """The reviews of `candidate` that count: the latest by each worker but its author."""
