@@ -9,6 +9,7 @@ new commits), so prompts, the scheduler and the read model never walk history.
 from __future__ import annotations
 
 import heapq
+import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -74,6 +75,10 @@ class MemoryIndex:
     seen_tip: str | None = None
     taken: set[str] = field(default_factory=set, repr=False)
     """Every commit taken in: those reachable from `seen_tip`."""
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    """Held while commits are taken in (the git thread) and by a reader on another thread that
+    walks the live maps (the scheduler, a prefix lookup): a dict changing size under a loop
+    over it is an error. Taking in holds it for the additions alone, never a git read."""
     views: dict[str, MemoryIndex] = field(default_factory=dict, repr=False, compare=False)
     """Problem -> its frozen part (`pinned`) taken at some tip: while that is still `seen_tip`,
     every step of every episode on the problem reads that one copy."""
@@ -124,7 +129,7 @@ class MemoryIndex:
         frozen = ProblemIndex(dict(own.items), Counter(own.kinds), Counter(own.nominations), set(own.nominators),
                               {c: dict(by) for c, by in own.reviews.items()})
         part = MemoryIndex(cited=self.cited, files_of=self.files_of, authors=self.authors, answered=self.answered,
-                           seen_tip=self.seen_tip)
+                           seen_tip=self.seen_tip, lock=self.lock)  # the maps it shares are guarded by the one lock
         part.problems[problem] = frozen
         self.views[problem] = part
         return part
@@ -181,9 +186,11 @@ class MemoryIndex:
             if path == ref or path.startswith(ref + "/") or (path.startswith("code/") and ref.startswith(path + "/")):
                 return commit, path
         if len(ref) >= 7:
-            for commit, (owner, files) in self.files_of.items():
-                if owner == problem and commit.startswith(ref.lower()):
-                    shown = [f for f in files if f.startswith(CANDIDATE_FOLDERS)]
-                    if shown:
-                        return commit, candidate_path(shown[0])
+            with self.lock:
+                found = [(c, files) for c, (owner, files) in self.files_of.items()
+                         if owner == problem and c.startswith(ref.lower())]
+            for commit, files in found:
+                shown = [f for f in files if f.startswith(CANDIDATE_FOLDERS)]
+                if shown:
+                    return commit, candidate_path(shown[0])
         return None

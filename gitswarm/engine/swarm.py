@@ -208,9 +208,10 @@ class Scheduler:
         """`open_problems`, counting as nominations in the making the episodes in
         flight or being claimed and the nominations not yet merged."""
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
-        busy += [p for p, _, status in self._unmerged().values() if status == Status.NOMINATE]
-        return open_problems(self.shared.index, self.problems, self.shared.view.settled,
-                                     self.streaks.set_aside, busy, self.config)
+        with self.shared.index.lock:  # the live index: no commit taken in while it is read
+            busy += [p for p, _, status in self._unmerged().values() if status == Status.NOMINATE]
+            return open_problems(self.shared.index, self.problems, self.shared.view.settled,
+                                 self.streaks.set_aside, busy, self.config)
 
     def _unmerged(self) -> dict[str, tuple[str, str, str]]:
         """`unmerged`, less what the index now holds."""
@@ -223,10 +224,11 @@ class Scheduler:
         claimed, and other processes' too."""
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
         busy += self.source.elsewhere()
-        unmerged, open_ = self._unmerged(), self._open()
-        return pick(self.shared.index, open_, busy, self.free_workers, unmerged, Rule.of(self.config),
-                    self.rng, waiting=bool(self.in_flight or self.claiming or unmerged),
-                    announced=self.shared.view.announcements, tight=self._tight(open_, len(busy)))
+        with self.shared.index.lock:  # the live index: no commit taken in while it is read
+            unmerged, open_ = self._unmerged(), self._open()
+            return pick(self.shared.index, open_, busy, self.free_workers, unmerged, Rule.of(self.config),
+                        self.rng, waiting=bool(self.in_flight or self.claiming or unmerged),
+                        announced=self.shared.view.announcements, tight=self._tight(open_, len(busy)))
 
     def _tight(self, open_: list[str], busy: int) -> bool:
         """The budget left, less the episodes in flight, cannot pay for a selection on every open
@@ -258,7 +260,8 @@ class Scheduler:
         for record in records:
             self.in_flight[record.episode] = record
             found = self.problem_set.get(record.problem)
-            review = reviewing.assignment(shared.index, shared.view, record.problem, record.worker)
+            with shared.index.lock:
+                review = reviewing.assignment(shared.index, shared.view, record.problem, record.worker)
             info = EpisodeInfo(record.episode, record.worker, record.problem, found.kind.value, found.title,
                                review.commit if review and review.blind else start, found.executable,
                                isolated and review is None, review)

@@ -71,6 +71,8 @@ def load(repo: pygit2.Repository) -> MemoryIndex | None:
 def save(index: MemoryIndex, repo: pygit2.Repository) -> None:
     """Write the index to the file, whole or not at all (a temporary file renamed over it).
     A run folder this process may not write keeps its old file: the next reader builds on it."""
+    with index.lock:  # the engine's live index: nothing taken in, nothing added, while it is copied
+        data = marshal.dumps(_encode(index))
     target = path_of(repo)
     try:
         fd, part = tempfile.mkstemp(prefix=f".{FILE}.", dir=target.parent)
@@ -78,7 +80,7 @@ def save(index: MemoryIndex, repo: pygit2.Repository) -> None:
         return
     try:
         with os.fdopen(fd, "wb") as out:
-            marshal.dump(_encode(index), out)
+            out.write(data)
         os.replace(part, target)
     except BaseException:
         Path(part).unlink(missing_ok=True)

@@ -41,13 +41,18 @@ def extend(index: MemoryIndex, repo: pygit2.Repository, tip: str) -> bool:
 
 
 def _take(index: MemoryIndex, repo: pygit2.Repository, new: Iterable[pygit2.Commit], tip: str) -> None:
+    """Read each new commit's facts (git), then take them all in under the index's lock (no git
+    read while it is held: a reader on the event loop waits for the additions alone)."""
+    found: list[tuple[str, CommitFacts | None]] = []
     for commit in new:
         key = str(commit.id)  # one string for the commit wherever the index holds it
-        index.taken.add(key)
-        facts = facts_of(repo, commit, key)
-        if facts is not None:
-            index.add(facts)
-    index.seen_tip = tip
+        found.append((key, facts_of(repo, commit, key)))
+    with index.lock:
+        for key, facts in found:
+            index.taken.add(key)
+            if facts is not None:
+                index.add(facts)
+        index.seen_tip = tip
 
 
 def _after_taken(index: MemoryIndex, repo: pygit2.Repository, tip: str) -> tuple[list[pygit2.Commit], bool]:
