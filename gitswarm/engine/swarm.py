@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -76,22 +77,37 @@ def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: li
     progress ends by the no-progress rule."""
     announced = announced or {}
     recent = {(where, worker) for where, worker, _ in unmerged.values()}
-    pending = busy + [where for where, _, _ in unmerged.values()]
+    pending = Counter(busy + [where for where, _, _ in unmerged.values()])
     best: tuple[tuple, str, str] | None = None
     for problem in open_:
         work = sum(index.problems[problem].kinds.values()) + 2 * busy.count(problem)
         tie = rng.random()
         notes = " ".join(a for w, a in announced.items() if a.startswith(f"{problem}: "))
+        involved, stranger = _involved(index, problem), False
         for worker in free_workers:
             if (problem, worker) in recent:
                 continue
-            value = tasks.next_task(index, problem, worker, rule, notes, pending.count(problem), tight).value
+            if worker not in involved:  # its task is every such worker's: the first one's key wins ties
+                if stranger:
+                    continue
+                stranger = True
+            value = tasks.next_task(index, problem, worker, rule, notes, pending[problem], tight).value
             key = (-value, work, tie)
             if value > 0 and (best is None or key < best[0]):
                 best = (key, problem, worker)
     if best is not None and (-best[0][0] > tasks.FILLER or not waiting):
         return best[1], best[2]
     return (open_[0], free_workers[0]) if open_ and free_workers and not waiting else None
+
+
+def _involved(index: MemoryIndex, problem: str) -> set[str]:
+    """The workers `tasks.next_task` may answer differently for on `problem`: its nominators, the
+    authors of its items and the reviewers of its candidates. To every other worker it gives
+    one task, so `pick` asks for it once per problem, not once per free worker (C of them at a
+    run's start: C x C x problems calls)."""
+    own = index.problems[problem]
+    return (set(own.nominators) | {index.authors.get(c, "") for c in own.items.values()}
+            | {w for by in own.reviews.values() for w in by})
 
 
 @dataclass
