@@ -1,12 +1,16 @@
-"""Charged episodes of a run by what they did (note, attempt, code, revision, review,
-nomination), from git alone, and its problems selected and verified (`gitswarm status --json`):
-the figures that show where a run's budget went.
+"""Where a run's budget went: its charged episodes by what they did (note, attempt, code,
+revision, review, nomination), read from git alone, with the run's tokens, its summaries (the
+merger model's and those assembled without a model call) and its problems selected and verified
+(`gitswarm status --json`). One line per run; a run whose every first attempt passes spends
+K + 1 charged episodes per problem (an attempt and K reviews) in every arm.
 
     python scripts/episode_kinds.py runs/demo [more runs...]
+    python scripts/episode_kinds.py experiments/reviews/runs/*
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
 import json
 import subprocess
@@ -31,16 +35,40 @@ def kinds(run: str) -> collections.Counter:
     return collections.Counter(seen.values())
 
 
+def summaries(run: str) -> tuple[int, int]:
+    """The merger model's summaries and the digests assembled without a model call."""
+    subjects = subprocess.run(["git", "-C", run, "log", "--all", "--format=%s"],
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+    model = sum(s.startswith("summary(") and "the merger's summary" in s for s in subjects)
+    assembled = sum(s.startswith("summary(") and "without a model call" in s for s in subjects)
+    return model, assembled
+
+
 def line(run: str) -> str:
+    """One run's figures as one line."""
     status = json.loads(subprocess.run([sys.executable, "-m", "gitswarm", "status", run, "--json"],
                                        capture_output=True, text=True, check=True).stdout)
     selected = [p["id"] for p in status["problems"] if p.get("selected")]
     verified = [p["id"] for p in status["problems"] if p.get("verification") == "verified"]
-    return (f"{run}: charged {status['totals']['charged']} of {status['totals']['episodes']} episodes; by kind "
-            f"{dict(sorted(kinds(run).items()))}; selected {len(selected)}/{len(status['problems'])} "
-            f"({len(verified)} verified)")
+    totals = status["totals"]
+    model, assembled = summaries(run)
+    return (f"{run}: charged {totals['charged']} of {totals['episodes']} episodes, {totals['tokens']} tokens; "
+            f"by kind {dict(sorted(kinds(run).items()))}; summaries {model} by the model, {assembled} assembled; "
+            f"selected {len(selected)}/{len(status['problems'])} ({len(verified)} verified)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print one line per run folder given (default: runs/demo)."""
+    parser = argparse.ArgumentParser(
+        prog="episode_kinds.py", description=__doc__.split("\n\n")[0],
+        epilog="Each line: charged of all episodes and the run's tokens; the charged episodes by "
+               "kind; SUMMARY.md commits by the merger model and assembled; problems selected "
+               "(verified). Needs git and gitswarm on PATH's python.")
+    parser.add_argument("runs", nargs="*", default=["runs/demo"], help="run folders (bare repositories)")
+    for run in parser.parse_args(argv).runs:
+        print(line(run))
+    return 0
 
 
 if __name__ == "__main__":
-    for run in sys.argv[1:] or ["runs/demo"]:
-        print(line(run))
+    sys.exit(main())

@@ -76,7 +76,8 @@ def test_first_prompt_stays_bounded_and_shows_the_most_cited_and_the_newest(tmp_
 def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, problem_dir: Path):
     from gitswarm.domain.index import MemoryIndex
     from gitswarm.engine.config import SolveConfig
-    from gitswarm.engine.context import EpisodeInfo, RunView
+    from gitswarm.engine.plan import EpisodePlan
+    from gitswarm.engine.runview import RunView
     from gitswarm.engine.tools import SEARCH_HITS, Toolbox
     from gitswarm.memory.store import Store
 
@@ -85,7 +86,7 @@ def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, pro
     index = MemoryIndex()
     indexing.update(index, memory.repo, memory.main())
     view = RunView(SolveConfig(problems=problem_dir, run=tmp_path / "run", model="m"), ["sum"])
-    ep = EpisodeInfo("e1", "w01", "sum", "answer", "Sum", memory.main())
+    ep = EpisodePlan("e1", "w01", "sum", "answer", "Sum", memory.main())
     tools = Toolbox(Store(memory), index, view, ep, anyio.CapacityLimiter(1))
 
     found = anyio.run(tools.tool_search, Search(query="text"))

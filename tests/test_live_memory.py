@@ -147,6 +147,52 @@ async def test_an_episode_started_before_an_attempt_landed_reads_it(tmp_path: Pa
     assert "attempts/a.md  commit" in said[-1] and "new since your episode started" in said[-1], said[-1]
 
 
+class Settling:
+    """Three scripted workers on one problem: w01 attempts, w03 reviews the attempt once it is on
+    main (a pass that settles the problem), and w02, started beside them, waits for the review
+    to land, then abstains once it is told the problem settled."""
+
+    def __init__(self, run: Path, problem: str) -> None:
+        self.run, self.base = run, f"problems/{problem}"
+        self.told: dict[int, str] = {}
+
+    async def landed(self, path: str) -> None:
+        with anyio.fail_after(30):
+            while Memory(self.run).read_file(f"{self.base}/{path}") is None:
+                await anyio.sleep(0.05)
+
+    async def __call__(self, request: dict) -> FakeReply:
+        _, worker, step = WORKER.search(last_prompt(request)).groups()
+        if worker == "w01":
+            return (call("write_file", path="attempts/a.md", content="# Nine\n\nAnswer: 9\n") if step == "1" else
+                    call("contribute", kind="attempt", title="nine", summary="counted", self_assessment="complete"))
+        if worker == "w03":
+            if step == "1":
+                await self.landed("attempts/a.md")
+                await anyio.sleep(0.5)  # merged and indexed: the next step's view holds it
+                return call("in_flight")
+            return (call("write_file", path="reviews/r.md", content="Checked: right.\n") if step == "2" else
+                    call("contribute", kind="review", title="a pass", summary="checked", reviews="attempts/a.md",
+                         verdict="pass"))
+        self.told[int(step)] = last_prompt(request)
+        if step == "1":
+            await self.landed("reviews/r.md")
+            await anyio.sleep(0.5)  # the merger settles the problem as it takes the review in
+            return call("in_flight")
+        return call("abstain", reason="settled meanwhile")
+
+
+@pytest.mark.anyio
+async def test_an_episode_whose_problem_settles_meanwhile_is_told_at_its_next_step_and_ends_uncharged(
+        tmp_path: Path):
+    run, problem = tmp_path / "run", "demo-divisors-36"
+    responder = Settling(run, problem)
+    episodes = {r.worker: r for r in (await workers_on(run, problem, responder, workers=3)).values()}
+    assert episodes["w03"].status == "contribute" and episodes["w02"].status == "abstain"
+    assert "settled while you worked" not in responder.told[1]
+    assert "Your problem was settled while you worked" in responder.told[2], responder.told[2]
+
+
 def test_a_verified_candidate_with_no_rival_is_selected_without_a_nomination(tmp_path: Path):
     problems = ("demo-divisors-36", "demo-odd-sum", "demo-shout")
     result, _ = anyio.run(lambda: run_set(resolve_set("demo"), tmp_path / "run", workers=3, problem_ids=problems))

@@ -14,10 +14,10 @@ from gitswarm.demo.brain import respond
 from gitswarm.domain.contribution import Contribution
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import RunView
 from gitswarm.engine.events import EventLog, read_events
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.shared import Shared
 from gitswarm.fakeserver import serve
 from gitswarm.memory import indexing

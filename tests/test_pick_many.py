@@ -16,7 +16,9 @@ from gitswarm.engine.swarm import pick
 def every_worker(index, open_, busy, free_workers, unmerged, rule, rng, waiting, tight=False):
     """`pick` as it was: every free worker's task on every open problem."""
     recent = {(where, worker) for where, worker, _ in unmerged.values()}
-    pending = busy + [where for where, _, _ in unmerged.values()]
+    landing = [where for where, _, _ in unmerged.values()]
+    pending = busy + landing
+    share = -(-(len(free_workers) + len(busy)) // max(1, len(open_)))
     best = None
     for problem in open_:
         work = sum(index.problems[problem].kinds.values()) + 2 * busy.count(problem)
@@ -24,7 +26,8 @@ def every_worker(index, open_, busy, free_workers, unmerged, rule, rng, waiting,
         for worker in free_workers:
             if (problem, worker) in recent:
                 continue
-            value = tasks.next_task(index, problem, worker, rule, "", pending.count(problem), tight).value
+            value = tasks.next_task(index, problem, worker, rule, "", pending.count(problem), tight,
+                                    landing=landing.count(problem), share=share).value
             key = (-value, work, tie)
             if value > 0 and (best is None or key < best[0]):
                 best = (key, problem, worker)

@@ -13,9 +13,9 @@ import pytest
 from gitswarm.core.stops import StopReason
 from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import RunView
 from gitswarm.engine.kernel import caps_check
 from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.runview import RunView
 from gitswarm.memory import commitmeta
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
@@ -106,8 +106,8 @@ def test_a_worker_looks_less_often_while_the_run_stands_still(tmp_path: Path, me
     from remote_fixture import git_commands
 
     from gitswarm.domain.index import MemoryIndex
-    from gitswarm.engine.context import RunView
     from gitswarm.engine.events import EventLog
+    from gitswarm.engine.runview import RunView
     from gitswarm.engine.shared import Shared
     from gitswarm.memory.store import Store
 

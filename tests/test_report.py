@@ -18,7 +18,8 @@ from gitswarm.cli.main import app
 runner = CliRunner()
 KINDS = {"note", "lemma", "attempt", "review", "code"}
 FIELDS = "%H%x1f%P%x1f%(trailers:key=Gitswarm-Problem,valueonly)%x1f%(trailers:key=Gitswarm-Kind,valueonly)" \
-         "%x1f%(trailers:key=Gitswarm-Informed-By,valueonly,separator=%x2C)%x1e"
+         "%x1f%(trailers:key=Gitswarm-Informed-By,valueonly,separator=%x2C)" \
+         "%x1f%(trailers:key=Gitswarm-Reviews,valueonly)%x1f%(trailers:key=Gitswarm-Verdict,valueonly)%x1e"
 
 
 @pytest.fixture(scope="session")
@@ -32,9 +33,9 @@ def commits(run: Path) -> dict[str, dict]:
     for record in git(run, "log", "--branches", f"--format={FIELDS}").split("\x1e"):
         if not record.strip():
             continue
-        sha, parents, problem, kind, cited = (f.strip() for f in record.strip("\n").split("\x1f"))
-        found[sha] = {"parents": parents.split(), "problem": problem, "kind": kind,
-                      "cited": [c.strip() for c in cited.replace(",", " ").split() if c.strip()]}
+        sha, parents, problem, kind, cited, reviews, verdict = (f.strip() for f in record.strip("\n").split("\x1f"))
+        found[sha] = {"parents": parents.split(), "problem": problem, "kind": kind, "reviews": reviews,
+                      "verdict": verdict, "cited": [c.strip() for c in cited.replace(",", " ").split() if c.strip()]}
     return found
 
 
@@ -42,20 +43,20 @@ def ancestors(run: Path, start: str) -> set[str]:
     return set(git(run, "rev-list", start).split())
 
 
-def expected(run: Path, problem: str, candidate: str) -> tuple[int, int, int]:
-    """(contributions, built on, in ancestry) by the definitions in gitswarm/report/graph.py."""
+def expected(run: Path, problem: str, candidate: str) -> tuple[int, int, int, int]:
+    """(contributions, built on, in ancestry, citing) by the definitions in gitswarm/report/graph.py:
+    citations alone, and the winner's ancestry with the pass reviews that verified it."""
     every = commits(run)
     mine = {c for c, v in every.items() if v["problem"] == problem and v["kind"] in KINDS}
-    used = set()
-    for d in mine:
-        used |= (set(every[d]["cited"]) | ancestors(run, every[d]["parents"][0])) & mine - {d}
+    used = {c for d in mine for c in every[d]["cited"] if c in mine and c != d}
+    citing = {d for d in mine if set(every[d]["cited"]) & (mine - {d})}
     reach, todo = set(), {candidate}
     while todo:
         reach |= todo
-        grown = set().union(*(ancestors(run, c) for c in todo))
-        grown |= {x for c in grown | todo for x in every.get(c, {}).get("cited", [])}
-        todo = grown - reach
-    return len(mine), len(used), len(reach & mine)
+        todo = {x for c in todo for x in every.get(c, {}).get("cited", [])} - reach
+    reach |= {d for d in mine if every[d]["kind"] == "review" and every[d]["reviews"] == candidate
+              and every[d]["verdict"] == "pass"}
+    return len(mine), len(used), len(reach & mine), len(citing)
 
 
 def test_json_figures_match_git(run: Path):
@@ -63,17 +64,18 @@ def test_json_figures_match_git(run: Path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert len(data["problems"]) == 5 and data["charged"] <= 60  # the demo set's budget
-    totals = [0, 0, 0]
+    totals = [0, 0, 0, 0]
     for p in data["problems"]:
         solution = git(run, "show", f"main:problems/{p['id']}/SOLUTION.md")
         assert f"candidate: {p['selected']}" in solution
         assert f"nominations: {p['nominations'].get(p['selected'], 0)}\n" in solution
         want = expected(run, p["id"], p["selected"])
-        assert (p["contributions"], p["built_on"], p["in_ancestry"]) == want, p["id"]
+        assert (p["contributions"], p["built_on"], p["in_ancestry"], p["citing"]) == want, p["id"]
         assert p["built_on_share"] == round(want[1] / want[0], 4)
         totals = [t + w for t, w in zip(totals, want, strict=True)]
     assert data["contributions"] == totals[0] and data["built_on_share"] == round(totals[1] / totals[0], 4)
     assert data["ancestry_share"] == round(totals[2] / totals[0], 4)
+    assert data["citation_rate"] == round(totals[3] / totals[0], 4)
     assert data["tokens"] > 0 and data["episodes"] >= data["charged"]
     usage = data["usage"]  # every call's, the merger's too: the headline total is theirs
     assert usage["tokens_in"] + usage["tokens_out"] == data["tokens"] and usage["calls"] > 0

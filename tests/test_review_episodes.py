@@ -25,9 +25,11 @@ from gitswarm.domain.contribution import Contribution
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import Assignment, EpisodeInfo, RunView, header
+from gitswarm.engine.context import header
 from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.plan import Assignment, EpisodePlan, Role, plan
 from gitswarm.engine.run import solve
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.tools import Toolbox, ToolError
 from gitswarm.fakeserver import FakeReply, serve
 from gitswarm.memory import indexing
@@ -170,8 +172,8 @@ async def test_a_blind_review_cannot_read_past_its_candidate(tmp_path: Path):
                                              parent=memory.main(), op="e00002-final", informed_by=(note.commit,)))
     memory.compose()
     cfg = SolveConfig(problems=resolve_set("demo"), run=memory.path, model="m", reviews="blind")
-    ep = EpisodeInfo("e00003", "w02", "demo-odd-sum", "proof", "Odd sum", attempt.commit,
-                     review=Assignment("attempts/a.md", attempt.commit, blind=True))
+    ep = EpisodePlan("e00003", "w02", "demo-odd-sum", "proof", "Odd sum", attempt.commit,
+                     role=Role.BLIND, review=Assignment("attempts/a.md", attempt.commit, blind=True))
     tools = Toolbox(Store(memory), MemoryIndex(), RunView(cfg), ep, anyio.CapacityLimiter(1))
     assert "Proof." in await tools.call("read_file", {"path": "attempts/a.md"})
     assert "odd" in (await tools.call("read_file", {"path": "statement.md"})).lower()
@@ -213,7 +215,7 @@ def test_an_episode_that_may_not_review_is_told_when_only_a_review_is_needed(mem
     indexing.update(index, memory.repo, memory.main())
     for reviews, told in (("blind", True), ("open", False)):
         cfg = SolveConfig(problems=problem_dir, run=memory.path, model="m", reviews=reviews)
-        ep = EpisodeInfo("e02", "w02", "sum", "answer", "A sum", memory.main())
+        ep = plan(cfg, "e02", "w02", ("sum", "answer", "A sum", None), (memory.main(), memory.main()), None)
         head = header(RunView(cfg, problems=["sum"]), index, ep, 1, [])
         assert ("which the scheduler assigns to review episodes" in head) is told, reviews
         assert ("most useful next: review attempts/a.md" in head) is not told, reviews
@@ -289,7 +291,8 @@ def test_every_role_s_system_prompt_starts_with_its_text(problem_dir: Path, tmp_
         cfg = SolveConfig(problems=problem_dir, run=tmp_path / "r", model="m", reviews=reviews)
         for kind in ("proof", "program"):
             for review in (None, Assignment("attempts/a.md", "c" * 40, cfg.blind)):
-                text = system_prompt(cfg, kind, review)
+                ep = plan(cfg, "e1", "w01", ("p", kind, "P", None), ("c" * 40, "r" * 40), review)
+                text = system_prompt(cfg, ep)
                 assert text.startswith("You are "), (reviews, kind, review, text[:40])
 
 

@@ -26,7 +26,9 @@ from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
 from gitswarm.engine import tasks
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import EpisodeInfo, RunView, overview, system_prompt
+from gitswarm.engine.context import overview, system_prompt
+from gitswarm.engine.plan import EpisodePlan
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.swarm import pick
 from gitswarm.fakeserver import FakeReply
 from gitswarm.memory import indexing
@@ -89,7 +91,8 @@ def test_each_kind_family_is_told_its_own_standards_and_the_runs_selection_rule(
         assert "A verified candidate with no verified rival is the problem's solution" in prompt
         assert "3 nominations of it settle the problem" in prompt  # the default settle_nominations
     plurality = flat(system_prompt(SolveConfig(problems=tmp_path, run=tmp_path / "r", model="m", verify=0,
-                                               settle_nominations=4), "proof"))
+                                               settle_nominations=4),
+                                   EpisodePlan("e1", "w01", "p", "proof", "P", "c" * 40)))
     assert "This run asks for no reviews" in plurality and "4 nominations of one settle the problem" in plurality
     assert "*verified* once" not in plurality
 
@@ -161,7 +164,7 @@ def test_the_item_table_keeps_a_shebang_as_a_first_line_and_drops_a_headings_mar
     add(memory, problem, "x1", "w01", "code", {"code/cli/main.py": "#!/usr/bin/env python3\nprint('hi')\n"})
     add(memory, problem, "x2", "w02", "note", {"notes/idea.md": "## Split on whitespace\n\nthen join\n"})
     view = RunView(SolveConfig(problems=problems, run=tmp_path / "run", model="m"), problems=[problem])
-    ep = EpisodeInfo("e00009", "w03", problem, "program", "Reverse words", memory.main())
+    ep = EpisodePlan("e00009", "w03", problem, "program", "Reverse words", memory.main())
     rows = [line for line in overview(memory, view, indexed(memory), ep, "").splitlines() if line.startswith("| ")]
     assert any(r.startswith("| code/cli/ |") and r.endswith("| #!/usr/bin/env python3 |") for r in rows), rows
     assert any(r.startswith("| notes/idea.md |") and r.endswith("| Split on whitespace |") for r in rows), rows

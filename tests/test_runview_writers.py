@@ -8,7 +8,7 @@ from pathlib import Path
 
 import gitswarm
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import RunView
+from gitswarm.engine.runview import RunView
 
 FACTS = "charged|tokens|cost|cost_known|settled|verified|episodes|max_episodes|set_aside|announcements|running|problems"
 WRITE = re.compile(rf"\bview\.({FACTS})\s*(\[[^]]*\])?\s*(=|\+=|-=|\|=)(?!=)"

@@ -19,8 +19,9 @@ import pytest
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import EpisodeInfo, RunView
+from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.references import References
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
@@ -57,7 +58,7 @@ class Episode:
         index = MemoryIndex()
         indexing.update(index, memory.repo, memory.main())
         view = RunView(SolveConfig(problems=problems.path, run=memory.path, model="m"), [problem])
-        ep = EpisodeInfo(episode, "w01", problem, found.kind.value, found.title, memory.main(),
+        ep = EpisodePlan(episode, "w01", problem, found.kind.value, found.title, memory.main(),
                          found.executable)
         limiter = anyio.CapacityLimiter(2)
         self.tools = Toolbox(Store(memory), index, view, ep, limiter,
@@ -121,7 +122,7 @@ def test_text_changes_are_staged_and_build_products_stay_on_disk(tally: Episode)
     assert out.startswith("exit code 0") and "\n2\n" in out
     assert set(tally.tools.staged) == {"code/count/main.c", "code/count/compile.sh"}
     assert tally.tools.staged["code/count/main.c"] == C_COUNTER
-    assert re.search(r"- code/count/executable: binary .*only text is staged", out)
+    assert re.search(r"- code/count/executable: a build product \(compile.sh builds it\): not staged", out)
     again = tally.shell("printf 'x\\n' | count/executable && ls count")  # the build product persists
     assert again.startswith("exit code 0") and "executable" in again
     tally.call("write_file", path="code/count/NOTES.txt", content="written by write_file\n")

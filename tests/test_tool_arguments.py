@@ -16,7 +16,8 @@ from test_episode_replies import PROBLEM, call, one_episode, said
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import EpisodeInfo, RunView
+from gitswarm.engine.plan import EpisodePlan
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.toolargs import BadArguments, Fields, Flag, Number, Text, Texts, ToolArgs, Whole, check
 from gitswarm.engine.toolmodels import ROLES
 from gitswarm.engine.tools import Final, Toolbox, ToolError
@@ -153,7 +154,7 @@ def toolbox(tmp_path: Path) -> Toolbox:
     index = MemoryIndex()
     indexing.update(index, memory.repo, memory.main())
     view = RunView(SolveConfig(problems=problems.path, run=memory.path, model="m"), [PROBLEM])
-    ep = EpisodeInfo("e00001", "w01", PROBLEM, "proof", "odd sums", memory.main())
+    ep = EpisodePlan("e00001", "w01", PROBLEM, "proof", "odd sums", memory.main())
     return Toolbox(Store(memory), index, view, ep, anyio.CapacityLimiter(1))
 
 

@@ -4,26 +4,26 @@ whose size does not depend on how large the memory grows (the rest is one tool c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.kinds import CANDIDATE_FOLDERS, VERDICTS, candidate_path
 from gitswarm.domain.rule import Rule
 from gitswarm.engine import tasks
 from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.plan import CODE_KINDS, EpisodePlan, Role
+from gitswarm.engine.runview import RunView
 from gitswarm.memory.repo import Memory
-from gitswarm.problems.model import Kind
 from gitswarm.resources import render
 
 CHARS_PER_TOKEN = 4
 ROW_TOKENS = 30
 HEADER_REVIEWED = 4
 """Candidates whose review state the header shows (the newest)."""
+OWN_FOLDERS = ("docs/", "starter/")
+"""The folders of a problem's own files besides its statement: its documentation and starter
+files, which every episode may read (a blind review too)."""
 CRITICAL_SHOWN = 3
 """Episodes of critical reviews named per candidate."""
-CODE_KINDS = (Kind.PROGRAM, Kind.REPRODUCE)
-"""Problems whose workers have a shell (`tools.CODE_TOOLS`), and whose first prompt says how
-to use it."""
 
 
 def tokens(text: str) -> int:
@@ -38,136 +38,20 @@ def clip(text: str, budget_tokens: int, hint: str) -> str:
     return text[:limit] + f"\n[... {len(text) - limit} more characters: {hint}]"
 
 
-@dataclass
-class RunView:
-    """The run's state as every step's header shows it. Each fact has one writer method, which
-    the run's owner (scheduler, coordinator, merger) calls; episodes only announce."""
-
-    config: SolveConfig
-    problems: list[str] = field(default_factory=list)
-    """The problems this run works on."""
-    charged: int = 0
-    tokens: int = 0
-    cost: float = 0.0
-    cost_known: bool = True
-    settled: set[str] = field(default_factory=set)
-    verified: set[str] = field(default_factory=set)
-    """Problems not settled that have a verified candidate (nominations choose among several)."""
-    episodes: int = 0
-    """Episodes of any outcome so far, in flight included (the episode cap counts them)."""
-    set_aside: set[str] = field(default_factory=set)
-    """Problems no episode is started on any more: their last episodes all abstained or failed."""
-    announcements: dict[str, str] = field(default_factory=dict)
-    """Worker -> "problem: intent" of the episodes in flight."""
-    running: dict[str, tuple[str, str, int]] = field(default_factory=dict)
-    """Worker -> (episode, problem, step) of every episode in flight in this process, announced
-    or not (step 0: not yet at its first model call)."""
-
-    @property
-    def max_episodes(self) -> int:
-        """The episode cap."""
-        cap = self.config.max_episodes
-        assert cap is not None  # SolveConfig sets it from the budget when none is given (`_episode_cap`)
-        return cap
-
-    def counted(self, charged: int, episodes: int) -> None:
-        """The episodes so far: those charged to the budget, and those of any outcome."""
-        self.charged, self.episodes = charged, episodes
-
-    def spent(self, tokens: int, cost: float, cost_known: bool) -> None:
-        """What the run spent so far (every process's, in a run on a remote)."""
-        self.tokens, self.cost, self.cost_known = tokens, cost, cost_known
-
-    def settle(self, settled: set[str], verified: set[str] | None = None) -> None:
-        """The problems settled now, and those with a verified candidate not settled yet, by the
-        selection rule over the index (`selection.standing_of`)."""
-        self.settled = settled
-        self.verified = (verified or set()) - settled
-
-    def put_aside(self, problems: set[str]) -> None:
-        """The problems set aside now (the no-progress rule)."""
-        self.set_aside = problems
-
-    def announce(self, worker: str, intent: str | None) -> None:
-        """What `worker`'s episode works on ("problem: intent"); None when the episode ended."""
-        if intent is None:
-            self.announcements.pop(worker, None)
-        else:
-            self.announcements[worker] = intent
-
-    def working(self, worker: str, episode: str, problem: str, step: int) -> None:
-        """`worker`'s episode is in flight on `problem`, at `step` (0: not yet at its first call)."""
-        self.running[worker] = (episode, problem, step)
-
-    def finished(self, worker: str) -> None:
-        """`worker`'s episode ended: it is no longer in flight, and its announcement is gone."""
-        self.running.pop(worker, None)
-        self.announcements.pop(worker, None)
-
-    def busy_on(self, problem: str, worker: str) -> str:
-        """What the other episodes in flight on `problem` announced, as one text (a candidate
-        named in it is being worked on)."""
-        return " ".join(a for w, a in self.announcements.items() if w != worker and a.startswith(f"{problem}: "))
-
-    def others_on(self, problem: str, worker: str) -> list[dict]:
-        """The other episodes in flight on `problem`: worker, episode, step, announcement."""
-        return [{"worker": w, "episode": e, "step": step,
-                 "intent": self.announcements.get(w, "").removeprefix(f"{problem}: ")}
-                for w, (e, p, step) in sorted(self.running.items()) if p == problem and w != worker]
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """The candidate a review episode is assigned to check (`engine.reviewing`)."""
-
-    path: str
-    """`attempts/<file>` or `code/<slug>`."""
-    commit: str
-    blind: bool = False
-    """It sees the problem's own files and this candidate alone, read at its commit."""
-
-
-@dataclass(frozen=True)
-class EpisodeInfo:
-    """Who runs an episode, on what, from which memory state."""
-
-    episode: str
-    worker: str
-    problem_id: str
-    kind: str
-    title: str
-    start_commit: str
-    executable: str | None = None
-    """The documented name of the reference executable on the shell's PATH (reproduce
-    problems); None when this process has no reference, and the prompt does not promise one."""
-    isolated: bool = False
-    """The episode sees only its problem's statement (`SolveConfig.isolation` independent): it
-    starts from the run's first commit, with an empty index, and no other episode's news."""
-    review: Assignment | None = None
-    """A review episode's candidate: it reviews that one or abstains, on the reviewer model."""
-
-    @property
-    def blind(self) -> bool:
-        return self.review is not None and self.review.blind
-
-    @property
-    def alone(self) -> bool:
-        """It sees nothing of the memory's work in progress: no index, no overview, no one in
-        flight (an isolated episode, a blind review); its view of main stays `start_commit`."""
-        return self.isolated or self.blind
-
-
-def system_prompt(cfg: SolveConfig, kind: str, review: Assignment | None = None) -> str:
-    """The system prompt of an episode on a problem of `kind`: the worker's (or, for a `review`
-    episode, the reviewer's) standards for its kind family and the run's rules (what verifies,
-    selects and settles). One per family and role in a run, so that requests share a cached prefix."""
+def system_prompt(cfg: SolveConfig, ep: EpisodePlan) -> str:
+    """The system prompt of episode `ep`: its role's (`Powers.system`: a swarm worker's, a
+    reviewer's, an isolated attempt's), with the standards of its problem's kind family and the
+    run's rules (what verifies, selects and settles). One per family and role in a run, so that
+    requests share a cached prefix."""
     rule = Rule.of(cfg)
-    values = {"max_steps": cfg.max_steps, "code": kind in CODE_KINDS, "verify": rule.verify, "in_row": rule.in_row,
-              "nominations": rule.nominations, "settle_nominations": rule.settle_nominations}
-    if review is not None:
-        return render("review_system.md.j2", blind=review.blind, **values)
-    return render("worker_system.md.j2", assigned=cfg.assigns_reviews, reviewer=cfg.reviewer_model is not None,
-                  blind=cfg.blind, **values)
+    return render(ep.powers.system, max_steps=cfg.max_steps, code=ep.code, verify=rule.verify, in_row=rule.in_row,
+                  nominations=rule.nominations, settle_nominations=rule.settle_nominations,
+                  assigned=ep.role == Role.FREE, reviewer=cfg.reviewer_model is not None, blind=_blind(cfg, ep))
+
+
+def _blind(cfg: SolveConfig, ep: EpisodePlan) -> bool:
+    """A reviewer's: it reviews blind; a free worker's: the run's reviews are blind."""
+    return ep.role == Role.BLIND or (ep.role == Role.FREE and cfg.blind)
 
 
 def spending(view: RunView) -> dict[str, str]:
@@ -181,7 +65,7 @@ def spending(view: RunView) -> dict[str, str]:
     return {"usd_left": usd, "tokens_left": toks}
 
 
-def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged: list[str],
+def header(view: RunView, index: MemoryIndex, ep: EpisodePlan, step: int, staged: list[str],
            new_items: int = 0) -> str:
     """The state block of every step, from the step's view of main (`index`, pinned at its
     `seen_tip`); `new_items` counts the items landed since the episode started."""
@@ -206,23 +90,23 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodeInfo, step: int, staged
                   counts=counts, nominations=votes, staged=", ".join(staged), episodes=view.episodes,
                   max_episodes=view.max_episodes, set_aside=", ".join(sorted(view.set_aside)), reviewed=reviewed,
                   more_reviewed=max(0, len(candidates) - HEADER_REVIEWED), task=task,
-                  needs="" if ep.isolated else tasks.needs(index, ep.problem_id, rule, settled),
+                  needs=tasks.needs(index, ep.problem_id, rule, settled, busy) if ep.powers.sees_others else "",
                   run={"problems": len(view.problems), "settled": len(view.settled & set(view.problems)),
                        "verified": len(view.verified & set(view.problems)), "open": open_},
-                  verify=cfg.verify, settle_nominations=cfg.settle_nominations, isolated=ep.isolated,
-                  assigned=ep.review is not None)
+                  verify=cfg.verify, settle_nominations=cfg.settle_nominations, isolated=not ep.powers.sees_others,
+                  assigned=ep.review is not None, deliverable=ep.deliverable)
 
 
-def _task(view: RunView, index: MemoryIndex, ep: EpisodeInfo, rule: Rule, settled: bool,
+def _task(view: RunView, index: MemoryIndex, ep: EpisodePlan, rule: Rule, settled: bool,
           in_flight: int) -> tasks.Task | None:
     """The step the state block advises: an assigned review's one task; none for an isolated
     episode or a settled problem; else `tasks.next_task`, without reviews where the run assigns
     them, and `ASSIGNED` where the problem's next step is such a review (not this episode's)."""
     if ep.review is not None:
         return tasks.Task(tasks.REVIEW, 3, ep.review.path, ep.review.commit)
-    if ep.isolated or settled:
+    if not ep.powers.sees_others or settled:
         return None
-    busy, assigned = view.busy_on(ep.problem_id, ep.worker), view.config.assigns_reviews
+    busy, assigned = view.busy_on(ep.problem_id, ep.worker), "review" not in ep.kinds
     task = tasks.next_task(index, ep.problem_id, ep.worker, rule, busy, in_flight, reviews=not assigned)
     if assigned and task.action == tasks.ATTEMPT and tasks.next_task(
             index, ep.problem_id, ep.worker, rule, busy, in_flight).action in (tasks.REVIEW, tasks.VERIFY):
@@ -248,7 +132,7 @@ def _path_of(index: MemoryIndex, problem: str, commit: str) -> str:
     return next((f for f in files if f.startswith(CANDIDATE_FOLDERS)), commit[:12])
 
 
-def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodeInfo, head: str) -> str:
+def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodePlan, head: str) -> str:
     """The first prompt of an episode: statement, summary, and a fixed number of items (the
     most cited, then the newest; a codebase as one row), so its size does not grow with the
     memory, then the episodes in flight on the problem and the state; all of it from the step's
@@ -274,15 +158,27 @@ def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodeInfo,
                      "review": reviews_text(index, ep.problem_id, commit)
                      if path.startswith(CANDIDATE_FOLDERS) else ""})
     total = len({candidate_path(p) for p in items})
-    others = [] if ep.isolated else view.others_on(ep.problem_id, ep.worker)
+    docs = own_files(memory, ep.problem_id, at)
+    others = view.others_on(ep.problem_id, ep.worker) if ep.powers.sees_others else []
     return render("episode_start.md.j2", header=head, problem={"id": ep.problem_id, "title": ep.title},
                   statement=statement.strip(), summary=summary.strip(), items=rows,
                   total=total, in_flight=others[:10], code_work="" if ep.review else _code_work(ep),
-                  isolated=ep.isolated, assigned=ep.review is not None,
+                  isolated=not ep.powers.sees_others, assigned=ep.review is not None, deliverable=ep.deliverable,
+                  docs=docs,
                   executable=ep.executable if ep.kind in CODE_KINDS else None)
 
 
-def _code_work(ep: EpisodeInfo) -> str:
+def own_files(memory: Memory, problem: str, at: str) -> list[dict]:
+    """The problem's own files besides its statement (`OWN_FOLDERS`: documentation, starter
+    files), relative to its folder, with their sizes in bytes (git thread)."""
+    base, found = f"problems/{problem}/", []
+    for folder in OWN_FOLDERS:
+        for path in memory.files_under(base + folder, at):
+            found.append({"path": path.removeprefix(base), "size": len(memory.read_file(path, at) or b"")})
+    return sorted(found, key=lambda f: f["path"])
+
+
+def _code_work(ep: EpisodePlan) -> str:
     """How to work with the shell, for the problems that have one ("" for the others)."""
     if ep.kind not in CODE_KINDS:
         return ""

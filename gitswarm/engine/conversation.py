@@ -54,7 +54,7 @@ import time
 from collections.abc import Iterable
 
 from gitswarm.domain.episode import EpisodeRecord
-from gitswarm.engine.context import EpisodeInfo
+from gitswarm.engine.plan import EpisodePlan
 from gitswarm.memory.conversations import BOOK, path_of
 from gitswarm.memory.repo import Memory
 from gitswarm.models.calls import CallLog
@@ -65,7 +65,7 @@ MIN_SECRET = 8
 """Characters a key has before it is looked for in the record."""
 
 
-def of_episode(log: CallLog, ep: EpisodeInfo, record: EpisodeRecord, model: str) -> dict:
+def of_episode(log: CallLog, ep: EpisodePlan, record: EpisodeRecord, model: str) -> dict:
     """The whole record of a finished episode (the contract's form)."""
     return {"version": VERSION, "episode": ep.episode, "problem": ep.problem_id, "worker": ep.worker,
             "kind": ep.kind, "model": model, "params": log.params, "tools": log.tools, "calls": log.calls,

@@ -22,11 +22,11 @@ from gitswarm.domain.contribution import Contribution
 from gitswarm.domain.episode import EpisodeRecord, Failure
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine import context, conversation, reviewing
-from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.failures import FATAL_KINDS, of_model_error
+from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.shared import Caller, Shared, replied
 from gitswarm.engine.stopping import Cut
-from gitswarm.engine.tools import Final, Toolbox, ToolError, role_of, tool_schemas
+from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.errors import Refusal
 from gitswarm.models.calls import CallLog
 from gitswarm.models.errors import ModelError
@@ -53,7 +53,7 @@ class Ended:
     `committed` event (the commit's trailers keep them; the ledger does not)."""
 
 
-async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cut: Cut | None = None) -> Ended:
+async def run_episode(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, cut: Cut | None = None) -> Ended:
     """Run the tool loop and commit its final action. Nothing raised inside ends more than this
     episode: a failed model call and an unexpected error end it as `failed`, with its class
     (`engine.failures`); what it staged is kept as an incomplete note, its transcript always,
@@ -61,9 +61,9 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
     off mid-reply, uncounted)."""
     cut = cut or Cut()
     cfg = shared.view.config
-    record.model = cfg.reviewer if ep.review is not None and shared.reviewer is not None else cfg.model
+    record.model = ep.model or cfg.model
     record.reviews = ep.review.commit if ep.review is not None else ""
-    index = MemoryIndex() if ep.alone else shared.index  # an independent episode sees no one's work
+    index = shared.index if ep.powers.sees_memory else MemoryIndex()  # an isolated episode sees no one's work
     tools = Toolbox(shared.store, index, shared.view, ep, shared.sandbox, shared.references)
     messages: list[dict] = []
     calls = CallLog.open()  # the client records each call of this task's episode in it
@@ -71,11 +71,11 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
     try:
         await _look(shared, tools)
         head = _header(shared, tools, 1)
-        if ep.blind:
+        if ep.powers.shows == "candidate":
             first = await shared.store.run(reviewing.first_prompt, shared.memory, shared.view, ep, head)
         else:
             first = await shared.store.run(context.overview, shared.memory, shared.view, tools.index, ep, head)
-        messages += [{"role": "system", "content": context.system_prompt(cfg, ep.kind, ep.review)},
+        messages += [{"role": "system", "content": context.system_prompt(cfg, ep)},
                      {"role": "user", "content": first}]
         final = None
         with anyio.move_on_after(cfg.episode_timeout_s), cut.scope:
@@ -104,7 +104,7 @@ async def run_episode(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, cu
     return Ended(record, stop, _review_of(index, ep, record, final))
 
 
-def _review_of(index: MemoryIndex, ep: EpisodeInfo, record: EpisodeRecord, final: Final) -> dict[str, str] | None:
+def _review_of(index: MemoryIndex, ep: EpisodePlan, record: EpisodeRecord, final: Final) -> dict[str, str] | None:
     """The verdict of a committed review and the path of what it reviews (an assigned review's
     candidate, which a blind review's empty index does not hold)."""
     c = final.contribution
@@ -125,14 +125,16 @@ async def _keep_transcript(shared: Shared, record: EpisodeRecord, messages: list
         record.transcript = await shared.store.put_transcript(record.episode, transcript(messages))
 
 
-async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: Toolbox,
+async def _loop(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, tools: Toolbox,
                 messages: list[dict]) -> Final:
     cfg = shared.view.config
-    note, nudges = "", 0
+    note, nudges, settled = "", 0, ep.problem_id in shared.view.settled
     for step in range(1, cfg.max_steps + 1):
         if step > 1:
             await _look(shared, tools)
             head = _header(shared, tools, step)
+            if not settled and ep.problem_id in shared.view.settled:  # told once, at its next step
+                settled, note = True, "\n\n".join(filter(None, [note, render("settled_meanwhile.md.j2").strip()]))
             messages.append({"role": "user", "content": render("step.md.j2", header=head, note=note)})
         if (reached := shared.check_caps()) is not None:  # the run's stop: no more calls
             return Final(Status.STOPPED, reason=reached.detail, stop=reached)
@@ -158,7 +160,7 @@ async def _loop(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: T
 
 def _header(shared: Shared, tools: Toolbox, step: int) -> str:
     """The state block of `step`: a blind review's own, else the run's (`context.header`)."""
-    if tools.ep.blind:
+    if tools.ep.powers.shows == "candidate":
         return reviewing.header(shared.view, tools.ep, step, tools.staged_names())
     new = tools.new_items() if step > 1 else 0
     return context.header(shared.view, tools.index, tools.ep, step, tools.staged_names(), new)
@@ -168,12 +170,12 @@ async def _look(shared: Shared, tools: Toolbox) -> None:
     """The step's view of main: the problem's part of the index as it stands now, frozen, so the
     state, the overview and every tool of the step read the same commit (an episode that sees
     no one's work keeps its empty index and its start commit)."""
-    if not tools.ep.alone:
+    if tools.ep.powers.sees_memory:
         view = shared.index.viewed(tools.ep.problem_id)  # one copy per problem and tip
         tools.look(view if view is not None else await shared.store.run(shared.index.pinned, tools.ep.problem_id))
 
 
-async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages: list[dict], step: int,
+async def _call(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, messages: list[dict], step: int,
                 tool_choice: str | None):
     """One model call, charged to the episode whatever its outcome."""
     shared.view.working(ep.worker, ep.episode, ep.problem_id, step)
@@ -187,7 +189,7 @@ async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages
     began, who = time.monotonic(), Caller(ep.worker, record.model or shared.view.config.model, ep.episode,
                                           ep.problem_id, step)
     try:
-        tools = tool_schemas(ep.kind, role_of(ep, shared.view.config.assigns_reviews))
+        tools = tool_schemas(ep.kind, ep.role)
         reply = await shared.model_of(ep).complete(messages, tools=tools, tool_choice=tool_choice, on_retry=retrying)
     except ModelError as exc:
         shared.ledger.charge(record, exc.usage)
@@ -198,14 +200,14 @@ async def _call(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, messages
     return reply
 
 
-def _engine_error(shared: Shared, ep: EpisodeInfo, exc: Exception) -> str:
+def _engine_error(shared: Shared, ep: EpisodePlan, exc: Exception) -> str:
     """Log a bug met in episode `ep`, traceback and all; the reason the episode failed."""
     log = shared.events.log_error(f"engine error in episode {ep.episode} ({ep.worker} on {ep.problem_id})", exc)
     reason = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
     return f"engine error: {reason} (the traceback is in {log})"
 
 
-async def _run_calls(shared: Shared, ep: EpisodeInfo, record: EpisodeRecord, tools: Toolbox,
+async def _run_calls(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, tools: Toolbox,
                      messages: list[dict], reply) -> Final | None:
     """Run the reply's tool calls in order; a final action that commits ends the episode. A
     refusal (`errors.Refusal`: a tool's `ToolError`, a contribution the memory refuses) goes back

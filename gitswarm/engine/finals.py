@@ -15,7 +15,7 @@ from gitswarm.core.stops import Stop
 from gitswarm.domain.contribution import Contribution
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.kinds import VERDICTS
-from gitswarm.engine.context import EpisodeInfo
+from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.toolargs import ToolError
 from gitswarm.engine.toolmodels import Abstain, ContributeArgs, Nominate
 from gitswarm.problems.model import Kind
@@ -24,9 +24,8 @@ if TYPE_CHECKING:
     from gitswarm.engine.shell import Shell
 
 KINDS = ("note", "lemma", "attempt", "review", "code", "summary")
-"""The kinds of a contribution (`toolmodels.Kind`, the schema's)."""
-ISOLATED = ("in this run every episode works independently (isolation independent): write and contribute "
-            "your own attempt, or abstain")
+"""The kinds of a contribution (`toolmodels.Kind`, the schema's); each role's are its plan's
+(`EpisodePlan.kinds`)."""
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,7 @@ class FinalActions:
     """The final actions of an episode's `Toolbox`: what it staged becomes one contribution."""
 
     index: MemoryIndex
-    ep: EpisodeInfo
+    ep: EpisodePlan
     staged: dict[str, str]
     deleted: set[str]
     code: Shell
@@ -63,19 +62,19 @@ class FinalActions:
 
     async def tool_contribute(self, args: ContributeArgs) -> Final:
         kind, reviews, verdict = args.kind, args.reviews, args.verdict
-        if kind not in KINDS:
-            raise ToolError(f"kind must be one of {', '.join(KINDS)}")
-        if self.ep.isolated and kind in ("review", "summary"):
-            raise ToolError(f"kind {kind} is not part of this run: {ISOLATED}")
+        if kind not in self.ep.kinds:
+            raise ToolError(f"kind must be one of {', '.join(self.ep.kinds)} in this episode")
         self.staged, self.deleted = await self.code.rebase(self.at, self.staged, self.deleted)
         if self.ep.review is not None:  # a review episode commits its review alone
-            self.staged, self.deleted = {p: t for p, t in self.staged.items() if p.startswith("reviews/")}, set()
+            self._reviews_only()
         if not self.staged and not self.deleted:
             raise ToolError("nothing is staged: write_file first, then contribute")
         if kind == "code" and self.ep.kind == Kind.REPRODUCE and (  # a candidate is code/<slug>/ with compile.sh
                 problem := await self.code.codebase_problem(self.staged, self.deleted, self.at)):
             raise ToolError(problem)
         reviewed = self._reviewed(kind, reviews, verdict)
+        if reviewed:  # a review changes nothing of what it reviews, whoever writes it
+            self._reviews_only()
         cited = [*(reviewed[:1] if reviewed else []), *(self._commit(ref) for ref in args.informed_by)]
         files, title = dict(self.staged), args.title.strip()[:100]
         if kind in ("attempt", "code"):
@@ -86,6 +85,10 @@ class FinalActions:
         return Final(Status.CONTRIBUTE, replace(self._contribution(kind, title, args.summary, files, cited,
                                                               args.self_assessment, reviews=of, verdict=said),
                                            deleted=tuple(sorted(self.deleted))))
+
+    def _reviews_only(self) -> None:
+        """Keep the staged review files alone: no other file, no deletion."""
+        self.staged, self.deleted = {p: t for p, t in self.staged.items() if p.startswith("reviews/")}, set()
 
     def _revision_title(self, cited: list[str], title: str) -> str:
         """The title of a candidate that cites a critical review: it says what it revises and
@@ -138,8 +141,6 @@ class FinalActions:
 
     async def tool_nominate(self, args: Nominate) -> Final:
         candidate, rationale = args.candidate, args.rationale
-        if self.ep.isolated:
-            raise ToolError(f"nominating is not part of this run: {ISOLATED}")
         found = self.index.resolve(self.ep.problem_id, candidate)
         if found is None:
             raise ToolError(f"no attempt or program {candidate!r} of this problem in the memory; "

@@ -31,14 +31,14 @@ from gitswarm.domain import selection
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
 from gitswarm.domain.selection import Selection
-from gitswarm.engine import stoprule
+from gitswarm.engine import plan, stoprule
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import RunView
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
 from gitswarm.engine.references import References
 from gitswarm.engine.runlock import clear_stale_locks, run_lock
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.selection import select
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.shared import Model, Shared
@@ -197,7 +197,7 @@ async def select_all(shared: Shared, problems: Iterable[str]) -> dict[str, Selec
     """Each problem's solution, as every process that selects selects it (`_select`), written
     as its `SOLUTION.md` on main; None where there is none."""
     cfg = shared.view.config
-    rule, by_answers = Rule.of(cfg), cfg.isolation == "independent"
+    rule, by_answers = Rule.of(cfg), plan.arm(cfg) == plan.Role.INDEPENDENT
     return {p: await shared.store.run(_select, shared.memory, shared.index, p, rule, by_answers) for p in problems}
 
 

@@ -20,6 +20,7 @@ from gitswarm.domain.kinds import Kind
 from gitswarm.domain.rule import Rule
 from gitswarm.engine import digest
 from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.plan import summaries_read
 from gitswarm.engine.shared import Caller, Model, Shared, replied
 from gitswarm.memory import commitmeta
 from gitswarm.memory.compose import Composed, Conflict, Resolution
@@ -132,6 +133,14 @@ class Merger:
         for problem in sorted(view.settled - before):  # no more episodes go there; selected at the end
             shared.events.emit(Settled(problem=problem))
         shared.events.emit(Merged(commit=tip, episodes=result.merged, parents=len(result.merged) + 1))
+        if summaries_read(view.config):
+            await self._summaries(result)
+
+    async def _summaries(self, result: Composed) -> None:
+        """SUMMARY.md of each problem the merge touched: the merger model's every
+        `summary_every` merges on an open problem (a settled one's is read by no one who could
+        change it), else a digest."""
+        shared = self.shared
         touched = set()
         for episode in result.merged:
             record = self.ledger.episodes.get(episode)
@@ -139,7 +148,7 @@ class Merger:
                 self.merges_since_summary[record.problem] += 1
                 touched.add(record.problem)
         for problem, count in list(self.merges_since_summary.items()):
-            if count >= shared.view.config.summary_every:
+            if count >= shared.view.config.summary_every and problem not in shared.view.settled:
                 self.merges_since_summary[problem] = 0
                 if await self._summarise(problem):
                     touched.discard(problem)
@@ -173,6 +182,8 @@ class Merger:
         text = await self._ask(render("merger_summary.md.j2", problem=problem, **items))
         if not text or not text.lstrip().startswith("#"):
             return False
+        text = await shared.store.run(digest.with_standing, shared.memory, shared.index, problem,
+                                      Rule.of(shared.view.config), problem in shared.view.settled, text)
         await self._write_summary(problem, text, "summary", "the merger's summary of the problem")
         return True
 

@@ -11,7 +11,7 @@ scheduler assigns to one candidate as it starts, and which runs on the reviewer 
   `review_header.md.j2` (a review that sees the memory has the usual prompts, with its
   assignment in the state block).
 
-What it may do is the toolbox's part (`tools.role_of`): read, check, stage its review, and end
+What it may do is its plan's (`engine.plan`, roles review and blind): read, check, stage its review, and end
 with that review or an abstention.
 """
 
@@ -20,11 +20,13 @@ from __future__ import annotations
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
 from gitswarm.engine import tasks
-from gitswarm.engine.context import CODE_KINDS, Assignment, EpisodeInfo, RunView, clip, spending
+from gitswarm.engine.context import OWN_FOLDERS, clip, own_files, spending
+from gitswarm.engine.plan import CODE_KINDS, Assignment, EpisodePlan, Role
+from gitswarm.engine.runview import RunView
 from gitswarm.memory.repo import Memory
 from gitswarm.resources import render
 
-PROBLEM_FILES = ("statement.md", "docs/", "starter/")
+PROBLEM_FILES = ("statement.md", *OWN_FOLDERS)
 """The problem's own files in its folder: the specification a blind review may read."""
 
 
@@ -40,16 +42,16 @@ def assignment(index: MemoryIndex, view: RunView, problem: str, worker: str) -> 
     return Assignment(task.path, task.commit, cfg.blind)
 
 
-def readable(ep: EpisodeInfo, rel: str) -> bool:
+def readable(ep: EpisodePlan, rel: str) -> bool:
     """Whether a blind review may read `rel` (relative to its problem folder): the problem's
     own files and its candidate's; any other episode reads everything."""
-    if not ep.blind or ep.review is None:
+    if ep.role != Role.BLIND or ep.review is None:
         return True
     own = rel == ep.review.path or rel.startswith(ep.review.path + "/")
     return own or any(rel == f or (f.endswith("/") and rel.startswith(f)) for f in PROBLEM_FILES)
 
 
-def candidate_files(memory: Memory, ep: EpisodeInfo) -> list[str]:
+def candidate_files(memory: Memory, ep: EpisodePlan) -> list[str]:
     """The files of the review's candidate at its commit, relative to the problem folder (git
     thread)."""
     assert ep.review is not None
@@ -60,18 +62,13 @@ def candidate_files(memory: Memory, ep: EpisodeInfo) -> list[str]:
                   if (rel := item.path.removeprefix(base)).startswith(path + "/"))
 
 
-def given_files(memory: Memory, ep: EpisodeInfo) -> list[str]:
+def given_files(memory: Memory, ep: EpisodePlan) -> list[dict]:
     """The problem's own files besides its statement (documentation, starter files) at the
-    candidate's commit, relative to the problem folder (git thread)."""
-    base = f"problems/{ep.problem_id}/"
-    found = []
-    for folder in PROBLEM_FILES[1:]:
-        for item in memory.files_under(base + folder, ep.start_commit):
-            found.append(item.removeprefix(base))
-    return sorted(found)
+    candidate's commit, with their sizes (git thread)."""
+    return own_files(memory, ep.problem_id, ep.start_commit)
 
 
-def header(view: RunView, ep: EpisodeInfo, step: int, staged: list[str]) -> str:
+def header(view: RunView, ep: EpisodePlan, step: int, staged: list[str]) -> str:
     """A blind review's state block: its assignment and what the run may still spend."""
     cfg, rule = view.config, Rule.of(view.config)
     assert ep.review is not None
@@ -82,7 +79,7 @@ def header(view: RunView, ep: EpisodeInfo, step: int, staged: list[str]) -> str:
                   staged=", ".join(staged))
 
 
-def first_prompt(memory: Memory, view: RunView, ep: EpisodeInfo, head: str) -> str:
+def first_prompt(memory: Memory, view: RunView, ep: EpisodePlan, head: str) -> str:
     """A blind review's first prompt: the statement and the candidate (an attempt's text, a
     codebase's file list), at the candidate's commit (git thread)."""
     assert ep.review is not None

@@ -13,10 +13,11 @@ import anyio
 from gitswarm.core import event_types as ev
 from gitswarm.core.stops import Stop
 from gitswarm.domain.index import MemoryIndex
-from gitswarm.engine.context import EpisodeInfo, RunView
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.references import References
+from gitswarm.engine.runview import RunView
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import Store
 from gitswarm.usage import Usage
@@ -65,9 +66,9 @@ class Shared:
         """The store's memory, for work on the git thread (`store.run`)."""
         return self.store.memory
 
-    def model_of(self, ep: EpisodeInfo) -> Model:
-        """The model episode `ep` calls: the reviewer's for an assigned review."""
-        return self.reviewer if ep.review is not None and self.reviewer is not None else self.model
+    def model_of(self, ep: EpisodePlan) -> Model:
+        """The model episode `ep` calls: the reviewer's where its plan runs on it."""
+        return self.reviewer if ep.powers.on_reviewer and self.reviewer is not None else self.model
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 
 from gitswarm.engine import workspace
-from gitswarm.engine.context import EpisodeInfo
+from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.references import References, ReferenceUnavailable
 from gitswarm.memory.store import Store
 from gitswarm.problems.model import Kind
@@ -104,7 +104,7 @@ class Shell:
     """The shell of one episode: its code tree, made on first use from the step's view of main
     and brought forward with it, and the reference on PATH."""
 
-    def __init__(self, store: Store, ep: EpisodeInfo, sandbox: anyio.CapacityLimiter,
+    def __init__(self, store: Store, ep: EpisodePlan, sandbox: anyio.CapacityLimiter,
                  references: References | None, only: str | None = None) -> None:
         self.store, self.memory, self.ep = store, store.memory, ep
         self.only = only

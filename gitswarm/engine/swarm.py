@@ -26,12 +26,12 @@ from gitswarm.domain import selection
 from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
-from gitswarm.engine import reviewing, stoprule, tasks
+from gitswarm.engine import plan, reviewing, stoprule, tasks
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.context import EpisodeInfo
 from gitswarm.engine.episode import run_episode
 from gitswarm.engine.failures import Breakers
 from gitswarm.engine.ledger import Ledger
+from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.rngstate import json_state
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.shared import Shared
@@ -70,14 +70,17 @@ def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: li
     (contributions, and 2 for each episode `busy` on it), then `rng`. A worker goes to no
     problem where its only task would be reviewing its own work, nor where it has work not
     merged yet (it would not see it); a filler (`tasks.FILLER`: another attempt beside
-    candidates waiting for others' reviews, or with a `tight` budget beside a first attempt
-    under way) only when nothing in flight could change what is worth doing. When no pair is
-    worth starting and nothing is in flight, being claimed or waiting to be merged (not
-    `waiting`), the first problem goes to the first free worker, so that a run that cannot
+    candidates waiting for others' reviews, beside a first attempt finished and not merged
+    yet, beside one under way in a run without nominations or on a problem that has its share
+    of the workers already, or with a `tight` budget) only when nothing in flight could change
+    what is worth doing. When no pair is worth starting and nothing is in flight, being claimed
+    or waiting to be merged (not `waiting`), the first problem goes to the first free worker, so that a run that cannot
     progress ends by the no-progress rule."""
     announced = announced or {}
     recent = {(where, worker) for where, worker, _ in unmerged.values()}
-    pending = Counter(busy + [where for where, _, _ in unmerged.values()])
+    landing = [where for where, _, _ in unmerged.values()]
+    pending, landed = Counter(busy + landing), Counter(landing)
+    share = -(-(len(free_workers) + len(busy)) // max(1, len(open_)))  # the workers per open problem
     best: tuple[tuple, str, str] | None = None
     for problem in open_:
         work = sum(index.problems[problem].kinds.values()) + 2 * busy.count(problem)
@@ -91,7 +94,8 @@ def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: li
                 if stranger:
                     continue
                 stranger = True
-            value = tasks.next_task(index, problem, worker, rule, notes, pending[problem], tight).value
+            value = tasks.next_task(index, problem, worker, rule, notes, pending[problem], tight,
+                                    landing=landed[problem], share=share).value
             key = (-value, work, tie)
             if value > 0 and (best is None or key < best[0]):
                 best = (key, problem, worker)
@@ -271,16 +275,14 @@ class Scheduler:
         for record in records:
             self.ledger.changed(record)
         await self.ledger.written(shared.store)
-        isolated = self.config.isolation in ("independent", "best-of-n")
-        start = await (shared.store.root() if isolated else shared.store.main())
+        tips = (await shared.store.main(), await shared.store.root())
         for record in records:
             self.in_flight[record.episode] = record
             found = self.problem_set.get(record.problem)
             with shared.index.lock:
                 review = reviewing.assignment(shared.index, shared.view, record.problem, record.worker)
-            info = EpisodeInfo(record.episode, record.worker, record.problem, found.kind.value, found.title,
-                               review.commit if review and review.blind else start, found.executable,
-                               isolated and review is None, review)
+            info = plan.plan(self.config, record.episode, record.worker,
+                             (record.problem, found.kind.value, found.title, found.executable), tips, review)
             if review is not None:  # what the other episodes read of it: it announces nothing itself
                 shared.view.announce(record.worker, f"{record.problem}: reviewing {review.path}")
             shared.view.working(record.worker, record.episode, record.problem, 0)
@@ -288,7 +290,7 @@ class Scheduler:
                                               problem=record.problem, restarted=restarted))
             tg.start_soon(self._episode, info, record)
 
-    async def _episode(self, info: EpisodeInfo, record: EpisodeRecord) -> None:
+    async def _episode(self, info: EpisodePlan, record: EpisodeRecord) -> None:
         shared = self.shared
         self.cuts[record.episode] = cut = Cut()
         try:

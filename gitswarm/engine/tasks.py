@@ -11,6 +11,8 @@ be reviewing its own work), and the scheduler sends it elsewhere or lets it wait
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gitswarm.domain import selection
@@ -47,12 +49,19 @@ class Task:
 
 
 def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: str = "",
-              in_flight: int = 0, tight: bool = False, reviews: bool = True) -> Task:
+              in_flight: int = 0, tight: bool = False, reviews: bool = True, landing: int = 0,
+              share: int = 1) -> Task:
     """The most useful next step of `worker` on `problem`. `busy` holds what the other episodes
     in flight there announced (a candidate named in it is being worked on); `in_flight` counts
     them and the finished work not merged yet, so that reviews already under way are not asked
-    for twice and a first attempt under way is not repeated blindly. `tight`: the budget left
-    cannot pay for a selection on every open problem, so a second first attempt is a filler.
+    for twice and a first attempt under way is not repeated blindly; `landing` counts the
+    finished work among them. Another attempt is a filler beside a first one that is about to
+    land (`landing`), beside a candidate waiting for a review, in a run without nominations
+    (best-of-n) beside one under way (there the next attempt waits for the first's verdict, and
+    is worth a first one again once every candidate has failed), and with a `tight` budget (the
+    budget left cannot pay for a selection on every open problem); in the swarm, beside a first
+    one being written, it is worth less than a first one (diversity, at a price) while the
+    problem has fewer episodes than its `share` of the workers, and a filler beyond.
     A run without nominations (best-of-n) asks for no nomination and no revision: each attempt
     there is independent of the others. Without `reviews` (an episode that may not review: the
     run assigns reviews as episodes of their own), the step after the reviews."""
@@ -67,8 +76,9 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
         path, commit = max(good, key=lambda pc: votes.nominations[pc[1]])
         return Task(NOMINATE, 2.5, path, commit, nominations=votes.nominations[commit])
     mine = {c for _, c in candidates if index.authors.get(c) == worker}
+    reviewing = {p: len(re.findall(rf"\b{re.escape(p)}\b", busy)) for p, _ in candidates}
     reviewable = [(p, c) for p, c in candidates
-                  if c not in mine and p not in busy and not found[c].critical
+                  if c not in mine and not found[c].critical and reviewing[p] < max(verify - found[c].passes, 1)
                   and (found[c].passes < verify or (not verify and not index.reviews_of(problem, c)))
                   and worker not in votes.reviews.get(c, {})]
     if reviewable and reviews:
@@ -77,6 +87,9 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
         value = 3 + passes / max(verify, 1)
         if verify and in_flight >= verify - passes:  # as many episodes there as passes are missing
             value = FILLER
+        ahead = [p for p, c in candidates if reviewing[p] and not found[c].critical and found[c].passes > passes]
+        if ahead:  # the leader's verdict is coming: a rival's review matters only if it fails
+            value = FILLER
         return Task(VERIFY if passes else REVIEW, value, path, commit, passes)
     for path, commit in candidates if rule.nominations else ():
         critical = [r for r in index.reviews_of(problem, commit) if r.verdict == "critical"]
@@ -84,18 +97,22 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
         if critical and not answered and path not in busy:
             return Task(REVISE, 2, path, commit, review_episode=critical[0].episode,
                         review_commit=critical[0].commit)
-    if not candidates:  # a first attempt; beside one under way, a second one (diversity, at a price)
-        return Task(ATTEMPT, 2 if not in_flight else FILLER if tight else 1.5)
+    if not candidates:  # a first attempt; beside one under way, a second one only in the swarm
+        wait = landing or tight or not rule.nominations or in_flight >= share
+        return Task(ATTEMPT, 2 if not in_flight else FILLER if wait else 1.5)
     alive = [c for _, c in candidates if not found[c].critical and found[c].passes < verify]
     if alive and set(alive) <= mine:  # its only open task would be reviewing its own work
         return Task(ATTEMPT, 0)
+    if not rule.nominations and all(found[c].critical for _, c in candidates):  # the leader failed
+        return Task(ATTEMPT, FILLER if in_flight else 2)
     return Task(ATTEMPT, FILLER)
 
 
-def needs(index: MemoryIndex, problem: str, rule: Rule, settled: bool) -> str:
+def needs(index: MemoryIndex, problem: str, rule: Rule, settled: bool, writing: Sequence[dict] = ()) -> str:
     """What the problem still needs before its solution is chosen, in one sentence
-    (`problem_needs.md.j2`)."""
-    return render("problem_needs.md.j2", **_need(index, problem, rule, settled)).strip()
+    (`problem_needs.md.j2`); `writing`: the other episodes in flight there (worker, episode,
+    step), named where the first attempt is what it needs (one of them is writing it)."""
+    return render("problem_needs.md.j2", writing=list(writing), **_need(index, problem, rule, settled)).strip()
 
 
 def _need(index: MemoryIndex, problem: str, rule: Rule, settled: bool) -> dict:

@@ -10,12 +10,14 @@ from typing import Annotated, ClassVar, Literal, Protocol
 
 from pydantic import Field, ValidationInfo, model_validator
 
+from gitswarm.engine.plan import POWERS, Role
 from gitswarm.engine.shell import DEFAULT_TIMEOUT
 from gitswarm.engine.toolargs import AS_TEXT, LAST, Flag, Text, Texts, ToolArgs, Whole, note
 
 ItemKind = Annotated[Literal["note", "lemma", "attempt", "review", "code", "nomination"], AS_TEXT]
 Kind = Annotated[Literal["note", "lemma", "attempt", "review", "code", "summary"], AS_TEXT]
 FreeKind = Annotated[Literal["note", "lemma", "attempt", "code", "summary"], AS_TEXT]
+AttemptKind = Annotated[Literal["note", "lemma", "attempt", "code"], AS_TEXT]
 ReviewKind = Annotated[Literal["review"], AS_TEXT]
 Verdict = Annotated[Literal["pass", "gaps", "critical"], AS_TEXT]
 KIND_ONLY = {"reviews": "review", "verdict": "review"}
@@ -135,6 +137,18 @@ class BlindContribute(ToolArgs):
     informed_by: ClassVar[tuple[str, ...]] = ()
 
 
+class AttemptContribute(ToolArgs):
+    """`contribute` in an isolated attempt: its own work, citing no one's (it sees none)."""
+
+    kind: AttemptKind
+    title: Text
+    summary: Text
+    self_assessment: Text = ""
+    informed_by: ClassVar[tuple[str, ...]] = ()
+    reviews: ClassVar[None] = None
+    verdict: ClassVar[None] = None
+
+
 class Nominate(ToolArgs):
     candidate: Text
     rationale: Text
@@ -150,21 +164,19 @@ WORKER: dict[str, type[ToolArgs]] = {
     "contribute": Contribute, "nominate": Nominate, "abstain": Abstain,
 }
 """Every tool, by name, in the order they are offered."""
-
-
-def _only(*names: str, contribute: type[ToolArgs]) -> dict[str, type[ToolArgs]]:
-    return {name: contribute if name == "contribute" else WORKER[name] for name in names}
-
-
-ROLES: dict[str, dict[str, type[ToolArgs]]] = {
-    "worker": WORKER,
-    "free": {**WORKER, "contribute": FreeContribute},
-    "review": _only("list_items", "read_file", "search", "in_flight", "write_file", "run_python", "shell",
-                    "contribute", "abstain", contribute=ReviewContribute),
-    "blind": _only("read_file", "write_file", "run_python", "shell", "contribute", "abstain",
-                   contribute=BlindContribute),
+CONTRIBUTE: dict[Role, type[ToolArgs]] = {
+    Role.WORKER: Contribute, Role.FREE: FreeContribute, Role.REVIEW: ReviewContribute,
+    Role.BLIND: BlindContribute, Role.INDEPENDENT: AttemptContribute, Role.BEST_OF_N: AttemptContribute,
 }
-"""The tools of each role and their argument models: `worker`, any episode of a run whose
-episodes choose to review; `free`, the same in a run that assigns reviews (`contribute` without
-kind review); `review`, an assigned review that sees the memory; `blind`, a blind review. A
-review episode announces nothing (the scheduler announces its assignment) and nominates nothing."""
+"""`contribute`'s argument model in each role."""
+
+ROLES: dict[Role, dict[str, type[ToolArgs]]] = {
+    role: {name: CONTRIBUTE[role] if name == "contribute" else WORKER[name] for name in powers.tools}
+    for role, powers in POWERS.items()
+}
+"""The tools of each role (`plan.POWERS`) and their argument models: `worker`, any episode of a
+run whose episodes choose to review; `free`, the same in a run that assigns reviews (`contribute`
+without kind review); `review`, an assigned review that sees the memory; `blind`, a blind
+review; `independent` and `best-of-n`, an isolated attempt (no memory to list, no one to
+announce to, nothing to nominate). A review episode announces nothing (the scheduler announces
+its assignment) and nominates nothing."""

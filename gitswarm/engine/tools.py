@@ -19,9 +19,10 @@ import anyio
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.kinds import CANDIDATE_FOLDERS, candidate_path
 from gitswarm.engine import context, reviewing, shell
-from gitswarm.engine.context import CODE_KINDS, EpisodeInfo, RunView
-from gitswarm.engine.finals import ISOLATED, KINDS, Final, FinalActions
+from gitswarm.engine.finals import KINDS, Final, FinalActions
+from gitswarm.engine.plan import CODE_TOOLS, EpisodePlan
 from gitswarm.engine.references import References
+from gitswarm.engine.runview import RunView
 from gitswarm.engine.toolargs import ToolError, check, with_notes
 from gitswarm.engine.toolmodels import (
     ROLES,
@@ -34,7 +35,7 @@ from gitswarm.engine.toolmodels import (
     Search,
     WriteFile,
 )
-from gitswarm.engine.toolspecs import CODE_TOOLS, role_of, tool_schemas
+from gitswarm.engine.toolspecs import tool_schemas
 from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.paths import check_path
 from gitswarm.memory.repo import Memory
@@ -46,7 +47,7 @@ PAGE = 8000
 SEARCH_ITEMS = 2000
 """Items one search reads, newest first: a bound on the git thread's time for one call."""
 SEARCH_HITS = 40
-__all__ = ["CODE_TOOLS", "KINDS", "Final", "ToolError", "Toolbox", "role_of", "tool_schemas"]
+__all__ = ["CODE_TOOLS", "KINDS", "Final", "ToolError", "Toolbox", "tool_schemas"]
 @contextlib.contextmanager
 def _sandbox_faults(tool: str) -> Iterator[None]:
     """The one boundary for faults of the sandbox in the tools that run programs: the model
@@ -67,7 +68,7 @@ class Toolbox(FinalActions):
     store: Store
     index: MemoryIndex
     view: RunView
-    ep: EpisodeInfo
+    ep: EpisodePlan
     sandbox: anyio.CapacityLimiter
     references: References | None = None
     staged: dict[str, str] = field(default_factory=dict)
@@ -77,9 +78,8 @@ class Toolbox(FinalActions):
     """The item commits of the episode's first view: those not in it are new since it started."""
 
     def __post_init__(self) -> None:
-        only = self.ep.review.path if self.ep.blind and self.ep.review else None
+        only = self.ep.review.path if self.ep.review and not self.ep.powers.sees_memory else None
         self.code = shell.Shell(self.store, self.ep, self.sandbox, self.references, only)
-        self.role = role_of(self.ep, self.view.config.assigns_reviews)
 
     @property
     def memory(self) -> Memory:
@@ -112,8 +112,8 @@ class Toolbox(FinalActions):
         """Run one call of the model, its arguments (any JSON value) checked against the tool's
         schema first; a text result (or a refusal) ends with notes on what was dropped or
         read differently."""
-        model = ROLES[self.role].get(name)
-        if model is None or (name in CODE_TOOLS and self.ep.kind not in CODE_KINDS):
+        model = ROLES[self.ep.role].get(name)
+        if model is None or name not in self.ep.tools:
             raise ToolError(f"there is no tool {name!r}")
         checked = check(name, model, args)
         try:
@@ -165,13 +165,32 @@ class Toolbox(FinalActions):
         staged = self.staged.get(rel)
         data = staged.encode() if staged is not None else await self.store.read_file(f"{self.base}/{rel}", self.at)
         if data is None:
-            raise ToolError(f"no file {rel!r} in problems/{self.ep.problem_id}/ on main (commit {self.at[:12]}); "
-                            "list_items shows what there is")
+            return await self._folder(rel)
         text = data.decode("utf-8", "replace")
         page = text[offset: offset + PAGE]
         if offset + PAGE < len(text):
             page += f"\n[... {len(text) - offset - PAGE} more characters: read_file offset={offset + PAGE}]"
         return render("tool_result.md.j2", fenced=True, source=f"{self.base}/{rel}", text=page)
+
+    async def _folder(self, rel: str) -> str:
+        """`read_file` on a folder: the files in it (the view's and those staged), with their
+        sizes; a path that is neither is refused, saying how to find what there is."""
+        folder = rel.rstrip("/") + "/"
+        found = {} if not reviewing.readable(self.ep, folder) else await self.store.run(self._sizes, folder)
+        found |= {p: len(t.encode()) for p, t in self.staged.items() if p.startswith(folder)}
+        if not found:
+            hint = "list_items shows the memory's items" if "list_items" in self.ep.tools else \
+                "your first prompt lists the problem's own files"
+            raise ToolError(f"no file or folder {rel!r} in problems/{self.ep.problem_id}/ (commit {self.at[:12]}); "
+                            f"read_file on a folder (e.g. docs) lists its files; {hint}")
+        rows = "\n".join(f"{path} ({size} bytes)" for path, size in sorted(found.items()))
+        return render("tool_result.md.j2", fenced=True, source=f"{self.base}/{folder}", text=rows)
+
+    def _sizes(self, folder: str) -> dict[str, int]:
+        """The files below `folder` of the problem on the view's commit, by path relative to the
+        problem folder, with their sizes (git thread)."""
+        paths = self.memory.files_under(f"{self.base}/{folder}", self.at)
+        return {p.removeprefix(f"{self.base}/"): len(self.memory.read_file(p, self.at) or b"") for p in paths}
 
     async def tool_search(self, args: Search) -> str:
         needle = args.query.lower().strip()
@@ -179,12 +198,18 @@ class Toolbox(FinalActions):
             raise ToolError("give a non-empty query")
         items = list(self.index.problems[self.ep.problem_id].items)
         paths = ["SUMMARY.md", *reversed(items[-SEARCH_ITEMS:])]  # newest first
-        hits = await self.store.run(self._search, paths, needle)
+        hits = await self.store.run(self._search_all, paths, needle)
         text = "\n".join(hits) or "no matches"
         if len(items) > SEARCH_ITEMS:
             text += (f"\n(searched the newest {SEARCH_ITEMS} of {len(items)} items; list_items with an "
                      "offset reaches the older ones)")
         return render("tool_result.md.j2", fenced=True, source="search results", text=text)
+
+    def _search_all(self, items: list[str], needle: str) -> list[str]:
+        """`_search` over the problem's own files (its statement, documentation and starter
+        files), then `items` (git thread)."""
+        own = [f["path"] for f in context.own_files(self.memory, self.ep.problem_id, self.at)]
+        return self._search(["statement.md", *own, *items], needle)
 
     def _search(self, paths: list[str], needle: str) -> list[str]:
         """Lines containing `needle`, up to SEARCH_HITS; one git-thread call, not one per file."""
@@ -199,8 +224,6 @@ class Toolbox(FinalActions):
         return hits
 
     async def tool_in_flight(self, args: InFlight) -> str:
-        if self.ep.isolated:
-            return f"no other episode is visible: {ISOLATED}"
         here = self.view.others_on(self.ep.problem_id, self.ep.worker)
         elsewhere = [f"{w}: {a}" for w, a in self.view.announcements.items()
                      if w != self.ep.worker and not a.startswith(f"{self.ep.problem_id}: ")]
@@ -217,10 +240,9 @@ class Toolbox(FinalActions):
             content = self.staged.get(rel, "") + content
         if rel.startswith("nominations/"):
             raise ToolError("nominations are made with the nominate action, not written")
-        if self.ep.isolated and (rel == "SUMMARY.md" or rel.startswith("reviews/")):
-            raise ToolError(f"{rel} is shared work, not part of this run: {ISOLATED}")
-        if self.ep.review is not None and not rel.startswith("reviews/"):
-            raise ToolError(f"{rel}: a review episode writes its review, under reviews/ (e.g. reviews/<name>.md)")
+        if not self.ep.may_write(rel):
+            raise ToolError(render("write_refused.md.j2", path=rel, review=self.ep.review is not None,
+                                   folders=self.ep.powers.writes).strip())
         try:
             check_path(rel, self.memory.limits)
         except PathRejected as exc:

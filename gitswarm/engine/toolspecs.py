@@ -13,24 +13,14 @@ import yaml
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
-from gitswarm.engine.context import CODE_KINDS, EpisodeInfo
+from gitswarm.engine.plan import CODE_KINDS, CODE_TOOLS, Role
 from gitswarm.engine.toolargs import ToolArgs
 from gitswarm.engine.toolmodels import ROLES
 from gitswarm.resources import data_dir
 
-CODE_TOOLS = ("shell",)
-"""Tools offered only for problems of `CODE_KINDS`."""
-
-
-def role_of(ep: EpisodeInfo, assigns_reviews: bool) -> str:
-    """The role (`toolmodels.ROLES`) of episode `ep` in a run that assigns reviews or not."""
-    if ep.review is not None:
-        return "blind" if ep.review.blind else "review"
-    return "free" if assigns_reviews else "worker"
-
 
 @cache
-def tool_schemas(kind: str | None = None, role: str = "worker") -> list[dict]:
+def tool_schemas(kind: str | None = None, role: Role = Role.WORKER) -> list[dict]:
     """The tools a problem of `kind` gets (None: every tool) in `role`, in the OpenAI
     function-calling format. One list per kind and role, so a run's requests share prefixes."""
     texts = descriptions()

@@ -7,8 +7,10 @@ codebase, say) and leaves the episode's own changes as they are. Before a comman
 writes the staged `code/` files and removes the deleted ones; after it, `scan` compares the
 folder with the view's commit. Text files that changed become staged
 files, start files that are gone become deletions, and everything else is skipped with its
-reason: binaries and build products, symbolic links, hidden (dot) names, paths and sizes
-the memory refuses (`memory.paths.check_path`, `WriteLimits`).
+reason: binaries and build products (a codebase's `executable`, which its compile.sh builds,
+text or not), symbolic links, hidden (dot) names (`SCRATCH` among them: the documented place
+for files an episode wants on disk and never in the memory, a reviewer's tests say), paths and
+sizes the memory refuses (`memory.paths.check_path`, `WriteLimits`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from gitswarm.memory.repo import Memory
 
 PREFIX = "code/"
 """Staged paths of the tree start with this; on disk they are relative to the folder."""
+BUILT = "executable"
+"""What a codebase's compile.sh builds at its root: a build product, never staged."""
+SCRATCH = ".scratch"
+"""The tree's scratch folder: a dot name, so nothing in it is staged."""
 
 
 @dataclass(frozen=True)
@@ -127,7 +133,7 @@ class Workspace:
             data, reason = _read(path, limits)
             if data is not None and self.start.get(rel) == data:
                 continue
-            reason = reason or _refusal(rel, data or b"", limits) or _full(result, room, limits)
+            reason = reason or _built(rel) or _refusal(rel, data or b"", limits) or _full(result, room, limits)
             if reason:
                 result.skipped.append(Skipped(rel, reason))
             else:
@@ -198,6 +204,12 @@ def _read(path: Path, limits: WriteLimits) -> tuple[bytes | None, str | None]:
         return path.read_bytes(), None
     except OSError as exc:
         return None, f"unreadable: {exc.strerror}"
+
+
+def _built(rel: str) -> str | None:
+    """Why a build product is not staged, or None: `code/<slug>/executable`."""
+    parts = rel.split("/")
+    return "a build product (compile.sh builds it): not staged" if len(parts) == 3 and parts[2] == BUILT else None
 
 
 def _refusal(rel: str, data: bytes, limits: WriteLimits) -> str | None:

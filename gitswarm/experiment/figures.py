@@ -93,6 +93,8 @@ class RunFigures:
     largest_episode_tokens: int = 0
     selector: dict = field(default_factory=dict)
     """The selection and the reviews against the referee (`report.selector.SelectorQuality`)."""
+    citing: int = 0
+    """Contributions that cite another of the same problem (the citation rate's part)."""
 
     @property
     def solved(self) -> int:
@@ -125,7 +127,8 @@ def read_figures(arm: str, seed: int, run: Path) -> RunFigures:
         arm, seed, str(run), status.state, status.reason, status.detail, totals.episodes, totals.tokens,
         totals.cost_usd, status.wall_seconds, scores(state), outcomes(records), report.contributions,
         sum(p.built_on for p in report.problems), sum(p.in_ancestry for p in report.problems),
-        max((r.tokens_in + r.tokens_out for r in records), default=0), report.selector)
+        max((r.tokens_in + r.tokens_out for r in records), default=0), report.selector,
+        sum(p.citing for p in report.problems))
 
 
 def scores(state) -> dict[str, float | None]:

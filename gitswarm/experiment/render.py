@@ -50,9 +50,9 @@ def blocks(data: dict) -> list[tuple]:
             ("table", ["arm", "episodes", *kinds], [[a["arm"], str(a["episodes"]),
                                                      *(str(a["outcomes"].get(k, 0)) for k in kinds)] for a in arms]),
             ("h", "Compounding"),
-            ("table", ["arm", "contributions", "built on", "in ancestry"],
-             [[a["arm"], str(a["contributions"]), _pct(a["built_on_share"]), _pct(a["ancestry_share"])]
-              for a in arms]),
+            ("table", ["arm", "contributions", "citing", "built on", "in ancestry"],
+             [[a["arm"], str(a["contributions"]), _pct(a.get("citation_rate")), _pct(a["built_on_share"]),
+               _pct(a["ancestry_share"])] for a in arms]),
             ("p", data["definitions"]["compounding"]),
             ("h", "Runs"), _runs(data),
             ("p", f"Spent by the experiment, every run listed: {data['spent']['tokens']} tokens, "

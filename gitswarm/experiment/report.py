@@ -20,9 +20,10 @@ SCORES = ("Scores: each problem's selected solution as the referee grades it (sc
           "call of a run, the merger's and failed ones too, as `gitswarm status --json` gives them.")
 WAITING = "waiting"
 """A finished pass-1 run whose seed's T is not known yet: its arm's equal-spend run may follow."""
-COMPOUNDING = ("Compounding, as `gitswarm report` computes it: built on is the share of contributions that a "
-               "later contribution of the same problem built on; in ancestry, the share in a selected "
-               "solution's ancestry.")
+COMPOUNDING = ("Compounding, as `gitswarm report` computes it, from citations: citing is the share of "
+               "contributions that cite another of the same problem; built on, the share that another "
+               "contribution of the same problem cites; in ancestry, the share in a selected solution's "
+               "ancestry (the solution, what it cites, repeatedly, and the pass reviews that verified it).")
 
 
 def build(spec: Spec) -> dict:
@@ -156,6 +157,7 @@ def _arm(spec: Spec, arm: str, runs: list[RunFigures], done: list[RunFigures]) -
             "contributions": contributions,
             "built_on_share": _share(sum(f.built_on for f in done), contributions),
             "ancestry_share": _share(sum(f.in_ancestry for f in done), contributions),
+            "citation_rate": _share(sum(f.citing for f in done), contributions),
             "selector": _selector(done)}
 
 

@@ -65,6 +65,9 @@ class ProblemReport:
     in_ancestry: int
     built_on_share: float | None
     ancestry_share: float | None
+    citing: int = 0
+    """Contributions that cite another of the problem's (`report.graph`)."""
+    citation_rate: float | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class RunReport:
     contributions: int
     built_on_share: float | None
     ancestry_share: float | None
+    citation_rate: float | None
     problems: list[ProblemReport] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     """The parts of every call's usage, the merger's and failed calls' too (the read model's
@@ -142,6 +146,7 @@ def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
         contributions=total,
         built_on_share=_share(sum(p.built_on for p in problems), total),
         ancestry_share=_share(sum(p.in_ancestry for p in problems), total),
+        citation_rate=_share(sum(p.citing for p in problems), total),
         problems=problems, usage=state.totals.parts(), workers=[w.as_dict() for w in state.workers],
         failed=dict(state.totals.failed),
         selector=selector_quality(list(state.problems), settings.reviewer or settings.model or "the run's model")
@@ -194,7 +199,8 @@ def _problem(graph: Graph, problem: ProblemState, records) -> ProblemReport:
         seconds=round(sum((r.ended or r.started) - r.started for r in records), 3),
         contributions=figures.contributions, built_on=figures.built_on, in_ancestry=figures.in_ancestry,
         built_on_share=_share(figures.built_on, figures.contributions),
-        ancestry_share=_share(figures.in_ancestry, figures.contributions))
+        ancestry_share=_share(figures.in_ancestry, figures.contributions), citing=figures.citing,
+        citation_rate=_share(figures.citing, figures.contributions))
 
 
 def is_scripted(grade: Grade | None) -> bool:

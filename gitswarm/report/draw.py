@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 
 from gitswarm.errors import EnvironmentFault
-from gitswarm.report.graph import Graph
+from gitswarm.report.graph import Graph, ancestry
 
 COLOURS = {"note": "#4e79a7", "lemma": "#59a14f", "attempt": "#f28e2b", "review": "#b07aa1", "code": "#e15759"}
 FONT = 10
@@ -74,7 +74,7 @@ def svg(graph: Graph, problem: str, selected: str | None) -> str:
         return "<p>no contributions</p>"
     out = io.StringIO()
     with plt.rc_context({"svg.fonttype": "none"}):
-        fig = _figure(graph, g, nx, plt, graph.closure(selected) if selected else set())
+        fig = _figure(graph, g, nx, plt, ancestry(graph, problem, selected) if selected else set())
         fig.savefig(out, format="svg", bbox_inches="tight")
         plt.close(fig)
     text = out.getvalue()

@@ -5,14 +5,16 @@ Definitions (the report prints them too):
 - The *contributions* of a problem are the commits whose record (`commitmeta`) names it
   and whose kind is note, lemma, attempt, review or code (nominations, summaries,
   solutions and merges are not contributions), found on main and on unmerged branches.
-- A contribution c was *built on* when some other contribution d of the same problem
-  either cites c (its record's `informed_by`) or inherited it: c is an ancestor (by parent
-  links) of d's start commit, the first parent of d. The *built-on share* is the number of
-  contributions built on over the number of contributions.
-- The *ancestry* of the selected candidate is every commit reachable from it by following
-  parent links and citations (repeatedly), the candidate included. The *ancestry share* is
-  the number of the problem's contributions in that ancestry over the number of its
-  contributions.
+- The *citation rate* is the number of contributions that cite another contribution of the
+  same problem (their record's `informed_by`) over the number of contributions.
+- A contribution c was *built on* when some other contribution of the same problem cites it.
+  The *built-on share* (built-upon rate) is the number of contributions built on over the
+  number of contributions. Citations alone count: a commit's parent is main as it started,
+  which every later contribution inherits whether it read it or not.
+- The *ancestry* of the selected candidate (the winner) is the candidate, every contribution
+  it cites (repeatedly), and the pass reviews of the candidate, which verified it. The
+  *ancestry share* is the number of the problem's contributions in that ancestry over the
+  number of its contributions.
 """
 
 from __future__ import annotations
@@ -96,6 +98,12 @@ class Compounding:
     contributions: int
     built_on: int
     in_ancestry: int
+    citing: int = 0
+    """Contributions that cite another contribution of the problem."""
+
+    @property
+    def citation_rate(self) -> float | None:
+        return self.citing / self.contributions if self.contributions else None
 
     @property
     def built_on_share(self) -> float | None:
@@ -107,22 +115,34 @@ class Compounding:
 
 
 def built_on(graph: Graph, problem: str) -> set[str]:
-    """The contributions of `problem` that another contribution cited or inherited."""
+    """The contributions of `problem` that another contribution of it cites."""
     mine = {n.id: n for n in graph.contributions(problem)}
-    used: set[str] = set()
-    starts: dict[str, set[str]] = {}
-    for node in mine.values():
-        used |= set(node.cited) & (mine.keys() - {node.id})
-        if node.parents:
-            start = node.parents[0]
-            if start not in starts:
-                starts[start] = graph.closure(start, citations=False) & mine.keys()
-            used |= starts[start] - {node.id}
-    return used
+    return {c for node in mine.values() for c in node.cited if c in mine and c != node.id}
+
+
+def citing(graph: Graph, problem: str) -> set[str]:
+    """The contributions of `problem` that cite another contribution of it."""
+    mine = {n.id: n for n in graph.contributions(problem)}
+    return {node.id for node in mine.values() if set(node.cited) & (mine.keys() - {node.id})}
+
+
+def ancestry(graph: Graph, problem: str, candidate: str) -> set[str]:
+    """The winner's ancestry among the problem's contributions: `candidate`, what it cites
+    (repeatedly), and its pass reviews."""
+    mine = {n.id: n for n in graph.contributions(problem)}
+    seen, todo = {candidate}, deque([candidate])
+    while todo:
+        node = graph.nodes.get(todo.popleft())
+        for nxt in node.cited if node is not None else ():
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    verifying = {n.id for n in mine.values() if n.kind == "review" and n.reviews == candidate and n.verdict == "pass"}
+    return (seen | verifying) & mine.keys()
 
 
 def compounding(graph: Graph, problem: str, candidate: str | None) -> Compounding:
-    """The built-on and ancestry figures of one problem."""
+    """The compounding figures of one problem (the module docstring's definitions)."""
     mine = {n.id for n in graph.contributions(problem)}
-    ancestry = graph.closure(candidate) & mine if candidate else set()
-    return Compounding(len(mine), len(built_on(graph, problem)), len(ancestry))
+    found = ancestry(graph, problem, candidate) if candidate else set()
+    return Compounding(len(mine), len(built_on(graph, problem)), len(found), len(citing(graph, problem)))

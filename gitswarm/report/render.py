@@ -14,11 +14,12 @@ from gitswarm.report.selector import SelectorQuality
 from gitswarm.report.settings import RunSettings
 
 DEFINITIONS = (
-    "**Built on**: a contribution (a note, lemma, attempt, review or code commit of a problem) counts as "
-    "built on when another contribution of the same problem cites it (its commit's `informed_by`) or "
-    "inherited it (it is an ancestor, by parent links, of the other's start commit). "
-    "**In ancestry**: a contribution counts when it is reachable from the selected candidate by "
-    "parent links and citations, the candidate included. Each share is over all contributions "
+    "**Citation rate**: the share of contributions (note, lemma, attempt, review or code commits of a "
+    "problem) that cite another contribution of the same problem (their commit's `informed_by`). "
+    "**Built on**: a contribution counts as built on when another contribution of the same problem "
+    "cites it. "
+    "**In ancestry**: a contribution counts when it is the selected candidate, is cited by it "
+    "(repeatedly), or is a pass review of it. Each share is over all contributions "
     "of the problem (main and unmerged branches). "
     "A problem's **tokens**, USD and worker seconds are its own episodes'; the merger's calls "
     "(summaries, conflict resolutions) count in the run's total only."
@@ -129,7 +130,8 @@ def _summary(report: RunReport) -> str:
     return (f"{settings_line(RunSettings(**report.settings), processes)} {totals_line(report)} "
             + (f"{roles_line(report.roles)} " if report.roles else "") +
             f"All calls, the merger's too: {usage_line(report.usage)}. {failed_line(report.failed)}. "
-            f"{report.contributions} contributions: {pct(report.built_on_share)} built on by later work, "
+            f"{report.contributions} contributions: {pct(report.citation_rate)} cite earlier work, "
+            f"{pct(report.built_on_share)} built on by later work, "
             f"{pct(report.ancestry_share)} in the selected solutions' ancestry.")
 
 

@@ -1,0 +1,195 @@
+"""What kind of episode is running, decided once, when the scheduler starts it: its `Role`
+(from the run's settings, here and nowhere else), and the `EpisodePlan` the episode loop, the
+tools, the prompts and the reviewing code read instead of the settings: the start commit and
+what the episode may see, the model it runs on, its tools, its prompt templates and the kinds
+it may contribute.
+
+| role | who | sees | contributes |
+|---|---|---|---|
+| `worker` | a swarm episode (reviews open: it may review) | the memory | every kind, nominates |
+| `free` | a swarm episode where reviews are assigned | the memory | every kind but review, nominates |
+| `review` | an assigned review | the memory | its review |
+| `blind` | a blind review | the problem's own files, its candidate | its review |
+| `independent` | an independent attempt (isolation independent) | its statement and files | its attempt |
+| `best-of-n` | a best-of-n attempt | its statement and files | its attempt |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from gitswarm.problems.model import Kind
+
+if TYPE_CHECKING:
+    from gitswarm.engine.config import SolveConfig
+
+CODE_KINDS = (Kind.PROGRAM, Kind.REPRODUCE)
+"""Problems whose workers have a shell (`CODE_TOOLS`), and whose deliverable is a codebase."""
+CODE_TOOLS = ("shell",)
+"""Tools offered only for problems of `CODE_KINDS`."""
+
+
+class Role(StrEnum):
+    """What kind of episode it is (the table in this module's docstring)."""
+
+    WORKER = "worker"
+    FREE = "free"
+    REVIEW = "review"
+    BLIND = "blind"
+    INDEPENDENT = "independent"
+    BEST_OF_N = "best-of-n"
+
+
+@dataclass(frozen=True)
+class Powers:
+    """What one role may see and do."""
+
+    tools: tuple[str, ...]
+    """The tools it is offered, in the order they are offered (`toolmodels.ROLES` holds their
+    argument models; `CODE_TOOLS` only for code problems)."""
+    kinds: tuple[str, ...]
+    """The contribution kinds it may commit (a review's: `review` alone)."""
+    sees_memory: bool
+    """It reads main as it grows (the index, the overview, the items): False for an episode
+    that sees no one's work (an isolated attempt, a blind review), whose view stays its start."""
+    sees_others: bool
+    """It is told what the other episodes in flight do (their announcements, the state's
+    advice, what the problem needs)."""
+    writes: tuple[str, ...] | None
+    """The folders it may stage files in; None: anywhere in its problem folder."""
+    system: str
+    """The template of its system prompt."""
+    shows: str = "memory"
+    """Its first prompt and state block: `memory` (`context.overview`, `context.header`: the
+    memory overview and the run's state) or `candidate` (`reviewing.first_prompt`,
+    `reviewing.header`: a blind review's candidate and assignment alone)."""
+    on_reviewer: bool = False
+    """It runs on the reviewer model (where the run has one)."""
+
+
+_READ = ("list_items", "read_file", "search", "in_flight")
+_WORK = ("write_file", "run_python", "shell")
+_SWARM_KINDS = ("note", "lemma", "attempt", "review", "code", "summary")
+_ISOLATED = Powers(("read_file", "search", *_WORK, "contribute", "abstain"), ("note", "lemma", "attempt", "code"),
+                   sees_memory=False, sees_others=False, writes=("notes/", "lemmas/", "attempts/", "code/"),
+                   system="attempt_system.md.j2")
+POWERS: dict[Role, Powers] = {
+    Role.WORKER: Powers((*_READ, "announce", *_WORK, "contribute", "nominate", "abstain"), _SWARM_KINDS,
+                        sees_memory=True, sees_others=True, writes=None, system="worker_system.md.j2"),
+    Role.FREE: Powers((*_READ, "announce", *_WORK, "contribute", "nominate", "abstain"),
+                      tuple(k for k in _SWARM_KINDS if k != "review"), sees_memory=True, sees_others=True,
+                      writes=None, system="worker_system.md.j2"),
+    Role.REVIEW: Powers((*_READ, *_WORK, "contribute", "abstain"), ("review",), sees_memory=True,
+                        sees_others=True, writes=("reviews/",), system="review_system.md.j2", on_reviewer=True),
+    Role.BLIND: Powers(("read_file", *_WORK, "contribute", "abstain"), ("review",), sees_memory=False,
+                       sees_others=False, writes=("reviews/",), system="review_system.md.j2", shows="candidate",
+                       on_reviewer=True),
+    Role.INDEPENDENT: _ISOLATED,
+    Role.BEST_OF_N: _ISOLATED,
+}
+"""Each role's powers."""
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """The candidate a review episode is assigned to check (`engine.reviewing`)."""
+
+    path: str
+    """`attempts/<file>` or `code/<slug>`."""
+    commit: str
+    blind: bool = False
+    """It sees the problem's own files and this candidate alone, read at its commit."""
+
+
+@dataclass(frozen=True)
+class EpisodePlan:
+    """One episode, as the scheduler starts it: who runs it, on what, from which memory state,
+    in which role, on which model."""
+
+    episode: str
+    worker: str
+    problem_id: str
+    kind: str
+    title: str
+    start_commit: str
+    """Main's tip as it started; the run's first commit for an isolated attempt; a blind
+    review's candidate's commit."""
+    executable: str | None = None
+    """The documented name of the reference executable on the shell's PATH (reproduce
+    problems); None when this process has no reference, and the prompt does not promise one."""
+    role: Role = Role.WORKER
+    review: Assignment | None = None
+    """A review episode's candidate: it reviews that one or abstains."""
+    model: str = ""
+    """The model it calls (the record's; "" where the caller does not say: the run's)."""
+
+    @property
+    def powers(self) -> Powers:
+        return POWERS[self.role]
+
+    @property
+    def code(self) -> bool:
+        """A problem with a shell, whose deliverable is a codebase."""
+        return self.kind in CODE_KINDS
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """The names of the tools it is offered."""
+        return tuple(t for t in self.powers.tools if self.code or t not in CODE_TOOLS)
+
+    @property
+    def deliverable(self) -> str:
+        """The kind of its problem's candidates: `code` (a codebase `code/<slug>/`) for a code
+        problem, in every role, else `attempt`."""
+        return "code" if self.code else "attempt"
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """The contribution kinds it may commit: its role's, where a candidate is its
+        problem's deliverable alone (a code problem's attempt is a codebase)."""
+        other = "attempt" if self.code else "code"
+        return tuple(k for k in self.powers.kinds if k != other or self.role in (Role.WORKER, Role.FREE))
+
+    def may_write(self, rel: str) -> bool:
+        """Whether it may stage `rel` (relative to its problem folder)."""
+        writes = self.powers.writes
+        return writes is None or rel.startswith(writes)
+
+
+def role_for(cfg: SolveConfig, review: Assignment | None) -> Role:
+    """The role of an episode of a run with settings `cfg`: a review's when it was assigned
+    one, else its arm's. The one place the engine reads the run's modes for an episode."""
+    if review is not None:
+        return Role.BLIND if review.blind else Role.REVIEW
+    if cfg.isolation == "best-of-n":
+        return Role.BEST_OF_N
+    if cfg.isolation == "independent":
+        return Role.INDEPENDENT
+    return Role.FREE if cfg.assigns_reviews else Role.WORKER
+
+
+def arm(cfg: SolveConfig) -> Role:
+    """The role of the run's episodes that are not reviews: its arm (`INDEPENDENT` selects by
+    the majority of answers and writes no review)."""
+    return role_for(cfg, None)
+
+
+def summaries_read(cfg: SolveConfig) -> bool:
+    """Whether an episode of the run reads a problem's SUMMARY.md: not in an isolated arm,
+    whose attempts see their problem's own files alone (the merger writes none there)."""
+    return POWERS[arm(cfg)].sees_memory
+
+
+def plan(cfg: SolveConfig, episode: str, worker: str, problem: tuple[str, str, str, str | None],
+         starts: tuple[str, str], review: Assignment | None) -> EpisodePlan:
+    """The plan of an episode starting now: `problem` is (id, kind, title, executable),
+    `starts` (main's tip, the run's first commit)."""
+    role = role_for(cfg, review)
+    powers = POWERS[role]
+    tip, root = starts
+    start = review.commit if review is not None and review.blind else tip if powers.sees_memory else root
+    model = cfg.reviewer if powers.on_reviewer else cfg.model
+    pid, kind, title, executable = problem
+    return EpisodePlan(episode, worker, pid, kind, title, start, executable, role, review, model)
