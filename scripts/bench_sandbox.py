@@ -59,10 +59,12 @@ def one_grading(problem, source: Path, work: Path, runner) -> float:
     scratch.mkdir(parents=True)
     (tree / "compile.sh").write_text("cc -O2 -o executable shout.c\n")
     started = time.perf_counter()
-    hide = reproduce.hidden(problem, scratch)
-    executable, error = reproduce.compile_tree(tree, set(), 900.0, [], hide)
-    assert executable is not None, error
-    grade = reproduce.run_suite(problem, reproduce.suite_of(problem), executable, scratch, 600.0, [], None, hide)
+    hide = reproduce.hidden(problem, scratch, b"")
+    stash = scratch / "stash" / reproduce.EXECUTABLE
+    error = reproduce.compile_tree(tree, set(), 900.0, [], hide, stash)
+    assert error is None, error
+    grade = reproduce.run_suite(problem, reproduce.suite_of(problem), stash, scratch, 600.0, [], None, hide,
+                                reproduce.sha256(stash.read_bytes()))
     seconds = time.perf_counter() - started
     assert grade.passed == grade.total, f"{grade.passed}/{grade.total}: {grade.results}"
     return seconds

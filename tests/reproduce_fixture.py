@@ -8,6 +8,7 @@ calling `./executable`), as the real test code is not public. The real `task.yam
 
 from __future__ import annotations
 
+import json
 import subprocess
 import textwrap
 from collections.abc import Mapping
@@ -124,3 +125,41 @@ def reproduce_set(folder: Path, *, tests: dict[str, str] | None = None, tests_js
              **{f"calc/tests/{BRANCH}/eval/tests/{k}": v for k, v in
                 (tests or {"test_calculator.py": TEST_CALCULATOR}).items()}}
     return write(folder, files)
+
+
+TEST_TAC = textwrap.dedent('''\
+    import subprocess
+
+
+    def test_reverses_standard_input():
+        done = subprocess.run(["./executable"], input="a\\nb\\nc\\n", capture_output=True, text=True, timeout=20)
+        assert done.stdout == "c\\nb\\na\\n"
+
+
+    def test_reverses_a_file(tmp_path):
+        (tmp_path / "in.txt").write_text("1\\n2\\n")
+        done = subprocess.run(["./executable", str(tmp_path / "in.txt")], capture_output=True, text=True,
+                              timeout=20)
+        assert done.stdout == "2\\n1\\n"
+    ''')
+TAC_TESTS_JSON = json.dumps({"branches": {BRANCH: {"ignored": False, "tests": [
+    "tests.test_tac.test_reverses_standard_input", "tests.test_tac.test_reverses_a_file"],
+    "ignored_tests": []}}})
+TAC_IN_SH = {"compile.sh": "#!/bin/sh\ncp tac.sh executable && chmod +x executable\n",
+             "tac.sh": "#!/bin/sh\nsed -n '1!G;h;$p' \"$@\"\n"}
+"""A rebuild of tac in sh (sed), which never runs the installed program."""
+
+
+def installed_copy_set(folder: Path, program: Path, name: str, *, origin: Path | None = None) -> Path:
+    """A reproduce set whose reference is a copy of an installed `program` (a ready executable,
+    no build), documented as `name`; `imported_from` is `origin` when given."""
+    front = (f"---\nid: copy\ntitle: Rebuild {name}\nkind: reproduce\nexecutable: {name}\n"
+             + (f"imported_from: {origin}\n" if origin else "") + "---\n")
+    files: dict[str, str | bytes] = {
+        "copy.md": front + f"Rebuild `{name}`: it prints its input's lines last first.\n",
+        "copy/docs/README.md": f"{name} [FILE]: the lines of FILE (or standard input), last first.\n",
+        f"copy/reference/{name}": program.read_bytes(), "copy/tests/tests.json": TAC_TESTS_JSON,
+        f"copy/tests/{BRANCH}/eval/tests/test_tac.py": TEST_TAC}
+    write(folder, files)
+    (folder / "copy" / "reference" / name).chmod(0o755)
+    return folder

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from container_fixture import engine_here
 from local_model import require_local_model
 
 from gitswarm.remote.daemon import daemon_path
@@ -39,6 +40,7 @@ SMOKES = {
     "bench": Smoke("bench.py", ("--sizes", "3", "--latency", "0.05", "--per-worker", "2", "--commits", "100",
                                 "--context", "10", "--rounds", "1"), "context: first-call prompt tokens"),
     "bench_cache": Smoke("bench_cache.py", ("--workers", "3", "--budget", "4"), "cost recorded USD"),
+    "bench_container": Smoke("bench_container.py", ("--repeat", "1"), "container / namespaces", needs="container"),
     "bench_context": Smoke("bench_context.py", ("10",), '"tokens":'),
     "bench_dashboard": Smoke("bench_dashboard.py", ("--commits", "200", "--workers", "8", "--batch", "50"),
                              "app frame per event"),
@@ -74,6 +76,7 @@ SMOKES = {
 NOT_MEASUREMENTS = {
     "bench_history.py": "a library: the synthetic runs of bench.py, bench_context.py and chaos.py",
     "bench_orchestration.py": "bench.py runs its serve, engine and bare modes",
+    "build_task_image.py": "builds the container tests' task image (tests/container_fixture.py runs it)",
     "docs_site.py": "the docs site's hooks, which `mkdocs build --strict` runs in CI",
     "relay.py": "a server whose replies a person writes, not a measurement",
 }
@@ -90,6 +93,8 @@ def _fill(smoke: Smoke, request: pytest.FixtureRequest, tmp_path: Path) -> list[
     """The arguments, with what the script needs made or found; skips when it cannot be."""
     if smoke.needs == "sandbox" and containment().backend is None:
         pytest.skip(f"{smoke.script} needs a sandbox backend: {containment().refused}")
+    if smoke.needs == "container":
+        engine_here()  # skips without a container engine (fails under CI)
     if smoke.needs == "git daemon" and daemon_path() is None:
         pytest.skip(f"{smoke.script} needs git daemon (no git-daemon under `git --exec-path`)")
     if smoke.script == "bench_sandbox.py" and subprocess.run(

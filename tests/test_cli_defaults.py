@@ -44,7 +44,7 @@ def test_every_option_shows_its_field_s_default_and_bound(name: str):
         default = None if info.is_required() else info.get_default()
         text = getattr(param, "help", None) or ""
         said = set(re.findall(r"\bdefault:? (\d[\d.]*)", text))  # the numbers said to be a default
-        if default is not None and default != () and not isinstance(default, bool):
+        if default is not None and default not in ((), {}) and not isinstance(default, bool):
             assert f"default {shown(default)}" in text or f"{shown(default)} (default)" in text, (field, text)
             assert said <= {shown(default)}, (field, text)
         else:  # None's meaning is said in words; time_limit says stop_grace_s's, max_episodes the cap's

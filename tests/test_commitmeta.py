@@ -54,6 +54,9 @@ RECORDS = [
                       verdict=Verdict.CRITICAL),
     commitmeta.ContributionRecord(run="r1", episode="e00010", op="e00010-final", worker="w06", problem="rev",
                             kind=Kind.CODE, files=("code/x/a.py",), deleted=("code/x/b.py", "code/x/c.py")),
+    commitmeta.ReviewRecord(run="r1", episode="person-20261206T0400-ab12cd", op="person-20261206T0400-ab12cd",
+                            worker="person-ada", problem="sum", kind=Kind.REVIEW, files=("reviews/p.md",), reviews=A,
+                            verdict=Verdict.PASS, person="Ada Lovelace"),
     commitmeta.Merge(run="r1", op="merge-0123", merged=("e00007", "e00008")),
     commitmeta.Solution(run="r1", op="select-sum", problem="sum", candidate=A,
                         verification=Verification.VERIFIED),
@@ -186,3 +189,12 @@ def test_log_shows_a_review_from_its_record(memory: Memory):
     assert result.exit_code == 0, result.output
     assert f"verdict: gaps · reviews attempts/seven.md ({attempt[:10]})" in result.output
     assert "episode e5" in result.output and "model openai/m · tokens in=12 out=3 · USD 0.5000" in result.output
+
+
+def test_a_commit_of_the_runs_before_people_wrote_is_a_workers():
+    """The `Person` trailer is new: a commit without it (every commit of the earlier runs) is a
+    worker's, and the index marks nobody's work as a person's."""
+    record = commitmeta.decode(old_render("attempt(sum): x", "", old_contribution("attempt", ("attempts/x.md",))))
+    assert isinstance(record, commitmeta.ContributionRecord) and record.person == "" and not record.extra
+    person = commitmeta.decode(commitmeta.encode(RECORDS[4], "review(sum): pass"))
+    assert commitmeta.git_key("person") == "Gitswarm-Person" and person.person == "Ada Lovelace"

@@ -9,7 +9,8 @@ from pathlib import Path
 import pygit2
 import pytest
 from demo_run import demo_run
-from test_index import first_parents, state
+from test_index import first_parents
+from test_index import state as walked_state
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
@@ -23,6 +24,12 @@ def run(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
     copy = tmp_path / "run"
     shutil.copytree(demo_run(tmp_path_factory), copy)
     return copy
+
+
+def state(index: MemoryIndex) -> dict:
+    """Everything the index holds (its people and inherited work too)."""
+    return {**walked_state(index), "people": index.people, "inherited_runs": index.inherited_runs,
+            "inherited": index.inherited, "built_on": index.built_on, "seen_tip": index.seen_tip}
 
 
 def built(repo: pygit2.Repository, tip: str) -> MemoryIndex:

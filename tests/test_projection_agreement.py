@@ -102,7 +102,7 @@ def agree(problem: ProblemState, index: MemoryIndex, rule: Rule, settled: set[st
     assert shown == engine, pid
     assert all(c.nominations == 0 for c in problem.candidates if c.commit not in engine), pid
     for c in problem.candidates:
-        reviews = index.reviews_of(pid, c.commit)
+        reviews = index.reviews_of(pid, c.commit, rule.people_count)
         assert c.reviews.total == len(reviews), (pid, c.path)
         assert c.verified == rule.is_verified(c.reviews.passed, c.reviews.critical)
     leader = selection.leader(index, pid, rule)
@@ -218,3 +218,36 @@ def test_a_review_file_rewritten_at_the_same_path_hides_nothing_from_any_view(me
     chosen = select(memory, index, "sum", rule)  # the engine's own selection
     assert (chosen.candidate, chosen.verified, chosen.path) == (b, True, "problems/sum/attempts/b.md")
     check("selected", "verified")
+
+
+@pytest.mark.parametrize("counts", [False, True], ids=["advice", "counts"])
+def test_a_persons_critical_review_counts_as_the_runs_rule_says_in_the_engine_and_every_view(
+        memory: Memory, counts: bool):
+    """Two workers passed `a`; a person's critical review of it is advice (shown, not counted:
+    `a` stays verified and settles) or counts (it blocks `a`) as `person_reviews` says, and the
+    engine's selection, the read model, `status` and the report agree on which."""
+    a = add(memory, "e01", "w01", "attempt", {"attempts/a.md": "Answer: 7"})
+    review(memory, "e02", "w02", a, "pass", "reviews/r2.md")
+    review(memory, "e03", "w03", a, "pass", "reviews/r3.md")
+    memory.contribute(Contribution(
+        problem="sum", episode="person-20261206T000000-aaaaaa", worker="person-ada", kind="review",
+        title="critical", files={"reviews/person-a.md": "The step fails."}, parent=memory.main(),
+        op="person-20261206T000000-aaaaaa", informed_by=(a,), reviews=a, verdict="critical",
+        person=("Ada Lovelace", "ada@example.org")))
+    memory.compose()
+    cfg = SolveConfig(problems=Path("."), run=memory.path, model="m", workers=3,
+                      person_reviews="counts" if counts else "advice")
+    rule = Rule.of(cfg)
+    memory.put_records("ledger", {"scheduler.json": {"selection": rule.as_record()}}, "the run's rule")
+    index = MemoryIndex()
+    indexing.update(index, memory.repo, memory.main())
+    leader = selection.leader(index, "sum", rule)
+    assert leader is not None and leader.commit == a and leader.verified is (not counts)
+    settled = selection.settled(index, ["sum"], rule)
+    assert settled == (set() if counts else {"sum"})
+    state = read_run(memory)
+    agree(state.problem("sum"), index, rule, settled, None)
+    [shown] = [c for c in state.problem("sum").candidates if c.commit == a]
+    assert shown.reviews.critical == int(counts) and [r.person for r in shown.trail].count(True) == 1
+    for name, by_id in views(memory.path).items():
+        assert by_id == {p.id: as_views_show(p) for p in state.problems}, name

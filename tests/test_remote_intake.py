@@ -98,3 +98,36 @@ def test_the_index_of_main_spares_the_walk_and_nothing_off_main_passes_for_it(me
     assert not on_main(memory.reader(), memory.main(), off, index.taken)
     item = pushed(memory, "e2")
     assert intake.check(memory.reader(), memory.run_id, memory.main(), item, known=index.taken) == "e2-final"
+
+
+def test_a_workers_commit_that_claims_to_be_a_persons_is_refused(memory: Memory):
+    """A `Person` trailer makes a review count as a person's where the run says so: only a
+    person's contribution (refs/gitswarm/people/person-...) may carry one."""
+    memory.contribute(contribution(memory, "e2", {"notes/n.md": "n\n"}, kind="note"))
+    honest = memory.repo[pushed(memory, "e2").commit]
+    message = honest.message.replace("e2", "e3") + "Gitswarm-Person: Ada Lovelace\n"
+    with pytest.raises(intake.Refused, match="a Person trailer belongs on a person's contribution"):
+        intake.check(memory.reader(), memory.run_id, memory.main(), forged(memory, honest.tree_id, message))
+
+
+def test_a_persons_pushed_note_is_checked_and_adopted_and_a_forged_one_refused(memory: Memory):
+    from gitswarm.remote import people
+
+    episode = "person-20261206T000000-abcdef"
+    note = Contribution(problem="sum", episode=episode, worker="person-ada", kind="note", title="a hint",
+                        files={"notes/hint.md": "try 7\n"}, parent=memory.main(), op=episode,
+                        person=("Ada Lovelace", "ada@example.org"))
+    commit = memory.contribute(note).commit
+    memory.repo.references.delete(f"refs/heads/swarm/{episode}")  # as if it came from the remote only
+    memory.repo.references.delete(f"refs/gitswarm/ops/{episode}")
+    memory.repo.references.create(f"refs/gitswarm/people/{episode}", pygit2.Oid(hex=commit))
+    assert people.waiting(memory, set()) == {episode: commit}
+    assert people.take(memory, episode, commit, set()) is True
+    assert memory.compose([episode]).merged == [episode]
+    assert memory.read_file("problems/sum/notes/hint.md") == b"try 7\n"
+    other = "person-20261206T000001-abcdef"  # a person's episode whose commit does not say it is a person's
+    unmarked = memory.contribute(Contribution(problem="sum", episode=other, worker="person-ada", kind="note",
+                                              title="a hint", files={"notes/other.md": "x\n"}, parent=memory.main(),
+                                              op=other)).commit
+    with pytest.raises(intake.Refused, match="names its person in a Person trailer"):
+        people.take(memory, other, unmarked, set())

@@ -211,3 +211,9 @@ def test_grades_of_a_run_are_stored_with_the_mean(tmp_path: Path) -> None:
     assert all(text not in everything for text in load_set(folder).get("calc").hidden_texts())
     stored = GradeStore(Memory(tmp_path / "run")).for_problem("calc")
     assert [(g.grader, g.score, g.details["resolved"]) for g in stored] == [("reproduce", 1.0, True)]
+    statuses = ("passed 3, failure 0, error 0, skipped 0, not_run 0; executable sha256 "
+                + sha256(CORRECT["calculator.sh"].encode()))
+    shown = runner.invoke(app, ["show", str(tmp_path / "run"), "calc"])
+    assert shown.exit_code == 0 and f"  tests: {statuses}" in shown.stdout, shown.output
+    report = runner.invoke(app, ["report", str(tmp_path / "run"), "-f", "md"])
+    assert report.exit_code == 0 and f"(grader reproduce; {statuses})" in report.stdout, report.output

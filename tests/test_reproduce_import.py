@@ -77,6 +77,10 @@ def test_a_task_with_its_test_code_imports_clean(tmp_path: Path) -> None:
     result = runner.invoke(app, ["problems", "import", "programbench", str(task), "--reference", str(exe),
                                  "--docs", str(docs), "--out", str(tmp_path / "set")])
     assert result.exit_code == 0, result.output
+    assert "checked as `gitswarm problems check` does: the reference passes every counted test, an empty " \
+           "program passes none" in result.stdout
+    front = yaml.safe_load((tmp_path / "set" / f"{CALCULATOR}.md").read_text().split("---")[1])
+    assert front["imported_from"] == str(exe.resolve())
     result = runner.invoke(app, ["problems", "check", str(tmp_path / "set")])
     assert result.exit_code == 0, result.output
     problem = check_set(tmp_path / "set")[0].get(CALCULATOR)
@@ -138,3 +142,22 @@ def test_check_reports_a_reference_that_does_not_build(tmp_path: Path) -> None:
     result = runner.invoke(app, ["problems", "check", str(folder)])
     assert result.exit_code == 2
     assert f"{folder / 'calc.md'}:6: the reference does not build (exit 1" in result.stderr
+
+
+def test_import_runs_the_checks_and_names_a_test_an_empty_program_passes(tmp_path: Path) -> None:
+    """The held-out task's `test_empty_input` case: exit 0 and no output passes for any program."""
+    exe = write(tmp_path / "exe", {"calculator": "#!/bin/sh\necho $(($1 $2 $3))\n"}) / "calculator"
+    docs = write(tmp_path / "docs", {"README.md": "calculator A OP B\n"})
+    empty = TEST_CALCULATOR + ("\n\ndef test_empty_input():\n    import subprocess\n"
+                               "    assert subprocess.run(['./executable', '0', '+', '0']).returncode == 0\n")
+    listing = TESTS_JSON.replace('"tests.test_calculator.test_multiplication"',
+                                 '"tests.test_calculator.test_multiplication",\n"tests.test_calculator.test_empty_input"')
+    task = task_dir(tmp_path / "tasks", tests_json=listing, tests={"test_calculator.py": empty})
+    result = runner.invoke(app, ["problems", "import", "programbench", str(task), "--reference", str(exe),
+                                 "--docs", str(docs), "--out", str(tmp_path / "set")])
+    assert result.exit_code == 1, result.output
+    test_file = tmp_path / "set" / CALCULATOR / "tests" / BRANCH / "eval" / "tests" / "test_calculator.py"
+    assert (f"{test_file}:22: eval.tests.test_calculator.test_empty_input passes for an empty program (dummy_pass): "
+            "make it check the program's output, or list it under ignored_tests in tests.json") in result.stderr
+    assert "1 defect(s) in the imported problem: it is written" in result.stderr
+    assert (tmp_path / "set" / f"{CALCULATOR}.md").is_file()

@@ -56,6 +56,8 @@ def _other(annotation: object, default: object) -> object:
         return (default or 0.0) + 2.5
     if origin is tuple:
         return ("sum",)
+    if origin is dict:  # a setting by kind: one kind's
+        return {get_args(get_args(annotation)[0])[-1]: 40}
     if annotation is str:
         return f"openai/not-{default}"
     raise AssertionError(f"teach other_than a value of {annotation}")

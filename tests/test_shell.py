@@ -59,7 +59,8 @@ class Episode:
         indexing.update(index, memory.repo, memory.main())
         view = RunView(SolveConfig(problems=problems.path, run=memory.path, model="m"), [problem])
         ep = EpisodePlan(episode, "w01", problem, found.kind.value, found.title, memory.main(),
-                         found.executable)
+                         found.executable, image=found.image,
+                         reference_in_image=found.reference_in_image)
         limiter = anyio.CapacityLimiter(2)
         self.tools = Toolbox(Store(memory), index, view, ep, limiter,
                              References(problems, limiter, folder) if folder else None)

@@ -13,7 +13,7 @@ import typer
 
 from gitswarm.cli.common import Exit, fail, run_folder, user_errors
 
-Layout = Literal["chat", "steps"]
+Layout = Literal["chat", "steps", "programbench"]
 CreditName = Literal["ancestry", "ancestry+reviews"]
 """gitswarm.export.credit.RULES' names, spelt out so `--help` does not import the exporter."""
 
@@ -24,7 +24,10 @@ def export(
     layout: Annotated[Layout, typer.Option(
         "--format", help="chat: one record per episode, `messages` (tool calls and the `tool` turns answering "
         "them by id) and `tools`, as OpenAI's and Hugging Face's fine-tuning tools read them. steps: one record "
-        "per model call, the context it saw, its reply, its reward and return, for reinforcement learning.")] = "chat",
+        "per model call, the context it saw, its reply, its reward and return, for reinforcement learning. "
+        "programbench: not records but submissions for ProgramBench's evaluator, "
+        "<out>/<instance_id>/submission.tar.gz (and .zip) per reproduce problem with a selected codebase "
+        "(--out is then a folder; `programbench eval <out>` grades them).")] = "chat",
     out: Annotated[Path | None, typer.Option(
         "--output", "-o", "--out", help="Write the JSONL to this file instead of stdout (-o/--output, as for "
         "report; --out too).", show_default=False)] = None,
@@ -53,6 +56,7 @@ def export(
       gitswarm export runs/demo --out demo.jsonl
       gitswarm export runs/demo --format steps --credit ancestry+reviews --out steps.jsonl
       gitswarm export runs/demo --ancestry-only --min-grade 1
+      gitswarm export runs/programbench --format programbench --out submissions
 
     An episode of a run made before gitswarm kept each conversation whole is read from its
     readable transcript: its labels say `"lossless": false` and what is `missing` (tool call
@@ -64,6 +68,14 @@ def export(
     from gitswarm.export.run import export as records
     from gitswarm.memory.repo import Memory
 
+    if layout == "programbench":
+        if outcome is not None or min_grade is not None or ancestry_only:
+            raise fail("--format programbench writes each problem's selected codebase; --outcome, --min-grade "
+                       "and --ancestry-only choose episodes, so they do not apply")
+        if out is None:
+            raise fail("--format programbench needs --out DIR: the folder to write <instance_id>/"
+                       "submission.tar.gz in")
+        return _submissions(run, out, problem)
     filters = Filters(problem, outcome, min_grade, ancestry_only)
     with user_errors(), run_folder(run) as folder:
         memory = Memory(folder)
@@ -83,6 +95,28 @@ def export(
                    f"before their first reply): {shown}", err=True)
     if out is not None:
         typer.echo(f"gitswarm: wrote {count} {layout} record(s) to {out}", err=True)
+
+
+def _submissions(run: str, out: Path, problem: str | None) -> None:
+    """`--format programbench`: the run's selected reproduce codebases as submissions in `out`."""
+    from gitswarm.export.submissions import write_submissions
+    from gitswarm.memory.repo import Memory
+
+    if out.exists() and not out.is_dir():
+        raise fail(f"{out} is a file; with --format programbench, --out is a folder (created when missing)")
+    with user_errors(), run_folder(run) as folder:
+        memory = Memory(folder)
+        if problem is not None and problem not in memory.problems():
+            raise fail(f"no problem {problem!r} in this run; its problems: {', '.join(memory.problems())}")
+        found = write_submissions(memory, out, problem)
+    for instance in sorted(found.written):
+        typer.echo(f"wrote {found.written[instance] / 'submission.tar.gz'}")
+    for pid, why in sorted(found.without.items()):
+        typer.echo(f"gitswarm: {pid}: no submission ({why})", err=True)
+    typer.echo(f"gitswarm: {len(found.written)} submission(s) in {out}, {len(found.without)} reproduce "
+               f"problem(s) without one; grade them with `programbench eval {out}`", err=True)
+    if not found.written and not found.without:
+        raise fail("this run has no reproduce problem to submit")
 
 
 @contextmanager

@@ -46,9 +46,14 @@ def grade(
     candidate: Annotated[Path | None, typer.Option(
         "--candidate", metavar="DIR", help="Grade this folder, outside any run, against --set and "
         "--problem (a reproduce or program problem); nothing is stored.", show_default=False)] = None,
-    compile_timeout: Annotated[float, typer.Option(
+    compile_timeout: Annotated[float | None, typer.Option(
         "--compile-timeout", min=1, metavar="SECONDS",
-        help="Bound on a reproduce candidate's compile.sh.")] = 900.0,
+        help="Bound on a reproduce candidate's compile.sh (default: compile_timeout in the config file's "
+             "[grade] table, else 900, ProgramBench's).", show_default=False)] = None,
+    branch_timeout: Annotated[float | None, typer.Option(
+        "--branch-timeout", min=1, metavar="SECONDS",
+        help="Bound on each test branch of a reproduce problem (default: branch_timeout in the config "
+             "file's [grade] table, else 2400, ProgramBench's).", show_default=False)] = None,
     as_json: Annotated[bool, typer.Option("--json", help="With --candidate: the grade as one JSON "
                                           "object, for scripts.")] = False,
 ) -> None:
@@ -61,37 +66,43 @@ def grade(
     """
     import anyio
 
+    from gitswarm.engine.settings import config_file, grade_settings, merge_grade
+
+    with user_errors():
+        settings = merge_grade({"referee_model": referee_model, "api_base": api_base,
+                                "reasoning_effort": reasoning_effort, "compile_timeout": compile_timeout,
+                                "branch_timeout": branch_timeout}, grade_settings(config_file()))
+    timeouts = (settings.compile_timeout, settings.branch_timeout)
     if candidate is not None:
         from gitswarm.cli.grade_folder import grade_folder
 
         if run is not None:
             raise fail("give either a run folder or --candidate DIR, not both")
-        grade_folder(candidate, problem_set, problem, compile_timeout, as_json)
+        grade_folder(candidate, problem_set, problem, timeouts, as_json)
         return
     if run is None:
         raise fail("give the run folder to grade (e.g. runs/imo), or --candidate DIR with --set and "
                    "--problem to grade a folder outside any run")
 
-    from gitswarm.engine.settings import config_file, grade_settings, merge_grade
     from gitswarm.memory.repo import Memory
 
     with user_errors():
-        settings = merge_grade({"referee_model": referee_model, "api_base": api_base,
-                                "reasoning_effort": reasoning_effort}, grade_settings(config_file()))
         memory = Memory(run)
         problems = _problems(memory, problem_set, problem)
         judge = judge_for(settings)
-    code = anyio.run(grade_and_print, memory, problems, judge, k, force, all_, compile_timeout)
+    code = anyio.run(grade_and_print, memory, problems, judge, k, force, all_, *timeouts)
     if code:
         raise typer.Exit(code)
 
 
 async def grade_and_print(memory: Memory, problems: list[Problem], judge, k: int = 3, force: bool = False,
-                          all_: bool = False, compile_timeout: float = 900.0) -> int:
+                          all_: bool = False, compile_timeout: float = 900.0,
+                          branch_timeout: float = 2400.0) -> int:
     """Grade, print a line per grade (and the reproduce mean), and return the exit code: 0
     when everything asked was graded, 1 when something stayed ungraded, 2 on bad input."""
     with user_errors():  # storing a grade can meet a full disk or a read-only run
-        outcomes, errors = await grade_all(memory, problems, judge, k, force, all_, compile_timeout)
+        outcomes, errors = await grade_all(memory, problems, judge, k, force, all_, compile_timeout,
+                                           branch_timeout)
     _print(outcomes, {p.id: p.kind.value for p in problems})
     _mean(outcomes, [p.id for p in problems if p.kind.value == "reproduce"])
     for message, _ in errors:
@@ -147,7 +158,8 @@ def judge_for(settings):
 
 
 async def grade_all(memory: Memory, problems: list[Problem], judge, k: int, force: bool,
-                     all_: bool, compile_timeout: float) -> tuple[list[Outcome], list[tuple[str, Exit]]]:
+                     all_: bool, compile_timeout: float,
+                     branch_timeout: float = 2400.0) -> tuple[list[Outcome], list[tuple[str, Exit]]]:
     """Grade problem by problem; a problem that cannot be graded does not stop the others."""
     from gitswarm.models.errors import ModelError
     from gitswarm.referee.candidates import CandidateError
@@ -158,7 +170,8 @@ async def grade_all(memory: Memory, problems: list[Problem], judge, k: int, forc
     for problem in problems:
         try:
             outcomes += await grade_problem(memory, problem, judge_model=judge, k=k, force=force,
-                                            all_candidates=all_, compile_timeout=compile_timeout)
+                                            all_candidates=all_, compile_timeout=compile_timeout,
+                                            branch_timeout=branch_timeout)
         except (GradingError, CandidateError) as exc:
             outcomes.append(Outcome(problem.id, None, None, note="not graded (see below)"))
             errors.append((str(exc), Exit.BAD_INPUT))

@@ -12,7 +12,7 @@ from gitswarm.errors import BadInput
 
 
 def grade_folder(candidate: Path, set_path: Path | None, wanted: list[str] | None,
-                 compile_timeout: float, as_json: bool) -> None:
+                 timeouts: tuple[float, float], as_json: bool) -> None:
     """Grade `candidate` against one reproduce (or program) problem; print it; store nothing."""
     from gitswarm.problems.loader import ProblemSetError, load_set
     from gitswarm.problems.model import Kind
@@ -31,7 +31,7 @@ def grade_folder(candidate: Path, set_path: Path | None, wanted: list[str] | Non
         except KeyError as exc:
             raise fail(str(exc.args[0])) from None
     if problem.kind is Kind.REPRODUCE:
-        _reproduce(problem, candidate, compile_timeout, as_json)
+        _reproduce(problem, candidate, timeouts, as_json)
     elif problem.kind is Kind.PROGRAM:
         _program(problem, candidate, as_json)
     else:
@@ -39,12 +39,12 @@ def grade_folder(candidate: Path, set_path: Path | None, wanted: list[str] | Non
                    "problems; grade a run for the others")
 
 
-def _reproduce(problem, candidate: Path, compile_timeout: float, as_json: bool) -> None:
+def _reproduce(problem, candidate: Path, timeouts: tuple[float, float], as_json: bool) -> None:
     from gitswarm.referee.reproduce import ReproduceGradingError, grade_reproduce
     from gitswarm.sandbox import SandboxError
 
     try:
-        result = grade_reproduce(problem, candidate, compile_timeout=compile_timeout)
+        result = grade_reproduce(problem, candidate, compile_timeout=timeouts[0], branch_timeout=timeouts[1])
     except ReproduceGradingError as exc:
         raise fail(str(exc)) from None
     except SandboxError as exc:
@@ -57,6 +57,8 @@ def _reproduce(problem, candidate: Path, compile_timeout: float, as_json: bool) 
     error = f"; {result.error_code}" if result.error_code else ""
     typer.echo(f"{problem.id}: {result.passed}/{result.total} tests passed, score {result.score:.3f} "
                f"({verdict}{error})")
+    typer.echo("  " + ", ".join(f"{s} {n}" for s, n in result.statuses.items())
+               + f"; executable sha256 {result.executable_hash or '-'}")
     for r in [r for r in result.results if r.status != "passed"][:10]:
         typer.echo(f"  {r.status:8} {r.name}" + (f": {' '.join(r.message.split())[:100]}" if r.message else ""))
     for warning in result.warnings:

@@ -16,8 +16,10 @@ from gitswarm.cli.experiment import experiment
 from gitswarm.cli.export import export
 from gitswarm.cli.grade import grade
 from gitswarm.cli.log import log
+from gitswarm.cli.note import note
 from gitswarm.cli.replay import replay
 from gitswarm.cli.report import report
+from gitswarm.cli.review import review
 from gitswarm.cli.show import show
 from gitswarm.cli.solve import solve
 from gitswarm.cli.status import status
@@ -50,6 +52,8 @@ app.command()(worker)
 app.command()(experiment)
 app.command()(replay)
 app.command()(export)
+app.command()(note)
+app.command()(review)
 
 
 def _version(value: bool) -> None:

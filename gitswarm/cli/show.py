@@ -126,8 +126,8 @@ def review_view(memory, p, spec: str, run: str) -> View:
         e, c = entries[path]
         lines += [f"verdict: {e.verdict} · by {e.worker} · episode {e.episode} · commit {e.commit[:10]}",
                   f"reviews {short(p.id, c.path)}" + (f" ({c.commit[:10]})" if c.commit else "")]
-        if not e.counted:
-            lines.append("not counted: its author's own review")
+        if e.person or not e.counted:
+            lines.append(why_counted(e).strip(" ()"))
         found |= {**e.as_dict(), "reviews": c.path, "reviews_commit": c.commit}
     else:
         lines.append("not counted: no review commit with a verdict stands behind this file now "
@@ -194,7 +194,15 @@ def trail_lines(c) -> list[str]:
     if c is None or not c.trail:
         return ["reviews: none yet"]
     return ["reviews:"] + [f"  {e.verdict:8} {e.worker} {e.episode} {e.path.split('/', 2)[-1]} ({e.commit[:10]})"
-                           + ("" if e.counted else " (its author's own, not counted)") for e in c.trail]
+                           + why_counted(e) for e in c.trail]
+
+
+def why_counted(e) -> str:
+    """What a review counts for, as its line in `show` ends: a person's, counted or advice; its
+    author's own; or nothing for a worker's counted review."""
+    if e.person:
+        return " (a person's review)" if e.counted else " (a person's review: advice, not counted)"
+    return "" if e.counted else " (its author's own, not counted)"
 
 
 def candidate_line(pid: str, c) -> str:
@@ -215,11 +223,13 @@ def rule(verify: int) -> str:
 
 def grade_line(grade) -> str:
     """The grade and who gave it; "not graded" when there is none."""
-    from gitswarm.domain.grade import describe
+    from gitswarm.domain.grade import describe, statuses_line
 
     if grade is None:
         return "not graded (`gitswarm grade` grades a run's selected solutions)"
-    return f"{describe(grade)} by {grade.grader}" + (f" ({grade.model})" if grade.model else "")
+    statuses = statuses_line(grade)
+    return (f"{describe(grade)} by {grade.grader}" + (f" ({grade.model})" if grade.model else "")
+            + (f"\n  tests: {statuses}" if statuses else ""))
 
 
 def short(pid: str, path: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -14,6 +14,9 @@ from gitswarm.cli.fieldopts import field_values, option
 from gitswarm.cli.running import RemoteRun, model_config, refuse_busy, run_swarm
 from gitswarm.engine.config import EPISODES_PER_CHARGE, SolveConfig
 from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS
+
+PersonReviews = Literal["advice", "counts"]
+"""gitswarm.engine.config.PersonReviews, spelt out as `cli.common` spells the others."""
 
 RUN, MODEL, BUDGET, VERIFICATION, OUTPUT, REMOTE, PRICES = (
     "Run", "Model", "Budget and caps", "Verification", "Output", "Remote (with --run URL)", "Prices")
@@ -119,6 +122,10 @@ def solve(
     max_steps: Annotated[int | None, option(
         "max_steps", "Model calls per episode at most (default {default}).", metavar="N",
         rich_help_panel=BUDGET)] = None,
+    max_steps_by_kind: Annotated[list[str] | None, option(
+        "max_steps_by_kind", "Model calls per episode at most on the problems of one kind, over --max-steps: "
+        "KIND=N, e.g. reproduce=300 (repeat for each kind; max_steps_by_kind in set.toml's [defaults] or a "
+        "config file's [solve] as a table).", metavar="KIND=N", rich_help_panel=BUDGET)] = None,
     verify: Annotated[int | None, option(
         "verify", "Select an attempt only once K reviews by workers other than its author pass it and none "
         "finds a critical error; a problem settles only on such an attempt. With none verified at the end, "
@@ -128,6 +135,15 @@ def solve(
         "verify_in_row", "The K passes must come in a row: a gaps review restarts a candidate's count (a "
         "critical one blocks it in any case; its revision counts from zero).", "--verify-in-row",
         rich_help_panel=VERIFICATION)] = False,
+    person_reviews: Annotated[PersonReviews | None, option(
+        "person_reviews", "What a person's review (`gitswarm review`) counts for. {default} (default): shown to "
+        "the workers and in `show`, not counted. counts: counted toward verification like a worker's; a "
+        "person's critical review blocks the candidate.", rich_help_panel=VERIFICATION)] = None,
+    from_run: Annotated[Path | None, option(
+        "from_run", "A new run's memory begins with this run's main (a run of the same set) for the problems "
+        "both have: its notes, lemmas, attempts, codebases and reviews, their commits ancestors of the new "
+        "run's first. Budget, ledger and selection are the new run's own. Read when the run is created.",
+        "--from", metavar="OLD_RUN", rich_help_panel=RUN)] = None,
     reviews: Annotated[Reviews | None, option(
         "reviews", "{default} (default): any episode may review, with the memory in view. assigned: each "
         "review is an episode the scheduler assigns to one candidate (on --reviewer-model, which implies it). "
@@ -249,6 +265,7 @@ def confine(cfg, problem_set) -> None:
 
     code = [p.id for p in problem_set.problems if p.kind in CODE_KINDS
             and (not cfg.problem_ids or p.id in cfg.problem_ids)]
+    in_images(problem_set.problems, set(code))
     if not code or (found := containment()).backend is not None:
         return
     if found.disk_full:
@@ -258,6 +275,25 @@ def confine(cfg, problem_set) -> None:
                                fix="or give --unconfined to run their programs without a sandbox "
                                    "(they would see this machine's files)")
     permit_unconfined()
+
+
+def in_images(problems, chosen: set[str]) -> None:
+    """Fail closed: a problem that names an image needs a container engine here and the image
+    on it (never the host's root instead)."""
+    from gitswarm.errors import EnvironmentFault
+    from gitswarm.sandbox.container import image
+    from gitswarm.sandbox.engines import EngineError, found
+
+    named = [p for p in problems if p.id in chosen and p.image]
+    if named and found().engine is None:
+        raise EnvironmentFault(f"refusing {', '.join(p.id for p in named[:5])}: their programs run in container "
+                               f"images, and {found().problem()}")
+    for problem in named:
+        for wanted in dict.fromkeys(i for i in (problem.image, problem.grading_image) if i):
+            try:
+                image(wanted)
+            except EngineError as exc:
+                raise EnvironmentFault(f"refusing {problem.id}: {exc}") from None
 
 
 def _want_tui(tui: bool | None, as_json: bool) -> bool:

@@ -16,6 +16,9 @@ from gitswarm.models import textproto
 
 STATE = re.compile(r"problem: (\S+) \((\w+)\).*?episode: (\S+)", re.DOTALL)
 ROW = re.compile(r"^\| ((?:notes|lemmas|attempts|reviews|code)/\S+) \| ([0-9a-f]{7,40}) \|", re.MULTILINE)
+BY_A_PERSON = re.compile(r"^\| (?:notes|lemmas)/\S+ \| ([0-9a-f]{7,40}) \|[^\n]*\(by a person\)", re.MULTILINE)
+"""An item-list row of a person's note or lemma (`gitswarm note`), which the scripted model's
+attempts cite."""
 TEXT_CALLS = "# How to call tools"
 """The heading of the text protocol's instructions in the system prompt."""
 REVIEW = re.compile(r"^most useful next: review (\S+) \(", re.MULTILINE)
@@ -123,18 +126,19 @@ def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_
                 tool_call("contribute", kind="note", title="first observations",
                       summary="Small cases and a plan.", self_assessment="partial: no proof yet")]
     note_path, note = items["notes"][0]
+    hints = [c for c in BY_A_PERSON.findall(prompt) if c != note]
     if not items.get("attempts") and not items.get("code"):
         first = "flawed" in text and kind != "program"
         path = f"{FIRST_TRY}{episode}.md" if first else f"attempts/attempt-{episode}.md"
         return _attempt_plan(kind, episode, text, text["flawed"] if first else text.get("attempt", ""), path,
-                             [note], f"Built on {note_path}.", note_path)
+                             [note, *hints], f"Built on {note_path}.", note_path)
     if advised := NOMINATE.search(prompt):
         return _nomination_plan(advised.group(1), note_path)
     if review := REVIEW.search(prompt):
         return _review_plan(kind, episode, text, review.group(1), last_exit)
     if revise := REVISE.search(prompt):
         return _attempt_plan(kind, episode, text, text.get("attempt", ""), f"attempts/revision-{episode}.md",
-                             [revise.group(2), revise.group(1), note],
+                             [revise.group(2), revise.group(1), note, *hints],
                              f"Revises {revise.group(1)}, answering its critical review.", revise.group(1))
     if NOT_REQUIRED in prompt:  # plain plurality: the newest candidate that is not a flawed first try
         made = [_candidate(p) for p, _ in items.get("attempts", []) + items.get("code", [])]

@@ -38,6 +38,9 @@ class Contribution:
     deleted: tuple[str, ...] = ()
     """Paths relative to `problems/<problem>/` the contribution removes (a file a code
     worker's shell command deleted)."""
+    person: tuple[str, str] | None = None
+    """(name, e-mail) of the person who wrote it (`gitswarm note`, `gitswarm review`): its git
+    author, marked as a person's in its record; None for a worker's."""
 
     def file_bytes(self) -> dict[str, bytes]:
         return {p: d.encode() if isinstance(d, str) else d for p, d in self.files.items()}

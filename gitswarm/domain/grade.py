@@ -76,6 +76,18 @@ def describe(grade: Grade | None) -> str:
     return f"{grade.score:g}/{grade.max:g}"
 
 
+def statuses_line(grade: Grade | None) -> str | None:
+    """A reproduce grade as ProgramBench's evaluator counts it: each expected test's status,
+    why nothing ran (if so) and the executable's sha256; None for another grade, or one stored
+    before grades kept their statuses."""
+    if grade is None or grade.grader != "reproduce" or not grade.details.get("statuses"):
+        return None
+    details = grade.details
+    counts = ", ".join(f"{status} {n}" for status, n in details["statuses"].items())
+    error = f" ({details['error_code']})" if details.get("error_code") else ""
+    return f"{counts}{error}; executable sha256 {details.get('executable_hash') or 'none (nothing built)'}"
+
+
 def scores_of(grades: Iterable[Grade]) -> dict[str, float]:
     """Each graded candidate's score among `grades` as a fraction of its maximum (its newest
     grade wins): `GradeStore.scores` over grades already read."""

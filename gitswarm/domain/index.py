@@ -36,6 +36,10 @@ class CommitFacts:
     reviews: str = ""
     """A review's candidate commit (only when its verdict is a `Verdict`)."""
     verdict: str = ""
+    person: str = ""
+    """The person who wrote it (its record's `person`), "" for a worker's."""
+    run: str = ""
+    """The run its record names."""
 
 
 @dataclass
@@ -72,6 +76,15 @@ class MemoryIndex:
     """Commit -> the worker that wrote it (its record's `worker`)."""
     answered: set[str] = field(default_factory=set)
     """Commits an attempt or a program cites: a critical review cited so has been answered."""
+    people: dict[str, str] = field(default_factory=dict)
+    """Commit -> the person who wrote it, for the commits of people (`gitswarm note`, `review`)."""
+    inherited_runs: frozenset[str] = frozenset()
+    """The runs this run's memory began from (`solve --from`): their commits are inherited."""
+    inherited: dict[str, str] = field(default_factory=dict)
+    """Commit -> the earlier run that wrote it: its items are this run's memory, its votes (reviews,
+    nominations) are not, since selection is the run's own."""
+    built_on: Counter[str] = field(default_factory=Counter)
+    """Inherited commit -> how often this run's own work cited it."""
     seen_tip: str | None = None
     taken: set[str] = field(default_factory=set, repr=False)
     """Every commit taken in: those reachable from `seen_tip`."""
@@ -88,7 +101,11 @@ class MemoryIndex:
         key, index = facts.commit, self.problems[facts.problem]
         index.kinds[facts.kind] += 1
         self.files_of[key] = (facts.problem, list(facts.written))
-        self.authors[key] = facts.worker
+        inherited = bool(facts.run) and facts.run in self.inherited_runs
+        # an earlier run's w01 is not this run's w01: its work is not "yours", and is reviewable by any
+        self.authors[key] = f"{facts.worker} of {facts.run}" if inherited else facts.worker
+        if facts.person:
+            self.people[key] = facts.person
         for path in facts.written:
             if path.split("/")[0] in ITEM_FOLDERS:
                 index.items.pop(path, None)  # a rewritten item moves to the end: newest last
@@ -96,6 +113,10 @@ class MemoryIndex:
         for path in facts.deleted:
             index.items.pop(path, None)
         self.cited.update(facts.cited)
+        if inherited:
+            self.inherited[key] = facts.run
+            return
+        self.built_on.update(c for c in facts.cited if c in self.inherited)
         if facts.nominates:
             index.nominations[facts.nominates] += 1
             index.nominators.add(facts.worker)
@@ -103,7 +124,8 @@ class MemoryIndex:
             self.answered.update(facts.cited)
         if facts.reviews:
             shown = next((f"problems/{facts.problem}/{f}" for f in facts.written if f.startswith("reviews/")), "")
-            self._review(index, Review(facts.worker, facts.episode, facts.verdict, key, shown), facts.reviews)
+            review = Review(facts.worker, facts.episode, facts.verdict, key, shown, person=bool(facts.person))
+            self._review(index, review, facts.reviews)
 
     @staticmethod
     def _review(index: ProblemIndex, review: Review, candidate: str) -> None:
@@ -129,6 +151,7 @@ class MemoryIndex:
         frozen = ProblemIndex(dict(own.items), Counter(own.kinds), Counter(own.nominations), set(own.nominators),
                               {c: dict(by) for c, by in own.reviews.items()})
         part = MemoryIndex(cited=self.cited, files_of=self.files_of, authors=self.authors, answered=self.answered,
+                           people=self.people, inherited_runs=self.inherited_runs, inherited=self.inherited,
                            seen_tip=self.seen_tip, lock=self.lock)  # the maps it shares are guarded by the one lock
         part.problems[problem] = frozen
         self.views[problem] = part
@@ -141,11 +164,19 @@ class MemoryIndex:
         kept = self.views.get(problem)
         return kept if kept is not None and kept.seen_tip == self.seen_tip else None
 
-    def reviews_of(self, problem: str, candidate: str) -> list[Review]:
-        """The reviews of `candidate` that count: the latest by each worker but its author."""
+    def mark(self, commit: str) -> str:
+        """What the item list says of `commit`'s origin: "by a person", "inherited" (its author
+        names the run: `w01 of <run>`), or "" for this run's workers' work."""
+        if commit in self.people:
+            return "by a person"
+        return "inherited" if commit in self.inherited else ""
+
+    def reviews_of(self, problem: str, candidate: str, people: bool = True) -> list[Review]:
+        """The reviews of `candidate` that count: the latest by each worker but its author; a
+        person's only with `people` (`Rule.people_count`; shown to workers in either case)."""
         author = self.authors.get(candidate)
         by = self.problems[problem].reviews.get(candidate, {})
-        return [r for r in by.values() if r.worker != author]
+        return [r for r in by.values() if r.worker != author and (people or not r.person)]
 
     def candidates(self, problem: str) -> dict[str, str]:
         """Candidate path (an attempt file or `code/<slug>`) -> its commit, as `resolve` names

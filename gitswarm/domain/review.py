@@ -21,13 +21,16 @@ class Review:
     """The review file it wrote (`problems/<id>/reviews/...`), or "" when its commit names none."""
     counted: bool = True
     """Selection counts it: False for its candidate's author's own review (shown, not counted)."""
+    person: bool = False
+    """A person's review (`gitswarm review`): counted only where the run's `person_reviews` is
+    `counts` (`Rule.people_count`)."""
 
     def uncounted(self) -> Review:
         return replace(self, counted=False)
 
     def as_dict(self) -> dict[str, str | bool]:
         return {"worker": self.worker, "episode": self.episode, "verdict": self.verdict, "commit": self.commit,
-                "path": self.path, "counted": self.counted}
+                "path": self.path, "counted": self.counted, "person": self.person}
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,9 @@ class Rule:
     nominations: bool = True
     """Nominations choose among several verified candidates; without them (independent attempts
     selected by reviews, `isolation` best-of-n) the first verified candidate settles its problem."""
+    people_count: bool = False
+    """A person's review (`gitswarm review`) counts like a worker's: its pass toward K, its
+    critical blocks (`person_reviews` = `counts`); else it is advice, shown and not counted."""
 
     @property
     def workers_needed(self) -> int:
@@ -65,7 +68,8 @@ class Rule:
         """The rule of a `SolveConfig` (or anything with its `verify`, `settle_nominations`,
         `verify_in_row` and `isolation`)."""
         return cls(config.verify, config.settle_nominations, bool(getattr(config, "verify_in_row", False)),
-                   getattr(config, "isolation", "shared") != "best-of-n")
+                   getattr(config, "isolation", "shared") != "best-of-n",
+                   getattr(config, "person_reviews", "advice") == "counts")
 
     @classmethod
     def from_record(cls, record: object) -> Rule:
@@ -75,8 +79,9 @@ class Rule:
         verify, needed = values.get("verify"), values.get("settle_nominations")
         return cls(verify if isinstance(verify, int) else VERIFY,
                    needed if isinstance(needed, int) else SETTLE_NOMINATIONS,
-                   values.get("in_row") is True, values.get("nominations") is not False)
+                   values.get("in_row") is True, values.get("nominations") is not False,
+                   values.get("people_count") is True)
 
     def as_record(self) -> dict[str, int | bool]:
         return {"verify": self.verify, "settle_nominations": self.settle_nominations, "in_row": self.in_row,
-                "nominations": self.nominations}
+                "nominations": self.nominations, "people_count": self.people_count}

@@ -7,7 +7,8 @@ One rule, over the index of main (`domain.index.MemoryIndex`), for the engine an
   than its author and no `critical` one (K = `SolveConfig.verify`; K = 0 verifies every
   candidate: plain plurality). With `verify_in_row` the K passes must be its latest reviews: a
   `gaps` review restarts the count. A critical review blocks the attempt it reviews for good; a
-  revision is a new attempt, which earns its own passes;
+  revision is a new attempt, which earns its own passes. A person's review (`gitswarm review`)
+  counts so only when the run's `person_reviews` is `counts` (`Rule.people_count`);
 - the leader is the verified candidate with the most nominations, ties going to the referee's
   score, then to more passes, then to the commit id. When no candidate is verified, the
   best-reviewed one leads, marked unverified: no critical review first, then the most passes,
@@ -122,7 +123,7 @@ def standings(index: MemoryIndex, problem: str, rule: Rule) -> list[Standing]:
     commits = dict.fromkeys([*index.candidates(problem).values(), *votes])
     found = []
     for order, commit in enumerate(commits):
-        reviews = index.reviews_of(problem, commit)
+        reviews = index.reviews_of(problem, commit, rule.people_count)
         verdicts = [r.verdict for r in reviews]
         found.append(Standing(commit, votes.get(commit, 0), passes(reviews, rule.in_row),
                               verdicts.count("critical"), verdicts.count("gaps"), order))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, ValidationInfo, model_validator
 
@@ -17,8 +17,12 @@ if TYPE_CHECKING:
 
 Isolation = Literal["shared", "independent", "best-of-n"]
 """What an episode sees of the memory, and how a problem is decided (`SolveConfig.isolation`)."""
+KindName = Literal["proof", "answer", "program", "reproduce"]
+"""A problem kind's name (`problems.model.Kind`), as settings by kind are keyed."""
 Reviews = Literal["open", "assigned", "blind"]
 """Who writes reviews and what they see (`SolveConfig.reviews`)."""
+PersonReviews = Literal["advice", "counts"]
+"""What a person's review counts for (`SolveConfig.person_reviews`)."""
 
 ACROSS_PROCESSES = "slots across processes"
 """Validation context key: the settings are one process's of a run on a remote, whose rule that
@@ -104,6 +108,11 @@ class SolveConfig(BaseModel):
     """Seed of the scheduler's random choices."""
     max_steps: int = Field(12, ge=2, json_schema_extra=_RUN)
     """Model calls per episode at most."""
+    max_steps_by_kind: dict[KindName, Annotated[int, Field(ge=2)]] = Field({}, json_schema_extra=_RUN)
+    """Model calls per episode at most on the problems of a kind, over `max_steps` for them: a
+    rebuild of a program (reproduce) takes hundreds of steps, e.g. `{reproduce = 300}` in a
+    set.toml's [defaults] or a config file's [solve]; on the command line
+    `--max-steps-by-kind reproduce=300`, once per kind."""
     episode_timeout_s: float = Field(3 * 3600.0, gt=0, json_schema_extra=_RUN)
     """Wall-clock limit of one episode: room for a reasoning model that thinks 15 minutes a reply."""
     max_output_tokens: int | None = Field(None, ge=1, json_schema_extra=_MODEL)
@@ -141,6 +150,13 @@ class SolveConfig(BaseModel):
     """The K passes must come in a row: only passes after a candidate's latest `gaps` review
     count (a verifier that finds any issue restarts the count). A critical review blocks a
     candidate in either case; its revision is a new candidate, counted from zero."""
+    person_reviews: PersonReviews = Field("advice", json_schema_extra=_RUN)
+    """What a person's review (`gitswarm review`) counts for: `advice`, shown to the workers and
+    in `show`, not counted; `counts`, counted toward verification like a worker's (a person's
+    critical blocks the candidate)."""
+    from_run: Path | None = Field(None, json_schema_extra=_PROCESS)
+    """A run of the same set whose main the new run's memory begins with (`solve --from`); read
+    only when the run is created."""
     reviews: Reviews = Field("open", json_schema_extra=_RUN)
     """Who writes reviews and what they see. `open`: any episode may choose to review a
     candidate, with the whole memory in view. `assigned`: each review is an episode of its own,
@@ -198,6 +214,18 @@ class SolveConfig(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _steps_by_kind(cls, data: object) -> object:
+        """`max_steps_by_kind` given as the command line gives it, `kind=N` texts, read as a table."""
+        given = data.get("max_steps_by_kind") if isinstance(data, dict) else None
+        if isinstance(data, dict) and isinstance(given, list | tuple) and all(isinstance(g, str) for g in given):
+            pairs = [g.partition("=") for g in given]
+            if any(not sep for _, sep, _ in pairs):
+                raise ValueError(f"max_steps_by_kind: give KIND=N, e.g. reproduce=300, not {given[0]!r}")
+            data = {**data, "max_steps_by_kind": {k.strip(): n.strip() for k, _, n in pairs}}
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _episode_cap(cls, data: object) -> object:
         """No episode cap given: three times the budget, read as the field reads it (a config
         file's "5" or 5.0 is 5); a budget that is no number is left to the field to refuse."""
@@ -230,6 +258,10 @@ class SolveConfig(BaseModel):
             raise ValueError(f"{given} sets how reviews are written, but {why}: give --verify 1 or more with "
                            "isolation shared or best-of-n, or leave it out")
         return self
+
+    def steps(self, kind: str) -> int:
+        """Model calls per episode at most on a problem of `kind` (`max_steps_by_kind`, else `max_steps`)."""
+        return self.max_steps_by_kind.get(kind, self.max_steps)  # type: ignore[call-overload]
 
     @property
     def merger(self) -> str:
@@ -286,3 +318,7 @@ class GradeConfig(BaseModel):
     """Base URL of an OpenAI-compatible server for the referee model."""
     reasoning_effort: ReasoningEffort | None = None
     """The referee's reasoning mode: low, medium or high; None: the model's default."""
+    compile_timeout: float = Field(900.0, gt=0)
+    """Seconds a reproduce candidate's compile.sh may run (ProgramBench's limit: 900)."""
+    branch_timeout: float = Field(2400.0, gt=0)
+    """Seconds one test branch of a reproduce problem may run (ProgramBench's limit: 2,400)."""

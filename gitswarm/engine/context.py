@@ -44,7 +44,7 @@ def system_prompt(cfg: SolveConfig, ep: EpisodePlan) -> str:
     run's rules (what verifies, selects and settles). One per family and role in a run, so that
     requests share a cached prefix."""
     rule = Rule.of(cfg)
-    return render(ep.powers.system, max_steps=cfg.max_steps, code=ep.code, verify=rule.verify, in_row=rule.in_row,
+    return render(ep.powers.system, max_steps=cfg.steps(ep.kind), code=ep.code, verify=rule.verify, in_row=rule.in_row,
                   nominations=rule.nominations, settle_nominations=rule.settle_nominations,
                   assigned=ep.role == Role.FREE, reviewer=cfg.reviewer_model is not None, blind=_blind(cfg, ep))
 
@@ -84,7 +84,7 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodePlan, step: int, staged
     open_ = len([p for p in view.problems if p not in view.settled and p not in view.verified])
     return render("state_header.md.j2", problem={"id": ep.problem_id, "kind": ep.kind},
                   settled=settled, episode=ep.episode, worker=ep.worker,
-                  step=step, max_steps=cfg.max_steps, budget_left=max(0, cfg.budget - view.charged),
+                  step=step, max_steps=cfg.steps(ep.kind), budget_left=max(0, cfg.budget - view.charged),
                   budget=cfg.budget, **spending(view), start_commit=ep.start_commit,
                   at=index.seen_tip or ep.start_commit, new_items=new_items,
                   counts=counts, nominations=votes, staged=", ".join(staged), episodes=view.episodes,
@@ -153,7 +153,7 @@ def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodePlan,
         first = next(p for p in items if candidate_path(p) == path) if path.startswith("code/") else path
         rows.append({"path": path + ("/" if path.startswith("code/") else ""), "commit": commit,
                      "cited": index.cited[commit], "author": index.authors.get(commit) or "?",
-                     "yours": index.authors.get(commit) == ep.worker,
+                     "yours": index.authors.get(commit) == ep.worker, "mark": index.mark(commit),
                      "title": _first_line(memory, f"{base}/{first}", at),
                      "review": reviews_text(index, ep.problem_id, commit)
                      if path.startswith(CANDIDATE_FOLDERS) else ""})

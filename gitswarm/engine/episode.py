@@ -129,7 +129,7 @@ async def _loop(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, tools: T
                 messages: list[dict]) -> Final:
     cfg = shared.view.config
     note, nudges, settled = "", 0, ep.problem_id in shared.view.settled
-    for step in range(1, cfg.max_steps + 1):
+    for step in range(1, cfg.steps(ep.kind) + 1):
         if step > 1:
             await _look(shared, tools)
             head = _header(shared, tools, step)
@@ -155,7 +155,7 @@ async def _loop(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, tools: T
             final = await _run_calls(shared, ep, record, tools, messages, reply)
             if final is not None:
                 return final
-    return Final(Status.FAILED, reason=f"step limit ({cfg.max_steps}) reached without a final action")
+    return Final(Status.FAILED, reason=f"step limit ({cfg.steps(ep.kind)}) reached without a final action")
 
 
 def _header(shared: Shared, tools: Toolbox, step: int) -> str:

@@ -22,7 +22,7 @@ from gitswarm.engine import digest
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.plan import summaries_read
 from gitswarm.engine.shared import Caller, Model, Shared, replied
-from gitswarm.memory import commitmeta
+from gitswarm.memory import commitmeta, people
 from gitswarm.memory.compose import Composed, Conflict, Resolution
 from gitswarm.resources import render
 
@@ -61,8 +61,10 @@ class Merger:
         a few more while a resolved conflict's fix went stale (main moved under it, e.g. by
         a summary written in the same pass), so no branch is left unmerged at the end."""
         while not stop.is_set():
-            with anyio.move_on_after(1.0):
+            with anyio.move_on_after(1.0) as idle:
                 await self._wake.wait()
+            if idle.cancelled_caught:  # nothing kicked it: a person's note may wait (`gitswarm note`)
+                self._waiting.update(await self.shared.store.run(people.pending, self.shared.memory))
             self._wake = anyio.Event()
             await self.compose_all()
         self._everything = True

@@ -124,6 +124,10 @@ class EpisodePlan:
     """A review episode's candidate: it reviews that one or abstains."""
     model: str = ""
     """The model it calls (the record's; "" where the caller does not say: the run's)."""
+    image: str | None = None
+    """The container image the episode's programs run in (`Problem.image`), or None: the host's root."""
+    reference_in_image: bool = False
+    """The reference is the image's own `./executable` (`Problem.reference_in_image`)."""
 
     @property
     def powers(self) -> Powers:
@@ -183,13 +187,15 @@ def summaries_read(cfg: SolveConfig) -> bool:
 
 
 def plan(cfg: SolveConfig, episode: str, worker: str, problem: tuple[str, str, str, str | None],
-         starts: tuple[str, str], review: Assignment | None) -> EpisodePlan:
+         starts: tuple[str, str], review: Assignment | None,
+         image: tuple[str | None, bool] = (None, False)) -> EpisodePlan:
     """The plan of an episode starting now: `problem` is (id, kind, title, executable),
-    `starts` (main's tip, the run's first commit)."""
+    `starts` (main's tip, the run's first commit), `image` (the container image its programs
+    run in, whether the reference is the image's own `./executable`)."""
     role = role_for(cfg, review)
     powers = POWERS[role]
     tip, root = starts
     start = review.commit if review is not None and review.blind else tip if powers.sees_memory else root
     model = cfg.reviewer if powers.on_reviewer else cfg.model
     pid, kind, title, executable = problem
-    return EpisodePlan(episode, worker, pid, kind, title, start, executable, role, review, model)
+    return EpisodePlan(episode, worker, pid, kind, title, start, executable, role, review, model, *image)

@@ -26,6 +26,7 @@ import anyio
 
 from gitswarm.errors import BadInput
 from gitswarm.problems.model import Kind, ProblemSet
+from gitswarm.sandbox.copies import copies
 
 REFERENCE_GID = (1 << 30) - 1
 """Group of the placed references: below the sandbox uids' range, used by no account."""
@@ -64,6 +65,7 @@ class References:
         self._made: Path | None = None
         self._lock = anyio.Lock()
         self._placed: dict[str, Path] = {}
+        self._copies: dict[str, tuple[Path, ...]] = {}
 
     def close(self) -> None:
         """Remove the folder this object made, with every reference placed in it."""
@@ -76,13 +78,25 @@ class References:
         """The folder holding the problem's reference under its documented name, or None for a
         problem without one; ReferenceUnavailable if it cannot be built."""
         problem = self.problems.get(problem_id)
-        if problem is None or problem.kind is not Kind.REPRODUCE or not problem.executable:
+        if problem is None or problem.kind is not Kind.REPRODUCE or not problem.executable \
+                or problem.reference_in_image:  # it stays in its image: the shell's container runs it there
             return None
         async with self._lock:
             if problem_id not in self._placed:
                 self._placed[problem_id] = await anyio.to_thread.run_sync(
                     self._place, problem_id, limiter=self.limiter)
         return self._placed[problem_id]
+
+    async def copies(self, problem_id: str) -> tuple[Path, ...]:
+        """Where the machine holds other copies of the problem's reference (`sandbox.copies`:
+        a program under its name on PATH, the file it was imported from, a system file with its
+        content), for a program's root to cover; none for a problem without a reference, or one
+        whose reference cannot be built (then nothing is placed either)."""
+        try:
+            await self.folder(problem_id)
+        except ReferenceUnavailable:
+            return ()
+        return self._copies.get(problem_id, ())
 
     def executable(self, problem_id: str) -> str | None:
         """The documented name of the problem's reference, or None for a problem without one."""
@@ -101,6 +115,7 @@ class References:
             raise ReferenceUnavailable(problem_id, str(exc)) from None
         if self.root is None:
             self.root = self._made = Path(tempfile.mkdtemp(prefix="gitswarm-references-"))
+        self._copies[problem_id] = copies(data, problem.executable, problem.origin)
         return place(self.root / problem_id, str(problem.executable), data)
 
 

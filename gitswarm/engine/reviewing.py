@@ -73,7 +73,7 @@ def header(view: RunView, ep: EpisodePlan, step: int, staged: list[str]) -> str:
     cfg, rule = view.config, Rule.of(view.config)
     assert ep.review is not None
     return render("review_header.md.j2", problem={"id": ep.problem_id, "kind": ep.kind}, episode=ep.episode,
-                  worker=ep.worker, step=step, max_steps=cfg.max_steps,
+                  worker=ep.worker, step=step, max_steps=cfg.steps(ep.kind),
                   budget_left=max(0, cfg.budget - view.charged), budget=cfg.budget, **spending(view),
                   path=ep.review.path, commit=ep.review.commit, verify=rule.verify, in_row=rule.in_row,
                   staged=", ".join(staged))

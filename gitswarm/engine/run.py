@@ -25,6 +25,7 @@ from gitswarm.engine.references import References
 from gitswarm.engine.rngstate import restore_rng
 from gitswarm.engine.shared import Model, Shared
 from gitswarm.engine.swarm import Scheduler
+from gitswarm.memory import inherit
 from gitswarm.memory.errors import NotARun
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.model import ProblemSet
@@ -93,9 +94,12 @@ def open_run(cfg: SolveConfig, problem_set: ProblemSet) -> Memory:
         if memory.meta.get("set") != problem_set.name:
             raise NotARun(f"{cfg.run} is a run of the set {memory.meta.get('set')!r}, not "
                           f"{problem_set.name!r}; choose another --run folder")
+        if cfg.from_run is not None:
+            inherit.check_resumed(memory.meta, cfg.run, cfg.from_run)
         return memory
     ids = list(cfg.problem_ids) or None
-    return Memory.create(cfg.run, problem_set, problem_ids=ids)
+    source = inherit.origin(cfg.from_run, problem_set.name) if cfg.from_run is not None else None
+    return Memory.create(cfg.run, problem_set, problem_ids=ids, origin=source)
 
 
 async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_model: Model,

@@ -7,6 +7,10 @@ kills everything the command started once it ends. Its PATH holds the reference'
 environment gitswarm runs in), the system's (cc, make, bash) and, where this machine has
 them, Rust's and Go's toolchains (`toolchains`); the command sees nothing else of the host.
 HOME and TMPDIR are the run's private /tmp, so caches never land in the code tree.
+
+A problem that names an image runs the episode's commands in one container of it
+(`sandbox.container.Container`), started on the first command and killed with the episode:
+the code tree at `<workspace>/code`, the image's own toolchains, the reference on PATH.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from gitswarm.memory.store import Store
 from gitswarm.problems.model import Kind
 from gitswarm.resources import render
 from gitswarm.sandbox import Limits, SandboxResult, run
+from gitswarm.sandbox.container import REFERENCE_DIR, Container, image
+from gitswarm.sandbox.scratch import chown_tree
 
 DEFAULT_TIMEOUT = 60
 MAX_TIMEOUT = 600
@@ -91,6 +97,29 @@ def run_command(command: str, tree: Path, timeout: float, hide: tuple[Path, ...]
                hide=hide, expose=expose, packages=PACKAGES)
 
 
+def container_for(ep: EpisodePlan, tree: Path, reference: tuple[Path, ...]) -> Container:
+    """The episode's container: its tree at `<workspace>/code`, and the reference on PATH (the
+    image's own `./executable`, or the host's built one, read-only)."""
+    workdir = image(str(ep.image)).workdir
+    mounts = [(tree, f"{workdir}/code"), *((folder, REFERENCE_DIR) for folder in reference[:1])]
+    named = (str(ep.executable), f"{workdir}/executable") if ep.reference_in_image and ep.executable else None
+    return Container(str(ep.image), mounts, reference=named)
+
+
+def run_in_container(box: Container, command: str, tree: Path, timeout: float) -> SandboxResult:
+    """Run `command` with bash in the episode's container, the tree its user's meanwhile (as root)."""
+    box.start()
+    owner = tree.stat()
+    if os.geteuid() == 0 and box.uid is not None and box.gid is not None:
+        chown_tree(tree, box.uid, box.gid)
+    try:
+        return box.exec(["/bin/bash", "-c", command], cwd=f"{box.workspace}/code", limits=limits(timeout),
+                        env={"XDG_CACHE_HOME": "/tmp/.cache", "PYTEST_ADDOPTS": "-p no:cacheprovider"})
+    finally:
+        if os.geteuid() == 0:
+            chown_tree(tree, owner.st_uid, owner.st_gid)
+
+
 @dataclass(frozen=True)
 class Ran:
     """One command's outcome: the text for the agent, and the episode's staging after it."""
@@ -113,6 +142,8 @@ class Shell:
         self.tree: workspace.Workspace | None = None
         self.tree_at: str | None = None
         """The commit of main the tree's baseline holds."""
+        self.box: Container | None = None
+        """The episode's container (a problem with an image), made by its first command."""
 
     async def run(self, command: str, timeout: int, staged: dict[str, str], deleted: set[str],
                   hide: tuple[Path, ...], at: str) -> Ran:
@@ -126,7 +157,11 @@ class Shell:
 
         def step() -> tuple[SandboxResult, workspace.Scan]:
             tree.sync(staged, deleted)
-            result = run_command(command, tree.root, seconds, hide, folders)
+            if self.ep.image:
+                self.box = self.box or container_for(self.ep, tree.root, folders)
+                result = run_in_container(self.box, command, tree.root, seconds)
+            else:
+                result = run_command(command, tree.root, seconds, hide, folders)
             return result, tree.scan(limits, limits.max_files - len(others))
 
         result, scan = await anyio.to_thread.run_sync(step, limiter=self.sandbox)
@@ -186,7 +221,10 @@ class Shell:
         return ((folder,) if folder else ()), ""
 
     def close(self) -> None:
-        """Remove the code tree from disk."""
+        """Kill the episode's container, and remove the code tree from disk."""
+        if self.box is not None:
+            self.box.close()
+            self.box = None
         if self.tree is not None:
             self.tree.close()
             self.tree = None

@@ -282,7 +282,8 @@ class Scheduler:
             with shared.index.lock:
                 review = reviewing.assignment(shared.index, shared.view, record.problem, record.worker)
             info = plan.plan(self.config, record.episode, record.worker,
-                             (record.problem, found.kind.value, found.title, found.executable), tips, review)
+                             (record.problem, found.kind.value, found.title, found.executable), tips, review,
+                             image=(found.image, found.reference_in_image))
             if review is not None:  # what the other episodes read of it: it announces nothing itself
                 shared.view.announce(record.worker, f"{record.problem}: reviewing {review.path}")
             shared.view.working(record.worker, record.episode, record.problem, 0)

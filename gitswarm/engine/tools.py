@@ -41,7 +41,7 @@ from gitswarm.memory.paths import check_path
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import Store
 from gitswarm.resources import data_dir, render
-from gitswarm.sandbox import SandboxError
+from gitswarm.sandbox import SandboxError, SandboxResult
 
 PAGE = 8000
 SEARCH_ITEMS = 2000
@@ -151,7 +151,7 @@ class Toolbox(FinalActions):
         author = self.index.authors.get(commit) or "?"
         marks = [f"{files} files" if path.startswith("code/") else "",
                  f"by {author}" + (" (yours)" if author == self.ep.worker else ""),
-                 "new since your episode started" if self.new_since_start(commit) else ""]
+                 self.index.mark(commit), "new since your episode started" if self.new_since_start(commit) else ""]
         if path.startswith(CANDIDATE_FOLDERS):
             marks.append("reviews: " + context.reviews_text(self.index, self.ep.problem_id, commit))
         shown = "; ".join(m for m in marks if m)
@@ -259,17 +259,21 @@ class Toolbox(FinalActions):
         return f"staged {rel} ({len(content)} characters); {len(self.staged)} file(s) staged"
 
     async def tool_run_python(self, args: RunPython) -> str:
-        from gitswarm.sandbox import Limits, run
+        from gitswarm.sandbox import Limits, programs_in, run
 
         files = {"main.py": args.code.encode()}
         for path, text in self.staged.items():
             if path.startswith("code/"):
                 files[path.split("/", 2)[-1]] = text.encode()
         limits = Limits(wall_seconds=30, cpu_seconds=20, memory_bytes=1 << 30)
+        hide = await self._hide()
+
+        def python() -> SandboxResult:  # in the problem's image (its python3), where it names one
+            with programs_in(self.ep.image):
+                return run([sys.executable, "main.py"], files=files, limits=limits, hide=hide)
+
         with _sandbox_faults("run_python"):  # the standard library only: no package is declared
-            result = await anyio.to_thread.run_sync(
-                lambda: run([sys.executable, "main.py"], files=files, limits=limits, hide=self._hidden()),
-                limiter=self.sandbox)
+            result = await anyio.to_thread.run_sync(python, limiter=self.sandbox)
         status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
         return f"{status}\n--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
 
@@ -277,9 +281,16 @@ class Toolbox(FinalActions):
         if not args.command.strip():
             raise ToolError("give a bash command")
         with _sandbox_faults("shell"):
-            done = await self.code.run(args.command, args.timeout, self.staged, self.deleted, self._hidden(), self.at)
+            done = await self.code.run(args.command, args.timeout, self.staged, self.deleted, await self._hide(),
+                                       self.at)
         self.staged, self.deleted = done.staged, done.deleted
         return done.text
+
+    async def _hide(self) -> tuple[Path, ...]:
+        """What a program must not see (`_hidden`), and for a reproduce problem every other copy
+        of its reference this machine holds: only the reference on PATH is offered."""
+        found = await self.references.copies(self.ep.problem_id) if self.references is not None else ()
+        return (*self._hidden(), *found)
 
     def _hidden(self) -> tuple[Path, ...]:
         """What a program must not see: the run (grades, ledger) and every problem file with

@@ -55,6 +55,9 @@ class ContributionRecord:
     """The files it wrote, as its writer declared them (`changes` gives what its tree holds;
     the remote intake checks that the two agree)."""
     deleted: tuple[str, ...] = _key("Deleted", many=True)
+    person: str = _key("Person")
+    """The person who wrote it (`gitswarm note`, `gitswarm review`), as git names them; "" for a
+    worker's (and every commit of the runs before people could write)."""
     extra: dict[str, str] = field(default_factory=dict, compare=False)
     """Trailers no field of the record names, kept as they were."""
 

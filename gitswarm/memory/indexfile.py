@@ -31,7 +31,7 @@ from gitswarm.memory import indexing
 
 FILE = "gitswarm-index"
 """The file's name in the run's git folder (git ignores files it does not know there)."""
-FORMAT = "gitswarm-index/1"
+FORMAT = "gitswarm-index/2"
 
 
 def path_of(repo: pygit2.Repository) -> Path:
@@ -96,13 +96,15 @@ def _encode(index: MemoryIndex) -> tuple[Any, ...]:
                       {c: {w: r.as_dict() for w, r in by.items()} for c, by in p.reviews.items()})
                 for pid, p in index.problems.items()}
     return (FORMAT, index.seen_tip, problems, dict(index.cited), index.files_of, index.authors,
-            index.answered, index.taken - index.files_of.keys())
+            index.answered, index.taken - index.files_of.keys(), index.people, index.inherited_runs,
+            index.inherited, dict(index.built_on))
 
 
 def _decode(data: tuple[Any, ...]) -> MemoryIndex:
-    _, tip, problems, cited, files_of, authors, answered, others = data
+    _, tip, problems, cited, files_of, authors, answered, others, people, inherited_runs, inherited, built_on = data
     index = MemoryIndex(cited=Counter(cited), files_of=files_of, authors=authors, answered=answered,
-                        seen_tip=tip, taken=others.union(files_of))
+                        people=people, inherited_runs=frozenset(inherited_runs), inherited=inherited,
+                        built_on=Counter(built_on), seen_tip=tip, taken=others.union(files_of))
     for pid, (items, kinds, nominations, nominators, reviews) in problems.items():
         index.problems[pid] = ProblemIndex(items, Counter(kinds), Counter(nominations), nominators,
                                            {c: {w: Review(**r) for w, r in by.items()} for c, by in reviews.items()})

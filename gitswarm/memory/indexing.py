@@ -13,13 +13,14 @@ from pygit2.enums import SortMode
 
 from gitswarm.domain.index import CommitFacts, MemoryIndex
 from gitswarm.domain.kinds import Kind, Verdict
-from gitswarm.memory import commitmeta, objects
+from gitswarm.memory import commitmeta, inherit, objects
 
 
 def update(index: MemoryIndex, repo: pygit2.Repository, tip: str) -> None:
     """Take in the commits of main between the index's last seen tip and `tip`."""
     new: Iterable[pygit2.Commit]
     if index.seen_tip is None:
+        index.inherited_runs = inherit.runs_of(repo)
         new = repo.walk(pygit2.Oid(hex=tip), SortMode.TOPOLOGICAL | SortMode.REVERSE)
     else:
         new = _after_taken(index, repo, tip)[0]
@@ -98,4 +99,5 @@ def facts_of(repo: pygit2.Repository, commit: pygit2.Commit, key: str) -> Commit
     if isinstance(meta, commitmeta.ReviewRecord) and isinstance(meta.verdict, Verdict):
         reviews, verdict = meta.reviews, str(meta.verdict)
     return CommitFacts(key, problem, str(kind), worker, getattr(meta, "episode", ""), changed.written,
-                       changed.deleted, tuple(getattr(meta, "informed_by", ())), nominates, reviews, verdict)
+                       changed.deleted, tuple(getattr(meta, "informed_by", ())), nominates, reviews, verdict,
+                       getattr(meta, "person", ""), getattr(meta, "run", ""))

@@ -18,7 +18,7 @@ from pygit2.enums import ObjectType, RepositoryOpenFlag
 
 from gitswarm import __version__
 from gitswarm.domain.contribution import Contribution
-from gitswarm.memory import books, commitmeta, objects, read, refdirs, trees, write
+from gitswarm.memory import books, commitmeta, inherit, objects, read, refdirs, trees, write
 from gitswarm.memory import compose as composer
 from gitswarm.memory.errors import NotARun, RunTooNew
 from gitswarm.memory.gitdir import GitReader
@@ -66,12 +66,15 @@ class Memory:
 
     @classmethod
     def create(cls, path: Path, problem_set: ProblemSet, run_id: str | None = None,
-               problem_ids: list[str] | None = None) -> Memory:
-        """Create a run repository holding the visible statements (never hidden parts)."""
+               problem_ids: list[str] | None = None, origin: inherit.Origin | None = None) -> Memory:
+        """Create a run repository holding the visible statements (never hidden parts); with
+        `origin`, its memory begins with that run's main for the problems both have."""
         path = Path(path)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
             raise NotARun(f"{path} exists and is not empty (or not a folder); choose another --run folder")
         run_id = run_id or time.strftime("%Y-%m-%dT%H%M") + f"-{problem_set.name}"
+        if origin is not None:  # a run made within the minute of the one it inherits is still another run
+            run_id = inherit.distinct(run_id, origin.runs)
         problems = [p for p in problem_set.problems if problem_ids is None or p.id in problem_ids]
         # Made whole beside the folder, then renamed into place: a run killed while it is made
         # (SIGKILL too) leaves no half-made repository at `path` that would block the retry.
@@ -79,7 +82,7 @@ class Memory:
         shutil.rmtree(part, ignore_errors=True)  # what a creation cut short left
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            _init_run(part, problem_set, run_id, problems)
+            _init_run(part, problem_set, run_id, problems, origin)
             os.rename(part, path)  # onto an absent or empty folder
         except BaseException:  # a full disk, Ctrl-C
             shutil.rmtree(part, ignore_errors=True)
@@ -201,6 +204,8 @@ class Memory:
     def root(self) -> str:
         """The run's first commit on main: the statements, before any work. Walks main's
         first parents (one per merge) once; a run's root never changes."""
+        if self._root is None and isinstance(self.meta.get("root"), str):
+            self._root = self.meta["root"]  # a run that began from another: main goes on into it
         if self._root is None:
             with self._lock:
                 walker = self.repo.walk(self.repo.references[composer.MAIN].target)
@@ -260,8 +265,10 @@ class Memory:
             return list(itertools.islice(found, limit))
 
 
-def _init_run(path: Path, problem_set: ProblemSet, run_id: str, problems: list[Problem]) -> None:
-    """The new run's repository: main with the visible statements, and the run metadata."""
+def _init_run(path: Path, problem_set: ProblemSet, run_id: str, problems: list[Problem],
+              origin: inherit.Origin | None = None) -> None:
+    """The new run's repository: main with the visible statements (on `origin`'s main, with its
+    folders of the problems both runs have), and the run metadata."""
     repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
     files = {"README.md": render("run_readme.md.j2", run_id=run_id, set_name=problem_set.name,
                                  description=problem_set.description, problems=problems).encode()}
@@ -270,12 +277,21 @@ def _init_run(path: Path, problem_set: ProblemSet, run_id: str, problems: list[P
             files[f"problems/{problem.id}/{name}"] = data
         files[f"problems/{problem.id}/SUMMARY.md"] = INITIAL_SUMMARY.encode()
     sig = write.committer()
-    tree = trees.update(repo, None, trees.blobs(repo, files))
-    repo.create_commit(composer.MAIN, sig, sig, f"run: start {run_id}\n", tree, [])
+    meta: dict[str, Any] = {}
+    if origin is None:
+        parents: list[pygit2.Oid] = []
+        tree, message = trees.update(repo, None, trees.blobs(repo, files)), f"run: start {run_id}\n"
+    else:
+        shared = origin.shared([p.id for p in problems])
+        tree, parents = inherit.graft(repo, origin, shared, files)
+        message = (f"run: start {run_id}\n\nIts memory begins with run {origin.run_id}'s main "
+                   f"({origin.main[:12]}) for {len(shared)} problem(s): {', '.join(shared)}.\n")
+        meta = {"inherits": origin.as_meta(shared), "runs": list(origin.runs)}
+    root = repo.create_commit(composer.MAIN, sig, sig, message, tree, parents)
     meta = {"format": FORMAT, "run_id": run_id, "set": problem_set.name,
             "set_path": str(Path(problem_set.path).resolve()),
             "problems": [p.id for p in problems], "created": int(time.time()),
-            "gitswarm": __version__}
+            "gitswarm": __version__, **meta, **({"root": str(root)} if origin is not None else {})}
     meta_file = {"run.json": json.dumps(meta, indent=2).encode()}
     meta_tree = trees.update(repo, None, trees.blobs(repo, meta_file))
     repo.create_commit(META_REF, sig, sig, "gitswarm: run metadata\n", meta_tree, [])

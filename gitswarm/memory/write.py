@@ -41,7 +41,8 @@ def message(run_id: str, c: Contribution) -> str:
     cost = "unknown" if usage.cost_usd is None else f"{usage.cost_usd:.4f}"
     common: dict[str, Any] = dict(run=run_id, episode=c.episode, op=c.op, worker=c.worker, problem=c.problem,
                   informed_by=tuple(c.informed_by), model=c.model, tokens=usage.trailer(), cost_usd=cost,
-                  self_assessment=c.self_assessment, files=tuple(sorted(c.files)), deleted=tuple(sorted(c.deleted)))
+                  self_assessment=c.self_assessment, files=tuple(sorted(c.files)), deleted=tuple(sorted(c.deleted)),
+                  person=c.person[0] if c.person else "")
     record: commitmeta.ContributionRecord
     if c.kind == Kind.NOMINATION:
         record = commitmeta.NominationRecord(kind=Kind.NOMINATION, candidate=c.candidate, **common)
@@ -123,7 +124,8 @@ def write(repo: pygit2.Repository, run_id: str, c: Contribution, files: dict[str
     branch = branch_ref(c.episode)
     existing = repo.references.get(branch)
     parent = existing.target if existing is not None else _commit(repo, c.parent, "parent").id
-    author = pygit2.Signature(c.worker, f"{c.worker}@gitswarm.local", int(time.time()), 0)
+    name, email = c.person or (c.worker, f"{c.worker}@gitswarm.local")
+    author = pygit2.Signature(name, email, int(time.time()), 0)
     prefix = f"problems/{c.problem}/"
     changes = {**trees.blobs(repo, files, prefix), **{prefix + path: None for path in c.deleted}}
     tree = trees.update(repo, repo[parent].tree, changes)

@@ -13,7 +13,8 @@ from gitswarm.problems import frontmatter, reproduce
 from gitswarm.problems.model import Kind, Parts, Problem, ProblemSet
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,79}$")
-TEXT_KEYS = ("id", "title", "kind", "source", "answer", "solution", "grading", "executable", "build")
+TEXT_KEYS = ("id", "title", "kind", "source", "answer", "solution", "grading", "executable", "build",
+             "imported_from", "image", "grade_image")
 FOLDER_KEYS = ("tests", "starter", "reference", "docs")
 LIST_KEYS = ("eval_clean_hashes",)
 PROGRAM_FOLDERS = ("tests", "starter", "reference")

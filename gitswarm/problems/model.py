@@ -28,6 +28,9 @@ class Parts(TypedDict, total=False):
     docs_dir: Path | None
     build: str | None
     clean_hashes: tuple[str, ...]
+    image: str | None
+    grade_image: str | None
+    origin: Path | None
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,26 @@ class Problem:
     clean_hashes: tuple[str, ...] = ()
     """Hidden (reproduce): sha256 of files a candidate may not contain (ProgramBench's
     `eval_clean_hashes`); the reference executable's own hash is always added when grading."""
+    image: str | None = None
+    """Visible (reproduce): the container image every program of the problem's episodes runs in
+    (the worker's shell, `run_python`, the reference's build); None: the host's sandbox root."""
+    grade_image: str | None = None
+    """Hidden (reproduce): the image `compile.sh` and the hidden tests run in when grading
+    (ProgramBench's `:task` image); None: `image`, or the host's sandbox root without one."""
+    origin: Path | None = None
+    """Hidden (reproduce): the file the reference executable was imported from; a candidate's
+    sandbox never shows it (`sandbox.copies`)."""
+
+    @property
+    def grading_image(self) -> str | None:
+        """The image grading runs in: `grade_image`, else `image`, else None (the host's root)."""
+        return self.grade_image or self.image
+
+    @property
+    def reference_in_image(self) -> bool:
+        """The reference is the image's own `./executable` (no reference folder): it is run in the
+        image, never copied out of it."""
+        return self.image is not None and self.reference_dir is None
 
     def visible_files(self) -> dict[str, bytes]:
         """Files of this problem that agents may read, relative to `problems/<id>/`."""

@@ -10,7 +10,13 @@ Keys (folders are relative to the set folder and must lie inside it):
   executable itself at `reference/<executable>`;
 - `tests` (hidden): ProgramBench's layout, default `<id>/tests/`: `tests.json` plus
   `<branch>/eval/tests/test_*.py` for every branch with counted tests;
-- `eval_clean_hashes` (hidden): sha256 of files a candidate may not contain.
+- `eval_clean_hashes` (hidden): sha256 of files a candidate may not contain;
+- `image` (visible): a container image every program of the problem's episodes runs in
+  (`sandbox/container.py`); without a `reference` folder the reference is the image's own
+  `./executable` in its workspace, run there and never copied out;
+- `grade_image` (hidden): the image grading runs `compile.sh` and the tests in (default `image`).
+- `imported_from` (hidden): the absolute path the reference executable was imported from,
+  which a candidate's sandbox never shows (nor any other copy of the reference).
 
 Building the reference and running the tests is `gitswarm.referee.reproduce_check`'s job.
 """
@@ -24,10 +30,12 @@ from pathlib import Path
 from gitswarm.problems.model import Parts
 from gitswarm.problems.suite import SUITE_FILE, SuiteError, missing_code, read_suite
 
-KEYS = ("executable", "docs", "build", "eval_clean_hashes")
+KEYS = ("executable", "docs", "build", "eval_clean_hashes", "imported_from", "image", "grade_image")
 """Front-matter keys only reproduce problems take (besides `reference` and `tests`)."""
 EXECUTABLE_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,79}$")
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
+IMAGE_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
+"""An image reference as podman and docker take it: [registry/]name[:tag][@digest], lower case."""
 
 Report = Callable[[str | None, str], None]
 """Records a defect: the front-matter key it is about (for its line), and the message."""
@@ -43,11 +51,23 @@ def resolve(path: Path, problem_id: str, values: dict[str, object], text: dict[s
         defect("executable", f"'executable' {executable!r} must be a plain file name (letters, digits, "
                "'.', '_', '+', '-')")
         executable = None
-    docs, reference, tests = (_folder(path, problem_id, key, text[key], defect, required=key != "docs")
+    image, grade_image = (_image(key, text[key], defect) for key in ("image", "grade_image"))
+    if grade_image and not image:
+        defect("grade_image", "'grade_image' needs 'image': the image the problem's episodes run in")
+    in_image = image is not None and not text["reference"] and not text["build"] \
+        and not (path.parent / problem_id / "reference").is_dir()
+    docs, reference, tests = (_folder(path, problem_id, key, text[key], defect,
+                                      required=key == "tests" or (key == "reference" and not in_image))
                               for key in ("docs", "reference", "tests"))
+    origin = text["imported_from"]
+    if origin and not origin.startswith("/"):
+        defect("imported_from", f"'imported_from' {origin!r} must be an absolute path")
+        origin = None
     found: Parts = {"executable": executable, "build": text["build"] or None,
+                    "origin": Path(origin) if origin else None,
                     "clean_hashes": _hashes(values.get("eval_clean_hashes"), defect),
-                    "docs_dir": docs, "reference_dir": reference, "tests_dir": tests}
+                    "docs_dir": docs, "reference_dir": reference, "tests_dir": tests,
+                    "image": image, "grade_image": grade_image}
     if isinstance(reference, Path) and executable and not text["build"] \
             and not (reference / executable).is_file():
         defect("reference" if text["reference"] else None,
@@ -56,6 +76,16 @@ def resolve(path: Path, problem_id: str, values: dict[str, object], text: dict[s
     if isinstance(tests, Path):
         _check_suite(tests, at)
     return found
+
+
+def _image(key: str, given: str | None, defect: Report) -> str | None:
+    if not given:
+        return None
+    if not IMAGE_PATTERN.match(given):
+        defect(key, f"{key!r} {given[:80]!r} is not an image name: give one as podman and docker take it, "
+               "e.g. `programbench/org_1776_repo:task_cleanroom` (lower case)")
+        return None
+    return given
 
 
 def _hashes(value: object, defect: Report) -> tuple[str, ...]:

@@ -92,7 +92,7 @@ def read_problem(snapshot: Snapshot, pid: str, root: Tree, index: MemoryIndex, s
     counts = Counts(**{f: _count(snapshot, base, f) for f in FOLDERS})
     votes = index.problems[pid].nominations
     grades = store.for_problem(pid)
-    candidates = _candidates(index, pid, grades, read_reviews(index, pid), rule)
+    candidates = _candidates(index, pid, grades, read_reviews(index, pid, rule.people_count), rule)
     chosen = selection.leader(index, pid, rule, scores_of(grades) if grades else None)
     selected = _selection(snapshot, base)
     stands_on = selected.candidate if selected else chosen.commit if chosen else None

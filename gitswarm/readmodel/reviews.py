@@ -30,8 +30,9 @@ class ProblemReviews:
     included (marked not counted)."""
 
 
-def read_reviews(index: MemoryIndex, pid: str) -> ProblemReviews:
-    """The reviews of every candidate of `pid` that a review names, as `index` holds them."""
+def read_reviews(index: MemoryIndex, pid: str, people: bool = False) -> ProblemReviews:
+    """The reviews of every candidate of `pid` that a review names, as `index` holds them; a
+    person's counted only with `people` (`Rule.people_count`)."""
     counts: dict[str, ReviewCounts] = {}
     paths: dict[str, str] = {}
     trails: dict[str, tuple[Review, ...]] = {}
@@ -41,11 +42,11 @@ def read_reviews(index: MemoryIndex, pid: str) -> ProblemReviews:
             continue
         paths[candidate] = f"problems/{pid}/{path}"
         tally: dict[str, int] = dict.fromkeys(VERDICTS, 0)
-        for review in index.reviews_of(pid, candidate):
+        for review in index.reviews_of(pid, candidate, people):
             tally[review.verdict] += 1
         if any(tally.values()):
             counts[candidate] = ReviewCounts(tally["pass"], tally["gaps"], tally["critical"])
         author = index.authors.get(candidate)
-        entries = [r if r.worker != author else r.uncounted() for r in by_worker.values()]
+        entries = [r if r.worker != author and (people or not r.person) else r.uncounted() for r in by_worker.values()]
         trails[candidate] = tuple(sorted(entries, key=lambda e: episode_order(e.episode)))
     return ProblemReviews(counts, paths, trails)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitswarm.problems.model import Problem
-from gitswarm.sandbox import Limits, SandboxResult, run
+from gitswarm.sandbox import Limits, SandboxResult, programs_in, run
 
 COMPILE_TIMEOUT = 900.0
 
@@ -35,7 +35,7 @@ def sha256(data: bytes) -> str:
 
 def reference_executable(problem: Problem, scratch: Path, timeout: float = COMPILE_TIMEOUT) -> bytes:
     """The reference executable's bytes, built once per process for the same reference."""
-    key = (problem.build, problem.executable, _digest(problem.reference_dir))
+    key = (problem.build, problem.executable, _digest(problem.reference_dir), problem.image)
     if key not in _BUILT:
         built, step = build_reference(problem, scratch, timeout)
         if built is None:
@@ -46,6 +46,20 @@ def reference_executable(problem: Problem, scratch: Path, timeout: float = COMPI
 
 
 _BUILT: dict[tuple, bytes] = {}
+
+
+def reference_digest(problem: Problem, scratch: Path, timeout: float = COMPILE_TIMEOUT) -> str:
+    """The sha256 of the reference executable: the image's own `./executable`, computed in the
+    image (it never leaves it), or that of the one built (`reference_executable`)."""
+    if problem.reference_in_image and problem.image:
+        from gitswarm.sandbox.container import file_digest, image
+
+        return file_digest(problem.image, f"{image(problem.image).workdir}/{EXECUTABLE_IN_IMAGE}")
+    return sha256(reference_executable(problem, scratch, timeout))
+
+
+EXECUTABLE_IN_IMAGE = "executable"
+"""Where a task image keeps its reference: `./executable` in its workspace (ProgramBench's layout)."""
 
 
 def _digest(folder: Path | None) -> str:
@@ -66,7 +80,8 @@ def build_reference(problem: Problem, folder: Path, timeout: float = COMPILE_TIM
     shutil.copytree(problem.reference_dir, folder, symlinks=True)
     step = Step("build_reference", 0, 0.0)
     if problem.build:
-        result = run(["/bin/sh", "-c", problem.build], workdir=folder, limits=compile_limits(timeout))
+        with programs_in(problem.image):  # in the problem's image, where it names one
+            result = run(["/bin/sh", "-c", problem.build], workdir=folder, limits=compile_limits(timeout))
         step = step_of("build_reference", result)
         if not result.ok:
             return None, step

@@ -71,7 +71,8 @@ def judge_of(model: Model | None, name: str | None = None) -> Judge | None:
 async def grade_problem(memory: Memory, problem: Problem, *, judge_model: Model | None = None,
                         judge_name: str | None = None, k: int = 3, force: bool = False,
                         all_candidates: bool = False, store: GradeStore | None = None,
-                        compile_timeout: float = reproduce.COMPILE_TIMEOUT) -> list[Outcome]:
+                        compile_timeout: float = reproduce.COMPILE_TIMEOUT,
+                        branch_timeout: float = reproduce.BRANCH_TIMEOUT) -> list[Outcome]:
     """Grade `problem`'s selected solution, or with `all_candidates` every candidate on main."""
     store = store or GradeStore(memory)
     judge = judge_of(judge_model, judge_name)
@@ -85,7 +86,7 @@ async def grade_problem(memory: Memory, problem: Problem, *, judge_model: Model 
     outcomes = []
     for candidate in found:
         outcome = await grade_candidate(store, problem, candidate, judge=judge, k=k, force=force,
-                                        compile_timeout=compile_timeout)
+                                        compile_timeout=compile_timeout, branch_timeout=branch_timeout)
         outcomes.append(Outcome(outcome.problem, candidate, outcome.grade, outcome.reused,
                                 candidate is chosen, outcome.note))
     return outcomes
@@ -93,14 +94,15 @@ async def grade_problem(memory: Memory, problem: Problem, *, judge_model: Model 
 
 async def grade_candidate(store: GradeStore, problem: Problem, candidate: CandidateContent, *,
                           judge: Judge | None = None, k: int = 3, force: bool = False,
-                          compile_timeout: float = reproduce.COMPILE_TIMEOUT) -> Outcome:
+                          compile_timeout: float = reproduce.COMPILE_TIMEOUT,
+                          branch_timeout: float = reproduce.BRANCH_TIMEOUT) -> Outcome:
     """Grade one candidate with the grader of the problem's kind."""
     if problem.kind == Kind.ANSWER:
         return await _answer(store, problem, candidate, judge, force)
     if problem.kind == Kind.PROGRAM:
         return await _program(store, problem, candidate, force)
     if problem.kind == Kind.REPRODUCE:
-        return await _reproduce(store, problem, candidate, force, compile_timeout)
+        return await _reproduce(store, problem, candidate, force, (compile_timeout, branch_timeout))
     return await _proof(store, problem, candidate, judge, k, force)
 
 
@@ -165,7 +167,7 @@ async def _program(store: GradeStore, problem: Problem, c: CandidateContent, for
 
 
 async def _reproduce(store: GradeStore, problem: Problem, c: CandidateContent, force: bool,
-                     compile_timeout: float) -> Outcome:
+                     timeouts: tuple[float, float]) -> Outcome:
     if kept := _kept(store, c, REPRODUCE, None, force):
         return kept
     files = c.files
@@ -173,7 +175,8 @@ async def _reproduce(store: GradeStore, problem: Problem, c: CandidateContent, f
         raise GradingError(f"the candidate {c.path} of {problem.id} has no program files")
     try:
         result = await anyio.to_thread.run_sync(
-            lambda: reproduce.grade_reproduce(problem, files, compile_timeout=compile_timeout))
+            lambda: reproduce.grade_reproduce(problem, files, compile_timeout=timeouts[0],
+                                              branch_timeout=timeouts[1]))
     except reproduce.ReproduceGradingError as exc:
         raise GradingError(str(exc)) from None
     return _save(store, c, REPRODUCE, None, result.score, 1.0, reproduce.details(result), [], force)

@@ -1,21 +1,31 @@
-"""Grade a reproduce candidate as ProgramBench grades a submission, in the sandbox.
+"""Grade a reproduce candidate as ProgramBench's `eval.py` grades a submission, in the sandbox.
 
 1. A fresh copy of the candidate's tree; every file whose sha256 is the reference
    executable's, or one of the problem's `eval_clean_hashes`, is deleted (copying the
-   reference scores nothing).
+   reference scores nothing), and so is a stale `./executable` (a prebuilt binary shipped
+   with the code: compile.sh must make the executable).
 2. `compile.sh` at the tree's root runs (`chmod +x ./compile.sh && ./compile.sh`), bounded by
    `compile_timeout` (900 s by default), with no network, and nothing is left running. It
-   must leave `./executable`; an executable whose hash is a clean hash is refused too.
+   must leave `./executable`; an executable whose hash is a clean hash is refused too. The
+   executable is moved aside (the stash) and its sha256 recorded in the grade.
 3. Each test branch with counted tests runs in a fresh folder holding only that branch's
-   files and `./executable` (the harness wipes the workspace and restores the executable):
-   pytest over `eval/tests`, writing JUnit XML (`eval/results.xml`).
-4. Score = passed / counted tests, where a test missing from the report, not run, failed,
-   errored or skipped is not passed. Listed names are matched to the report's without the
-   `eval.` prefix (`suite.canonical`), as the harness credits them. `resolved` is a score of
-   1.0, `almost resolved` one of at least 0.95.
+   files and `./executable` restored from the stash, whose sha256 is checked against the
+   recorded one first (an executable swapped after the build fails the branch:
+   `executable_hash_mismatch`): pytest over `eval/tests`, writing JUnit XML
+   (`eval/results.xml`), bounded by `branch_timeout` (2,400 s by default).
+4. Every expected test (tests.json's counted tests) has a status: passed, failure, error,
+   skipped, or `not_run` (missing from the report, or its branch could not run), and only
+   passed counts. Score = passed / expected tests; `resolved` is a score of 1.0, `almost
+   resolved` one of at least 0.95. Listed names are matched to the report's without the
+   `eval.` prefix (`suite.canonical`), as the harness credits them.
 
 The hidden reference is built (or taken ready) by `builds.reference_executable`, for its hash.
-The candidate's build and program never see the problem set (`hidden`).
+A problem that names an image is graded in its grading image (`sandbox.programs_in`): each
+program in a fresh container of it, the reference's hash taken in its image
+(`builds.reference_digest`), nothing of the host in view, so nothing of it to hide.
+The candidate's build and program never see the problem set, nor any copy of the reference
+the machine holds (`hidden`, `sandbox.copies`): where nothing can be hidden (programs run
+unconfined) and such a copy exists, the problem is not graded there.
 """
 
 from __future__ import annotations
@@ -36,19 +46,22 @@ from gitswarm.referee.builds import (
     ReproduceGradingError,
     Step,
     compile_limits,
+    reference_digest,
     reference_executable,
     regular_file,
     sha256,
     step_of,
 )
 from gitswarm.referee.junit import Case, read_cases
-from gitswarm.sandbox import Limits, run
+from gitswarm.sandbox import Limits, in_force, programs_in, run
+from gitswarm.sandbox.copies import copies, refusal
 
-BRANCH_TIMEOUT = 600.0
+BRANCH_TIMEOUT = 2400.0
 RESOLVED, ALMOST_RESOLVED = 1.0, 0.95
 COMPILE = ["/bin/sh", "-c", "chmod +x ./compile.sh && ./compile.sh"]
 EXECUTABLE = "executable"
 REPORT = "eval/results.xml"
+STATUSES = ("passed", "failure", "error", "skipped", "not_run")
 _PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
@@ -84,12 +97,17 @@ class ReproduceGrade:
         return self.total > 0 and self.score >= RESOLVED
 
     @property
+    def statuses(self) -> dict[str, int]:
+        """How many expected tests ended in each status (every status named, zeros too)."""
+        return {s: sum(r.status == s for r in self.results) for s in STATUSES}
+
+    @property
     def almost_resolved(self) -> bool:
         return self.total > 0 and self.score >= ALMOST_RESOLVED
 
     def as_dict(self) -> dict:
-        return {"score": self.score, "passed": self.passed, "total": self.total,
-                "resolved": self.resolved, "almost_resolved": self.almost_resolved, **asdict(self)}
+        return {"score": self.score, "passed": self.passed, "total": self.total, "resolved": self.resolved,
+                "almost_resolved": self.almost_resolved, "statuses": self.statuses, **asdict(self)}
 
 
 def tests_dir_of(problem: Problem) -> Path:
@@ -119,35 +137,56 @@ def grade_reproduce(problem: Problem, candidate: Path | dict[str, bytes], *,
                     branch_timeout: float = BRANCH_TIMEOUT) -> ReproduceGrade:
     """Grade `candidate` (a folder, or files by relative path) against the problem's tests."""
     suite = suite_of(problem)
-    with tempfile.TemporaryDirectory(prefix="gitswarm-reproduce-") as tmp:
-        scratch = Path(tmp)
-        reference = reference_executable(problem, scratch / "reference", compile_timeout)
-        clean = {*problem.clean_hashes, sha256(reference)}
+    with tempfile.TemporaryDirectory(prefix="gitswarm-reproduce-") as tmp, programs_in(problem.grading_image):
+        scratch = Path(tmp)  # every program of the grading runs in the problem's grading image, if it has one
+        if problem.grading_image:  # a container shows its image and the candidate's folder: no host copy to hide
+            clean = {*problem.clean_hashes, reference_digest(problem, scratch / "reference", compile_timeout)}
+            hide: tuple[Path, ...] = ()
+        else:
+            reference = reference_executable(problem, scratch / "reference", compile_timeout)
+            clean = {*problem.clean_hashes, sha256(reference)}
+            hide = hidden(problem, scratch, reference)
         tree = scratch / "submission"
         copy_candidate(candidate, tree)
-        steps = [Step("clean", 0, 0.0, "\n".join(remove_clean(tree, clean)))]
-        hide = hidden(problem, scratch)
-        executable, error = compile_tree(tree, clean, compile_timeout, steps, hide)
-        return run_suite(problem, suite, executable, scratch, branch_timeout, steps, error, hide)
+        steps = [Step("clean", 0, 0.0, "\n".join(remove_clean(tree, clean) + remove_stale(tree)))]
+        stash = scratch / "stash" / EXECUTABLE
+        error = compile_tree(tree, clean, compile_timeout, steps, hide, stash)
+        digest = None if error else sha256(stash.read_bytes())
+        return run_suite(problem, suite, None if error else stash, scratch, branch_timeout, steps, error, hide,
+                         digest)
 
 
-def hidden(problem: Problem, scratch: Path) -> tuple[Path, ...]:
+def hidden(problem: Problem, scratch: Path, reference: bytes) -> tuple[Path, ...]:
     """What the candidate's build and program must not see: the problem set (the reference's
-    source, every branch's tests) and the reference built for the hash."""
-    return (problem.path.parent, scratch / "reference")
+    source, every branch's tests), the reference built for the hash and the stashed build, and
+    every copy of the reference the machine holds (`sandbox.copies`); ReproduceGradingError
+    where such a copy exists and nothing can be hidden."""
+    found = copies(reference, problem.executable, problem.origin)
+    refused = refusal(problem.id, found, in_force())
+    if refused:
+        raise ReproduceGradingError(refused)
+    return (problem.path.parent, scratch / "reference", scratch / "stash", *found)
 
 
-def run_suite(problem: Problem, suite: Suite, executable: bytes | None, scratch: Path,
+def run_suite(problem: Problem, suite: Suite, stash: Path | None, scratch: Path,
               branch_timeout: float, steps: list[Step], error: str | None = None,
-              hide: tuple[Path, ...] = ()) -> ReproduceGrade:
-    """Run every counted branch against `executable` (None: nothing to run) and score it."""
+              hide: tuple[Path, ...] = (), digest: str | None = None) -> ReproduceGrade:
+    """Run every counted branch against the executable at `stash` (None: nothing to run), whose
+    sha256 recorded at the build is `digest`, and score it; a branch whose executable is not the
+    one built counts its tests not_run."""
     results: list[CaseResult] = []
     warnings: list[str] = []
     for branch in suite.branches:
         if not branch.counted():
             continue
-        if executable is None:
-            results += [CaseResult(t, branch.id, "not_run", error or "") for t in branch.counted()]
+        executable = stash.read_bytes() if stash is not None and stash.is_file() else None
+        mismatch = _mismatch(executable, digest) if stash is not None else None
+        if executable is None or mismatch:
+            why = error or ("executable_hash_mismatch" if mismatch else "no_executable")
+            results += [CaseResult(t, branch.id, "not_run", why) for t in branch.counted()]
+            if mismatch:
+                steps.append(Step(f"verify_executable_hash {branch.id}", 1, 0.0, mismatch))
+                warnings.append(f"branch {branch.id}: executable_hash_mismatch ({mismatch})")
             continue
         cases, step = run_branch(tests_dir_of(problem), branch, executable, scratch / f"branch-{branch.id}",
                                  branch_timeout, hide)
@@ -159,8 +198,13 @@ def run_suite(problem: Problem, suite: Suite, executable: bytes | None, scratch:
         if step.timed_out:
             warnings.append(f"branch {branch.id}: timed out after {branch_timeout:g} s")
     passed = sum(r.status == "passed" for r in results)
-    digest = sha256(executable) if executable is not None else None
     return ReproduceGrade(passed, suite.total, results, error, steps, digest, warnings)
+
+
+def _mismatch(executable: bytes | None, digest: str | None) -> str | None:
+    """Why the executable about to be tested is not the one built (None: it is)."""
+    found = sha256(executable) if executable is not None else "nothing"
+    return None if digest is not None and found == digest else f"expected {digest}, got {found}"
 
 
 def copy_candidate(candidate: Path | dict[str, bytes], tree: Path) -> None:
@@ -191,22 +235,38 @@ def remove_clean(tree: Path, clean: set[str]) -> list[str]:
     return removed
 
 
+def remove_stale(tree: Path) -> list[str]:
+    """Delete a `./executable` the candidate shipped: compile.sh must build it (ProgramBench
+    v1.2.4, after a submission smuggled in a prebuilt binary)."""
+    stale = tree / EXECUTABLE
+    if not os.path.lexists(stale):
+        return []
+    if stale.is_dir() and not stale.is_symlink():
+        shutil.rmtree(stale)
+    else:
+        stale.unlink()
+    return [f"removed {EXECUTABLE} (a stale build: compile.sh must make it)"]
+
+
 def compile_tree(tree: Path, clean: set[str], timeout: float, steps: list[Step],
-                 hide: tuple[Path, ...] = ()) -> tuple[bytes | None, str | None]:
-    """Run compile.sh in `tree`; the executable it made, or None and the error code."""
+                 hide: tuple[Path, ...], stash: Path) -> str | None:
+    """Run compile.sh in `tree` and move the executable it made to `stash`; None, or the error code."""
     if not (tree / "compile.sh").is_file():
-        return None, "no_compile_script"
+        return "no_compile_script"
     result = run(COMPILE, workdir=tree, limits=compile_limits(timeout), hide=hide)
     steps.append(step_of("compile", result))
     if not result.ok:
-        return None, "compile_failed"
+        return "compile_failed"
     built = regular_file(tree, EXECUTABLE)
     if built is None:
-        return None, "no_executable"
+        return "no_executable"
     data = built.read_bytes()
     if sha256(data) in clean:
-        return None, "reference_copy"
-    return data, None
+        return "reference_copy"
+    stash.parent.mkdir(parents=True, exist_ok=True)
+    stash.write_bytes(data)
+    built.unlink()
+    return None
 
 
 def run_branch(tests_dir: Path, branch: Branch, executable: bytes, work: Path,
@@ -244,7 +304,8 @@ def details(grade: ReproduceGrade) -> dict:
                 for r in grade.results if r.status != "passed"][:20]
     return {"passed": grade.passed, "total": grade.total, "resolved": grade.resolved,
             "almost_resolved": grade.almost_resolved, "error_code": grade.error_code,
-            "executable_hash": grade.executable_hash, "warnings": grade.warnings, "failures": failures,
+            "executable_hash": grade.executable_hash, "statuses": grade.statuses, "warnings": grade.warnings,
+            "failures": failures,
             "steps": [{"step": s.step, "returncode": s.returncode, "seconds": s.seconds,
                        "timed_out": s.timed_out} for s in grade.steps]}
 

@@ -1,7 +1,9 @@
 """Check a reproduce problem by running it: the reference builds, passes every counted test,
 and an empty program passes none.
 
-The empty program is `./executable` that prints nothing and exits 0. A counted test it
+The empty program is `./executable` that prints nothing and exits 0. A problem with an image
+runs both in it: the reference as the image's own `./executable` (`image_runs`), the empty
+program in the grading image. A counted test it
 passes is reported as ProgramBench's `dummy_pass` (such a test measures nothing); a counted
 test the reference fails as `gold_fail`. Either is fixed in the test, or by listing the test
 under the branch's `ignored_tests` with that reason. Each defect names the test file and
@@ -19,8 +21,10 @@ from gitswarm.problems.loader import Defect
 from gitswarm.problems.model import Problem
 from gitswarm.problems.suite import SUITE_FILE, Branch, canonical
 from gitswarm.referee.builds import COMPILE_TIMEOUT, build_reference
+from gitswarm.referee.image_runs import run_branch_in_image
 from gitswarm.referee.junit import Case
-from gitswarm.referee.reproduce import BRANCH_TIMEOUT, run_branch, suite_of, tests_dir_of
+from gitswarm.referee.reproduce import BRANCH_TIMEOUT, branch_limits, run_branch, suite_of, tests_dir_of
+from gitswarm.sandbox import programs_in
 
 EMPTY_PROGRAM = b"#!/bin/sh\nexit 0\n"
 
@@ -30,19 +34,24 @@ def check_problem(problem: Problem, *, compile_timeout: float = COMPILE_TIMEOUT,
     """Every defect found by building the reference and running the tests twice."""
     suite, tests_dir = suite_of(problem), tests_dir_of(problem)
     branches = [b for b in suite.branches if b.counted()]
-    with tempfile.TemporaryDirectory(prefix="gitswarm-check-") as tmp:
-        scratch = Path(tmp)
-        built, step = build_reference(problem, scratch / "reference", compile_timeout)
-        if built is None:
-            why = "timed out" if step.timed_out else f"exit {step.returncode}"
-            output = " ".join(step.output[-300:].split()) or "no output"
-            return [Defect(problem.path, f"the reference does not build ({why}: {output}): fix its "
-                           "source or the 'build' command", _key_line(problem.path, "build"))]
+    with tempfile.TemporaryDirectory(prefix="gitswarm-check-") as tmp, programs_in(problem.grading_image):
+        scratch = Path(tmp)  # in the problem's grading image, where it names one
         defects: list[Defect] = []
-        for branch in branches:
-            cases, _ = run_branch(tests_dir, branch, built, scratch / f"gold-{branch.id}",
-                                  branch_timeout)
-            defects += _gold(problem, branch, cases)
+        if problem.reference_in_image:  # the image's own ./executable, run in the image
+            for branch in branches:
+                cases, _ = run_branch_in_image(problem, tests_dir, branch, branch_limits(branch_timeout))
+                defects += _gold(problem, branch, cases)
+        else:
+            built, step = build_reference(problem, scratch / "reference", compile_timeout)
+            if built is None:
+                why = "timed out" if step.timed_out else f"exit {step.returncode}"
+                output = " ".join(step.output[-300:].split()) or "no output"
+                return [Defect(problem.path, f"the reference does not build ({why}: {output}): fix its "
+                               "source or the 'build' command", _key_line(problem.path, "build"))]
+            for branch in branches:
+                cases, _ = run_branch(tests_dir, branch, built, scratch / f"gold-{branch.id}",
+                                      branch_timeout)
+                defects += _gold(problem, branch, cases)
         for branch in branches:
             cases, _ = run_branch(tests_dir, branch, EMPTY_PROGRAM, scratch / f"dummy-{branch.id}",
                                   branch_timeout)

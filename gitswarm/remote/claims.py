@@ -75,7 +75,8 @@ class Claims:
         """Every claim on the remote, by episode (one fetch). Each claim commit is read once
         and remembered: a long run has many claims, nearly all closed for good, and reading
         them all at every look cost more than the fetch (`scripts/bench_looks.py`)."""
-        self.remote.fetch([layout.claims_refspec(), layout.high_water_refspec()], prune=True)
+        self.remote.fetch([layout.claims_refspec(), layout.high_water_refspec(), layout.people_refspec()],
+                          prune=True)  # people's contributions ride along: the coordinator takes them in
         repo = self.remote.gitdir()
         found, loaded = {}, {}
         for name in repo.refs(layout.CLAIMS):  # not every ref: the mirror's grow per episode

@@ -34,7 +34,7 @@ from gitswarm.engine.plan import Role, arm
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.swarm import open_problems
 from gitswarm.memory.repo import META_REF, NOTES_REF
-from gitswarm.remote import intake, layout, publish
+from gitswarm.remote import intake, layout, people, publish
 from gitswarm.remote.claims import Claim, Claims
 from gitswarm.remote.errors import Outage, RefMoved, Unreachable
 from gitswarm.remote.pace import POLL_S, Pace
@@ -85,6 +85,8 @@ class Coordinator:
     """The transcripts of the commits adopted this step, noted together (one notes commit)."""
     pace: Pace = field(default_factory=Pace)
     """How long `run` waits before the next step: longer while steps find nothing new."""
+    people_seen: set[str] = field(default_factory=set)
+    """People's contributions taken in or refused (`remote.people`): looked at once each."""
 
     @property
     def config(self):
@@ -109,6 +111,7 @@ class Coordinator:
             if claim.episode not in self.ledger.episodes:
                 await self._take(claim)
                 changed = True
+        await self._people()
         if self.transcripts:  # before the ledger that records their episodes: a crash in between takes them again
             await shared.store.add_transcripts(dict(self.transcripts))
             self.transcripts.clear()
@@ -204,6 +207,18 @@ class Coordinator:
             process=claim.worker))
         if record.commit:
             self.merger.kick(record.episode)
+
+    async def _people(self) -> None:
+        """Take in the people's contributions pushed since the last step (`remote.people`)."""
+        shared = self.shared
+        for episode, commit in (await shared.store.run(people.waiting, shared.memory, self.people_seen)).items():
+            self.people_seen.add(episode)
+            try:
+                await shared.store.run(people.take, shared.memory, episode, commit, shared.index.taken)
+            except intake.Refused as exc:
+                shared.events.emit(Refused(episode=episode, worker=exc.worker, reason=exc.reason))
+                continue
+            self.merger.kick(episode)
 
     def _show(self) -> None:
         view = self.shared.view

@@ -27,7 +27,7 @@ from gitswarm.core.status import Status
 from gitswarm.domain.contribution import Contribution
 from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.domain.kinds import CONTRIBUTION_KINDS, Verdict
-from gitswarm.memory import books, commitmeta, trees, write
+from gitswarm.memory import books, commitmeta, people, trees, write
 from gitswarm.memory.errors import ContributionRefused
 from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.paths import WriteLimits
@@ -79,7 +79,9 @@ def check(repo: GitReader, run_id: str, main: str, item: Pushed,
     commit = repo.info(item.commit)
     meta = commit.meta
     op = getattr(meta, "op", "")
-    if op not in (f"{claim.episode}-final", f"{claim.episode}-incomplete"):
+    ops = ((claim.episode,) if people.is_person(claim.episode)  # a person's op is its episode (`memory.people`)
+           else (f"{claim.episode}-final", f"{claim.episode}-incomplete"))
+    if op not in ops:
         raise refuse(f"its Op trailer {op!r} is not this episode's")
     if len(commit.parents) != 1:
         raise refuse(f"{len(commit.parents)} parents; a contribution has one, a commit of main")
@@ -110,6 +112,10 @@ def _fields(meta: commitmeta.ContributionRecord, run_id: str, claim: Claim, file
             raise refuse(f"its {name.title()} trailer {getattr(meta, name)!r} should be {value!r}")
     if not owns(claim.worker, meta.worker):
         raise refuse(f"its Worker trailer {meta.worker!r} is not one of {claim.worker}'s")
+    if meta.person and not people.is_person(claim.episode):  # a person's word is marked so, and only theirs
+        raise refuse("a Person trailer belongs on a person's contribution (refs/gitswarm/people/person-...) only")
+    if people.is_person(claim.episode) and not meta.person:
+        raise refuse("a person's contribution names its person in a Person trailer")
     if sorted(meta.files) != sorted(files):
         raise refuse("its Files trailer does not list the files it changes")
     if sorted(meta.deleted) != sorted(deleted):

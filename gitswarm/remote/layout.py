@@ -9,6 +9,9 @@
   every push that creates a claim (the old name deleted by lease, the new one created), so
   numbers are never handed out twice even after their claims are pruned;
 - `refs/gitswarm/workers/<name>/<ref>`: worker `<name>`'s only, by leased pushes.
+- `refs/gitswarm/people/<episode>`: a person's contribution (`gitswarm note`, `gitswarm review`:
+  episode `person-...`), made by an atomic create; the coordinator checks it as it checks a
+  worker's (`intake.check`) and adopts it, never moves it.
 
 A worker runs its episodes in a local run repository laid out as today's, and its local ref
 `refs/<ref>` goes to the remote as `refs/gitswarm/workers/<name>/<ref>`: its branches
@@ -27,6 +30,7 @@ from gitswarm.memory.model import check_name
 CLAIMS = "refs/gitswarm/claims/"
 HIGH_WATER = "refs/gitswarm/high-water/"
 WORKERS = "refs/gitswarm/workers/"
+PEOPLE = "refs/gitswarm/people/"
 MAIN = "refs/heads/main"
 RUN_LEDGER = "refs/gitswarm/run-ledger"
 """A worker's local name for the coordinator's ledger (its own book is refs/gitswarm/ledger);
@@ -74,3 +78,13 @@ def workers_refspec(worker: str | None = None) -> str:
     """Fetch one worker's refs, or every worker's, into the mirror under the same names."""
     prefix = WORKERS if worker is None else worker_prefix(worker)
     return f"+{prefix}*:{prefix}*"
+
+
+def person_ref(episode: str) -> str:
+    """Where a person's contribution of episode `episode` waits on the remote."""
+    return f"{PEOPLE}{check_name('episode', episode)}"
+
+
+def people_refspec() -> str:
+    """Fetch every person's contribution into the mirror under the same names."""
+    return f"+{PEOPLE}*:{PEOPLE}*"

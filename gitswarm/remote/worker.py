@@ -225,11 +225,19 @@ async def own_references(options: WorkerOptions, settings: dict, limiter: anyio.
 
 def _runnable(problem_set: ProblemSet, references: References | None) -> ProblemSet:
     """The run's problems, each reproduce one with its reference's documented name when the
-    worker has its reference (so the prompt names the executable on the shell's PATH)."""
+    worker has its reference (so the prompt names the executable on the shell's PATH), and the
+    image its programs run in, as the worker's set has them."""
     if references is None:
         return problem_set
-    return replace(problem_set, problems=[replace(p, executable=references.executable(p.id))
-                                          if p.kind is Kind.REPRODUCE else p for p in problem_set.problems])
+
+    def runnable(p):
+        known = next((q for q in references.problems.problems if q.id == p.id), None)
+        image = {"image": known.image, "grade_image": known.grade_image, "reference_dir": known.reference_dir} \
+            if known is not None else {}
+        return replace(p, executable=references.executable(p.id), **image)
+
+    return replace(problem_set, problems=[runnable(p) if p.kind is Kind.REPRODUCE else p
+                                          for p in problem_set.problems])
 
 
 async def _work(run: Run, options: WorkerOptions, settings: dict, remote: Remote, model: Model,

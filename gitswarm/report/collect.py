@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from gitswarm.core.events import EVENT_LOG, read_times, running_seconds
-from gitswarm.domain.grade import Grade
+from gitswarm.domain.grade import Grade, statuses_line
 from gitswarm.readmodel.model import ProblemState
 from gitswarm.report.graph import Graph, compounding, load
 from gitswarm.report.trail import trails
@@ -68,6 +68,8 @@ class ProblemReport:
     citing: int = 0
     """Contributions that cite another of the problem's (`report.graph`)."""
     citation_rate: float | None = None
+    statuses: str | None = None
+    """A reproduce grade's statuses and executable hash (`domain.grade.statuses_line`), else None."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,9 @@ class RunReport:
     roles: list[dict] = field(default_factory=list)
     """What each role spent on its model (`spent_by_role`): the workers', the review episodes'
     (on the reviewer model, where the run had one) and the merger's."""
+    inherited: dict = field(default_factory=dict)
+    """What the run inherited from the run it began from (`solve --from`) and what its solutions
+    built on of it (`inherited.Inherited`); empty for a run that began afresh."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -117,15 +122,19 @@ class RunReport:
 def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
     """Read the run (main, unmerged branches, ledger, grades) without writing to it; `shown`
     is where the report says it was read from (default the folder)."""
+    from gitswarm.domain.index import MemoryIndex
     from gitswarm.memory import ledgerbook
     from gitswarm.memory.repo import Memory
     from gitswarm.readmodel.read import read_run
+    from gitswarm.report.inherited import inherited
     from gitswarm.report.selector import selector_quality
     from gitswarm.report.settings import read_settings
 
     memory = Memory(run)
-    state = read_run(memory)
+    index = MemoryIndex()
+    state = read_run(memory, index)
     graph = load(memory.snapshot())
+    origin = inherited(memory.meta, index, graph, state)
     every = ledgerbook.episodes(memory)
     records = [r for key, r in every.items() if key != "merger"]
     merger = every.get("merger")
@@ -150,7 +159,8 @@ def collect(run: Path, shown: str | None = None) -> tuple[RunReport, Graph]:
         problems=problems, usage=state.totals.parts(), workers=[w.as_dict() for w in state.workers],
         failed=dict(state.totals.failed),
         selector=selector_quality(list(state.problems), settings.reviewer or settings.model or "the run's model")
-        .as_dict(), roles=spent_by_role(every, settings.model)), graph
+        .as_dict(), roles=spent_by_role(every, settings.model),
+        inherited=origin.as_dict() if origin is not None else {}), graph
 
 
 def spent_by_role(every: dict, model: str | None) -> list[dict]:
@@ -200,7 +210,7 @@ def _problem(graph: Graph, problem: ProblemState, records) -> ProblemReport:
         contributions=figures.contributions, built_on=figures.built_on, in_ancestry=figures.in_ancestry,
         built_on_share=_share(figures.built_on, figures.contributions),
         ancestry_share=_share(figures.in_ancestry, figures.contributions), citing=figures.citing,
-        citation_rate=_share(figures.citing, figures.contributions))
+        citation_rate=_share(figures.citing, figures.contributions), statuses=statuses_line(problem.grade))
 
 
 def is_scripted(grade: Grade | None) -> bool:

@@ -10,6 +10,7 @@ from gitswarm.readmodel.workers import WorkerState
 from gitswarm.report import story
 from gitswarm.report.collect import ProblemReport, RunReport, grade_cell
 from gitswarm.report.graph import Graph
+from gitswarm.report.inherited import Inherited
 from gitswarm.report.selector import SelectorQuality
 from gitswarm.report.settings import RunSettings
 
@@ -142,6 +143,8 @@ def to_markdown(report: RunReport) -> str:
     lines += ["", DEFINITIONS, ""]
     if report.selector:
         lines += [SelectorQuality(**report.selector).sentence(), ""]
+    if report.inherited:
+        lines += [Inherited(**report.inherited).sentence(), ""]
     if report.workers:
         lines += ["## Worker processes", "", "| " + " | ".join(WORKER_HEADERS) + " |",
                   "|" + "---|" * len(WORKER_HEADERS)]
@@ -166,6 +169,8 @@ def to_html(report: RunReport, graph: Graph, drawings: bool = True) -> str:
     sections = "" if drawings else f"<p class='defs'>{esc(NO_DRAWINGS)}</p>"
     if report.selector:
         sections = f"<p>{esc(_plain(SelectorQuality(**report.selector).sentence()))}</p>" + sections
+    if report.inherited:
+        sections = f"<p>{esc(Inherited(**report.inherited).sentence())}</p>" + sections
     if report.workers:
         top = "".join(f"<th>{esc(h)}</th>" for h in WORKER_HEADERS)
         cells = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in _worker_rows(report))

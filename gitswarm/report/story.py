@@ -36,8 +36,8 @@ def facts(problem: ProblemReport, c: dict) -> str:
 
 
 def review_rows(problem: ProblemReport, c: dict) -> list[list[str]]:
-    return [[r["episode"], r["worker"], r["verdict"], "yes" if r["counted"] else "no", r["path"] or r["commit"][:12]]
-            for r in c["reviews"]]
+    return [[r["episode"], r["worker"] + (" (a person)" if r.get("person") else ""), r["verdict"],
+             "yes" if r["counted"] else "no", r["path"] or r["commit"][:12]] for r in c["reviews"]]
 
 
 def _bold_verdicts(row: list[str]) -> list[str]:
@@ -87,7 +87,7 @@ def title(problem: ProblemReport) -> str:
 def _intro(problem: ProblemReport) -> str:
     rejected = sum(c["outcome"] == "rejected" for c in problem.story)
     graded = (f"grade of the one it stands on: {grade_cell(problem.grade, problem.grade_scripted)} "
-              f"(grader {problem.graded_by})"
+              f"(grader {problem.graded_by}" + (f"; {problem.statuses}" if problem.statuses else "") + ")"
               if problem.graded_by != "-" else "not graded (gitswarm grade RUN grades it)")
     return f"{len(problem.story)} candidate(s), {rejected} rejected by a critical review; {graded}."
 

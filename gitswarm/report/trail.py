@@ -83,8 +83,10 @@ def trails(graph: Graph, problem: ProblemState, scripted) -> list[CandidateTrail
 def _trail(graph: Graph, node: Node, paths: dict[str, str], reviews: list[Node], held: Candidate | None,
            selected: bool, scripted) -> CandidateTrail:
     counted = {e.commit for e in held.trail if e.counted} if held else set()
+    people = {e.commit for e in held.trail if e.person} if held else set()
     mine = sorted((r for r in reviews if r.reviews == node.id), key=lambda r: episode_order(r.episode))
-    lines = [Review(r.worker, r.episode, r.verdict, r.id, _review_path(r), r.id in counted) for r in mine]
+    lines = [Review(r.worker, r.episode, r.verdict, r.id, _review_path(r), r.id in counted, r.id in people)
+             for r in mine]
     cited = [graph.nodes[c] for c in node.cited if c in graph.nodes]
     answers = [Answered(c.id, c.episode, c.verdict, paths.get(c.reviews, c.reviews[:12]))
                for c in cited if c.kind == "review" and c.problem == node.problem]

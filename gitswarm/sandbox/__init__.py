@@ -14,6 +14,10 @@
 - As root: the program runs as a fresh, otherwise unused uid (one per concurrent run).
   `RLIMIT_NPROC` then really caps its processes, and afterwards every process of that uid
   is killed atomically (`kill -1` sent as that uid), so even a child that left the session dies.
+- A problem that names a container image runs its programs in containers of that image
+  instead (`container.py`, engine found by `engines.py`): `programs_in(image)` makes `run`
+  start a fresh container per program, with its scratch folder at the image's workspace;
+  an episode's shell keeps one `Container` for the episode.
 - Always: a new session whose whole process group and session are killed on timeout and
   after normal exit; CPU, address-space and file-size limits; a minimal environment with
   no inherited secrets; bounded output capture (head and tail of each stream).
@@ -29,6 +33,7 @@ import os
 import time
 from pathlib import Path
 
+from gitswarm.sandbox import container
 from gitswarm.sandbox.confine import Containment, confining, containment, in_force, permit_unconfined
 from gitswarm.sandbox.scratch import chown_tree, scratch_folder, write_files
 from gitswarm.sandbox.spawn import (
@@ -41,11 +46,12 @@ from gitswarm.sandbox.spawn import (
     environment,
     read_result,
     spawn_and_wait,
-    stop_all,
 )
+from gitswarm.sandbox.spawn import stop_all as _stop_programs
 
+programs_in = container.programs_in
 __all__ = ["Containment", "Limits", "SandboxError", "SandboxResult", "confining", "containment", "in_force",
-           "permit_unconfined", "run", "stop_all"]
+           "permit_unconfined", "programs_in", "run", "stop_all"]
 
 
 def run(
@@ -69,10 +75,18 @@ def run(
     tool folder put on its PATH); `packages` the Python distributions its interpreter may
     import (with what they require; none: the standard library only); `hide` lists paths it
     must not see even where they lie inside something shown. SandboxError if no backend
-    can make the root here and unconfined runs were not permitted.
+    can make the root here and unconfined runs were not permitted. Within `programs_in(image)`
+    the program runs in a fresh container of that image instead, `workdir` (or the scratch
+    folder) at its workspace; `hide`, `expose` and `packages` are then moot: the container
+    shows the image and that folder only.
     """
     if not argv:
         raise ValueError("argv is empty")
+    image = container.current_image()
+    if image is not None:
+        with scratch_folder(workdir) as scratch:
+            write_files(scratch, files or {})
+            return container.run_once(image, argv, scratch, limits, env or {}, stdin)
     backend = confining()
     with scratch_folder(workdir) as scratch, UIDS.lease(os.geteuid() == 0) as uid:
         write_files(scratch, files or {})
@@ -87,3 +101,10 @@ def run(
         finally:
             if uid is not None and workdir is not None:
                 chown_tree(scratch, owner.st_uid, owner.st_gid)
+
+
+def stop_all() -> int:
+    """Kill every program this process runs in a sandbox now, and every container it runs (the
+    run's episodes are being cut short): each `run` waiting on one then returns at once, as for
+    a program that died, and cleans up as always. Returns how many were running."""
+    return _stop_programs() + container.stop_all()

@@ -10,8 +10,10 @@ for `launch.py`, which applies the resource limits and the sandbox uid in either
   namespaces (in a user namespace when not root), a tmpfs root holding the same mounts, and
   `pivot_root`s into it; then drops to the sandbox uid.
 
-A container engine (podman, docker) would be a third: a backend whose `instructions` are an
-`exec` of its command line, as bwrap's are. `choose` probes the backends once per process,
+A container engine (podman, docker) is the third way, chosen by the problem, not by `order`:
+a problem that names an image runs every program in a container of it (`container.py`, the
+engine found by `engines.py`), whatever backend confines the host's programs. `choose` probes
+the backends once per process,
 in the order of `GITSWARM_SANDBOX` (default `bwrap,namespaces`, as root `namespaces,bwrap`:
 `default_order`); where none works, programs
 run only if the process was told they may run unconfined (`permit_unconfined`).

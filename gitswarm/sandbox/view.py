@@ -8,7 +8,8 @@ the environment gitswarm runs in), the toolchains and tool folders the caller gi
 `/dev` and the `/proc` of the program's own pid namespace. Nothing else exists for it: no
 `/home`, `/root`, `/work`, `/opt`, `/srv`, `/mnt`, no host `/tmp`, no other run's files.
 Paths of `hide` (and gitswarm's own package and data) are covered where they fall inside
-something shown.
+something shown: for a reproduce problem, its callers add every other copy of the reference
+the system folders hold (`copies.py`), so only the reference the tools offer can run.
 """
 
 from __future__ import annotations
