@@ -276,6 +276,9 @@ def print_diagnostics(results: list[dict]) -> None:
             print(f"    git thread {seconds:6.2f} s ({cpu:6.2f} s CPU)  {calls:5} x {name}")
         for package, seconds in f.get("profile", []):
             print(f"    {seconds:7.2f} s  {package}")
+        for name, own, cumulative, calls in f.get("profile_functions", []):
+            print(f"    {own * 1000 / max(f['calls'], 1):6.2f} ms own per worker call  {cumulative:7.2f} s cum  "
+                  f"{calls:7} x {name}")
 
 
 def main() -> None:
@@ -285,7 +288,7 @@ def main() -> None:
     cli.add_argument("--per-worker", type=int, default=4, help="episodes per worker (budget = C x this)")
     cli.add_argument("--commits", type=int, default=100_000, help="commits of the start-up run")
     cli.add_argument("--context", default="10,100,1000,10000", help="memory sizes of the context figure")
-    cli.add_argument("--profile", action="store_true", help="profile the largest C by package")
+    cli.add_argument("--profile", action="store_true", help="profile each C by package and by function")
     cli.add_argument("--rounds", type=int, default=3,
                      help="engine and model-calls-alone pairs at the largest C; the ratio is their median (--quick: 1)")
     cli.add_argument("--quick", action="store_true", help="small everything: C=8,32, 5,000 commits")
@@ -304,7 +307,7 @@ def main() -> None:
         args.sizes, args.per_worker, args.commits, args.context, args.rounds = "8,32", 3, 5000, "10,1000", 1
     sizes = [int(s) for s in args.sizes.split(",")]
     started = time.monotonic()
-    results = [orchestration(c, args.latency, args.per_worker, args.profile and c == max(sizes),
+    results = [orchestration(c, args.latency, args.per_worker, args.profile,
                              args.rounds if c == max(sizes) else 1) for c in sizes]
     rows = orchestration_rows(results, args.latency)
     rows += startup(args.commits)

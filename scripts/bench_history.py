@@ -9,6 +9,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from gitswarm.domain.episode import FIGURES
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.trailers import Message
 from gitswarm.problems.loader import load_set
@@ -86,9 +87,10 @@ def _ledger_stream(commits: int, problems: list[str]) -> bytes:
                   "note": ""}
         parts.append(f"M 100644 inline episodes/{episode[:4]}/{episode}.json\n".encode()
                      + _data(json.dumps(record, sort_keys=True, indent=1)))
-    totals = {"episodes": commits, "charged": commits, "tokens_in": 1000 * commits, "tokens_out": 200 * commits,
-              "cost_usd": 0.0, "cost_unknown": commits, "calls": commits, "cache_read": 0, "cache_write": 0,
-              "reasoning": 0, "failed_calls": 0}  # the scheduler record as the ledger writes it now
+    # The scheduler record as the ledger writes it now: every figure (one missing makes a
+    # reader sum the records one by one, as for a run written before totals were kept).
+    totals = {**dict.fromkeys(FIGURES, 0), "episodes": commits, "charged": commits, "tokens_in": 1000 * commits,
+              "tokens_out": 200 * commits, "cost_usd": 0.0, "cost_unknown": commits, "calls": commits}
     state = {"next_number": commits + 1, "rng_state": None, "totals": totals}
     parts.append(b"M 100644 inline scheduler.json\n" + _data(json.dumps(state, sort_keys=True, indent=1)))
     return b"".join(parts)

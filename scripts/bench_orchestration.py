@@ -190,6 +190,7 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
                                    key=lambda t: -t[1])[:8]}
     if profiler:
         figures["profile"] = by_package(profiler)
+        figures["profile_functions"] = by_function(profiler)
     return figures
 
 
@@ -265,6 +266,15 @@ def by_package(profiler: cProfile.Profile, top: int = 12) -> list[tuple[str, flo
         if func != "<method 'poll' of 'select.epoll' objects>":  # idle: waiting for the network
             totals[_package(path, func)] += tottime
     return sorted(totals.items(), key=lambda kv: -kv[1])[:top]
+
+
+def by_function(profiler: cProfile.Profile, top: int = 20) -> list[tuple[str, float, float, int]]:
+    """The event-loop thread's functions with the most CPU: (name, own, cumulative, calls)."""
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    rows = [(f"{_package(path, func)}:{Path(path).name}:{line}({func})", tottime, cumtime, nc)
+            for (path, line, func), (_cc, nc, tottime, cumtime, _callers) in stats.items()
+            if func != "<method 'poll' of 'select.epoll' objects>"]
+    return sorted(rows, key=lambda r: -r[1])[:top]
 
 
 def _package(path: str, func: str) -> str:

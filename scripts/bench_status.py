@@ -5,8 +5,10 @@ measured in the same run on the same repository.
 Builds a run once (bench_export's: the real engine, the scripted solver behind the fake
 server, every candidate graded; 1,150 episodes make about 2,000 commits on main), or reuses
 the one in `--run`. Then, in turn for `--rounds` rounds, the previous way and this one:
-- `read_run` with a fresh index over main's history (what `status` does);
-- `gitswarm status RUN --json` through the real CLI (in this process: typer's CliRunner);
+- `read_run` with a fresh index over main's history (what `status` did before it read the index
+  kept beside the run, `memory/indexfile.py`);
+- `gitswarm status RUN --json` through the real CLI (in this process: typer's CliRunner), over the
+  kept index;
 - one dashboard refresh: `tui.reader.Snapshots.read` with its index (and the read model's
   front matter by blob id, `readmodel.tree.FRONTS`) kept from the read before;
 - the front matter of every problem's SOLUTION.md as a refresh reads it: `split` on each
@@ -30,6 +32,7 @@ import pygit2
 import yaml
 from bench_export import built, options
 
+from gitswarm.domain.index import MemoryIndex
 from gitswarm.memory import objects, trees
 from gitswarm.memory.read import ParsedBlobs
 from gitswarm.memory.repo import Memory
@@ -124,7 +127,7 @@ def ways(run: Path) -> dict[str, tuple[Way, Way]]:
 
     def fresh() -> list[float]:
         new_process()
-        return [timed(lambda: read_run(Memory(run)))]
+        return [timed(lambda: read_run(Memory(run), MemoryIndex()))]  # built over history, not the kept file
 
     def cli() -> list[float]:
         new_process()

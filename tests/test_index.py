@@ -42,3 +42,21 @@ def test_following_main_step_by_step_gives_the_index_one_walk_gives(tmp_path_fac
     indexing.update(whole, repo, chain[-1])
     assert state(followed) == state(whole)
     assert followed.seen_tip == chain[-1] and len(whole.taken) == len(list(repo.walk(repo.head.target)))
+
+
+def test_a_step_view_is_taken_once_per_problem_and_tip(tmp_path_factory):
+    repo = pygit2.Repository(str(demo_run(tmp_path_factory)))
+    chain = first_parents(repo)
+    index = MemoryIndex()
+    indexing.update(index, repo, chain[-2])
+    problem = next(iter(index.problems))
+    assert index.viewed(problem) is None
+    view = index.pinned(problem)
+    assert index.pinned(problem) is view and index.viewed(problem) is view  # every step at this tip: one copy
+    before = state(view)["problems"][problem]
+    indexing.update(index, repo, chain[-1])
+    assert index.viewed(problem) is None  # main moved: the next step takes a new view
+    again = index.pinned(problem)
+    assert again is not view and again.seen_tip == chain[-1] and view.seen_tip == chain[-2]
+    assert state(view)["problems"][problem] == before  # the old view did not change under its readers
+    assert again.problems[problem].items == index.problems[problem].items

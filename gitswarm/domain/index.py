@@ -9,6 +9,7 @@ new commits), so prompts, the scheduler and the read model never walk history.
 from __future__ import annotations
 
 import heapq
+import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -87,6 +88,13 @@ class MemoryIndex:
     seen_tip: str | None = None
     taken: set[str] = field(default_factory=set, repr=False)
     """Every commit taken in: those reachable from `seen_tip`."""
+    lock: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
+    """Held while commits are taken in (the git thread) and by a reader on another thread that
+    walks the live maps (the scheduler, a prefix lookup): a dict changing size under a loop
+    over it is an error. Taking in holds it for the additions alone, never a git read."""
+    views: dict[str, MemoryIndex] = field(default_factory=dict, repr=False, compare=False)
+    """Problem -> its frozen part (`pinned`) taken at some tip: while that is still `seen_tip`,
+    every step of every episode on the problem reads that one copy."""
 
     def add(self, facts: CommitFacts) -> None:
         """Take in one contribution commit of main, in the order of main's history."""
@@ -134,15 +142,27 @@ class MemoryIndex:
         `seen_tip`, which the merger's later updates do not change (git thread, where the
         updates run, so the copy is never taken halfway through one). The maps kept for every
         commit (citations, files, authors) are shared: they only grow, and the problem's own
-        items, votes and reviews say which of their commits the view holds."""
+        items, votes and reviews say which of their commits the view holds. One copy per
+        problem and tip, kept for the steps that ask next."""
+        kept = self.viewed(problem)
+        if kept is not None:
+            return kept
         own = self.problems[problem]
         frozen = ProblemIndex(dict(own.items), Counter(own.kinds), Counter(own.nominations), set(own.nominators),
                               {c: dict(by) for c, by in own.reviews.items()})
         part = MemoryIndex(cited=self.cited, files_of=self.files_of, authors=self.authors, answered=self.answered,
                            people=self.people, inherited_runs=self.inherited_runs, inherited=self.inherited,
-                           seen_tip=self.seen_tip)
+                           seen_tip=self.seen_tip, lock=self.lock)  # the maps it shares are guarded by the one lock
         part.problems[problem] = frozen
+        self.views[problem] = part
         return part
+
+    def viewed(self, problem: str) -> MemoryIndex | None:
+        """`problem`'s frozen part at `seen_tip` if `pinned` took one, else None. Safe from
+        another thread than the updates': a view is a copy no update changes, and one taken at
+        the tip an update is leaving is still that tip's whole view until `seen_tip` moves."""
+        kept = self.views.get(problem)
+        return kept if kept is not None and kept.seen_tip == self.seen_tip else None
 
     def mark(self, commit: str) -> str:
         """What the item list says of `commit`'s origin: "by a person", "inherited" (its author
@@ -197,9 +217,11 @@ class MemoryIndex:
             if path == ref or path.startswith(ref + "/") or (path.startswith("code/") and ref.startswith(path + "/")):
                 return commit, path
         if len(ref) >= 7:
-            for commit, (owner, files) in self.files_of.items():
-                if owner == problem and commit.startswith(ref.lower()):
-                    shown = [f for f in files if f.startswith(CANDIDATE_FOLDERS)]
-                    if shown:
-                        return commit, candidate_path(shown[0])
+            with self.lock:
+                found = [(c, files) for c, (owner, files) in self.files_of.items()
+                         if owner == problem and c.startswith(ref.lower())]
+            for commit, files in found:
+                shown = [f for f in files if f.startswith(CANDIDATE_FOLDERS)]
+                if shown:
+                    return commit, candidate_path(shown[0])
         return None

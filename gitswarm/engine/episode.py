@@ -176,7 +176,8 @@ async def _look(shared: Shared, tools: Toolbox) -> None:
     state, the overview and every tool of the step read the same commit (an episode that sees
     no one's work keeps its empty index and its start commit)."""
     if tools.ep.powers.sees_memory:
-        tools.look(await shared.store.run(shared.index.pinned, tools.ep.problem_id))
+        view = shared.index.viewed(tools.ep.problem_id)  # one copy per problem and tip
+        tools.look(view if view is not None else await shared.store.run(shared.index.pinned, tools.ep.problem_id))
 
 
 async def _call(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, messages: list[dict], step: int,

@@ -172,7 +172,8 @@ class FinalActions:
         if rel in items:
             return items[rel]
         if len(ref) >= 7:
-            matches = [c for c in self.index.files_of if c.startswith(ref.lower())]
+            with self.index.lock:  # files_of is the live index's (a step's view shares it)
+                matches = [c for c in self.index.files_of if c.startswith(ref.lower())]
             if len(matches) == 1:
                 return matches[0]
         raise ToolError(f"informed_by: {reference!r} is not a commit in the memory; use the commit "

@@ -153,8 +153,7 @@ async def load_state(cfg: SolveConfig, store: Store, problems: list[str]) -> tup
     """The ledger, the index brought up to main and the run's view, as a run starts or
     resumes; the ledger records the selection rule the run uses, for `status`."""
     ledger = await store.run(Ledger.load, store.memory)
-    index = MemoryIndex()
-    await store.update_index(index, await store.main())
+    index = await store.kept_index(await store.main())
     view = RunView(cfg, problems)
     rule = Rule.of(cfg)
     view.settle(*selection.standing_of(index, problems, rule))

@@ -117,4 +117,5 @@ async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_
         ctx.started(interrupted=len(ledger.running()), stale_locks_removed=run.stale_locks)
         stop = await run.drive(scheduler.loop, merger)
         await run.store.pack_refs()
+        await run.store.keep_index(ctx.shared.index)
         return run.end(stop, await run.select())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
@@ -78,24 +79,39 @@ def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: li
     announced = announced or {}
     recent = {(where, worker) for where, worker, _ in unmerged.values()}
     landing = [where for where, _, _ in unmerged.values()]
-    pending = busy + landing
+    pending, landed = Counter(busy + landing), Counter(landing)
     share = -(-(len(free_workers) + len(busy)) // max(1, len(open_)))  # the workers per open problem
     best: tuple[tuple, str, str] | None = None
     for problem in open_:
         work = sum(index.problems[problem].kinds.values()) + 2 * busy.count(problem)
         tie = rng.random()
         notes = " ".join(a for w, a in announced.items() if a.startswith(f"{problem}: "))
+        involved, stranger = _involved(index, problem), False
         for worker in free_workers:
             if (problem, worker) in recent:
                 continue
-            value = tasks.next_task(index, problem, worker, rule, notes, pending.count(problem), tight,
-                                    landing=landing.count(problem), share=share).value
+            if worker not in involved:  # its task is every such worker's: the first one's key wins ties
+                if stranger:
+                    continue
+                stranger = True
+            value = tasks.next_task(index, problem, worker, rule, notes, pending[problem], tight,
+                                    landing=landed[problem], share=share).value
             key = (-value, work, tie)
             if value > 0 and (best is None or key < best[0]):
                 best = (key, problem, worker)
     if best is not None and (-best[0][0] > tasks.FILLER or not waiting):
         return best[1], best[2]
     return (open_[0], free_workers[0]) if open_ and free_workers and not waiting else None
+
+
+def _involved(index: MemoryIndex, problem: str) -> set[str]:
+    """The workers `tasks.next_task` may answer differently for on `problem`: its nominators, the
+    authors of its items and the reviewers of its candidates. To every other worker it gives
+    one task, so `pick` asks for it once per problem, not once per free worker (C of them at a
+    run's start: C x C x problems calls)."""
+    own = index.problems[problem]
+    return (set(own.nominators) | {index.authors.get(c, "") for c in own.items.values()}
+            | {w for by in own.reviews.values() for w in by})
 
 
 @dataclass
@@ -212,9 +228,10 @@ class Scheduler:
         """`open_problems`, counting as nominations in the making the episodes in
         flight or being claimed and the nominations not yet merged."""
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
-        busy += [p for p, _, status in self._unmerged().values() if status == Status.NOMINATE]
-        return open_problems(self.shared.index, self.problems, self.shared.view.settled,
-                                     self.streaks.set_aside, busy, self.config)
+        with self.shared.index.lock:  # the live index: no commit taken in while it is read
+            busy += [p for p, _, status in self._unmerged().values() if status == Status.NOMINATE]
+            return open_problems(self.shared.index, self.problems, self.shared.view.settled,
+                                 self.streaks.set_aside, busy, self.config)
 
     def _unmerged(self) -> dict[str, tuple[str, str, str]]:
         """`unmerged`, less what the index now holds."""
@@ -227,10 +244,11 @@ class Scheduler:
         claimed, and other processes' too."""
         busy = [r.problem for r in self.in_flight.values()] + self.claiming
         busy += self.source.elsewhere()
-        unmerged, open_ = self._unmerged(), self._open()
-        return pick(self.shared.index, open_, busy, self.free_workers, unmerged, Rule.of(self.config),
-                    self.rng, waiting=bool(self.in_flight or self.claiming or unmerged),
-                    announced=self.shared.view.announcements, tight=self._tight(open_, len(busy)))
+        with self.shared.index.lock:  # the live index: no commit taken in while it is read
+            unmerged, open_ = self._unmerged(), self._open()
+            return pick(self.shared.index, open_, busy, self.free_workers, unmerged, Rule.of(self.config),
+                        self.rng, waiting=bool(self.in_flight or self.claiming or unmerged),
+                        announced=self.shared.view.announcements, tight=self._tight(open_, len(busy)))
 
     def _tight(self, open_: list[str], busy: int) -> bool:
         """The budget left, less the episodes in flight, cannot pay for a selection on every open
@@ -261,7 +279,8 @@ class Scheduler:
         for record in records:
             self.in_flight[record.episode] = record
             found = self.problem_set.get(record.problem)
-            review = reviewing.assignment(shared.index, shared.view, record.problem, record.worker)
+            with shared.index.lock:
+                review = reviewing.assignment(shared.index, shared.view, record.problem, record.worker)
             info = plan.plan(self.config, record.episode, record.worker,
                              (record.problem, found.kind.value, found.title, found.executable), tips, review,
                              image=(found.image, found.reference_in_image))

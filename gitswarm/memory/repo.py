@@ -18,7 +18,7 @@ from pygit2.enums import ObjectType, RepositoryOpenFlag
 
 from gitswarm import __version__
 from gitswarm.domain.contribution import Contribution
-from gitswarm.memory import books, commitmeta, inherit, objects, read, trees, write
+from gitswarm.memory import books, commitmeta, inherit, objects, read, refdirs, trees, write
 from gitswarm.memory import compose as composer
 from gitswarm.memory.errors import NotARun, RunTooNew
 from gitswarm.memory.gitdir import GitReader
@@ -61,6 +61,7 @@ class Memory:
         self._lock = threading.RLock()
         self._line = composer.MainLine()
         self._root: str | None = None
+        refdirs.keep(self.repo)
         _cache_trees()
 
     @classmethod

@@ -17,7 +17,7 @@ import pygit2
 from pygit2.enums import FileMode, SortMode
 
 from gitswarm.domain.index import MemoryIndex
-from gitswarm.memory import commitmeta, compose, indexing, objects, read, refnames, trees
+from gitswarm.memory import commitmeta, compose, indexfile, indexing, objects, read, refnames, trees
 from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.model import CommitInfo, Item
 from gitswarm.memory.read import ParsedBlobs
@@ -166,6 +166,11 @@ class Snapshot:
     def catch_up(self, index: MemoryIndex) -> None:
         """Bring `index` up to the pinned main (`indexing.update`)."""
         indexing.update(index, self._repo, self.main)
+
+    def kept_index(self) -> MemoryIndex:
+        """The index of the pinned main from the file kept beside the run, brought up to it
+        (built from git when the file cannot be used; `indexfile.kept`)."""
+        return indexfile.kept(self._repo, self.main)
 
     def read_with(self, reader: Callable[Concatenate[GitReader, P], T], *args: P.args,
                   **kwargs: P.kwargs) -> T:

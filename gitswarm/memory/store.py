@@ -10,6 +10,7 @@ more writer threads would only queue, and the event loop must never wait on git.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -18,13 +19,16 @@ import anyio
 from gitswarm.domain.contribution import Contribution
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.memory import compose as composer
-from gitswarm.memory import indexing
+from gitswarm.memory import indexfile, indexing
 from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.model import CommitInfo, Written
 from gitswarm.memory.repo import MainRecord, Memory
 from gitswarm.memory.snapshot import Snapshot
 
 T = TypeVar("T")
+KEEP_EVERY = 15.0
+"""Seconds between two writes of the engine's index beside the run (its readers take in the
+commits since from git; a write at 100,000 commits takes about 0.1 s of the git thread)."""
 
 
 class GitThread:
@@ -46,6 +50,7 @@ class Store:
         self.memory = memory
         """The memory itself, for work that already runs on the git thread (`run`'s functions)."""
         self._thread = thread or GitThread()
+        self._kept_at = time.monotonic()
 
     @classmethod
     async def open(cls, opener: Callable[[], Memory]) -> Store:
@@ -101,8 +106,27 @@ class Store:
     # -- reads ----------------------------------------------------------------------------
 
     async def update_index(self, index: MemoryIndex, tip: str) -> None:
-        """`index` brought up to main's commit `tip` (`memory.indexing.update`)."""
-        await self.run(indexing.update, index, self.memory.repo, tip)
+        """`index` brought up to main's commit `tip` (`memory.indexing.update`), and written
+        beside the run for its readers at most every `KEEP_EVERY` seconds (`memory.indexfile`)."""
+        await self.run(self._update_index, index, tip)
+
+    async def kept_index(self, tip: str) -> MemoryIndex:
+        """The index of main up to `tip` from the file beside the run, else built from git
+        (`memory.indexfile.kept`): a run that resumes does not walk its history again."""
+        return await self.run(indexfile.kept, self.memory.repo, tip)
+
+    async def keep_index(self, index: MemoryIndex) -> None:
+        """Write `index` beside the run now (the run's end)."""
+        await self.run(self._keep, index)
+
+    def _update_index(self, index: MemoryIndex, tip: str) -> None:
+        indexing.update(index, self.memory.repo, tip)
+        if time.monotonic() - self._kept_at >= KEEP_EVERY:
+            self._keep(index)
+
+    def _keep(self, index: MemoryIndex) -> None:
+        indexfile.save(index, self.memory.repo)
+        self._kept_at = time.monotonic()
 
     async def main(self) -> str:
         """Main's tip now."""

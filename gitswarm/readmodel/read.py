@@ -38,11 +38,13 @@ KIND = re.compile(r"^- kind:\s*(\w+)", re.M)
 def read_run(memory: Memory, index: MemoryIndex | None = None) -> RunState:
     """The read model of the run `memory` opens, as it stands now. `index` is one a caller
     keeps from read to read (brought up to main here, so only new commits are read); without
-    it, one is built over main's whole history."""
+    it, the one kept beside the run (`memory.indexfile`), brought up to main."""
     snapshot = memory.snapshot()  # once: the index and the tree read the same main
     root = snapshot.tree()
-    index = index if index is not None else MemoryIndex()
-    snapshot.catch_up(index)
+    if index is None:
+        index = snapshot.kept_index()
+    else:
+        snapshot.catch_up(index)
     state = scheduler_record(memory)
     aside = {str(p) for p in state.get("set_aside") or ()}
     rule = Rule.from_record(state.get("selection"))

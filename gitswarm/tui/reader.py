@@ -27,9 +27,10 @@ def open_memory(run: Path):
 class Snapshots:
     """The run's read model, read again and again over one `MemoryIndex` kept between reads.
 
-    The first read takes in main's whole history; each later one only the commits main gained
-    since. One read at a time: a snapshot worker textual has cancelled may still be reading in
-    its thread when the next starts, and the index is not safe to update from two threads."""
+    The first read starts from the index kept beside the run (`memory.indexfile`; main's whole
+    history when there is none); each later one takes in only the commits main gained since.
+    One read at a time: a snapshot worker textual has cancelled may still be reading in its
+    thread when the next starts, and the index is not safe to update from two threads."""
 
     def __init__(self) -> None:
         self._index: MemoryIndex | None = None
@@ -37,11 +38,10 @@ class Snapshots:
 
     def read(self, memory) -> RunState:
         """Each problem's state, counts, selection and grade, and the totals, as main stands now."""
-        from gitswarm.domain.index import MemoryIndex
         from gitswarm.readmodel.read import read_run
 
         with self._lock:
-            index = self._index if self._index is not None else MemoryIndex()
+            index = self._index if self._index is not None else memory.snapshot().kept_index()
             self._index = None  # a read that fails part way leaves an index half taken in: start over next time
             state = read_run(memory, index)
             self._index = index

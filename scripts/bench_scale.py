@@ -1,0 +1,164 @@
+"""A run of the paper's scale on one machine: N problems x B episodes, the real engine in one
+process against the scripted model behind the fake server (in another process: the model is
+remote in real use, so its CPU is not ours), end to end; then the same shape split over
+`gitswarm worker` processes on a `file://` git remote (docs/many-machines.md's recipe, through
+the real CLI: bench_remote_run.py).
+
+Prints, for the run in one process:
+- the engine's CPU per episode over the first and the last `--window` episodes to end (the
+  process's CPU between the window's first and last episode end, over the episodes in it):
+  flat when the work per episode does not grow with the run;
+- the run's repository on disk, its commits on main and refs;
+- `gitswarm status RUN` (its own process: wall and CPU) and a dashboard refresh at the end
+  (`tui.reader.Snapshots.read`: the first read, then one more with its index kept);
+- the engine process's peak RSS.
+And for the split run: its wall time, calls per second and the CPU seconds of each process.
+
+    python scripts/bench_scale.py --problems 50 --per-problem 500 --workers 250   # the paper's 25,000
+    python scripts/bench_scale.py --problems 4 --per-problem 6 --workers 4 --split 2 --window 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from bench_history import write_set
+from bench_orchestration import serving
+
+ENDED = ("committed", "nominated", "abstain", "failed")
+"""The events of an episode's end (bench_remote_run.ENDED)."""
+
+
+async def one_process(root: Path, problems: int, per_problem: int, workers: int, latency: float) -> dict:
+    """The run in this process; the CPU clock at each episode's end, and the run's folder."""
+    from gitswarm.engine.config import SolveConfig
+    from gitswarm.engine.run import solve
+    from gitswarm.models.client import LiteLLMModel
+    from gitswarm.models.config import ModelConfig
+    from gitswarm.models.lib import litellm_module
+    from gitswarm.problems.loader import load_set
+
+    litellm_module()  # a one-off import of seconds, not the engine's work per episode
+    folder = write_set(root / "set", problems)
+    ended: list[float] = []
+
+    def listener(event) -> None:
+        if event.kind in ENDED:
+            ended.append(time.process_time())
+
+    with serving(latency, root / "arrivals") as url, serving(0.0, root / "merger") as merger_url:
+        config = ModelConfig(model="openai/gitswarm-scripted", api_base=url, api_key="k", reply_timeout_s=300)
+        merger = ModelConfig(model="openai/gitswarm-scripted", api_base=merger_url, api_key="k", reply_timeout_s=300)
+        cfg = SolveConfig(problems=folder, run=root / "run", model=config.model, workers=workers,
+                          budget=problems * per_problem, settle_nominations=10**6, seed=1)
+        started, cpu0 = time.monotonic(), time.process_time()
+        result = await solve(cfg, load_set(folder), LiteLLMModel(config), LiteLLMModel(merger), [listener])
+        wall, cpu = time.monotonic() - started, time.process_time() - cpu0
+    return {"run": str(cfg.run), "ended": ended, "wall": wall, "cpu": cpu, "charged": result.charged,
+            "reason": str(result.reason), "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def per_episode(ended: list[float], window: int) -> tuple[float, float, int]:
+    """CPU ms per episode over the first and the last `window` episode ends (fewer in a small run)."""
+    n = max(2, min(window, len(ended) // 2))
+
+    def rate(part: list[float]) -> float:
+        return (part[-1] - part[0]) / (len(part) - 1) * 1000
+
+    return rate(ended[:n]), rate(ended[-n:]), n
+
+
+def repository(run: Path) -> dict:
+    size = sum(p.stat().st_size for p in run.rglob("*") if p.is_file())
+    commits = subprocess.run(["git", "-C", str(run), "rev-list", "--count", "main"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    refs = subprocess.run(["git", "-C", str(run), "for-each-ref"], capture_output=True, text=True,
+                          check=True).stdout.count("\n")
+    return {"mb": size / 1e6, "commits_on_main": int(commits), "refs": refs}
+
+
+def status_time(run: Path) -> tuple[float, float]:
+    """`gitswarm status RUN` in its own process: (wall, CPU) seconds."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "gitswarm", "status", str(run)], capture_output=True, check=True)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def dashboard_times(run: Path) -> tuple[float, float]:
+    """A dashboard's first read of the run and its next refresh (index kept), in seconds."""
+    from gitswarm.memory.repo import Memory
+    from gitswarm.tui.reader import Snapshots
+
+    memory, snapshots = Memory(run), Snapshots()
+    started = time.perf_counter()
+    snapshots.read(memory)
+    first = time.perf_counter() - started
+    started = time.perf_counter()
+    snapshots.read(memory)
+    return first, time.perf_counter() - started
+
+
+def split(problems: int, per_problem: int, workers: int, processes: int, latency: float) -> dict:
+    """The same shape over `processes` worker processes on a git remote (bench_remote_run)."""
+    from bench_remote_run import run
+
+    slots = [workers // processes] * processes
+    per_worker = max(1, round(problems * per_problem / sum(slots)))
+    figures = run(slots, latency, per_worker, problems=problems)
+    return {k: figures[k] for k in ("slots", "wall", "calls", "calls_per_s", "episodes", "charged", "reason",
+                                    "cpu_s", "remote_refs")}
+
+
+def main() -> None:
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli.add_argument("--problems", type=int, default=50, help="N problems")
+    cli.add_argument("--per-problem", type=int, default=500, help="B episodes per problem (budget N x B)")
+    cli.add_argument("--workers", type=int, default=250, help="episodes in flight (C)")
+    cli.add_argument("--latency", type=float, default=0.0, help="seconds per fake model call")
+    cli.add_argument("--window", type=int, default=1000, help="episodes in the first and the last window")
+    cli.add_argument("--split", type=int, default=2, help="worker processes of the remote run (0: none)")
+    cli.add_argument("--keep", type=Path, help="keep the one-process run in this folder")
+    args = cli.parse_args()
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    root = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    root.mkdir(parents=True, exist_ok=True)
+    local = anyio.run(one_process, root, args.problems, args.per_problem, args.workers, args.latency)
+    first, last, n = per_episode(local["ended"], args.window)
+    run = Path(local["run"])
+    status_wall, status_cpu = status_time(run)
+    read, refresh = dashboard_times(run)
+    figures = {"problems": args.problems, "per_problem": args.per_problem, "workers": args.workers,
+               "episodes": len(local["ended"]), "charged": local["charged"], "reason": local["reason"],
+               "wall_s": local["wall"], "engine_cpu_s": local["cpu"],
+               "cpu_ms_per_episode_first": first, "cpu_ms_per_episode_last": last, "window": n,
+               "repository": repository(run), "status_s": status_wall, "status_cpu_s": status_cpu,
+               "dashboard_first_read_s": read, "dashboard_refresh_s": refresh, "peak_rss_mb": local["rss_mb"]}
+    print(f"one process: {figures['episodes']:,} episodes ({args.problems} x {args.per_problem}, C={args.workers}) "
+          f"in {local['wall']:.0f} s; engine CPU per episode {first:.1f} ms over the first {n}, {last:.1f} ms "
+          f"over the last {n} (x{last / max(first, 1e-9):.2f})")
+    repo = figures["repository"]
+    print(f"repository {repo['mb']:.1f} MB, {repo['commits_on_main']:,} commits on main, {repo['refs']:,} refs; "
+          f"status {status_wall:.2f} s ({status_cpu:.2f} s CPU); dashboard first read {read:.2f} s, "
+          f"refresh {refresh:.3f} s; peak RSS {local['rss_mb']:.0f} MB")
+    if args.split:
+        figures["split"] = split(args.problems, args.per_problem, args.workers, args.split, args.latency)
+        s = figures["split"]
+        print(f"split over {args.split} worker processes on a git remote: {s['episodes']:,} episodes in "
+              f"{s['wall']:.0f} s, {s['calls_per_s']:.1f} model calls/s; CPU s {s['cpu_s']}")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

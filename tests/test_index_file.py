@@ -1,0 +1,103 @@
+"""The index of main kept beside the run: what a reader loads is the index git gives at that
+tip, or it is built again from git (the file is never the truth)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pygit2
+import pytest
+from demo_run import demo_run
+from test_index import first_parents
+from test_index import state as walked_state
+from typer.testing import CliRunner
+
+from gitswarm.cli.main import app
+from gitswarm.domain.index import MemoryIndex
+from gitswarm.memory import indexfile, indexing
+
+
+@pytest.fixture
+def run(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    """A copy of the session's demo run (real merges, reviews, nominations): the tests write in it."""
+    copy = tmp_path / "run"
+    shutil.copytree(demo_run(tmp_path_factory), copy)
+    return copy
+
+
+def state(index: MemoryIndex) -> dict:
+    """Everything the index holds (its people and inherited work too)."""
+    return {**walked_state(index), "people": index.people, "inherited_runs": index.inherited_runs,
+            "inherited": index.inherited, "built_on": index.built_on, "seen_tip": index.seen_tip}
+
+
+def built(repo: pygit2.Repository, tip: str) -> MemoryIndex:
+    index = MemoryIndex()
+    indexing.update(index, repo, tip)
+    return index
+
+
+def stored_tip(repo: pygit2.Repository) -> str | None:
+    loaded = indexfile.load(repo)
+    return loaded.seen_tip if loaded is not None else None
+
+
+def test_the_engine_leaves_the_index_of_main_beside_the_run(run: Path):
+    repo = pygit2.Repository(str(run))
+    main = repo.references["refs/heads/main"].target
+    left = indexfile.load(repo)
+    assert left is not None and left.seen_tip is not None
+    # its last merge's tip (the selections the run wrote at its end came after)
+    assert left.seen_tip == str(main) or repo.descendant_of(main, pygit2.Oid(hex=left.seen_tip))
+    assert len(left.taken) > 10 and state(left) == state(built(repo, left.seen_tip))
+
+
+def test_the_kept_index_follows_main_and_is_the_one_git_gives(run: Path):
+    repo = pygit2.Repository(str(run))
+    chain = first_parents(repo)
+    indexfile.path_of(repo).unlink()
+    assert indexfile.load(repo) is None
+    for tip in [*chain[::3], chain[-1]]:
+        kept = indexfile.kept(repo, tip)
+        assert state(kept) == state(built(repo, tip))
+        assert stored_tip(repo) == tip  # written back as it moved
+        assert state(indexfile.load(repo)) == state(kept)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("moved", ["back", "rewritten"])
+def test_an_index_of_another_history_is_built_again(run: Path, moved: str):
+    repo = pygit2.Repository(str(run))
+    chain = first_parents(repo)
+    indexfile.kept(repo, chain[-1])
+    if moved == "back":
+        tip = chain[len(chain) // 2]
+    else:  # a commit beside main's history: its parent is an old tip, the file's tip is not in its history
+        old = repo[chain[len(chain) // 2]]
+        sig = pygit2.Signature("t", "t@t", 1, 0)
+        tip = str(repo.create_commit(None, sig, sig, "beside\n", old.tree.id, [old.id]))
+    kept = indexfile.kept(repo, tip)
+    assert state(kept) == state(built(repo, tip)) != state(built(repo, chain[-1]))
+    assert stored_tip(repo) == tip
+
+
+@pytest.mark.parametrize("content", [b"", b"not marshal at all", b"\xe9\x01\x00"])
+def test_an_unreadable_file_is_ignored_and_written_again(run: Path, content: bytes):
+    repo = pygit2.Repository(str(run))
+    tip = first_parents(repo)[-1]
+    indexfile.path_of(repo).write_bytes(content)
+    assert indexfile.load(repo) is None
+    assert state(indexfile.kept(repo, tip)) == state(built(repo, tip))
+    assert stored_tip(repo) == tip
+
+
+def test_status_reads_the_same_with_and_without_the_file(run: Path):
+    repo = pygit2.Repository(str(run))
+    runner = CliRunner()
+    first = runner.invoke(app, ["status", str(run), "--json"])
+    assert first.exit_code == 0, first.output
+    assert stored_tip(repo) == str(repo.references["refs/heads/main"].target)
+    again = runner.invoke(app, ["status", str(run), "--json"])
+    assert again.output == first.output
+    indexfile.path_of(repo).unlink()
+    assert runner.invoke(app, ["status", str(run), "--json"]).output == first.output
