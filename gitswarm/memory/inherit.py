@@ -74,7 +74,7 @@ def origin(path: Path, set_name: str) -> Origin:
 
 def distinct(run_id: str, taken: tuple[str, ...]) -> str:
     """`run_id`, or with `-2`, `-3`... when a run it inherits has that id: its commits tell the
-    runs apart by their `Gitswarm-Run` alone."""
+    runs apart by their run trailer alone (`commitmeta`)."""
     found, n = run_id, 1
     while found in taken:
         n += 1
