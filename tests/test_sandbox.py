@@ -237,6 +237,21 @@ def test_scratch_folder_is_removed() -> None:
     assert result.ok and not Path(result.stdout.strip()).exists()
 
 
+def test_removing_a_scratch_folder_never_changes_the_folder_that_holds_it(tmp_path: Path) -> None:
+    """A scratch folder rmtree cannot remove as it is (here a link, which rmtree refuses; in a run,
+    a folder still mounted or locked) is given write permission back inside itself only: the
+    folder holding it (the system's /tmp, shared by every user) keeps its mode."""
+    from gitswarm.sandbox.scratch import remove_tree
+
+    holder = tmp_path / "tmp"
+    holder.mkdir()
+    holder.chmod(0o1777)
+    (tmp_path / "elsewhere").mkdir()
+    (holder / "gitswarm-sandbox-x").symlink_to(tmp_path / "elsewhere")
+    remove_tree(holder / "gitswarm-sandbox-x")
+    assert holder.stat().st_mode & 0o7777 == 0o1777
+
+
 def test_interpreter_reaches_declared_packages_only() -> None:
     declared = run([sys.executable, "-c", "import pytest; print('ok')"], limits=FAST, packages=("pytest",))
     assert declared.ok and declared.stdout == "ok\n"

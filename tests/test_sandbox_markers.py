@@ -29,6 +29,7 @@ from test_shell import Episode
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.problems.suite import read_suite
+from gitswarm.referee.builds import reference_executable
 from gitswarm.referee.reproduce import compile_tree, hidden, run_branch
 from gitswarm.resources import data_dir, resolve_set
 from gitswarm.sandbox import containment
@@ -148,14 +149,15 @@ def test_compile_sh_and_a_hidden_test_run_see_none(planted: Path, tmp_path: Path
     scratch.mkdir()
     (tree / "control.txt").write_text(CONTROL + "\n")
     (tree / "compile.sh").write_text(f"{command()} > found.txt\nprintf '#!/bin/sh\\ncat\\n' > executable\n")
-    compile_tree(tree, set(), 900.0, [], hidden(problem, scratch))
+    hide = hidden(problem, scratch, reference_executable(problem, scratch / "reference", 900.0))
+    compile_tree(tree, set(), 900.0, [], hide, scratch / "stash" / "executable")
     assert found((tree / "found.txt").read_text()) == {CONTROL}
     work = tmp_path / "branch"  # the branch's files and ./executable: its own hidden test is in view
     report = work / "found.txt"
     search = f"if [ ! -e {report} ]; then {command()} > {work}/.found && mv {work}/.found {report}; fi"
     branch = read_suite(problem.tests_dir / "tests.json").branches[0]
     cases, step = run_branch(problem.tests_dir, branch, f"#!/bin/sh\n{search}\ncat\n".encode(), work, 900.0,
-                             hidden(problem, scratch))
+                             hide)
     assert cases and report.is_file(), step.output
     assert found(report.read_text()) == {HIDDEN_TEST}
 

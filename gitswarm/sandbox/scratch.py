@@ -24,18 +24,26 @@ def scratch_folder(workdir: Path | None) -> Iterator[Path]:
     try:
         yield path
     finally:
-        if sys.version_info >= (3, 12):
-            shutil.rmtree(path, onexc=_force_remove)
-        else:
-            shutil.rmtree(path, onerror=_force_remove)
+        remove_tree(path)
 
 
-def _force_remove(func, path, _exc) -> None:
-    """rmtree helper: the program may have left folders without write permission."""
-    with suppress(OSError):
-        os.chmod(Path(path).parent, 0o700)
-        os.chmod(path, 0o700)
-        func(path)
+def remove_tree(root: Path) -> None:
+    """Remove `root` and all in it, where the program took away write permission too. Only
+    folders inside `root` (and `root` itself) are given it back: the folder that holds `root`
+    (the system's /tmp) is never touched."""
+
+    def force(func, path, _exc) -> None:
+        with suppress(OSError):
+            folder = Path(path).parent
+            if folder == root or root in folder.parents:
+                os.chmod(folder, 0o700)
+            os.chmod(path, 0o700)
+            func(path)
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(root, onexc=force)
+    else:
+        shutil.rmtree(root, onerror=force)
 
 
 def write_files(root: Path, files: dict[str, bytes]) -> None:
