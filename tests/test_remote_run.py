@@ -122,8 +122,11 @@ def test_a_worker_runs_its_blind_reviews_on_its_own_reviewer_model(tmp_path: Pat
     served = brain_server(MODEL_LATENCY_S)  # the reviewer model's own server
     try:
         reviewer_api = next(served)
+        # --references: the demo's reproduce problem is this worker's too, so the run settles every problem
+        # (a fair scheduler spends fewer than the budget on the others, so the budget no longer ends it)
         one = worker(url, tmp_path / "a", "a", model_server, slots=3,
-                     extra=("--reviewer-model", "openai/gitswarm-reviewer", "--reviewer-api-base", reviewer_api))
+                     extra=("--reviewer-model", "openai/gitswarm-reviewer", "--reviewer-api-base", reviewer_api,
+                            "--references", "demo"))
         code, _, err = finish(coord)
         assert code == 0, err
         assert finish(one)[0] == 0
