@@ -164,3 +164,23 @@ async def test_the_dashboard_runs_the_equal_spend_runs_as_their_seed_makes_them_
     assert made[:2] == [[], [f"{arm}-s0-at-{fair.tokens}" for arm in fair.again]]  # once the seed's pass 1 ended
     assert ran == ["swarm-s0", "single-s0", *made[1]] and experiment.after(spec.runs[1]) == []  # made once
     assert all(s.finished for s in experiment.statuses().values()) and len(experiment.statuses()) == 2 + len(made[1])
+
+
+@pytest.mark.slow  # two small experiments, ~20 s
+def test_a_grade_lock_left_by_a_killed_experiment_does_not_stop_its_resume(tmp_path: Path):
+    """Killed while it wrote a run's grade, an experiment leaves `refs/gitswarm/grades.lock`
+    behind, which libgit2 never takes: the resume grades the run under its lock, removing what
+    the dead process left, as `solve` does."""
+    spec = write_spec(tmp_path, "episodes = 2", "single = {workers = 1, verify = 0}", seeds="[0]")
+    out = tmp_path / "exp"
+    first = runner.invoke(app, ["experiment", str(spec), "--no-tui", "--out", str(out)])
+    assert first.exit_code == 0, first.output
+    [run] = list((out / "runs").iterdir())
+    git(run, "update-ref", "-d", "refs/gitswarm/grades")  # killed before its grade was written...
+    stale = run / "refs" / "gitswarm" / "grades.lock"  # ...while libgit2 held the grades ref's lock
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("")
+    again = runner.invoke(app, ["experiment", str(spec), "--no-tui", "--out", str(out)])
+    assert again.exit_code == 0, again.output
+    assert "(not run again)" in again.output and "left ungraded" not in again.output
+    assert not stale.exists() and git(run, "rev-parse", "refs/gitswarm/grades").strip()

@@ -106,10 +106,13 @@ def runner_for(spec, parallel: int, judge):
     scripted solver on a fake server of its own, when the spec names it), graded as `grade` does."""
     from functools import partial
 
+    import anyio
+
     from gitswarm.cli.grade import grade_all
     from gitswarm.cli.running import RemoteRun, run_engine
     from gitswarm.core.control import Control
     from gitswarm.demo.solver import Solver
+    from gitswarm.engine.runlock import clear_stale_locks, run_lock
     from gitswarm.experiment.runner import Runner
     from gitswarm.fakeserver import serve
     from gitswarm.memory.repo import Memory
@@ -134,7 +137,14 @@ def runner_for(spec, parallel: int, judge):
 
     async def grade(plan) -> list[str]:
         """Every candidate of the problems graded without a model (answers, programs), so that the
-        report can check the selection against them; of proofs, the selected solutions alone."""
+        report can check the selection against them; of proofs, the selected solutions alone. Under
+        the run's lock, as `solve` works: an experiment killed while it wrote a grade left that ref's
+        lock file, which no writer would take again (`clear_stale_locks` removes what the dead left)."""
+        with run_lock(plan.config.run):
+            await anyio.to_thread.run_sync(clear_stale_locks, plan.config.run)
+            return await _grade_run(plan)
+
+    async def _grade_run(plan) -> list[str]:
         memory = Memory(plan.config.run)
         problems = [p for p in spec.problem_set.problems if p.id in memory.problems()]
         proofs = [p for p in problems if p.kind == "proof"]
