@@ -130,15 +130,20 @@ def ancestry(graph: Graph, problem: str, candidate: str) -> set[str]:
     """The winner's ancestry among the problem's contributions: `candidate`, what it cites
     (repeatedly), and its pass reviews."""
     mine = {n.id: n for n in graph.contributions(problem)}
-    seen, todo = {candidate}, deque([candidate])
+    verifying = {n.id for n in mine.values() if n.kind == "review" and n.reviews == candidate and n.verdict == "pass"}
+    return (cited_from(graph, candidate) | verifying) & mine.keys()
+
+
+def cited_from(graph: Graph, start: str) -> set[str]:
+    """`start` and the commits its citations reach, citation by citation."""
+    seen, todo = {start}, deque([start])
     while todo:
         node = graph.nodes.get(todo.popleft())
         for nxt in node.cited if node is not None else ():
             if nxt not in seen:
                 seen.add(nxt)
                 todo.append(nxt)
-    verifying = {n.id for n in mine.values() if n.kind == "review" and n.reviews == candidate and n.verdict == "pass"}
-    return (seen | verifying) & mine.keys()
+    return seen
 
 
 def compounding(graph: Graph, problem: str, candidate: str | None) -> Compounding:

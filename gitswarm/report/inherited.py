@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.kinds import candidate_path
 from gitswarm.readmodel.model import RunState
-from gitswarm.report.graph import Graph
+from gitswarm.report.graph import Graph, cited_from
 
 
 @dataclass(frozen=True)
@@ -68,22 +68,10 @@ def inherited(meta: dict, index: MemoryIndex, graph: Graph, state: RunState) -> 
         if p.selected is None:
             continue
         chosen = p.selected.candidate
-        reached = sorted({candidate_path(paths.get(c, c[:12])) for c in _cited(graph, chosen) - {chosen}
+        reached = sorted({candidate_path(paths.get(c, c[:12])) for c in cited_from(graph, chosen) - {chosen}
                           if c in index.inherited})
         if reached or chosen in index.inherited:
             built_on.append({"problem": p.id, "selected": p.selected.path.removeprefix(f"problems/{p.id}/"),
                              "selected_inherited": chosen in index.inherited, "inherited": reached})
     return Inherited(str(origin.get("run", "")), str(origin.get("commit", "")), problems, dict(items), built_on,
                      len(index.built_on))
-
-
-def _cited(graph: Graph, start: str) -> set[str]:
-    """`start` and the commits its citations reach, citation by citation."""
-    seen, todo = {start}, [start]
-    while todo:
-        node = graph.nodes.get(todo.pop())
-        for cited in node.cited if node is not None else ():
-            if cited not in seen:
-                seen.add(cited)
-                todo.append(cited)
-    return seen
