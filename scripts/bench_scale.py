@@ -38,8 +38,11 @@ ENDED = ("committed", "nominated", "abstain", "failed")
 """The events of an episode's end (bench_remote_run.ENDED)."""
 
 
-async def one_process(root: Path, problems: int, per_problem: int, workers: int, latency: float) -> dict:
-    """The run in this process; the CPU clock at each episode's end, and the run's folder."""
+async def one_process(root: Path, problems: int, per_problem: int, workers: int, latency: float,
+                      window: int) -> dict:
+    """The run in this process; the CPU clock at each episode's end, and the run's folder. Every
+    `window` episodes it prints a progress line to stderr (episodes, wall, the CPU per episode over
+    that window, RSS), so a run stopped before its end still says how its cost moved."""
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.run import solve
     from gitswarm.models.client import LiteLLMModel
@@ -50,10 +53,16 @@ async def one_process(root: Path, problems: int, per_problem: int, workers: int,
     litellm_module()  # a one-off import of seconds, not the engine's work per episode
     folder = write_set(root / "set", problems)
     ended: list[float] = []
+    began = time.monotonic()
 
     def listener(event) -> None:
         if event.kind in ENDED:
             ended.append(time.process_time())
+            if len(ended) % window == 0 and len(ended) > window:
+                ms = (ended[-1] - ended[-window - 1]) / window * 1000
+                rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+                print(f"{len(ended):,} episodes, {time.monotonic() - began:.0f} s: engine CPU {ms:.1f} ms per "
+                      f"episode over the last {window:,}, peak RSS {rss:.0f} MB", file=sys.stderr, flush=True)
 
     with serving(latency, root / "arrivals") as url, serving(0.0, root / "merger") as merger_url:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=url, api_key="k", reply_timeout_s=300)
@@ -134,7 +143,7 @@ def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     root.mkdir(parents=True, exist_ok=True)
-    local = anyio.run(one_process, root, args.problems, args.per_problem, args.workers, args.latency)
+    local = anyio.run(one_process, root, args.problems, args.per_problem, args.workers, args.latency, args.window)
     first, last, n = per_episode(local["ended"], args.window)
     run = Path(local["run"])
     status_wall, status_cpu = status_time(run)
