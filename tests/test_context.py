@@ -78,6 +78,7 @@ def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, pro
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.plan import EpisodePlan
     from gitswarm.engine.runview import RunView
+    from gitswarm.engine.terms import Terms
     from gitswarm.engine.tools import SEARCH_HITS, Toolbox
     from gitswarm.memory.store import Store
 
@@ -85,8 +86,9 @@ def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, pro
     paths = grow(memory, 60)
     index = MemoryIndex()
     indexing.update(index, memory.repo, memory.main())
-    view = RunView(SolveConfig(problems=problem_dir, run=tmp_path / "run", model="m"), ["sum"])
-    ep = EpisodePlan("e1", "w01", "sum", "answer", "Sum", memory.main())
+    cfg = SolveConfig(problems=problem_dir, run=tmp_path / "run", model="m")
+    view = RunView(["sum"])
+    ep = EpisodePlan("e1", "w01", "sum", "answer", "Sum", memory.main(), terms=Terms.of(cfg, "answer"))
     tools = Toolbox(Store(memory), index, view, ep, anyio.CapacityLimiter(1))
 
     found = anyio.run(tools.tool_search, Search(query="text"))

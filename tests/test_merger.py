@@ -49,7 +49,7 @@ async def one_pass(memory: Memory, problem_dir: Path, start: str) -> tuple[Merge
     events = EventLog(memory.path)
     async with serve(respond) as server:
         model = LiteLLMModel(ModelConfig(model=cfg.model, api_base=server.url, api_key="k", reply_timeout_s=5))
-        shared = Shared(Store(memory), index, RunView(cfg, ["sum"]), model, events,
+        shared = Shared(Store(memory), index, RunView(["sum"]), cfg, model, events,
                         anyio.CapacityLimiter(1), lambda: None, Ledger())
         merger = Merger(shared, shared.ledger, model)
         with anyio.fail_after(60):

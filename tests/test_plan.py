@@ -38,22 +38,22 @@ SWARM_ONLY = {"nominate", "announce", "in_flight", "list_items"}
 
 
 def plan_of(role: Role, kind: str, problems: Path, run: Path, tips: tuple[str, str] = ("a" * 40, "b" * 40),
-            candidate: str = "code/mine") -> tuple[SolveConfig, EpisodePlan]:
+            candidate: str = "code/mine") -> EpisodePlan:
     cfg = SolveConfig(problems=problems, run=run, model="m", workers=3, **SETTINGS[role])
     review = Assignment(candidate, "c" * 40, role == Role.BLIND) if role in (Role.REVIEW, Role.BLIND) else None
     made = plan(cfg, "e1", "w01", ("p", kind, "P", None), tips, review)
     assert made.role == role
-    return cfg, made
+    return made
 
 
 @pytest.mark.parametrize("role", list(Role))
 @pytest.mark.parametrize("kind", ["proof", "reproduce"])
 def test_each_role_is_offered_its_tools_told_its_prompt_and_allowed_its_kinds(role: Role, kind: str,
                                                                                tmp_path: Path):
-    cfg, ep = plan_of(role, kind, tmp_path, tmp_path / "r")
+    ep = plan_of(role, kind, tmp_path, tmp_path / "r")
     offered = [t["function"]["name"] for t in tool_schemas(ep.kind, ep.role)]
     assert offered == list(ep.tools) and ("shell" in offered) == (kind == "reproduce")
-    prompt = system_prompt(cfg, ep)
+    prompt = system_prompt(ep)
     isolated = role in (Role.INDEPENDENT, Role.BEST_OF_N)
     if isolated:  # its own system prompt: nothing of nominations, announcements, a memory to build on
         assert not SWARM_ONLY & set(offered)
@@ -86,13 +86,14 @@ def test_the_first_prompt_of_every_role_on_a_reproduce_problem_names_its_documen
     indexing.update(index, memory.repo, memory.main())
     size = len((shipped.path / "rpn" / "docs" / "rpn.md").read_bytes())
     for role in Role:
-        cfg, ep = plan_of(role, "reproduce", shipped.path, memory.path, (memory.main(), memory.root()))
+        ep = plan_of(role, "reproduce", shipped.path, memory.path, (memory.main(), memory.root()))
         ep = EpisodePlan(ep.episode, ep.worker, "rpn", ep.kind, "RPN", code.commit if ep.review and
                          role == Role.BLIND else ep.start_commit, None, ep.role,
-                         Assignment("code/mine", code.commit, role == Role.BLIND) if ep.review else None)
-        view = RunView(cfg, problems=["rpn"])
+                         Assignment("code/mine", code.commit, role == Role.BLIND) if ep.review else None,
+                         terms=ep.terms)
+        view = RunView(problems=["rpn"])
         if ep.powers.shows == "candidate":
-            first = reviewing.first_prompt(memory, view, ep, "")
+            first = reviewing.first_prompt(memory, ep, "")
         else:
             first = context.overview(memory, view, index if ep.powers.sees_memory else MemoryIndex(), ep, "")
         assert f"`docs/rpn.md` ({size} bytes)" in first, (role, first)
@@ -101,9 +102,9 @@ def test_the_first_prompt_of_every_role_on_a_reproduce_problem_names_its_documen
 def test_read_file_lists_a_folder_search_reads_the_docs_and_a_miss_says_what_there_is(tmp_path: Path):
     shipped = load_set(resolve_set("reproduce"))
     memory = Memory.create(tmp_path / "run", shipped, problem_ids=["rpn"])
-    cfg, made = plan_of(Role.BEST_OF_N, "reproduce", shipped.path, memory.path, (memory.main(), memory.root()))
-    ep = EpisodePlan("e1", "w01", "rpn", "reproduce", "RPN", memory.root(), None, made.role)
-    tools = Toolbox(Store(memory), MemoryIndex(), RunView(cfg, problems=["rpn"]), ep, anyio.CapacityLimiter(1))
+    made = plan_of(Role.BEST_OF_N, "reproduce", shipped.path, memory.path, (memory.main(), memory.root()))
+    ep = EpisodePlan("e1", "w01", "rpn", "reproduce", "RPN", memory.root(), None, made.role, terms=made.terms)
+    tools = Toolbox(Store(memory), MemoryIndex(), RunView(problems=["rpn"]), ep, anyio.CapacityLimiter(1))
     docs = (shipped.path / "rpn" / "docs" / "rpn.md").read_text()
     word = next(w for w in docs.split() if len(w) > 8 and w.isalpha())
 

@@ -75,7 +75,7 @@ def test_the_count_adds_the_open_claims_reports_to_the_ledger(tmp_path: Path):
 
 def test_a_workers_cap_check_counts_the_rest_of_the_run(tmp_path: Path, problem_dir: Path):
     cfg = SolveConfig(problems=problem_dir, run=tmp_path / "w", model="openai/m", max_total_tokens=1000)
-    mine, view = Ledger(), RunView(cfg, ["sum"])
+    mine, view = Ledger(), RunView(["sum"])
     record = EpisodeRecord("e00001", "a-w01", "sum", tokens_in=399)
     mine.changed(record)
     published = Published("a", {"tokens": 700, "usd": 0.0, "processes": {"a": {"tokens": 100, "usd": 0.0}}})
@@ -118,7 +118,7 @@ def test_a_worker_looks_less_often_while_the_run_stands_still(tmp_path: Path, me
     remote = Remote(url, folder)
     settings = join(remote, "w")
     worker = Memory(folder)
-    shared = Shared(Store(worker), MemoryIndex(), RunView(cfg, ["sum"]), None, EventLog(folder, []),
+    shared = Shared(Store(worker), MemoryIndex(), RunView(["sum"]), cfg, None, EventLog(folder, []),
                     anyio.CapacityLimiter(1), lambda: None, Ledger())
     source = ClaimSource(remote, Claims(remote, "w", ttl_s=600), worker, shared, settings, 600)
     monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))

@@ -30,6 +30,7 @@ from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.plan import Assignment, EpisodePlan, Role, plan
 from gitswarm.engine.run import solve
 from gitswarm.engine.runview import RunView
+from gitswarm.engine.terms import Terms
 from gitswarm.engine.tools import Toolbox, ToolError
 from gitswarm.fakeserver import FakeReply, serve
 from gitswarm.memory import indexing
@@ -173,8 +174,9 @@ async def test_a_blind_review_cannot_read_past_its_candidate(tmp_path: Path):
     memory.compose()
     cfg = SolveConfig(problems=resolve_set("demo"), run=memory.path, model="m", reviews="blind")
     ep = EpisodePlan("e00003", "w02", "demo-odd-sum", "proof", "Odd sum", attempt.commit,
-                     role=Role.BLIND, review=Assignment("attempts/a.md", attempt.commit, blind=True))
-    tools = Toolbox(Store(memory), MemoryIndex(), RunView(cfg), ep, anyio.CapacityLimiter(1))
+                     role=Role.BLIND, review=Assignment("attempts/a.md", attempt.commit, blind=True),
+                     terms=Terms.of(cfg, "proof"))
+    tools = Toolbox(Store(memory), MemoryIndex(), RunView(), ep, anyio.CapacityLimiter(1))
     assert "Proof." in await tools.call("read_file", {"path": "attempts/a.md"})
     assert "odd" in (await tools.call("read_file", {"path": "statement.md"})).lower()
     with pytest.raises(ToolError, match="a blind review reads the problem's own files"):
@@ -216,7 +218,7 @@ def test_an_episode_that_may_not_review_is_told_when_only_a_review_is_needed(mem
     for reviews, told in (("blind", True), ("open", False)):
         cfg = SolveConfig(problems=problem_dir, run=memory.path, model="m", reviews=reviews)
         ep = plan(cfg, "e02", "w02", ("sum", "answer", "A sum", None), (memory.main(), memory.main()), None)
-        head = header(RunView(cfg, problems=["sum"]), index, ep, 1, [])
+        head = header(RunView(problems=["sum"]), index, ep, 1, [])
         assert ("which the scheduler assigns to review episodes" in head) is told, reviews
         assert ("most useful next: review attempts/a.md" in head) is not told, reviews
 
@@ -290,9 +292,9 @@ def test_every_role_s_system_prompt_starts_with_its_text(problem_dir: Path, tmp_
     for reviews in ("open", "blind"):
         cfg = SolveConfig(problems=problem_dir, run=tmp_path / "r", model="m", reviews=reviews)
         for kind in ("proof", "program"):
-            for review in (None, Assignment("attempts/a.md", "c" * 40, cfg.blind)):
+            for review in (None, Assignment("attempts/a.md", "c" * 40, reviews == "blind")):
                 ep = plan(cfg, "e1", "w01", ("p", kind, "P", None), ("c" * 40, "r" * 40), review)
-                text = system_prompt(cfg, ep)
+                text = system_prompt(ep)
                 assert text.startswith("You are "), (reviews, kind, review, text[:40])
 
 

@@ -7,10 +7,9 @@ import re
 from pathlib import Path
 
 import gitswarm
-from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.runview import RunView
 
-FACTS = "charged|tokens|cost|cost_known|settled|verified|episodes|max_episodes|set_aside|announcements|running|problems"
+FACTS = "charged|tokens|cost|cost_known|settled|verified|episodes|set_aside|announcements|running|problems"
 WRITE = re.compile(rf"\bview\.({FACTS})\s*(\[[^]]*\])?\s*(=|\+=|-=|\|=)(?!=)"
                    rf"|\bview\.(settled|verified|set_aside|announcements|running)\.(add|update|discard|remove|pop|clear)\(")
 
@@ -25,7 +24,7 @@ def test_no_module_assigns_a_fact_of_the_view():
 
 
 def test_each_fact_has_its_writer(tmp_path: Path):
-    view = RunView(SolveConfig(problems=tmp_path, run=tmp_path / "run", model="m", max_episodes=9), ["a", "b"])
+    view = RunView(["a", "b"])
     view.counted(charged=3, episodes=5)
     view.spent(1200, 0.25, False)
     view.settle({"a"}, {"a", "b"})
@@ -37,7 +36,7 @@ def test_each_fact_has_its_writer(tmp_path: Path):
     view.working("w02", "e2", "a", 0)
     view.announce("w02", "a: review")
     view.finished("w02")
-    assert (view.charged, view.episodes, view.max_episodes) == (3, 5, 9)
+    assert (view.charged, view.episodes) == (3, 5)
     assert (view.tokens, view.cost, view.cost_known) == (1200, 0.25, False)
     assert (view.settled, view.verified, view.set_aside) == ({"a"}, {"b"}, {"b"})
     assert view.running == {"w01": ("e1", "a", 2)}

@@ -22,6 +22,7 @@ from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.references import References
 from gitswarm.engine.runview import RunView
+from gitswarm.engine.terms import Terms
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
@@ -57,10 +58,11 @@ class Episode:
         found = problems.get(problem)
         index = MemoryIndex()
         indexing.update(index, memory.repo, memory.main())
-        view = RunView(SolveConfig(problems=problems.path, run=memory.path, model="m"), [problem])
+        cfg = SolveConfig(problems=problems.path, run=memory.path, model="m")
+        view = RunView([problem])
         ep = EpisodePlan(episode, "w01", problem, found.kind.value, found.title, memory.main(),
                          found.executable, image=found.image,
-                         reference_in_image=found.reference_in_image)
+                         reference_in_image=found.reference_in_image, terms=Terms.of(cfg, found.kind.value))
         limiter = anyio.CapacityLimiter(2)
         self.tools = Toolbox(Store(memory), index, view, ep, limiter,
                              References(problems, limiter, folder) if folder else None)

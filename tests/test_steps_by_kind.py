@@ -51,7 +51,7 @@ def test_the_option_is_offered_and_the_prompts_tell_each_kind_its_steps():
                       max_steps_by_kind={"reproduce": 300})
     for kind, steps in (("reproduce", 300), ("proof", 6)):
         ep = plan(cfg, "e00001", "w01", ("p", kind, "P", None), ("a" * 40, "a" * 40), None)
-        assert f"At most {steps} steps" in system_prompt(cfg, ep)
+        assert f"At most {steps} steps" in system_prompt(ep)
 
 
 @pytest.mark.anyio

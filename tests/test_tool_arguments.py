@@ -18,6 +18,7 @@ from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.plan import EpisodePlan
 from gitswarm.engine.runview import RunView
+from gitswarm.engine.terms import Terms
 from gitswarm.engine.toolargs import BadArguments, Fields, Flag, Number, Text, Texts, ToolArgs, Whole, check
 from gitswarm.engine.toolmodels import ROLES
 from gitswarm.engine.tools import Final, Toolbox, ToolError
@@ -153,8 +154,9 @@ def toolbox(tmp_path: Path) -> Toolbox:
     memory = Memory.create(tmp_path / "run", problems, problem_ids=[PROBLEM])
     index = MemoryIndex()
     indexing.update(index, memory.repo, memory.main())
-    view = RunView(SolveConfig(problems=problems.path, run=memory.path, model="m"), [PROBLEM])
-    ep = EpisodePlan("e00001", "w01", PROBLEM, "proof", "odd sums", memory.main())
+    cfg = SolveConfig(problems=problems.path, run=memory.path, model="m")
+    view = RunView([PROBLEM])
+    ep = EpisodePlan("e00001", "w01", PROBLEM, "proof", "odd sums", memory.main(), terms=Terms.of(cfg, "proof"))
     return Toolbox(Store(memory), index, view, ep, anyio.CapacityLimiter(1))
 
 

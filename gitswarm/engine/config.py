@@ -288,6 +288,12 @@ class SolveConfig(BaseModel):
         return self.max_steps_by_kind.get(kind, self.max_steps)  # type: ignore[call-overload]
 
     @property
+    def episode_cap(self) -> int:
+        """The episode cap: `max_episodes`, which `_episode_cap` sets from the budget when none is given."""
+        assert self.max_episodes is not None
+        return self.max_episodes
+
+    @property
     def merger(self) -> str:
         return self.merger_model or self.model
 

@@ -9,9 +9,9 @@ from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.kinds import CANDIDATE_FOLDERS, VERDICTS, candidate_path
 from gitswarm.domain.rule import Rule
 from gitswarm.engine import tasks
-from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.plan import CODE_KINDS, EpisodePlan, Role
 from gitswarm.engine.runview import RunView
+from gitswarm.engine.terms import Terms
 from gitswarm.memory.repo import Memory
 from gitswarm.resources import render
 
@@ -38,25 +38,25 @@ def clip(text: str, budget_tokens: int, hint: str) -> str:
     return text[:limit] + f"\n[... {len(text) - limit} more characters: {hint}]"
 
 
-def system_prompt(cfg: SolveConfig, ep: EpisodePlan) -> str:
+def system_prompt(ep: EpisodePlan) -> str:
     """The system prompt of episode `ep`: its role's (`Powers.system`: a swarm worker's, a
     reviewer's, an isolated attempt's), with the standards of its problem's kind family and the
     run's rules (what verifies, selects and settles). One per family and role in a run, so that
     requests share a cached prefix."""
-    rule = Rule.of(cfg)
-    return render(ep.powers.system, max_steps=cfg.steps(ep.kind), code=ep.code, verify=rule.verify, in_row=rule.in_row,
+    terms = ep.terms
+    rule = terms.rule
+    return render(ep.powers.system, max_steps=terms.max_steps, code=ep.code, verify=rule.verify, in_row=rule.in_row,
                   nominations=rule.nominations, settle_nominations=rule.settle_nominations,
-                  assigned=ep.role == Role.FREE, reviewer=cfg.reviewer_model is not None, blind=_blind(cfg, ep))
+                  assigned=ep.role is Role.FREE, reviewer=terms.own_reviewer, blind=_blind(ep))
 
 
-def _blind(cfg: SolveConfig, ep: EpisodePlan) -> bool:
+def _blind(ep: EpisodePlan) -> bool:
     """A reviewer's: it reviews blind; a free worker's: the run's reviews are blind."""
-    return ep.role == Role.BLIND or (ep.role == Role.FREE and cfg.blind)
+    return ep.role is Role.BLIND or (ep.role is Role.FREE and ep.terms.blind_reviews)
 
 
-def spending(view: RunView) -> dict[str, str]:
-    """What the run spent, as the state block says it: `usd_left` and `tokens_left`."""
-    cfg = view.config
+def spending(view: RunView, cfg: Terms) -> dict[str, str]:
+    """What the run spent, as the state block says it (`cfg`: the caps): `usd_left` and `tokens_left`."""
     usd = ("no USD spent yet" if not view.tokens else
            "USD unknown (no price for this model)" if not view.cost_known and not view.cost else
            f"USD {view.cost:.4f} spent" + ("" if view.cost_known else " (some prices unknown)"))
@@ -69,7 +69,7 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodePlan, step: int, staged
            new_items: int = 0) -> str:
     """The state block of every step, from the step's view of main (`index`, pinned at its
     `seen_tip`); `new_items` counts the items landed since the episode started."""
-    cfg = view.config
+    cfg = ep.terms
     problem = index.problems[ep.problem_id]
     counts = ", ".join(f"{n} {k}" for k, n in sorted(problem.kinds.items())) or "no contributions yet"
     votes = ", ".join(f"{_path_of(index, ep.problem_id, c)} ({c[:12]}) x{n}"
@@ -77,24 +77,24 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodePlan, step: int, staged
     candidates = list(index.candidates(ep.problem_id).items())[::-1]
     reviewed = [{"path": path, "text": reviews_text(index, ep.problem_id, commit)}
                 for path, commit in candidates[:HEADER_REVIEWED]]
-    rule = Rule.of(cfg)
+    rule = cfg.rule
     settled = ep.problem_id in view.settled
     busy = view.others_on(ep.problem_id, ep.worker)
     task = _task(view, index, ep, rule, settled, len(busy))
     open_ = len([p for p in view.problems if p not in view.settled and p not in view.verified])
     return render("state_header.md.j2", problem={"id": ep.problem_id, "kind": ep.kind},
                   settled=settled, episode=ep.episode, worker=ep.worker,
-                  step=step, max_steps=cfg.steps(ep.kind), budget_left=max(0, cfg.budget - view.charged),
-                  budget=cfg.budget, **spending(view), start_commit=ep.start_commit,
+                  step=step, max_steps=cfg.max_steps, budget_left=max(0, cfg.budget - view.charged),
+                  budget=cfg.budget, **spending(view, cfg), start_commit=ep.start_commit,
                   at=index.seen_tip or ep.start_commit, new_items=new_items,
                   counts=counts, nominations=votes, staged=", ".join(staged), episodes=view.episodes,
-                  max_episodes=view.max_episodes, set_aside=", ".join(sorted(view.set_aside)), reviewed=reviewed,
+                  max_episodes=cfg.max_episodes, set_aside=", ".join(sorted(view.set_aside)), reviewed=reviewed,
                   more_reviewed=max(0, len(candidates) - HEADER_REVIEWED), task=task,
                   needs=tasks.needs(index, ep.problem_id, rule, settled, busy) if ep.powers.sees_others else "",
                   run={"problems": len(view.problems), "settled": len(view.settled & set(view.problems)),
                        "verified": len(view.verified & set(view.problems)), "open": open_},
-                  verify=cfg.verify, settle_nominations=cfg.settle_nominations, isolated=not ep.powers.sees_others,
-                  assigned=ep.review is not None, deliverable=ep.deliverable)
+                  verify=rule.verify, settle_nominations=rule.settle_nominations, isolated=not ep.powers.sees_others,
+                  assigned=ep.reviewing, deliverable=ep.deliverable)
 
 
 def _task(view: RunView, index: MemoryIndex, ep: EpisodePlan, rule: Rule, settled: bool,
@@ -102,8 +102,8 @@ def _task(view: RunView, index: MemoryIndex, ep: EpisodePlan, rule: Rule, settle
     """The step the state block advises: an assigned review's one task; none for an isolated
     episode or a settled problem; else `tasks.next_task`, without reviews where the run assigns
     them, and `ASSIGNED` where the problem's next step is such a review (not this episode's)."""
-    if ep.review is not None:
-        return tasks.Task(tasks.REVIEW, 3, ep.review.path, ep.review.commit)
+    if ep.reviewing:
+        return tasks.Task(tasks.REVIEW, 3, ep.assigned.path, ep.assigned.commit)
     if not ep.powers.sees_others or settled:
         return None
     busy, assigned = view.busy_on(ep.problem_id, ep.worker), "review" not in ep.kinds
@@ -137,15 +137,14 @@ def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodePlan,
     most cited, then the newest; a codebase as one row), so its size does not grow with the
     memory, then the episodes in flight on the problem and the state; all of it from the step's
     view of main, `index` at its `seen_tip` (git thread)."""
-    cfg = view.config
+    cfg = ep.terms
     base, at = f"problems/{ep.problem_id}", index.seen_tip or ep.start_commit
     statement = (memory.read_file(f"{base}/statement.md", at) or b"").decode()
     summary = (memory.read_file(f"{base}/SUMMARY.md", at) or b"").decode()
     summary = clip(summary, cfg.context_tokens // 3, "read SUMMARY.md for the rest")
     room = max(4, (cfg.context_tokens - tokens(statement) // 2 - tokens(summary)) // ROW_TOKENS)
     codebases = index.candidates(ep.problem_id)
-    chosen = dict.fromkeys(candidate_path(p) for p, _ in index.shown(ep.problem_id, cfg.overview_cited,
-                                                                    cfg.overview_newest))
+    chosen = dict.fromkeys(candidate_path(p) for p, _ in index.shown(ep.problem_id, *cfg.shown))
     items = index.problems[ep.problem_id].items
     rows = []
     for path in list(chosen)[:room]:
@@ -162,8 +161,8 @@ def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodePlan,
     others = view.others_on(ep.problem_id, ep.worker) if ep.powers.sees_others else []
     return render("episode_start.md.j2", header=head, problem={"id": ep.problem_id, "title": ep.title},
                   statement=statement.strip(), summary=summary.strip(), items=rows,
-                  total=total, in_flight=others[:10], code_work="" if ep.review else _code_work(ep),
-                  isolated=not ep.powers.sees_others, assigned=ep.review is not None, deliverable=ep.deliverable,
+                  total=total, in_flight=others[:10], code_work="" if ep.reviewing else _code_work(ep),
+                  isolated=not ep.powers.sees_others, assigned=ep.reviewing, deliverable=ep.deliverable,
                   docs=docs,
                   executable=ep.executable if ep.kind in CODE_KINDS else None)
 

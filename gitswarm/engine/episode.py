@@ -62,31 +62,30 @@ async def run_episode(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, cu
     also when the scheduler cuts it short (`cut`: then `stopped`, its last call's tokens, cut
     off mid-reply, uncounted)."""
     cut = cut or Cut()
-    cfg = shared.view.config
-    record.model = ep.model or cfg.model
-    record.reviews = ep.review.commit if ep.review is not None else ""
+    terms = ep.terms
+    record.model, record.reviews = ep.model, ep.reviews
     index = shared.index if ep.powers.sees_memory else MemoryIndex()  # an isolated episode sees no one's work
     tools = Toolbox(shared.store, index, shared.view, ep, shared.sandbox, shared.references)
     messages: list[dict] = []
-    window = ContextPolicy.of(cfg, known_context_window(record.model))
+    window = ContextPolicy.of(terms.trimming, known_context_window(record.model))
     calls = CallLog.open()  # the client records each call of this task's episode in it
     stop, failure = None, Failure.MODEL
     try:
         await _look(shared, tools)
         head = _header(shared, tools, 1)
         if ep.powers.shows == "candidate":
-            first = await shared.store.run(reviewing.first_prompt, shared.memory, shared.view, ep, head)
+            first = await shared.store.run(reviewing.first_prompt, shared.memory, ep, head)
         else:
             first = await shared.store.run(context.overview, shared.memory, shared.view, tools.index, ep, head)
-        messages += [{"role": "system", "content": context.system_prompt(cfg, ep)},
+        messages += [{"role": "system", "content": context.system_prompt(ep)},
                      {"role": "user", "content": first}]
         final = None
-        with anyio.move_on_after(cfg.episode_timeout_s), cut.scope:
+        with anyio.move_on_after(terms.timeout_s), cut.scope:
             final = await _loop(shared, ep, record, tools, messages, window)
         if final is None and cut.scope.cancel_called:
             final = Final(Status.STOPPED, reason=f"{cut.why} after {record.calls} model calls")
         elif final is None:
-            final = Final(Status.FAILED, reason=f"episode wall-clock limit ({cfg.episode_timeout_s:.0f} s) reached")
+            final = Final(Status.FAILED, reason=f"episode wall-clock limit ({terms.timeout_s:.0f} s) reached")
     except ModelError as exc:
         final, failure = Final(Status.FAILED, reason=str(exc)), of_model_error(exc.kind)
         stop = Stop(StopReason.MODEL_FATAL, str(exc)) if exc.kind in FATAL_KINDS else None
@@ -114,7 +113,7 @@ def _review_of(index: MemoryIndex, ep: EpisodePlan, record: EpisodeRecord, final
     c = final.contribution
     if c is None or not record.commit or not c.verdict:
         return None
-    found = (c.reviews, ep.review.path) if ep.review is not None else index.resolve(record.problem, c.reviews)
+    found = (c.reviews, ep.assigned.path) if ep.reviewing else index.resolve(record.problem, c.reviews)
     return {"verdict": c.verdict, "reviews": found[1]} if found else None
 
 
@@ -131,9 +130,8 @@ async def _keep_transcript(shared: Shared, record: EpisodeRecord, messages: list
 
 async def _loop(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, tools: Toolbox,
                 messages: list[dict], window: ContextPolicy) -> Final:
-    cfg = shared.view.config
     note, nudges, settled = "", 0, ep.problem_id in shared.view.settled
-    for step in range(1, cfg.steps(ep.kind) + 1):
+    for step in range(1, ep.terms.max_steps + 1):
         if step > 1:
             await _look(shared, tools)
             head = _header(shared, tools, step)
@@ -160,7 +158,7 @@ async def _loop(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, tools: T
             final = await _run_calls(shared, ep, record, tools, messages, reply)
             if final is not None:
                 return final
-    return Final(Status.FAILED, reason=f"step limit ({cfg.steps(ep.kind)}) reached without a final action")
+    return Final(Status.FAILED, reason=f"step limit ({ep.terms.max_steps}) reached without a final action")
 
 
 def _header(shared: Shared, tools: Toolbox, step: int) -> str:
@@ -191,8 +189,7 @@ async def _call(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, messages
                                     error=retry.kind, what=retry.what, attempt=retry.attempt,
                                     delay=round(retry.delay_s, 1)))
 
-    began, who = time.monotonic(), Caller(ep.worker, record.model or shared.view.config.model, ep.episode,
-                                          ep.problem_id, step)
+    began, who = time.monotonic(), Caller(ep.worker, record.model, ep.episode, ep.problem_id, step)
     try:
         tools = tool_schemas(ep.kind, ep.role)
         reply = await shared.model_of(ep).complete(messages, tools=tools, tool_choice=tool_choice, on_retry=retrying)
@@ -213,7 +210,7 @@ async def _fit(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, tools: To
     if not window.over(messages, record.calls_in[-1] if record.calls_in else 0):
         return
     written = ""
-    if shared.view.config.compact_by == "model":
+    if ep.terms.trimming.compact_by == "model":
         written = (await _call(shared, ep, record, window.request(messages, tools.staged), step, None)).content
     window.compact(messages, step, written, tools.staged)
 
@@ -252,7 +249,7 @@ async def _run_calls(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, too
 async def _commit(shared: Shared, record: EpisodeRecord, contribution: Contribution) -> None:
     """Commit with the model and what the episode spent in the trailers. Shielded: once the
     git thread writes, the episode's wall clock must not leave the record without its commit."""
-    spent = replace(contribution, model=record.model or shared.view.config.model, usage=record.usage)
+    spent = replace(contribution, model=record.model, usage=record.usage)
     with anyio.CancelScope(shield=True):
         written = await shared.store.contribute(spent)
     record.commit = written.commit

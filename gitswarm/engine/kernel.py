@@ -83,7 +83,7 @@ class RunContext:
         ledger, index, view = await load_state(cfg, store, problems)
         await anyio.to_thread.run_sync(sandbox_containment)  # probed once a process, off the event loop
         events = EventLog(cfg.run, listeners)
-        shared = Shared(store, index, view, model, events, sandbox or anyio.CapacityLimiter(2),
+        shared = Shared(store, index, view, cfg, model, events, sandbox or anyio.CapacityLimiter(2),
                         caps_check(cfg, ledger, view, elsewhere), ledger, references, reviewer)
         if streaks is None:
             streaks = Streaks.from_records(cfg.no_progress, ledger.episodes.values())
@@ -154,7 +154,7 @@ async def load_state(cfg: SolveConfig, store: Store, problems: list[str]) -> tup
     resumes; the ledger records the selection rule the run uses, for `status`."""
     ledger = await store.run(Ledger.load, store.memory)
     index = await store.kept_index(await store.main())
-    view = RunView(cfg, problems)
+    view = RunView(problems)
     rule = Rule.of(cfg)
     view.settle(*selection.standing_of(index, problems, rule))
     record = rule.as_record()
@@ -201,7 +201,7 @@ def _select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
 async def select_all(shared: Shared, problems: Iterable[str]) -> dict[str, Selection | None]:
     """Each problem's solution, as every process that selects selects it (`_select`), written
     as its `SOLUTION.md` on main; None where there is none."""
-    cfg = shared.view.config
+    cfg = shared.settings
     rule, by_answers = Rule.of(cfg), plan.arm(cfg) == plan.Role.INDEPENDENT
     return {p: await shared.store.run(_select, shared.memory, shared.index, p, rule, by_answers) for p in problems}
 

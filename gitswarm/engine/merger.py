@@ -131,11 +131,11 @@ class Merger:
         await shared.store.update_index(shared.index, tip)
         view = shared.view
         before = set(view.settled)
-        view.settle(*selection.standing_of(shared.index, view.problems, Rule.of(view.config)))
+        view.settle(*selection.standing_of(shared.index, view.problems, Rule.of(shared.settings)))
         for problem in sorted(view.settled - before):  # no more episodes go there; selected at the end
             shared.events.emit(Settled(problem=problem))
         shared.events.emit(Merged(commit=tip, episodes=result.merged, parents=len(result.merged) + 1))
-        if summaries_read(view.config):
+        if summaries_read(shared.settings):
             await self._summaries(result)
 
     async def _summaries(self, result: Composed) -> None:
@@ -150,7 +150,7 @@ class Merger:
                 self.merges_since_summary[record.problem] += 1
                 touched.add(record.problem)
         for problem, count in list(self.merges_since_summary.items()):
-            if count >= shared.view.config.summary_every and problem not in shared.view.settled:
+            if count >= shared.settings.summary_every and problem not in shared.view.settled:
                 self.merges_since_summary[problem] = 0
                 if await self._summarise(problem):
                     touched.discard(problem)
@@ -185,7 +185,7 @@ class Merger:
         if not text or not text.lstrip().startswith("#"):
             return False
         text = await shared.store.run(digest.with_standing, shared.memory, shared.index, problem,
-                                      Rule.of(shared.view.config), problem in shared.view.settled, text)
+                                      Rule.of(shared.settings), problem in shared.view.settled, text)
         await self._write_summary(problem, text, "summary", "the merger's summary of the problem")
         return True
 
@@ -194,7 +194,7 @@ class Merger:
         holds no written summary: no model call."""
         shared, view = self.shared, self.shared.view
         text = await shared.store.run(digest.assemble, shared.memory, shared.index, problem,
-                                      Rule.of(view.config), problem in view.settled)
+                                      Rule.of(shared.settings), problem in view.settled)
         if text is not None:
             await self._write_summary(problem, text, "digest", "assembled from its items, without a model call")
 
@@ -220,7 +220,7 @@ class Merger:
         """One merger model call, charged to the ledger's merger record; None if it failed."""
         from gitswarm.models.errors import ModelError
 
-        merger, began = Caller("merger", self.shared.view.config.merger), time.monotonic()
+        merger, began = Caller("merger", self.shared.settings.merger), time.monotonic()
         if (reached := self.shared.check_caps()) is not None:  # the run stops: no more calls
             self.shared.events.emit(MergerFailed(error=reached.detail))
             return None
@@ -242,6 +242,6 @@ class Merger:
         save rather than a commit per call."""
         record = self._record or self.ledger.episodes.get("merger") or EpisodeRecord("merger", "merger", "", "merger")
         self._record = record
-        record.model = self.shared.view.config.merger
+        record.model = self.shared.settings.merger
         self.ledger.charge(record, usage)
         self.ledger.changed(record)

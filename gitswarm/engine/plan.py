@@ -16,7 +16,7 @@ it may contribute.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -24,6 +24,7 @@ from gitswarm.problems.model import Kind
 
 if TYPE_CHECKING:
     from gitswarm.engine.config import SolveConfig
+    from gitswarm.engine.terms import Terms
 
 CODE_KINDS = (Kind.PROGRAM, Kind.REPRODUCE)
 """Problems whose workers have a shell (`CODE_TOOLS`), and whose deliverable is a codebase."""
@@ -128,10 +129,29 @@ class EpisodePlan:
     """The container image the episode's programs run in (`Problem.image`), or None: the host's root."""
     reference_in_image: bool = False
     """The reference is the image's own `./executable` (`Problem.reference_in_image`)."""
+    terms: Terms = field(kw_only=True)
+    """What it knows of the run's settings: its limits, the run's rule and caps (`engine.terms`)."""
 
     @property
     def powers(self) -> Powers:
         return POWERS[self.role]
+
+    @property
+    def reviewing(self) -> bool:
+        """An assigned review: it reviews its `assigned` candidate or abstains."""
+        return self.review is not None
+
+    @property
+    def assigned(self) -> Assignment:
+        """The candidate an assigned review checks (`reviewing`); asked of another episode, a bug."""
+        if self.review is None:
+            raise TypeError(f"episode {self.episode} ({self.role}) reviews no assigned candidate")
+        return self.review
+
+    @property
+    def reviews(self) -> str:
+        """The commit of the candidate it was assigned to review; "" for an episode that was not."""
+        return self.review.commit if self.review is not None else ""
 
     @property
     def code(self) -> bool:
@@ -174,6 +194,15 @@ def role_for(cfg: SolveConfig, review: Assignment | None) -> Role:
     return Role.FREE if cfg.assigns_reviews else Role.WORKER
 
 
+def review_role(cfg: SolveConfig) -> Role | None:
+    """The role of the run's review episodes, which the scheduler assigns to one candidate
+    each (`reviewing.assignment`): `BLIND` or `REVIEW`; None where reviews are open (any swarm
+    worker may review, none is assigned)."""
+    if not cfg.assigns_reviews:
+        return None
+    return Role.BLIND if cfg.blind else Role.REVIEW
+
+
 def arm(cfg: SolveConfig) -> Role:
     """The role of the run's episodes that are not reviews: its arm (`INDEPENDENT` selects by
     the majority of answers and writes no review)."""
@@ -198,4 +227,7 @@ def plan(cfg: SolveConfig, episode: str, worker: str, problem: tuple[str, str, s
     start = review.commit if review is not None and review.blind else tip if powers.sees_memory else root
     model = cfg.reviewer if powers.on_reviewer else cfg.model
     pid, kind, title, executable = problem
-    return EpisodePlan(episode, worker, pid, kind, title, start, executable, role, review, model, *image)
+    from gitswarm.engine.terms import Terms  # terms reads this module's roles
+
+    return EpisodePlan(episode, worker, pid, kind, title, start, executable, role, review, model, *image,
+                       terms=Terms.of(cfg, kind))

@@ -1,5 +1,5 @@
-"""Review episodes: in a run whose reviews are assigned (`SolveConfig.assigns_reviews`: a
-reviewer model, blind reviews, best-of-n), every review is an episode of its own, which the
+"""Review episodes: in a run whose reviews are assigned (`plan.review_role`: a reviewer
+model, blind reviews, best-of-n), every review is an episode of its own, which the
 scheduler assigns to one candidate as it starts, and which runs on the reviewer model.
 
 - which episode reviews what (`assignment`): one whose worker's most useful step on its
@@ -30,35 +30,36 @@ PROBLEM_FILES = ("statement.md", *OWN_FOLDERS)
 """The problem's own files in its folder: the specification a blind review may read."""
 
 
-def assignment(index: MemoryIndex, view: RunView, problem: str, worker: str) -> Assignment | None:
+def assignment(index: MemoryIndex, view: RunView, problem: str, worker: str, rule: Rule,
+               reviews: Role | None) -> Assignment | None:
     """The candidate `worker` is to review on `problem` as its episode starts, or None when its
-    most useful step there is not a review (or the run's reviews are not assigned)."""
-    cfg = view.config
-    if not cfg.assigns_reviews:
+    most useful step there is not a review (or the run's reviews are not assigned: `reviews`,
+    the role of its review episodes, `plan.review_role`, is None)."""
+    if reviews is None:
         return None
-    task = tasks.next_task(index, problem, worker, Rule.of(cfg), view.busy_on(problem, worker))
+    task = tasks.next_task(index, problem, worker, rule, view.busy_on(problem, worker))
     if task.action not in (tasks.REVIEW, tasks.VERIFY) or task.value <= 0:
         return None
-    return Assignment(task.path, task.commit, cfg.blind)
+    return Assignment(task.path, task.commit, reviews is Role.BLIND)
 
 
 def readable(ep: EpisodePlan, rel: str) -> bool:
     """Whether a blind review may read `rel` (relative to its problem folder): the problem's
     own files and its candidate's; any other episode reads everything."""
-    if ep.role != Role.BLIND or ep.review is None:
+    if ep.role is not Role.BLIND:
         return True
-    own = rel == ep.review.path or rel.startswith(ep.review.path + "/")
+    path = ep.assigned.path
+    own = rel == path or rel.startswith(path + "/")
     return own or any(rel == f or (f.endswith("/") and rel.startswith(f)) for f in PROBLEM_FILES)
 
 
 def candidate_files(memory: Memory, ep: EpisodePlan) -> list[str]:
     """The files of the review's candidate at its commit, relative to the problem folder (git
     thread)."""
-    assert ep.review is not None
-    base, path = f"problems/{ep.problem_id}/", ep.review.path
+    base, path = f"problems/{ep.problem_id}/", ep.assigned.path
     if not path.startswith("code/"):
         return [path]
-    return sorted(rel for item in memory.items(ep.problem_id, "code", ep.review.commit)
+    return sorted(rel for item in memory.items(ep.problem_id, "code", ep.assigned.commit)
                   if (rel := item.path.removeprefix(base)).startswith(path + "/"))
 
 
@@ -70,25 +71,24 @@ def given_files(memory: Memory, ep: EpisodePlan) -> list[dict]:
 
 def header(view: RunView, ep: EpisodePlan, step: int, staged: list[str]) -> str:
     """A blind review's state block: its assignment and what the run may still spend."""
-    cfg, rule = view.config, Rule.of(view.config)
-    assert ep.review is not None
+    cfg, rule, review = ep.terms, ep.terms.rule, ep.assigned
     return render("review_header.md.j2", problem={"id": ep.problem_id, "kind": ep.kind}, episode=ep.episode,
-                  worker=ep.worker, step=step, max_steps=cfg.steps(ep.kind),
-                  budget_left=max(0, cfg.budget - view.charged), budget=cfg.budget, **spending(view),
-                  path=ep.review.path, commit=ep.review.commit, verify=rule.verify, in_row=rule.in_row,
+                  worker=ep.worker, step=step, max_steps=cfg.max_steps,
+                  budget_left=max(0, cfg.budget - view.charged), budget=cfg.budget, **spending(view, cfg),
+                  path=review.path, commit=review.commit, verify=rule.verify, in_row=rule.in_row,
                   staged=", ".join(staged))
 
 
-def first_prompt(memory: Memory, view: RunView, ep: EpisodePlan, head: str) -> str:
+def first_prompt(memory: Memory, ep: EpisodePlan, head: str) -> str:
     """A blind review's first prompt: the statement and the candidate (an attempt's text, a
     codebase's file list), at the candidate's commit (git thread)."""
-    assert ep.review is not None
-    base, at = f"problems/{ep.problem_id}", ep.review.commit
+    review = ep.assigned
+    base, at = f"problems/{ep.problem_id}", review.commit
     statement = (memory.read_file(f"{base}/statement.md", at) or b"").decode("utf-8", "replace")
-    code = ep.review.path.startswith("code/")
-    text = "" if code else (memory.read_file(f"{base}/{ep.review.path}", at) or b"").decode("utf-8", "replace")
-    text = clip(text, view.config.context_tokens, f"read_file path={ep.review.path} offset=... for the rest")
-    candidate = {"path": ep.review.path, "commit": at, "code": code, "text": text,
+    code = review.path.startswith("code/")
+    text = "" if code else (memory.read_file(f"{base}/{review.path}", at) or b"").decode("utf-8", "replace")
+    text = clip(text, ep.terms.context_tokens, f"read_file path={review.path} offset=... for the rest")
+    candidate = {"path": review.path, "commit": at, "code": code, "text": text,
                  "files": candidate_files(memory, ep) if code else []}
     return render("review_start.md.j2", problem={"id": ep.problem_id, "title": ep.title},
                   statement=statement.strip(), executable=ep.executable if ep.kind in CODE_KINDS else None,

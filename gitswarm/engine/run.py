@@ -53,9 +53,8 @@ class LocalSource:
     def may_start(self, starting: int) -> bool:
         """The budget and the episode cap may not be passed by one more episode (those in
         flight or `starting` are counted already, or about to be)."""
-        cfg = self.shared.view.config
-        cap = self.shared.view.max_episodes
-        return self.ledger.charged + starting < cfg.budget and self.ledger.totals.episodes < cap
+        cfg = self.shared.settings
+        return self.ledger.charged + starting < cfg.budget and self.ledger.totals.episodes < cfg.episode_cap
 
     async def claim(self, picks: list[tuple[str, str]]) -> list[tuple[str, str] | None]:
         return [(self.ledger.new_id(), problem) for problem, _ in picks]

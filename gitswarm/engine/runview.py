@@ -1,13 +1,13 @@
 """The run's live state as every step's state block shows it (`RunView`): what was spent,
 what is settled, verified or set aside, and who is in flight on what. The run's owners write it
 (the scheduler, the coordinator, the merger), each fact through one method; episodes only
-announce; the prompts (`engine.context`, `engine.reviewing`) read it."""
+announce; the prompts (`engine.context`, `engine.reviewing`) read it. The live state alone: the
+run's settings are its owners' (`Shared.settings`), and what an episode knows of them is on its
+plan (`EpisodePlan.terms`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from gitswarm.engine.config import SolveConfig
 
 
 @dataclass
@@ -15,7 +15,6 @@ class RunView:
     """The run's state as every step's header shows it. Each fact has one writer method, which
     the run's owner (scheduler, coordinator, merger) calls; episodes only announce."""
 
-    config: SolveConfig
     problems: list[str] = field(default_factory=list)
     """The problems this run works on."""
     charged: int = 0
@@ -34,13 +33,6 @@ class RunView:
     running: dict[str, tuple[str, str, int]] = field(default_factory=dict)
     """Worker -> (episode, problem, step) of every episode in flight in this process, announced
     or not (step 0: not yet at its first model call)."""
-
-    @property
-    def max_episodes(self) -> int:
-        """The episode cap."""
-        cap = self.config.max_episodes
-        assert cap is not None  # SolveConfig sets it from the budget when none is given (`_episode_cap`)
-        return cap
 
     def counted(self, charged: int, episodes: int) -> None:
         """The episodes so far: those charged to the budget, and those of any outcome."""

@@ -23,6 +23,7 @@ from gitswarm.memory.store import Store
 from gitswarm.usage import Usage
 
 if TYPE_CHECKING:
+    from gitswarm.engine.config import SolveConfig
     from gitswarm.models.errors import Retry
 
 
@@ -50,6 +51,10 @@ class Shared:
     """The run's memory and its git thread: every git call of the run goes through it."""
     index: MemoryIndex
     view: RunView
+    """The run's live state (what every step's state block shows)."""
+    settings: SolveConfig
+    """The run's settings, read by its owners (the scheduler, the merger, the coordinator); an
+    episode reads what it knows of them on its plan (`EpisodePlan.terms`)."""
     model: Model
     events: EventLog
     sandbox: anyio.CapacityLimiter

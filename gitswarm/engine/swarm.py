@@ -151,7 +151,7 @@ class Scheduler:
 
     @property
     def config(self) -> SolveConfig:
-        return self.shared.view.config
+        return self.shared.settings
 
     async def loop(self) -> Stop:
         """Run episodes until a stop condition holds; returns why it stopped."""
@@ -206,7 +206,7 @@ class Scheduler:
         process's facts; a cap reached inside a call comes as the episode's stop."""
         cfg, view = self.config, self.shared.view
         return stoprule.decide(stoprule.Facts(
-            budget=cfg.budget, charged=self.ledger.charged, max_episodes=view.max_episodes,
+            budget=cfg.budget, charged=self.ledger.charged, max_episodes=cfg.episode_cap,
             episodes=self.ledger.totals.episodes, problems=self.problems, settled=view.settled,
             aside=self.streaks.set_aside, busy=bool(self.in_flight), open=lambda: bool(self._open()),
             no_progress=self.streaks.no_progress, elapsed_s=time.monotonic() - started,
@@ -280,12 +280,13 @@ class Scheduler:
             self.in_flight[record.episode] = record
             found = self.problem_set.get(record.problem)
             with shared.index.lock:
-                review = reviewing.assignment(shared.index, shared.view, record.problem, record.worker)
+                review = reviewing.assignment(shared.index, shared.view, record.problem, record.worker,
+                                              Rule.of(self.config), plan.review_role(self.config))
             info = plan.plan(self.config, record.episode, record.worker,
                              (record.problem, found.kind.value, found.title, found.executable), tips, review,
                              image=(found.image, found.reference_in_image))
-            if review is not None:  # what the other episodes read of it: it announces nothing itself
-                shared.view.announce(record.worker, f"{record.problem}: reviewing {review.path}")
+            if info.reviewing:  # what the other episodes read of it: it announces nothing itself
+                shared.view.announce(record.worker, f"{record.problem}: reviewing {info.assigned.path}")
             shared.view.working(record.worker, record.episode, record.problem, 0)
             shared.events.emit(EpisodeStarted(episode=record.episode, worker=record.worker,
                                               problem=record.problem, restarted=restarted))

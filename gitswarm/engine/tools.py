@@ -295,7 +295,7 @@ class Toolbox(FinalActions):
     def _hidden(self) -> tuple[Path, ...]:
         """What a program must not see: the run (grades, ledger) and every problem file with
         hidden parts — this run's set and the sets shipped with gitswarm."""
-        folders = {self.memory.path.resolve(), Path(self.view.config.problems).resolve()}
+        folders = {self.memory.path.resolve(), Path(self.ep.terms.problems).resolve()}
         with contextlib.suppress(FileNotFoundError):
             folders.add(data_dir("problems").resolve())
         return tuple(sorted(folders))

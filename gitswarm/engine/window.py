@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
-from gitswarm.engine.config import SolveConfig
 from gitswarm.resources import render
+
+if TYPE_CHECKING:
+    from gitswarm.engine.config import SolveConfig
 
 CHARS_PER_TOKEN = 4
 STAGED_SHARE = 4
@@ -53,11 +56,30 @@ class Trim:
     """What replaced it: a stub's text (the first of the batch) or the account."""
 
 
+@dataclass(frozen=True)
+class Trimming:
+    """The policy's settings, the run's (`SolveConfig`'s fields of the same names)."""
+
+    trim_context: bool
+    whole_share: float
+    stub_chars: int
+    compact_at: float
+    context_window: int
+    """The window assumed of a model litellm does not know."""
+    compact_by: str
+    """`model` (a call of the episode's model writes a compaction's account) or `digest`."""
+
+    @classmethod
+    def of(cls, cfg: SolveConfig) -> Trimming:
+        return cls(cfg.trim_context, cfg.whole_share, cfg.stub_chars, cfg.compact_at, cfg.context_window,
+                   cfg.compact_by)
+
+
 @dataclass
 class ContextPolicy:
     """The view of an episode's conversation the model is sent, and when to compact it."""
 
-    cfg: SolveConfig
+    cfg: Trimming
     window: int
     """The model's context window, in tokens."""
     stubbed_before: int = 2
@@ -73,7 +95,7 @@ class ContextPolicy:
     _estimated: int = 0
 
     @classmethod
-    def of(cls, cfg: SolveConfig, window: int | None) -> ContextPolicy:
+    def of(cls, cfg: Trimming, window: int | None) -> ContextPolicy:
         """The policy of an episode on a model of `window` tokens (None: `cfg.context_window`)."""
         return cls(cfg, window or cfg.context_window)
 

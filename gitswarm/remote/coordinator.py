@@ -90,7 +90,7 @@ class Coordinator:
 
     @property
     def config(self):
-        return self.shared.view.config
+        return self.shared.settings
 
     async def step(self) -> None:
         """Take in what was pushed since the last step, then publish the run's refs."""

@@ -130,7 +130,7 @@ class ClaimSource:
         main = await shared.store.main()
         await shared.store.update_index(shared.index, main)
         shared.view.settle(*selection.standing_of(shared.index, list(self.settings["problems"]),
-                                                  Rule.of(shared.view.config)))
+                                                  Rule.of(shared.settings)))
         self.stop = await shared.store.run(publish.read_stop, shared.store.reader())
         self._only_skipped_open()
         if self.stop is None and not self.held and time.monotonic() - self.idle_since > self.patience_s:
@@ -146,7 +146,7 @@ class ClaimSource:
         view = self.shared.view
         aside = self.streaks.set_aside if self.streaks is not None else set()
         left = open_problems(self.shared.index, list(self.settings["problems"]), view.settled, aside, [],
-                                     view.config)
+                             self.shared.settings)
         if left and set(left) <= self.skip:
             self._told = True
             detail = (f"every open problem of the run ({', '.join(left)}) is {self.skip_why}; this worker waits "
@@ -188,8 +188,8 @@ class ClaimSource:
         looked for in any case."""
         if self.stop is not None:
             return [None] * len(picks)
-        view = self.shared.view
-        cap = min(view.max_episodes, view.config.budget + self._uncharged)
+        cfg = self.shared.settings
+        cap = min(cfg.episode_cap, cfg.budget + self._uncharged)
         got: list[Claim] = []
         if self.spending is not None and self.spending.expired():
             got = await self._reach(self._take_expired, picks[0][0]) or []
@@ -223,7 +223,7 @@ class ClaimSource:
         at least every `REPORT_S`, and as soon as this process's unreported spending reaches
         its share of what the cap leaves (`Published.unreported_due`), so reports come
         faster as the cap nears. The claims due go in one push."""
-        cfg = self.shared.view.config
+        cfg = self.shared.settings
         capped = cfg.max_total_tokens is not None or cfg.max_usd is not None
         every = CHECK_S if capped else self.ttl_s / 3
         reported = time.monotonic()
