@@ -119,12 +119,11 @@ def write_set(folder: Path) -> Path:
 
 async def one_run(api_base: str, args: argparse.Namespace, folder: Path) -> dict:
     """The run, and what its replies, ledger and transcripts say."""
-    from gitswarm.cli.running import model_config
+    from gitswarm.cli.running import clients
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.ledger import Ledger
     from gitswarm.engine.run import solve
     from gitswarm.memory.repo import Memory
-    from gitswarm.models.client import LiteLLMModel
     from gitswarm.problems.loader import load_set
 
     problems = load_set(write_set(folder / "set"))
@@ -132,8 +131,8 @@ async def one_run(api_base: str, args: argparse.Namespace, folder: Path) -> dict
                       workers=args.workers, budget=args.episodes, max_episodes=args.episodes, verify=0,
                       max_steps=args.max_steps, max_output_tokens=256, reply_timeout_s=args.reply_timeout,
                       time_limit_s=args.time_limit)
-    counted = Counted(LiteLLMModel(model_config(cfg, cfg.model)))
-    merger = LiteLLMModel(model_config(cfg, cfg.merger, merger=True))
+    model, merger, _ = clients(cfg.models)
+    counted = Counted(model)
     started = time.monotonic()
     result = await solve(cfg, problems, counted, merger)
     memory = Memory(cfg.run)

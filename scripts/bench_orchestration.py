@@ -136,8 +136,8 @@ def raw_baseline(run: Path, n: int = 200) -> float:
 async def engine(c: int, port: int, merger_port: int, per_worker: int, problems: int, profile: bool) -> dict:
     """Run one swarm of C workers against the server at `port` (the merger's model at
     `merger_port`); return the figures."""
-    from gitswarm.cli.running import model_config
     from gitswarm.engine.config import SolveConfig
+    from gitswarm.engine.modelsettings import ModelSettings
     from gitswarm.engine.run import solve
     from gitswarm.models.client import LiteLLMModel
     from gitswarm.models.config import ModelConfig
@@ -158,8 +158,8 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
         model = LiteLLMModel(config)
         cfg = SolveConfig(problems=folder, run=Path(tmp) / "run", model=config.model, workers=c,
                           budget=c * per_worker, settle_nominations=10**6, seed=1)
-        # The merger's client as the CLI builds it (not streamed, cli.running.model_config).
-        merger = LiteLLMModel(model_config(cfg, cfg.merger, f"http://127.0.0.1:{merger_port}/v1", merger=True))
+        # The merger's client as the CLI builds it (not streamed, `ModelSettings.merger`).
+        merger = LiteLLMModel(ModelSettings.of(cfg, f"http://127.0.0.1:{merger_port}/v1").merger)
 
         def listener(event) -> None:
             if event.kind == "episode_started":

@@ -76,9 +76,8 @@ def test_first_prompt_stays_bounded_and_shows_the_most_cited_and_the_newest(tmp_
 def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, problem_dir: Path):
     from gitswarm.domain.index import MemoryIndex
     from gitswarm.engine.config import SolveConfig
-    from gitswarm.engine.plan import EpisodePlan
+    from gitswarm.engine.plan import EpisodePlan, terms
     from gitswarm.engine.runview import RunView
-    from gitswarm.engine.terms import Terms
     from gitswarm.engine.tools import SEARCH_HITS, Toolbox
     from gitswarm.memory.store import Store
 
@@ -88,7 +87,7 @@ def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, pro
     indexing.update(index, memory.repo, memory.main())
     cfg = SolveConfig(problems=problem_dir, run=tmp_path / "run", model="m")
     view = RunView(["sum"])
-    ep = EpisodePlan("e1", "w01", "sum", "answer", "Sum", memory.main(), terms=Terms.of(cfg, "answer"))
+    ep = EpisodePlan("e1", "w01", "sum", "answer", "Sum", memory.main(), terms=terms(cfg, "answer"))
     tools = Toolbox(Store(memory), index, view, ep, anyio.CapacityLimiter(1))
 
     found = anyio.run(tools.tool_search, Search(query="text"))

@@ -131,9 +131,8 @@ def test_a_review_commits_its_review_and_nothing_of_what_it_reviews(memory: Memo
 
     from gitswarm.domain.contribution import Contribution
     from gitswarm.engine.config import SolveConfig
-    from gitswarm.engine.plan import EpisodePlan
+    from gitswarm.engine.plan import EpisodePlan, terms
     from gitswarm.engine.runview import RunView
-    from gitswarm.engine.terms import Terms
     from gitswarm.engine.tools import Toolbox
     from gitswarm.memory.store import Store
 
@@ -144,7 +143,7 @@ def test_a_review_commits_its_review_and_nothing_of_what_it_reviews(memory: Memo
     indexing.update(index, memory.repo, memory.main())
     cfg = SolveConfig(problems=problem_dir, run=memory.path, model="m")
     tools = Toolbox(Store(memory), index, RunView(problems=["sum"]),
-                    EpisodePlan("e2", "w02", "sum", "answer", "Sum", memory.main(), terms=Terms.of(cfg, "answer")),
+                    EpisodePlan("e2", "w02", "sum", "answer", "Sum", memory.main(), terms=terms(cfg, "answer")),
                     anyio.CapacityLimiter(1))
 
     async def review():

@@ -269,25 +269,25 @@ async def test_local_server_without_any_key(monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.mark.anyio
 async def test_the_mergers_replies_come_whole_and_are_still_counted_retried_and_bounded(tmp_path) -> None:
-    """The merger's client as the CLI builds it (`cli.running.model_config`): not streamed (its
+    """The merger's client as the CLI builds it (`SolveConfig.models`): not streamed (its
     replies are whole files, and litellm's stream handling costs CPU per chunk in the workers'
     process), its usage and price counted, a failed attempt counted and retried, and, with no
     idle cut, a silent reply cut by its reply timeout and retried once."""
     from dataclasses import replace
 
-    from gitswarm.cli.running import MERGER_REPLY_TIMEOUT_S, model_config
     from gitswarm.engine.config import SolveConfig
+    from gitswarm.engine.modelsettings import MERGER_REPLY_TIMEOUT_S, ModelSettings
 
     cfg = SolveConfig(problems=tmp_path, run=tmp_path / "run", model="openai/fake-model",
                       price_in_per_mtok=3.0, price_out_per_mtok=15.0)
     answer = FakeReply(content="# merged", prompt_tokens=1200, completion_tokens=300)
     with anyio.fail_after(20):
         async with serve(lambda body: answer, FaultPlan.first("server_error")) as server:
-            config = model_config(cfg, cfg.merger, server.url, merger=True)
-            assert model_config(cfg, cfg.model, server.url).stream  # the workers' replies still stream
+            config = ModelSettings.of(cfg, server.url).merger
+            assert ModelSettings.of(cfg, server.url).worker.stream  # the workers' replies still stream
             reply = await LiteLLMModel(replace(config, backoff_base_s=0.01, backoff_cap_s=0.05)).complete(USER)
         async with serve(lambda body: answer, FaultPlan(rate=1.0, kinds=("timeout",))) as silent:
-            hung = replace(model_config(cfg, cfg.merger, silent.url, merger=True), reply_timeout_s=0.5)
+            hung = replace(ModelSettings.of(cfg, silent.url).merger, reply_timeout_s=0.5)
             with pytest.raises(ModelError) as caught:
                 await LiteLLMModel(hung).complete(USER)
     assert not config.stream and config.reply_timeout_s == MERGER_REPLY_TIMEOUT_S

@@ -17,10 +17,9 @@ from reproduce_fixture import TAC_IN_SH, installed_copy_set, write
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.plan import EpisodePlan
+from gitswarm.engine.plan import EpisodePlan, terms
 from gitswarm.engine.references import References
 from gitswarm.engine.runview import RunView
-from gitswarm.engine.terms import Terms
 from gitswarm.engine.tools import Toolbox
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
@@ -92,7 +91,7 @@ def test_a_workers_shell_runs_the_reference_but_not_the_installed_program(tmp_pa
     cfg = SolveConfig(problems=problems.path, run=memory.path, model="m")
     view = RunView(["copy"])
     ep = EpisodePlan("e00001", "w01", "copy", "reproduce", "Rebuild tac", memory.main(), "tac",
-                     terms=Terms.of(cfg, "reproduce"))
+                     terms=terms(cfg, "reproduce"))
     limiter = anyio.CapacityLimiter(2)
     tools = Toolbox(Store(memory), index, view, ep, limiter, References(problems, limiter, tmp_path / "refs"))
     try:

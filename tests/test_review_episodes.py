@@ -18,7 +18,7 @@ from test_projection_agreement import add
 from typer.testing import CliRunner
 
 from gitswarm.cli.main import app
-from gitswarm.cli.running import model_config
+from gitswarm.cli.running import clients
 from gitswarm.demo.brain import respond
 from gitswarm.domain import selection
 from gitswarm.domain.contribution import Contribution
@@ -27,16 +27,14 @@ from gitswarm.domain.rule import Rule
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import header
 from gitswarm.engine.ledger import Ledger
-from gitswarm.engine.plan import Assignment, EpisodePlan, Role, plan
+from gitswarm.engine.plan import Assignment, EpisodePlan, Role, plan, terms
 from gitswarm.engine.run import solve
 from gitswarm.engine.runview import RunView
-from gitswarm.engine.terms import Terms
 from gitswarm.engine.tools import Toolbox, ToolError
 from gitswarm.fakeserver import FakeReply, serve
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import Store
-from gitswarm.models.client import LiteLLMModel
 from gitswarm.problems.loader import load_set
 from gitswarm.readmodel.read import read_run
 from gitswarm.report.collect import collect
@@ -70,10 +68,7 @@ async def solved(problem_dir: Path, run: Path, worker_reply=respond, reviewer_re
     async with serve(worker_reply) as workers, serve(reviewer_reply) as reviewers:
         cfg = SolveConfig(problems=problem_dir, run=run, model="openai/worker-model", api_base=workers.url,
                           api_key="k", reviewer_api_base=reviewers.url, reply_timeout_s=5, **options)
-        model = LiteLLMModel(model_config(cfg, cfg.model))
-        merger = LiteLLMModel(model_config(cfg, cfg.merger, merger=True), turns=model.turns)
-        reviewer = LiteLLMModel(model_config(cfg, cfg.reviewer, reviewer=True), turns=model.turns) \
-            if cfg.reviewer_model else None  # as `gitswarm solve` builds it
+        model, merger, reviewer = clients(cfg.models)  # as `gitswarm solve` builds them
         with anyio.fail_after(180):
             result = await solve(cfg, load_set(problem_dir), model, merger, reviewer=reviewer)
     return result, workers, reviewers
@@ -175,7 +170,7 @@ async def test_a_blind_review_cannot_read_past_its_candidate(tmp_path: Path):
     cfg = SolveConfig(problems=resolve_set("demo"), run=memory.path, model="m", reviews="blind")
     ep = EpisodePlan("e00003", "w02", "demo-odd-sum", "proof", "Odd sum", attempt.commit,
                      role=Role.BLIND, review=Assignment("attempts/a.md", attempt.commit, blind=True),
-                     terms=Terms.of(cfg, "proof"))
+                     terms=terms(cfg, "proof"))
     tools = Toolbox(Store(memory), MemoryIndex(), RunView(), ep, anyio.CapacityLimiter(1))
     assert "Proof." in await tools.call("read_file", {"path": "attempts/a.md"})
     assert "odd" in (await tools.call("read_file", {"path": "statement.md"})).lower()

@@ -27,10 +27,9 @@ from gitswarm.domain.rule import Rule
 from gitswarm.engine import tasks
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import overview, system_prompt
-from gitswarm.engine.plan import EpisodePlan
+from gitswarm.engine.plan import EpisodePlan, terms
 from gitswarm.engine.runview import RunView
 from gitswarm.engine.swarm import pick
-from gitswarm.engine.terms import Terms
 from gitswarm.fakeserver import FakeReply
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
@@ -93,7 +92,7 @@ def test_each_kind_family_is_told_its_own_standards_and_the_runs_selection_rule(
         assert "3 nominations of it settle the problem" in prompt  # the default settle_nominations
     plural = SolveConfig(problems=tmp_path, run=tmp_path / "r", model="m", verify=0, settle_nominations=4)
     plurality = flat(system_prompt(EpisodePlan("e1", "w01", "p", "proof", "P", "c" * 40,
-                                               terms=Terms.of(plural, "proof"))))
+                                               terms=terms(plural, "proof"))))
     assert "This run asks for no reviews" in plurality and "4 nominations of one settle the problem" in plurality
     assert "*verified* once" not in plurality
 
@@ -167,7 +166,7 @@ def test_the_item_table_keeps_a_shebang_as_a_first_line_and_drops_a_headings_mar
     cfg = SolveConfig(problems=problems, run=tmp_path / "run", model="m")
     view = RunView(problems=[problem])
     ep = EpisodePlan("e00009", "w03", problem, "program", "Reverse words", memory.main(),
-                     terms=Terms.of(cfg, "program"))
+                     terms=terms(cfg, "program"))
     rows = [line for line in overview(memory, view, indexed(memory), ep, "").splitlines() if line.startswith("| ")]
     assert any(r.startswith("| code/cli/ |") and r.endswith("| #!/usr/bin/env python3 |") for r in rows), rows
     assert any(r.startswith("| notes/idea.md |") and r.endswith("| Split on whitespace |") for r in rows), rows

@@ -82,14 +82,13 @@ def test_max_tokens_is_refused_with_the_two_names_it_could_mean(tmp_path: Path):
 
 
 def test_model_settings_reach_themodel_config(problem_dir: Path):
-    from gitswarm.cli.running import model_config
 
     cfg = merge(load_set(problem_dir), None, {
         "model": "openai/w", "merger_model": "openai/m", "max_output_tokens": 9000, "reasoning_effort": "high",
         "merger_reasoning_effort": "low", "tool_protocol": "text", "idle_timeout_s": 60.0,
         "reply_timeout_s": 900.0, "price_in_per_mtok": 3.0, "price_out_per_mtok": 15.0,
         "price_cached_in_per_mtok": 0.3, "price_cache_write_per_mtok": 3.75}, {})
-    worker, merger = model_config(cfg, cfg.model), model_config(cfg, cfg.merger, merger=True)
+    worker, merger = cfg.models.worker, cfg.models.merger
     assert (worker.model, worker.reasoning_effort, merger.model, merger.reasoning_effort) == (
         "openai/w", "high", "openai/m", "low")
     for m in (worker, merger):
@@ -98,7 +97,7 @@ def test_model_settings_reach_themodel_config(problem_dir: Path):
             worker.price_cache_write_per_mtok) == (3.0, 15.0, 0.3, 3.75)
     # The user's prices are the workers' model's; a different merger model is priced by litellm.
     assert not merger.user_priced
-    same = model_config(cfg.model_copy(update={"merger_model": None}), cfg.model, merger=True)
+    same = cfg.model_copy(update={"merger_model": None}).models.merger
     assert same.price_in_per_mtok == 3.0
 
 

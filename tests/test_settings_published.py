@@ -33,7 +33,7 @@ from gitswarm.remote import publish
 from gitswarm.remote.coordinator import OWN_REFS
 from gitswarm.remote.daemon import bare
 from gitswarm.remote.transport import Remote
-from gitswarm.remote.worker import WorkerOptions, join, model_settings, worker_config
+from gitswarm.remote.worker import WorkerOptions, join, worker_config
 
 SECRET = "sk-not-to-be-published"
 
@@ -125,13 +125,11 @@ def test_a_run_part_of_other_fields_is_refused_naming_them(tmp_path: Path, memor
 
 
 def test_every_field_of_the_model_part_reaches_the_model_client(problem_dir: Path, tmp_path: Path):
-    from gitswarm.cli.running import model_config
     from gitswarm.models.config import ModelConfig
 
     values = changed("model") | {"model": "openai/w", "merger_model": "openai/m", "reply_timeout_s": 300.0}
     cfg = SolveConfig(problems=problem_dir, run=tmp_path / "run", **values)
-    worker, merger = model_config(cfg, cfg.model), model_config(cfg, cfg.merger, merger=True)
-    reviewer = model_config(cfg, cfg.reviewer, reviewer=True)
+    worker, merger, reviewer = cfg.models.each
     client = {f.name for f in fields(ModelConfig)}
     assert PARTS["model"] - client == {"merger_model", "merger_reasoning_effort", "reviewer_model",  # read by name
                                        "reviewer_api_base", "reviewer_reasoning_effort", "reviewer_price_in_per_mtok",
@@ -144,7 +142,10 @@ def test_every_field_of_the_model_part_reaches_the_model_client(problem_dir: Pat
             reviewer.price_out_per_mtok, reviewer.price_cached_in_per_mtok) == (
         cfg.reviewer_model, cfg.reviewer_api_base, cfg.reviewer_reasoning_effort, cfg.reviewer_price_in_per_mtok,
         cfg.reviewer_price_out_per_mtok, None)  # the reviewer's own
-    assert model_settings(cfg) == {name: getattr(cfg, name) for name in PARTS["model"]}
+    # the coordinator's local worker copies its model part whole: the same model in every role
+    options = WorkerOptions("file:///srv/run.git", tmp_path / "w", "local", 2, cfg.part("model"))
+    local = worker_config(options, publish.settings_of(cfg, load_set(problem_dir), ["sum"], 600))
+    assert local.models == cfg.models and local.models.reviewer is not None
 
 
 def test_the_model_part_s_defaults_are_the_model_client_s():

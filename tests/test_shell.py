@@ -19,10 +19,9 @@ import pytest
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.plan import EpisodePlan
+from gitswarm.engine.plan import EpisodePlan, terms
 from gitswarm.engine.references import References
 from gitswarm.engine.runview import RunView
-from gitswarm.engine.terms import Terms
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
@@ -62,7 +61,7 @@ class Episode:
         view = RunView([problem])
         ep = EpisodePlan(episode, "w01", problem, found.kind.value, found.title, memory.main(),
                          found.executable, image=found.image,
-                         reference_in_image=found.reference_in_image, terms=Terms.of(cfg, found.kind.value))
+                         reference_in_image=found.reference_in_image, terms=terms(cfg, found.kind.value))
         limiter = anyio.CapacityLimiter(2)
         self.tools = Toolbox(Store(memory), index, view, ep, limiter,
                              References(problems, limiter, folder) if folder else None)

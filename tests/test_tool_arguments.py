@@ -16,9 +16,8 @@ from test_episode_replies import PROBLEM, call, one_episode, said
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.plan import EpisodePlan
+from gitswarm.engine.plan import EpisodePlan, terms
 from gitswarm.engine.runview import RunView
-from gitswarm.engine.terms import Terms
 from gitswarm.engine.toolargs import BadArguments, Fields, Flag, Number, Text, Texts, ToolArgs, Whole, check
 from gitswarm.engine.toolmodels import ROLES
 from gitswarm.engine.tools import Final, Toolbox, ToolError
@@ -156,7 +155,7 @@ def toolbox(tmp_path: Path) -> Toolbox:
     indexing.update(index, memory.repo, memory.main())
     cfg = SolveConfig(problems=problems.path, run=memory.path, model="m")
     view = RunView([PROBLEM])
-    ep = EpisodePlan("e00001", "w01", PROBLEM, "proof", "odd sums", memory.main(), terms=Terms.of(cfg, "proof"))
+    ep = EpisodePlan("e00001", "w01", PROBLEM, "proof", "odd sums", memory.main(), terms=terms(cfg, "proof"))
     return Toolbox(Store(memory), index, view, ep, anyio.CapacityLimiter(1))
 
 

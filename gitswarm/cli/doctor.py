@@ -119,7 +119,6 @@ def model_configs(given: Mapping[str, object]):
     at once (`max_concurrent_calls`): doctor's two calls at once ask the server, not the bound."""
     from dataclasses import replace
 
-    from gitswarm.cli.running import model_config
     from gitswarm.engine.config import PARTS, SolveConfig
     from gitswarm.engine.settings import config_file, file_settings
     from gitswarm.models.credentials import NO_MODEL
@@ -129,8 +128,8 @@ def model_configs(given: Mapping[str, object]):
     cfg = SolveConfig(problems=Path("."), run=Path("."), **{"model": "", **settings})
     if not cfg.model.strip():
         raise fail(NO_MODEL)
-    workers = replace(model_config(cfg, cfg.model), max_concurrent_calls=None)
-    return workers, model_config(cfg, cfg.reviewer, reviewer=True) if cfg.reviewer_model else None
+    models = cfg.models
+    return replace(models.worker, max_concurrent_calls=None), models.reviewer
 
 
 def _provider(model: str) -> str:

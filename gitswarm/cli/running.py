@@ -1,5 +1,6 @@
 """Running a swarm from the CLI: a fresh event loop with Ctrl-C handling, or the engine inside
-the dashboard; the run's settings turned into model clients; the summary printed at the end.
+the dashboard; the run's models (`SolveConfig.models`) turned into model clients; the summary
+printed at the end.
 Shared by `solve`, `demo` and `worker`."""
 
 from __future__ import annotations
@@ -26,13 +27,6 @@ class RemoteRun:
     prune_batch: int = 64
 
 
-MERGER_REPLY_TIMEOUT_S = 600.0
-"""The longest one merger reply may take (when the run's `reply_timeout_s` is not shorter, and
-the merger is not asked to reason). Its replies are not streamed, so no idle cut applies: this
-bounds a silent connection instead, with the one timeout retry 20 minutes of a merger that
-composes one conflict at a time. A merger reply is one file (a conflict's, or SUMMARY.md)."""
-
-
 def refuse_busy(run: Path) -> None:
     """A run another gitswarm is working on is refused at once, before the model library loads
     (seconds); the engine takes the run lock itself, so this only answers sooner."""
@@ -44,35 +38,16 @@ def refuse_busy(run: Path) -> None:
             pass
 
 
-def model_config(cfg, name: str, api_base: str | None = None, merger: bool = False, reviewer: bool = False):
-    """The ModelConfig of the workers' model (or, with `merger`, the merger's; with `reviewer`,
-    the review episodes') from the run's settings: every field of their model part that
-    ModelConfig has, by name. The user's prices are the workers' model's, and the reviewer's
-    its own (`reviewer_price_*`); a different merger model is priced by litellm. The reviewer
-    is reached at `reviewer_api_base`, else where the workers' model is.
+def clients(models):
+    """The model clients of a run's `models` (`engine.modelsettings.ModelSettings`): the workers',
+    the merger's and the reviewer's (None where the reviews run on the workers' model), counting
+    their turns together."""
+    from gitswarm.models.client import LiteLLMModel
 
-    The merger's replies are not streamed: litellm handles a stream chunk by chunk (about
-    0.5 ms of CPU each, docs/benchmarks.md "What litellm costs per call"), and the merger's
-    replies are whole files, long, in the one process and event loop the workers share. A
-    reasoning merger keeps the run's reply timeout, since it may think for long."""
-    from dataclasses import fields
-
-    from gitswarm.models.config import ModelConfig
-
-    known = {f.name for f in fields(ModelConfig)}
-    own = {key: value for key, value in cfg.part("model").items() if key in known}
-    reasoning = (cfg.merger_reasoning_effort if merger else cfg.reviewer_reasoning_effort if reviewer
-                 else cfg.reasoning_effort)
-    bounded = merger and not reasoning
-    reply_timeout = min(cfg.reply_timeout_s, MERGER_REPLY_TIMEOUT_S) if bounded else cfg.reply_timeout_s
-    unpriced = {} if name == cfg.model and not reviewer else {key: None for key in own if key.startswith("price_")}
-    if reviewer:
-        unpriced |= {"price_in_per_mtok": cfg.reviewer_price_in_per_mtok,
-                     "price_out_per_mtok": cfg.reviewer_price_out_per_mtok}
-    base = (cfg.reviewer_api_base if reviewer else None) or api_base or cfg.api_base
-    return ModelConfig(**own | unpriced | {
-        "model": name, "api_base": base, "reasoning_effort": reasoning, "stream": not merger,
-        "reply_timeout_s": reply_timeout})
+    model = LiteLLMModel(models.worker)
+    merger = LiteLLMModel(models.merger, turns=model.turns)
+    reviewer = LiteLLMModel(models.reviewer, turns=model.turns) if models.reviewer is not None else None
+    return model, merger, reviewer
 
 
 def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui: bool = False,
@@ -118,21 +93,17 @@ def _mirror_line(cfg, remote: RemoteRun) -> None:
 async def run_engine(cfg, problem_set, listeners, control, fake=None, remote: RemoteRun | None = None):
     """The engine on the current loop; with `fake` (a fake server to start), against it; with
     `remote`, as the coordinator of a run on a git remote."""
+    from gitswarm.engine.modelsettings import ModelSettings
     from gitswarm.engine.run import solve as engine_solve
-    from gitswarm.models.client import LiteLLMModel
     from gitswarm.telemetry import traced
 
     async def swarm(api_base: str | None):
-        model = LiteLLMModel(model_config(cfg, cfg.model, api_base))
-        merger = LiteLLMModel(model_config(cfg, cfg.merger, api_base, merger=True), turns=model.turns)
-        reviewer = LiteLLMModel(model_config(cfg, cfg.reviewer, api_base, reviewer=True), turns=model.turns) \
-            if cfg.reviewer_model else None
+        model, merger, reviewer = clients(ModelSettings.of(cfg, api_base))
         if remote is None:
             return await engine_solve(cfg, problem_set, model, merger, listeners, control, reviewer=reviewer)
         from gitswarm.remote.solve import solve_remote
-        from gitswarm.remote.worker import model_settings
 
-        own = model_settings(cfg) | ({"api_base": api_base} if api_base else {})
+        own = cfg.part("model") | ({"api_base": api_base} if api_base else {})  # its local worker's, whole
         return await solve_remote(cfg, problem_set, remote.url, model, merger, listeners, control,
                                   local_slots=remote.local_slots, claim_ttl_s=remote.claim_ttl_s,
                                   patience_s=remote.patience_s, prune_batch=remote.prune_batch,
@@ -173,7 +144,8 @@ def _run_tui(cfg, problem_set, fake, control, remote=None, after=None) -> dict:
 
     from gitswarm.models.credentials import has_price
 
-    priced = all(has_price(model_config(cfg, name, merger=name != cfg.model)) for name in {cfg.model, cfg.merger})
+    models = cfg.models
+    priced = has_price(models.worker) and has_price(models.merger)
     app = Dashboard(cfg.run, engine=engine, control=control, exit_when_done=not sys.stdin.isatty(),
                     max_usd=cfg.max_usd, after=after, priced=priced)
     app.run()

@@ -12,7 +12,7 @@ import typer
 from gitswarm.cli.common import CompactBy, Effort, Isolation, Reviews, ToolProtocol, fail, user_errors
 from gitswarm.cli.fieldopts import field_values, option
 from gitswarm.cli.resume import check_resume
-from gitswarm.cli.running import RemoteRun, model_config, refuse_busy, run_swarm
+from gitswarm.cli.running import RemoteRun, refuse_busy, run_swarm
 from gitswarm.engine.config import EPISODES_PER_CHARGE, SolveConfig
 from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS
 
@@ -274,10 +274,8 @@ def _check(cfg: SolveConfig, problem_set) -> None:
     hint = credentials.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
     if hint:
         raise fail(hint)
-    worker = model_config(cfg, cfg.model)  # a bad combination of prices is refused here
-    merger = model_config(cfg, cfg.merger, merger=True)
-    reviewer = [model_config(cfg, cfg.reviewer, reviewer=True)] if cfg.reviewer_model else []
-    unpriced = list(dict.fromkeys(c.model for c in (worker, merger, *reviewer) if not credentials.has_price(c)))
+    models = cfg.models  # a bad combination of prices is refused here
+    unpriced = list(dict.fromkeys(c.model for c in models.each if not credentials.has_price(c)))
     if cfg.max_usd is not None and unpriced:
         raise fail(f"--max-usd cannot be enforced: litellm has no price for {' or '.join(unpriced)}. Give "
                    "--price-in and --price-out (USD per million tokens; they price the workers' model, and "

@@ -179,15 +179,13 @@ def worker_engine(options, control, say: Callable[[str], None]):
 async def join_and_work(options, listeners: list, control, say: Callable[[str], None]):
     """Read the run's settings from the remote (`say` tells the user why it waits), then claim
     and run its episodes until it stops; returns why this worker stopped."""
-    from gitswarm.cli.running import model_config
     from gitswarm.models.client import LiteLLMModel
     from gitswarm.remote.worker import join_settings, run_worker
     from gitswarm.telemetry import traced
 
-    cfg = await join_settings(options, say)
-    model = LiteLLMModel(model_config(cfg, cfg.model))
-    reviewer = LiteLLMModel(model_config(cfg, cfg.reviewer, reviewer=True), turns=model.turns) \
-        if cfg.reviewer_model else None
+    models = (await join_settings(options, say)).models  # a worker merges nothing: no merger's
+    model = LiteLLMModel(models.worker)
+    reviewer = LiteLLMModel(models.reviewer, turns=model.turns) if models.reviewer is not None else None
     async with traced(listeners) as listeners:  # with a tracer when OTEL_EXPORTER_OTLP_ENDPOINT asks
         return await run_worker(options, model, listeners, control, say, reviewer=reviewer)
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError, ValidationInfo, model_validator
 
 from gitswarm.domain.rule import SETTLE_NOMINATIONS, VERIFY, Rule
+from gitswarm.engine.modelsettings import ModelSettings
 from gitswarm.models.config import ModelConfig, ReasoningEffort, ToolProtocol
 
 if TYPE_CHECKING:
@@ -292,6 +293,12 @@ class SolveConfig(BaseModel):
         """The episode cap: `max_episodes`, which `_episode_cap` sets from the budget when none is given."""
         assert self.max_episodes is not None
         return self.max_episodes
+
+    @property
+    def models(self) -> ModelSettings:
+        """The model of each role, the workers', the merger's and the reviewer's, each the whole
+        settings of its client, derived from the fields of the model part (`ModelSettings.of`)."""
+        return ModelSettings.of(self)
 
     @property
     def merger(self) -> str:

@@ -20,11 +20,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from gitswarm.domain.rule import Rule
+from gitswarm.engine.terms import Terms
+from gitswarm.engine.window import Trimming
 from gitswarm.problems.model import Kind
 
 if TYPE_CHECKING:
     from gitswarm.engine.config import SolveConfig
-    from gitswarm.engine.terms import Terms
 
 CODE_KINDS = (Kind.PROGRAM, Kind.REPRODUCE)
 """Problems whose workers have a shell (`CODE_TOOLS`), and whose deliverable is a codebase."""
@@ -227,7 +229,13 @@ def plan(cfg: SolveConfig, episode: str, worker: str, problem: tuple[str, str, s
     start = review.commit if review is not None and review.blind else tip if powers.sees_memory else root
     model = cfg.reviewer if powers.on_reviewer else cfg.model
     pid, kind, title, executable = problem
-    from gitswarm.engine.terms import Terms  # terms reads this module's roles
-
     return EpisodePlan(episode, worker, pid, kind, title, start, executable, role, review, model, *image,
-                       terms=Terms.of(cfg, kind))
+                       terms=terms(cfg, kind))
+
+
+def terms(cfg: SolveConfig, kind: str) -> Terms:
+    """What an episode on a problem of `kind` knows of the run's settings `cfg` (`EpisodePlan.terms`)."""
+    return Terms(cfg.steps(kind), cfg.episode_timeout_s, cfg.budget, cfg.episode_cap, cfg.max_usd,
+                 cfg.max_total_tokens, Rule.of(cfg), cfg.context_tokens, (cfg.overview_cited, cfg.overview_newest),
+                 own_reviewer=cfg.reviewer_model is not None, blind_reviews=review_role(cfg) is Role.BLIND,
+                 trimming=Trimming.of(cfg), problems=cfg.problems)

@@ -1,5 +1,5 @@
 """What an episode knows of the run's settings (`Terms`), fixed as the scheduler plans it
-(`engine.plan.plan`): its limits, what its prompts tell of the run's rule and caps, the size of
+(`engine.plan.terms`): its limits, what its prompts tell of the run's rule and caps, the size of
 its overview, how its conversation is trimmed. The episode loop, its prompts and its tools read
 these on its plan (`EpisodePlan.terms`), never the run's settings, which are the run's owners'
 (`Shared.settings`: the scheduler, the merger, the coordinator)."""
@@ -8,14 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gitswarm.domain.rule import Rule
-from gitswarm.engine.plan import Role, review_role
 from gitswarm.engine.window import Trimming
-
-if TYPE_CHECKING:
-    from gitswarm.engine.config import SolveConfig
 
 
 @dataclass(frozen=True)
@@ -46,11 +41,3 @@ class Terms:
     """How its conversation is kept bounded (`window.ContextPolicy`)."""
     problems: Path
     """The problem-set folder, whose hidden parts no program of the episode may see."""
-
-    @classmethod
-    def of(cls, cfg: SolveConfig, kind: str) -> Terms:
-        """The terms of an episode on a problem of `kind` in a run with settings `cfg`."""
-        return cls(cfg.steps(kind), cfg.episode_timeout_s, cfg.budget, cfg.episode_cap, cfg.max_usd,
-                   cfg.max_total_tokens, Rule.of(cfg), cfg.context_tokens, (cfg.overview_cited, cfg.overview_newest),
-                   cfg.reviewer_model is not None, review_role(cfg) is Role.BLIND,
-                   Trimming.of(cfg), cfg.problems)

@@ -52,7 +52,7 @@ def settings_of(cfg: SolveConfig, problem_set: ProblemSet, problems: list[str], 
     """The run's settings as workers read them: the run's part of `cfg` whole, the claims'
     time to live, the problems, and (for the report) the coordinator's model."""
     return {"protocol": PROTOCOL, "gitswarm": __version__, "solve": cfg.part("run"), "claim_ttl_s": claim_ttl_s,
-            "coordinator": {"model": cfg.model, "merger_model": cfg.merger},
+            "coordinator": cfg.models.names(),
             "set": problem_set.name,
             "problems": {p: {"kind": problem_set.get(p).kind.value, "title": problem_set.get(p).title}
                          for p in problems}}

@@ -62,7 +62,7 @@ async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, mer
         ctx.started(workers=local_slots, remote=remote.shown)
         options = WorkerOptions(url, local_worker_folder(cfg.run), LOCAL_NAME, local_slots, model_settings or {},
                                 references=cfg.problems)  # the coordinator holds the set, hidden parts too
-        local = [partial(run_worker, options, model, None, Control())] if local_slots else []
+        local = [partial(run_worker, options, model, None, Control(), reviewer=reviewer)] if local_slots else []
         stop = await run.drive(partial(coordinator.run, control.stop), merger, local)
         chosen = await coordinator.select()
         await coordinator.pruner.end(coordinator)  # the end state is published: what is left goes

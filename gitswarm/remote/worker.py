@@ -70,11 +70,6 @@ def join(remote: Remote, name: str) -> dict:
     return publish.read_settings(mirror, remote.shown)
 
 
-def model_settings(cfg: SolveConfig) -> dict:
-    """The model part of `cfg` (`engine.config.Part`), those given, for a worker built from it."""
-    return {name: value for name, value in cfg.part("model").items() if value is not None}
-
-
 @dataclass(frozen=True)
 class WorkerOptions:
     """One worker process's own settings; the run's come from the remote."""
@@ -87,7 +82,9 @@ class WorkerOptions:
     slots: int
     """Episodes in flight at once (C)."""
     model: dict
-    """The model's SolveConfig fields (model, api_base, prices, timeouts, ...)."""
+    """Its SolveConfig's model part (model, api_base, prices, timeouts, the merger's and the
+    reviewer's, ...), by field name: its flags', or a coordinator's own, whole, for its local
+    worker; `SolveConfig.models` derives each role's model from it."""
     patience_s: float = 600.0
     """How long to wait with nothing to claim for the coordinator's stop."""
     references: Path | None = None

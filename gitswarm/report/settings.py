@@ -81,11 +81,12 @@ def read_settings(memory: Memory, run: Path) -> RunSettings:
     published = _published(memory)
     if published:
         solve, coordinator = _table(published, "solve"), _table(published, "coordinator")
-        model = coordinator.get("model")
+        model, reviewer = (value if isinstance(value := coordinator.get(key), str) else None
+                           for key in ("model", "reviewer_model"))  # an older coordinator published no reviewer_model
         shown = {key: value if isinstance(value := solve.get(key), str) else None for key in ("reviews", "isolation")}
-        return RunSettings(model if isinstance(model, str) else None, _int(solve.get("budget")),
-                           _int(solve.get("max_episodes")), None, 0, verify, settle,
-                           "the coordinator's published settings", None, shown["reviews"], shown["isolation"], in_row)
+        return RunSettings(model, _int(solve.get("budget")), _int(solve.get("max_episodes")), None, 0, verify, settle,
+                           "the coordinator's published settings", reviewer, shown["reviews"], shown["isolation"],
+                           in_row)
     return RunSettings(None, None, None, None, 0, verify, settle, "not recorded", in_row=in_row)
 
 
