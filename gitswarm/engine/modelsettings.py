@@ -60,11 +60,10 @@ class ModelSettings:
             "model": cfg.merger, "reasoning_effort": merger_effort, "stream": False,
             "reply_timeout_s": cfg.reply_timeout_s if merger_effort else min(cfg.reply_timeout_s,
                                                                                MERGER_REPLY_TIMEOUT_S)})
-        reviewer = None if cfg.reviewer_model is None else ModelConfig(**shared | no_prices | {
+        reviewer = ModelConfig(**shared | no_prices | {
             "model": cfg.reviewer_model, "api_base": cfg.reviewer_api_base or base,
-            "reasoning_effort": cfg.reviewer_reasoning_effort,
-            "price_in_per_mtok": cfg.reviewer_price_in_per_mtok,
-            "price_out_per_mtok": cfg.reviewer_price_out_per_mtok})
+            "reasoning_effort": cfg.reviewer_reasoning_effort, "price_in_per_mtok": cfg.reviewer_price_in_per_mtok,
+            "price_out_per_mtok": cfg.reviewer_price_out_per_mtok}) if cfg.reviewer_model else None
         return cls(worker, merger, reviewer)
 
     @property

@@ -238,4 +238,5 @@ def terms(cfg: SolveConfig, kind: str) -> Terms:
     return Terms(cfg.steps(kind), cfg.episode_timeout_s, cfg.budget, cfg.episode_cap, cfg.max_usd,
                  cfg.max_total_tokens, Rule.of(cfg), cfg.context_tokens, (cfg.overview_cited, cfg.overview_newest),
                  own_reviewer=cfg.reviewer_model is not None, blind_reviews=review_role(cfg) is Role.BLIND,
-                 trimming=Trimming.of(cfg), problems=cfg.problems)
+                 trimming=Trimming(cfg.trim_context, cfg.whole_share, cfg.stub_chars, cfg.compact_at,
+                                   cfg.context_window, cfg.compact_by), problems=cfg.problems)

@@ -25,12 +25,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
 
 from gitswarm.resources import render
-
-if TYPE_CHECKING:
-    from gitswarm.engine.config import SolveConfig
 
 CHARS_PER_TOKEN = 4
 STAGED_SHARE = 4
@@ -58,7 +54,8 @@ class Trim:
 
 @dataclass(frozen=True)
 class Trimming:
-    """The policy's settings, the run's (`SolveConfig`'s fields of the same names)."""
+    """The policy's settings: the run's fields of the same names (`engine.config.SolveConfig`),
+    which `plan.terms` hands each episode."""
 
     trim_context: bool
     whole_share: float
@@ -68,11 +65,6 @@ class Trimming:
     """The window assumed of a model litellm does not know."""
     compact_by: str
     """`model` (a call of the episode's model writes a compaction's account) or `digest`."""
-
-    @classmethod
-    def of(cls, cfg: SolveConfig) -> Trimming:
-        return cls(cfg.trim_context, cfg.whole_share, cfg.stub_chars, cfg.compact_at, cfg.context_window,
-                   cfg.compact_by)
 
 
 @dataclass
