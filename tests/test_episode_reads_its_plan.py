@@ -11,7 +11,7 @@ from pathlib import Path
 
 import gitswarm
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.plan import Role, plan, review_role
+from gitswarm.engine.plan import Role, RunModes, modes, plan, review_role
 from gitswarm.engine.runview import RunView
 
 ENGINE = Path(gitswarm.__file__).parent / "engine"
@@ -51,3 +51,15 @@ def test_an_episode_s_terms_are_its_run_s_settings(tmp_path: Path):
     assert terms.trimming.compact_by == "digest" and terms.problems == tmp_path
     assert review_role(cfg) is Role.BLIND
     assert review_role(cfg.model_copy(update={"reviews": "open", "reviewer_model": None})) is None
+
+
+def test_the_run_s_modes_are_derived_once_for_its_owners(tmp_path: Path):
+    def of(**values: object) -> RunModes:
+        return modes(SolveConfig(problems=tmp_path, run=tmp_path / "r", model="m", workers=4, **values))
+
+    swarm, assigned = of(), of(reviewer_model="r")
+    best, alone = of(isolation="best-of-n"), of(isolation="independent", verify=1)
+    assert (swarm.arm, swarm.reviews, swarm.summaries, swarm.by_answers) == (Role.WORKER, None, True, False)
+    assert (assigned.arm, assigned.reviews, assigned.summaries) == (Role.FREE, Role.REVIEW, True)
+    assert (best.arm, best.reviews, best.summaries, best.by_answers) == (Role.BEST_OF_N, Role.BLIND, False, False)
+    assert (alone.arm, alone.reviews, alone.summaries, alone.by_answers) == (Role.INDEPENDENT, None, False, True)

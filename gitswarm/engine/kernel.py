@@ -31,7 +31,7 @@ from gitswarm.domain import selection
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
 from gitswarm.domain.selection import Selection
-from gitswarm.engine import plan, stoprule
+from gitswarm.engine import stoprule
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.ledger import Ledger
@@ -201,8 +201,7 @@ def _select(memory: Memory, index: MemoryIndex, problem: str, rule: Rule,
 async def select_all(shared: Shared, problems: Iterable[str]) -> dict[str, Selection | None]:
     """Each problem's solution, as every process that selects selects it (`_select`), written
     as its `SOLUTION.md` on main; None where there is none."""
-    cfg = shared.settings
-    rule, by_answers = Rule.of(cfg), plan.arm(cfg) == plan.Role.INDEPENDENT
+    rule, by_answers = Rule.of(shared.settings), shared.modes.by_answers
     return {p: await shared.store.run(_select, shared.memory, shared.index, p, rule, by_answers) for p in problems}
 
 

@@ -20,7 +20,6 @@ from gitswarm.domain.kinds import Kind
 from gitswarm.domain.rule import Rule
 from gitswarm.engine import digest
 from gitswarm.engine.ledger import Ledger
-from gitswarm.engine.plan import summaries_read
 from gitswarm.engine.shared import Caller, Model, Shared, replied
 from gitswarm.memory import commitmeta, people
 from gitswarm.memory.compose import Composed, Conflict, Resolution
@@ -135,7 +134,7 @@ class Merger:
         for problem in sorted(view.settled - before):  # no more episodes go there; selected at the end
             shared.events.emit(Settled(problem=problem))
         shared.events.emit(Merged(commit=tip, episodes=result.merged, parents=len(result.merged) + 1))
-        if summaries_read(shared.settings):
+        if shared.modes.summaries:
             await self._summaries(result)
 
     async def _summaries(self, result: Composed) -> None:

@@ -211,10 +211,33 @@ def arm(cfg: SolveConfig) -> Role:
     return role_for(cfg, None)
 
 
-def summaries_read(cfg: SolveConfig) -> bool:
-    """Whether an episode of the run reads a problem's SUMMARY.md: not in an isolated arm,
-    whose attempts see their problem's own files alone (the merger writes none there)."""
-    return POWERS[arm(cfg)].sees_memory
+@dataclass(frozen=True)
+class RunModes:
+    """The run's modes as its owners (the scheduler, the merger, selection, the coordinator)
+    decide by them, derived once from its settings (`modes`; `Shared.modes`)."""
+
+    arm: Role
+    """The role of its episodes that are not reviews (`arm`)."""
+    reviews: Role | None
+    """The role of its review episodes, assigned one candidate each (`review_role`); None where
+    reviews are open."""
+
+    @property
+    def summaries(self) -> bool:
+        """An episode of the run reads a problem's SUMMARY.md, so the merger writes one: not in an
+        isolated arm, whose attempts see their problem's own files alone."""
+        return POWERS[self.arm].sees_memory
+
+    @property
+    def by_answers(self) -> bool:
+        """Its problems are decided by the majority of their attempts' answers: its episodes
+        work independently, and write no review and no nomination."""
+        return self.arm is Role.INDEPENDENT
+
+
+def modes(cfg: SolveConfig) -> RunModes:
+    """The modes of a run with settings `cfg`."""
+    return RunModes(arm(cfg), review_role(cfg))
 
 
 def plan(cfg: SolveConfig, episode: str, worker: str, problem: tuple[str, str, str, str | None],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 import anyio
@@ -15,7 +15,7 @@ from gitswarm.core.stops import Stop
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.ledger import Ledger
-from gitswarm.engine.plan import EpisodePlan
+from gitswarm.engine.plan import EpisodePlan, RunModes, modes
 from gitswarm.engine.references import References
 from gitswarm.engine.runview import RunView
 from gitswarm.memory.repo import Memory
@@ -65,6 +65,11 @@ class Shared:
     """The reproduce problems' reference executables, for code workers' shells."""
     reviewer: Model | None = None
     """The model review episodes run on (`SolveConfig.reviewer_model`); None: `model`."""
+    modes: RunModes = field(init=False)
+    """The run's modes, derived once from its settings (`plan.modes`)."""
+
+    def __post_init__(self) -> None:
+        self.modes = modes(self.settings)
 
     @property
     def memory(self) -> Memory:

@@ -281,7 +281,7 @@ class Scheduler:
             found = self.problem_set.get(record.problem)
             with shared.index.lock:
                 review = reviewing.assignment(shared.index, shared.view, record.problem, record.worker,
-                                              Rule.of(self.config), plan.review_role(self.config))
+                                              Rule.of(self.config), shared.modes.reviews)
             info = plan.plan(self.config, record.episode, record.worker,
                              (record.problem, found.kind.value, found.title, found.executable), tips, review,
                              image=(found.image, found.reference_in_image))

@@ -30,7 +30,6 @@ from gitswarm.engine.episode import Shared
 from gitswarm.engine.kernel import select_all
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.merger import Merger
-from gitswarm.engine.plan import Role, arm
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.swarm import open_problems
 from gitswarm.memory.repo import META_REF, NOTES_REF
@@ -256,7 +255,7 @@ class Coordinator:
         come, so it says so when it stops."""
         rule = Rule.of(self.config)
         slots = {r.worker for r in self.ledger.episodes.values() if r.episode != "merger"}
-        if arm(self.config) == Role.INDEPENDENT or len(slots) >= rule.workers_needed:
+        if self.shared.modes.by_answers or len(slots) >= rule.workers_needed:
             return ""
         return (f"only {len(slots)} worker slot(s) took part ({', '.join(sorted(slots))}), and a candidate is "
                 f"verified by {rule.verify} pass review(s) from slots other than its author's, so no attempt could "
