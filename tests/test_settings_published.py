@@ -34,6 +34,7 @@ from gitswarm.remote.coordinator import OWN_REFS
 from gitswarm.remote.daemon import bare
 from gitswarm.remote.transport import Remote
 from gitswarm.remote.worker import WorkerOptions, join, worker_config
+from gitswarm.resources import resolve_set
 
 SECRET = "sk-not-to-be-published"
 
@@ -247,3 +248,26 @@ def test_a_worker_s_reviewer_model_needs_a_run_whose_reviews_are_assigned(tmp_pa
     open_ = SolveConfig(problems=problem_dir, run=memory.path, model="openai/c")
     with pytest.raises(ValidationError, match="this run's are open"):
         worker_config(options, publish.settings_of(open_, load_set(problem_dir), ["sum"], 600))
+
+
+@pytest.mark.slow  # a coordinator process with worker slots of its own over a file:// remote: about 30 s
+@pytest.mark.anyio
+async def test_a_coordinators_own_slots_run_their_reviews_on_the_reviewer_model(tmp_path: Path):
+    from gitswarm.demo.brain import respond
+
+    url = bare(tmp_path / "run.git").as_uri()
+    mirror, env = tmp_path / "mirror", {**os.environ, "OPENAI_API_KEY": "not-secret"}
+    async with serve(respond) as workers, serve(respond) as reviewers:
+        with anyio.fail_after(240):
+            done = await anyio.run_process(
+                [sys.executable, "-m", "gitswarm", "solve", str(resolve_set("demo")), "--run", url, "--mirror",
+                 str(mirror), "--workers", "4", "--budget", "12", "--problem", "demo-odd-sum", "--no-tui",
+                 "--model", "openai/worker-model", "--api-base", workers.url, "--reviewer-model",
+                 "openai/reviewer-model", "--reviewer-api-base", reviewers.url], env=env, check=False)
+    assert done.returncode == 0, done.stderr.decode()
+    records = [r for r in Ledger.load(Memory(mirror)).episodes.values() if r.episode != "merger"]
+    reviews = [r for r in records if r.reviews]
+    assert reviews and all(r.model == "openai/reviewer-model" for r in reviews)
+    asked = [r for r in reviewers.requests if r.get("tools")]
+    assert asked and all(r["model"] == "reviewer-model" for r in asked)  # called, not only named
+    assert not [r for r in workers.requests if r.get("tools") and "You are a reviewer" in r["messages"][0]["content"]]
