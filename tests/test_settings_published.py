@@ -167,11 +167,12 @@ def report(url: str) -> tuple[dict, str]:
 
 def test_the_report_of_a_remote_run_names_the_coordinators_model_and_reads_older_runs(
         tmp_path: Path, memory: Memory, problem_dir: Path):
-    cfg = SolveConfig(problems=problem_dir, run=memory.path, model="openai/coordinator", budget=9, workers=3)
+    cfg = SolveConfig(problems=problem_dir, run=memory.path, model="openai/coordinator", budget=9, workers=3,
+                      reviewer_model="openai/checker", verify=2)
     url = published_run(tmp_path, memory, problem_dir, cfg)
     settings, markdown = report(url)
-    assert (settings["model"], settings["budget"], settings["source"]) == (
-        "openai/coordinator", 9, "the coordinator's published settings")
+    assert (settings["model"], settings["budget"], settings["source"], settings["reviewer"]) == (
+        "openai/coordinator", 9, "the coordinator's published settings", "openai/checker")
     assert "Model openai/coordinator; budget 9 episodes" in markdown
     # As gitswarm published it at run protocol 1: fifteen run fields and no model; still read.
     old = {"protocol": 1, "gitswarm": "0.1.0", "claim_ttl_s": 600, "set": "set",

@@ -3,7 +3,8 @@
 The settings live beside `run.json` on `refs/gitswarm/meta`, as `settings.json`: the run's
 part of `SolveConfig` whole (every field that declares itself the run's, `engine.config.Part`),
 the claims' time to live, each problem's kind and title, so a worker needs no problem files,
-and the coordinator's model's name, for the report. Nothing hidden and nothing secret goes
+and the names of the coordinator's models (`ModelSettings.names`: the workers', the merger's,
+the reviewer's), for the report. Nothing hidden and nothing secret goes
 there: no API key, no server address, no problem's hidden parts (those never enter the
 repository at all).
 
@@ -50,7 +51,7 @@ STOP_FILE = "stop.json"
 
 def settings_of(cfg: SolveConfig, problem_set: ProblemSet, problems: list[str], claim_ttl_s: float) -> dict:
     """The run's settings as workers read them: the run's part of `cfg` whole, the claims'
-    time to live, the problems, and (for the report) the coordinator's model."""
+    time to live, the problems, and (for the report) the coordinator's models' names."""
     return {"protocol": PROTOCOL, "gitswarm": __version__, "solve": cfg.part("run"), "claim_ttl_s": claim_ttl_s,
             "coordinator": cfg.models.names(),
             "set": problem_set.name,
