@@ -7,7 +7,9 @@ import pygit2
 import pytest
 from demo_run import demo_run
 
+from gitswarm.domain import selection
 from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import Rule
 from gitswarm.memory import indexing
 
 
@@ -76,3 +78,24 @@ def test_candidates_kept_with_the_items_follow_every_commit(tmp_path_factory):
             assert list(followed.candidates(problem)) == list(fresh.candidates(problem))
             assert followed.candidates(problem) is followed.candidates(problem)  # kept, not walked again
     assert any(followed.candidates(p) for p in followed.problems)
+
+
+@pytest.mark.parametrize("rule", [Rule(verify=2, settle_nominations=2), Rule(1, 3, in_row=True, people_count=True)],
+                         ids=["default", "in-row-people"])
+def test_standings_kept_with_the_items_follow_every_commit(tmp_path_factory, rule):
+    """The selection's standings are kept with a problem's items (the scheduler asks for every open
+    problem's at each pick): followed along main, at every tip they are a fresh index's, under each
+    rule kept apart, and a view pinned before a change keeps its own."""
+    repo = pygit2.Repository(str(demo_run(tmp_path_factory)))
+    followed, views = MemoryIndex(), []
+    for tip in first_parents(repo):
+        indexing.update(followed, repo, tip)
+        fresh = MemoryIndex()
+        indexing.update(fresh, repo, tip)
+        for problem in fresh.problems:
+            assert selection.standings(followed, problem, rule) == selection.standings(fresh, problem, rule)
+            assert selection.standings(followed, problem, rule) is selection.standings(followed, problem, rule)
+            views.append((followed.pinned(problem), problem, selection.standings(fresh, problem, rule)))
+    for view, problem, then in views:  # each view still stands as its tip did
+        assert selection.standings(view, problem, rule) == then
+    assert any(selection.standings(followed, p, rule) for p in followed.problems)
