@@ -21,7 +21,7 @@ from gitswarm.resources import data_dir
 
 
 @cache
-def tool_schemas(kind: str | None = None, role: Role = Role.WORKER) -> list[dict]:
+def tool_schemas(kind: str | None = None, role: Role = Role.WORKER) -> list[dict[str, Any]]:
     """The tools a problem of `kind` gets (None: every tool) in `role`, in the OpenAI
     function-calling format. One list per kind and role, so a run's requests share prefixes."""
     texts, tools = descriptions(), of_role(role)
@@ -30,14 +30,14 @@ def tool_schemas(kind: str | None = None, role: Role = Role.WORKER) -> list[dict
 
 
 @cache
-def descriptions() -> dict[ToolName, dict]:
+def descriptions() -> dict[ToolName, dict[str, Any]]:
     """prompts/tools.yaml by tool name: each tool's `description`, its `properties`' and its
     `roles`' own."""
     specs = yaml.safe_load((data_dir("prompts") / "tools.yaml").read_text(encoding="utf-8"))
     return {ToolName(spec["name"]): spec for spec in specs}
 
 
-def _spec(name: ToolName, model: type[ToolArgs], texts: dict, role: str) -> dict:
+def _spec(name: ToolName, model: type[ToolArgs], texts: dict[str, Any], role: str) -> dict[str, Any]:
     """A tool's spec as `role` gets it: its model's schema, with the descriptions of its role
     where tools.yaml gives them, else its own."""
     told = texts.get("roles", {}).get(role, {})
