@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from gitswarm.domain.kinds import CONTRIBUTION_KINDS
+from gitswarm.domain.kinds import CONTRIBUTION_KINDS, KIND_FOLDERS
 from gitswarm.domain.kinds import Kind as CommitKind
 from gitswarm.problems.model import Kind
 
@@ -98,19 +98,25 @@ _SWARM = (*_READ, ToolName.ANNOUNCE, *_WORK, ToolName.CONTRIBUTE, ToolName.NOMIN
 _SWARM_KINDS = tuple(k for k in CommitKind if k in CONTRIBUTION_KINDS and k != CommitKind.NOMINATION)
 """What `contribute` commits: every contribution kind but a nomination (`nominate`'s)."""
 _REVIEW = (CommitKind.REVIEW,)
-_ISOLATED = Powers((ToolName.READ_FILE, ToolName.SEARCH, *_WORK, *_END),
-                   tuple(k for k in _SWARM_KINDS if k not in (CommitKind.REVIEW, CommitKind.SUMMARY)),
-                   sees_memory=False, sees_others=False, writes=("notes/", "lemmas/", "attempts/", "code/"),
-                   system="attempt_system.md.j2")
+_ATTEMPT = tuple(k for k in _SWARM_KINDS if k not in (CommitKind.REVIEW, CommitKind.SUMMARY))
+
+
+def _folders(kinds: tuple[CommitKind, ...]) -> tuple[str, ...]:
+    """The folders the items of `kinds` are written below."""
+    return tuple(f"{KIND_FOLDERS[kind]}/" for kind in kinds)
+
+
+_ISOLATED = Powers((ToolName.READ_FILE, ToolName.SEARCH, *_WORK, *_END), _ATTEMPT, sees_memory=False,
+                   sees_others=False, writes=_folders(_ATTEMPT), system="attempt_system.md.j2")
 POWERS: dict[Role, Powers] = {
     Role.WORKER: Powers(_SWARM, _SWARM_KINDS, sees_memory=True, sees_others=True, writes=None,
                         system="worker_system.md.j2"),
     Role.FREE: Powers(_SWARM, tuple(k for k in _SWARM_KINDS if k != CommitKind.REVIEW), sees_memory=True,
                       sees_others=True, writes=None, system="worker_system.md.j2"),
-    Role.REVIEW: Powers((*_READ, *_WORK, *_END), _REVIEW, sees_memory=True, sees_others=True, writes=("reviews/",),
-                        system="review_system.md.j2", on_reviewer=True),
+    Role.REVIEW: Powers((*_READ, *_WORK, *_END), _REVIEW, sees_memory=True, sees_others=True,
+                        writes=_folders(_REVIEW), system="review_system.md.j2", on_reviewer=True),
     Role.BLIND: Powers((ToolName.READ_FILE, *_WORK, *_END), _REVIEW, sees_memory=False, sees_others=False,
-                       writes=("reviews/",), system="review_system.md.j2", shows="candidate", on_reviewer=True),
+                       writes=_folders(_REVIEW), system="review_system.md.j2", shows="candidate", on_reviewer=True),
     Role.INDEPENDENT: _ISOLATED,
     Role.BEST_OF_N: _ISOLATED,
 }
