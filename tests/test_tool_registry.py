@@ -59,6 +59,7 @@ def test_the_registry_offers_each_role_its_plans_tools_and_no_other(role: Role) 
 @pytest.mark.parametrize("role", list(Role))
 def test_each_handler_takes_its_tools_model(role: Role) -> None:
     protocol = [name for name, _ in inspect.getmembers(ContributeArgs, lambda m: isinstance(m, property))]
+    assert "kind" in protocol and "verdict" in protocol
     for name, tool in of_role(role).items():
         annotation = inspect.signature(tool.run).parameters["args"].annotation
         taken = tool.run.__globals__[annotation]  # the handler's module names it (annotations are text)
