@@ -110,8 +110,12 @@ def _involved(index: MemoryIndex, problem: str) -> set[str]:
     one task, so `pick` asks for it once per problem, not once per free worker (C of them at a
     run's start: C x C x problems calls)."""
     own = index.problems[problem]
-    return (set(own.nominators) | {index.authors.get(c, "") for c in own.items.values()}
-            | {w for by in own.reviews.values() for w in by})
+    kept = own.derived  # kept with the problem's items until they change: a pick asks for every open problem's
+    involved: set[str] | None = kept.get("involved")
+    if involved is None:
+        involved = kept["involved"] = (set(own.nominators) | {index.authors.get(c, "") for c in own.items.values()}
+                                       | {w for by in own.reviews.values() for w in by})
+    return involved
 
 
 @dataclass
