@@ -157,7 +157,7 @@ class EpisodePlan:
     review: Assignment | None = None
     """A review episode's candidate: it reviews that one or abstains."""
     model: str = ""
-    """The model it calls (the record's; "" where the caller does not say: the run's)."""
+    """The model it calls, as its record names it (`plan` sets it: the workers' or the reviewer's)."""
     image: str | None = None
     """The container image the episode's programs run in (`Problem.image`), or None: the host's root."""
     reference_in_image: bool = False
