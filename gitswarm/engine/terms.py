@@ -21,6 +21,9 @@ class Terms:
     """Its model calls at most (`SolveConfig.steps` of its problem's kind)."""
     timeout_s: float
     """Its wall-clock limit."""
+    workers: int
+    """The run's slots in this process (C): its state block counts the workers per open problem
+    as the scheduler does."""
     budget: int
     """The run's charged episodes at most."""
     max_episodes: int

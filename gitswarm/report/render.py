@@ -97,7 +97,7 @@ def settings_line(settings: RunSettings, processes: list[str]) -> str:
             else "no review needed, plain plurality (verify K = 0)")
     resumed = f"; started {settings.starts} times (resumed)" if settings.starts > 1 else ""
     reviews = ({"assigned": "reviews assigned to one candidate each", "blind": "blind reviews (the statement "
-                "and the candidate alone)"}.get(settings.reviews or "", "")
+                "and the candidate alone)"}.get(_reviews(settings), "")
                + (f" on {settings.reviewer}" if settings.reviewer else ""))
     settle = ("the first verified candidate settles a problem (best-of-n: independent attempts, no nominations)"
               if settings.isolation == "best-of-n" else
@@ -111,9 +111,15 @@ def rule_line(settings: RunSettings) -> str:
     """The run's rule in a few words, as `status` shows it: K (in a row), who reviews and on
     which model, the isolation."""
     parts = [f"verify K = {settings.verify}" + (" in a row" if settings.in_row else "")]
-    parts.append(f"reviews {settings.reviews or 'open'}" + (f" on {settings.reviewer}" if settings.reviewer else ""))
+    parts.append(f"reviews {_reviews(settings)}" + (f" on {settings.reviewer}" if settings.reviewer else ""))
     parts.append(f"isolation {settings.isolation or 'shared'}")
     return "rule: " + ", ".join(parts)
+
+
+def _reviews(settings: RunSettings) -> str:
+    """How the run's candidates were reviewed: as set (open, assigned, blind), but blind in a
+    best-of-n run whatever its setting, as its reviews are."""
+    return "blind" if settings.isolation == "best-of-n" else settings.reviews or "open"
 
 
 def unconfined_line(settings: RunSettings) -> str:
