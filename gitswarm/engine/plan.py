@@ -273,8 +273,9 @@ class RunModes:
 
     @property
     def summaries(self) -> bool:
-        """An episode of the run reads a problem's SUMMARY.md, so the merger writes one: not in an
-        isolated arm, whose attempts see their problem's own files alone."""
+        """An episode of the run reads a problem's SUMMARY.md, so the merger's model writes it at
+        times: not in an isolated arm, whose attempts see their problem's own files alone (its
+        SUMMARY.md is a digest, written without a call)."""
         return POWERS[self.arm].sees_memory
 
     @property
