@@ -26,7 +26,7 @@ def status(
     from gitswarm.memory.repo import Memory
     from gitswarm.readmodel.read import read_run
     from gitswarm.remote.layout import RUN_LEDGER
-    from gitswarm.report.render import rule_line, unconfined_line
+    from gitswarm.report.lines import rule_line, unconfined_line
     from gitswarm.report.settings import read_settings
 
     with user_errors(), run_folder(run) as folder:
@@ -60,12 +60,11 @@ def worker_table(workers) -> list[str]:
 def table(state, rule: str) -> list[str]:
     """The text form: the totals, the usage parts, how the run decides (`rule`), then one line
     per problem."""
-    from gitswarm.cli.running import usd
-    from gitswarm.report.render import failed_line, usage_line
+    from gitswarm.report.lines import failed_line, spent_line, usage_line
 
     t = state.totals
     lines = [f"run {t.run}: {t.charged} charged episodes ({t.episodes} in all), {t.tokens} tokens, "
-             + usd(t.known_cost_usd, t.cost_known)
+             + spent_line(t.known_cost_usd, t.cost_known)
              + (f", {t.pending_branches} branch(es) not yet merged" if t.pending_branches else ""),
              f"  {usage_line(t.parts())}",
              f"  {failed_line(t.failed)}", f"  {rule}"]
