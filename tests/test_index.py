@@ -60,3 +60,19 @@ def test_a_step_view_is_taken_once_per_problem_and_tip(tmp_path_factory):
     assert again is not view and again.seen_tip == chain[-1] and view.seen_tip == chain[-2]
     assert state(view)["problems"][problem] == before  # the old view did not change under its readers
     assert again.problems[problem].items == index.problems[problem].items
+
+
+def test_candidates_kept_with_the_items_follow_every_commit(tmp_path_factory):
+    """`candidates` is kept until the problem's items change: followed along main, asked at every
+    tip, it is what a fresh index of that tip gives, and a view taken before a change keeps its own."""
+    repo = pygit2.Repository(str(demo_run(tmp_path_factory)))
+    followed = MemoryIndex()
+    for tip in first_parents(repo):
+        indexing.update(followed, repo, tip)
+        fresh = MemoryIndex()
+        indexing.update(fresh, repo, tip)
+        for problem in fresh.problems:
+            assert followed.candidates(problem) == fresh.candidates(problem)
+            assert list(followed.candidates(problem)) == list(fresh.candidates(problem))
+            assert followed.candidates(problem) is followed.candidates(problem)  # kept, not walked again
+    assert any(followed.candidates(p) for p in followed.problems)

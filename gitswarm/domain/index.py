@@ -58,6 +58,9 @@ class ProblemIndex:
     reviews: dict[str, dict[str, Review]] = field(default_factory=dict)
     """Candidate commit -> reviewer worker -> that worker's latest review of it (its author's
     own reviews included: `MemoryIndex.reviews_of` leaves them out)."""
+    found: dict[str, str] | None = field(default=None, repr=False, compare=False)
+    """`MemoryIndex.candidates` of these items, kept until they change (`MemoryIndex.add`
+    clears it): the scheduler, each step and selection ask for it again and again."""
 
 
 def _problems() -> defaultdict[str, ProblemIndex]:
@@ -100,6 +103,7 @@ class MemoryIndex:
         """Take in one contribution commit of main, in the order of main's history."""
         key, index = facts.commit, self.problems[facts.problem]
         index.kinds[facts.kind] += 1
+        index.found = None
         self.files_of[key] = (facts.problem, list(facts.written))
         inherited = bool(facts.run) and facts.run in self.inherited_runs
         # an earlier run's w01 is not this run's w01: its work is not "yours", and is reviewable by any
@@ -149,7 +153,7 @@ class MemoryIndex:
             return kept
         own = self.problems[problem]
         frozen = ProblemIndex(dict(own.items), Counter(own.kinds), Counter(own.nominations), set(own.nominators),
-                              {c: dict(by) for c, by in own.reviews.items()})
+                              {c: dict(by) for c, by in own.reviews.items()}, own.found)
         part = MemoryIndex(cited=self.cited, files_of=self.files_of, authors=self.authors, answered=self.answered,
                            people=self.people, inherited_runs=self.inherited_runs, inherited=self.inherited,
                            seen_tip=self.seen_tip, lock=self.lock)  # the maps it shares are guarded by the one lock
@@ -181,11 +185,16 @@ class MemoryIndex:
     def candidates(self, problem: str) -> dict[str, str]:
         """Candidate path (an attempt file or `code/<slug>`) -> its commit, as `resolve` names
         it by path, in the order the items were first written (oldest first). A codebase's commit
-        is the newest that wrote one of its files: its tree holds the codebase as it is now."""
+        is the newest that wrote one of its files: its tree holds the codebase as it is now.
+        Kept with the items until they change (shared: read it, never change it)."""
+        own = self.problems[problem]
+        if own.found is not None:
+            return own.found
         found: dict[str, str] = {}
-        for path, commit in self.problems[problem].items.items():
+        for path, commit in own.items.items():
             if path.startswith(CANDIDATE_FOLDERS):  # a codebase is the newest commit that wrote any of its files
                 found[candidate_path(path)] = commit
+        own.found = found
         return found
 
     def path_of(self, commit: str) -> str | None:
