@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -19,7 +22,8 @@ def status(
     selected), whether the candidate it stands on is verified, its grade and the run's totals.
 
     Reads main's commits as the engine's selection does (so it shows the leader selection
-    would write), main's tree and the ledger: about a second on a run of thousands of commits.
+    would write), by the index of them kept beside the run and the commits since, main's tree
+    and the ledger: about half a second on a run of 100,000 commits.
     For a run on a git remote, give the coordinator's folder or the remote's URL: a worker's
     folder holds only what that worker ran.
     """
@@ -29,7 +33,7 @@ def status(
     from gitswarm.report.lines import rule_line, unconfined_line
     from gitswarm.report.settings import read_settings
 
-    with user_errors(), run_folder(run) as folder:
+    with user_errors(), run_folder(run) as folder, collector_paused():
         memory = Memory(folder)
         state, worker = read_run(memory), memory.snapshot().ref(RUN_LEDGER) is not None
         settings = read_settings(memory, folder)
@@ -44,6 +48,19 @@ def status(
         return
     for line in table(state, rule_line(settings)) + worker_table(state.workers):
         typer.echo(line)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The garbage collector off while the run is read: the index of main is a million objects,
+    none of them garbage, that each collection would walk again (a tenth of a status)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def worker_table(workers) -> list[str]:
