@@ -7,7 +7,9 @@ import pygit2
 import pytest
 from demo_run import demo_run
 
+from gitswarm.domain import selection
 from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.rule import Rule
 from gitswarm.memory import indexing
 
 
@@ -62,17 +64,20 @@ def test_a_step_view_is_taken_once_per_problem_and_tip(tmp_path_factory):
     assert again.problems[problem].items == index.problems[problem].items
 
 
-def test_candidates_kept_with_the_items_follow_every_commit(tmp_path_factory):
-    """`candidates` is kept until the problem's items change: followed along main, asked at every
-    tip, it is what a fresh index of that tip gives, and a view taken before a change keeps its own."""
+def test_candidates_and_standings_kept_with_the_items_follow_every_commit(tmp_path_factory):
+    """`candidates` and `selection.standings` are kept until the problem's items or votes change:
+    followed along main, asked at every tip, they are what a fresh index of that tip gives."""
     repo = pygit2.Repository(str(demo_run(tmp_path_factory)))
+    rules = [Rule(), Rule(verify=2, in_row=True), Rule(people_count=True)]
     followed = MemoryIndex()
     for tip in first_parents(repo):
         indexing.update(followed, repo, tip)
         fresh = MemoryIndex()
         indexing.update(fresh, repo, tip)
         for problem in fresh.problems:
-            assert followed.candidates(problem) == fresh.candidates(problem)
-            assert list(followed.candidates(problem)) == list(fresh.candidates(problem))
+            assert list(followed.candidates(problem).items()) == list(fresh.candidates(problem).items())
             assert followed.candidates(problem) is followed.candidates(problem)  # kept, not walked again
+            for rule in rules:
+                assert selection.standings(followed, problem, rule) == selection.standings(fresh, problem, rule)
     assert any(followed.candidates(p) for p in followed.problems)
+    assert any(s.passes or s.critical for p in followed.problems for s in selection.standings(followed, p, Rule()))

@@ -12,9 +12,13 @@ import heapq
 import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gitswarm.domain.kinds import CANDIDATE_FOLDERS, ITEM_FOLDERS, Kind, candidate_path, episode_order
 from gitswarm.domain.review import Review
+
+if TYPE_CHECKING:
+    from gitswarm.domain.selection import Standing
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,10 @@ class ProblemIndex:
     found: dict[str, str] | None = field(default=None, repr=False, compare=False)
     """`MemoryIndex.candidates` of these items, kept until they change (`MemoryIndex.add`
     clears it): the scheduler, each step and selection ask for it again and again."""
+    standing: dict[tuple[bool, bool], list[Standing]] = field(default_factory=dict, repr=False, compare=False)
+    """`selection.standings` of these candidates, votes and reviews by the rule's way of
+    counting (`in_row`, `people_count`), kept until they change, as `found`: the scheduler
+    weighs every open problem's candidates at each pick."""
 
 
 def _problems() -> defaultdict[str, ProblemIndex]:
@@ -103,7 +111,7 @@ class MemoryIndex:
         """Take in one contribution commit of main, in the order of main's history."""
         key, index = facts.commit, self.problems[facts.problem]
         index.kinds[facts.kind] += 1
-        index.found = None
+        index.found, index.standing = None, {}  # what is kept of the problem's items and votes
         self.files_of[key] = (facts.problem, list(facts.written))
         inherited = bool(facts.run) and facts.run in self.inherited_runs
         # an earlier run's w01 is not this run's w01: its work is not "yours", and is reviewable by any
@@ -153,7 +161,7 @@ class MemoryIndex:
             return kept
         own = self.problems[problem]
         frozen = ProblemIndex(dict(own.items), Counter(own.kinds), Counter(own.nominations), set(own.nominators),
-                              {c: dict(by) for c, by in own.reviews.items()}, own.found)
+                              {c: dict(by) for c, by in own.reviews.items()}, own.found, own.standing)
         part = MemoryIndex(cited=self.cited, files_of=self.files_of, authors=self.authors, answered=self.answered,
                            people=self.people, inherited_runs=self.inherited_runs, inherited=self.inherited,
                            seen_tip=self.seen_tip, lock=self.lock)  # the maps it shares are guarded by the one lock

@@ -132,7 +132,16 @@ def passes(reviews: Iterable[Review], in_row: bool) -> int:
 
 
 def standings(index: MemoryIndex, problem: str, rule: Rule) -> list[Standing]:
-    """Every candidate of `problem` the index knows, and every nominated commit."""
+    """Every candidate of `problem` the index knows, and every nominated commit; kept with the
+    problem's index until its items or votes change (`ProblemIndex.standing`)."""
+    own, key = index.problems[problem], (rule.in_row, rule.people_count)
+    kept = own.standing.get(key)
+    if kept is None:
+        kept = own.standing[key] = _standings(index, problem, rule)
+    return list(kept)
+
+
+def _standings(index: MemoryIndex, problem: str, rule: Rule) -> list[Standing]:
     votes = index.problems[problem].nominations
     commits = dict.fromkeys([*index.candidates(problem).values(), *votes])
     found = []
