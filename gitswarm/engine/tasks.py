@@ -76,7 +76,8 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
         path, commit = max(good, key=lambda pc: votes.nominations[pc[1]])
         return Task(NOMINATE, 2.5, path, commit, nominations=votes.nominations[commit])
     mine = {c for _, c in candidates if index.authors.get(c) == worker}
-    reviewing = {p: len(re.findall(rf"\b{re.escape(p)}\b", busy)) for p, _ in candidates}
+    # a pattern only for a path the announcements name at all: one per candidate thrashed re's cache
+    reviewing = {p: len(re.findall(rf"\b{re.escape(p)}\b", busy)) if p in busy else 0 for p, _ in candidates}
     reviewable = [(p, c) for p, c in candidates
                   if c not in mine and not found[c].critical and reviewing[p] < max(verify - found[c].passes, 1)
                   and (found[c].passes < verify or (not verify and not index.reviews_of(problem, c)))
