@@ -73,7 +73,7 @@ def baseline(run: Path) -> int:
 
 def export(run: Path, layout: Format, credit: str) -> int:
     """`gitswarm export` as the command runs it, to a string; returns the records."""
-    from gitswarm.engine.toolspecs import tool_schemas
+    from gitswarm.engine.tools import tool_schemas
     from gitswarm.export.labels import read_facts
     from gitswarm.export.run import export as records
     from gitswarm.memory.repo import Memory

@@ -7,7 +7,7 @@ reproduce problem (demo-shout), under each sandbox backend and under the old way
 - bwrap, namespaces: today's sandbox with `GITSWARM_SANDBOX` set to that one backend.
 
 The candidate is the reference's own source with a `compile.sh` (`cc -O2 -o executable
-shout.c`); one sample is `referee.reproduce.compile_tree` then `run_branch` for each counted
+shout.c`); one sample is `referee.submission.compile_tree` then `run_branch` for each counted
 branch, the calls `grade_reproduce` makes. Samples are interleaved over `--repeat` rounds;
 the medians and their ratios to the old way are printed.
 
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gitswarm.problems.loader import load_set
-from gitswarm.referee import reproduce
+from gitswarm.referee import reproduce, submission
 from gitswarm.resources import resolve_set
 from gitswarm.sandbox import containment
 
@@ -52,7 +52,7 @@ def old_sandbox(commit: str, into: Path):
 
 def one_grading(problem, source: Path, work: Path, runner) -> float:
     """compile.sh, then every counted branch against what it built: seconds."""
-    reproduce.run = runner
+    reproduce.run = submission.run = runner
     tree, scratch = work / "submission", work / "grading"
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(source, tree)
@@ -60,8 +60,8 @@ def one_grading(problem, source: Path, work: Path, runner) -> float:
     (tree / "compile.sh").write_text("cc -O2 -o executable shout.c\n")
     started = time.perf_counter()
     hide = reproduce.hidden(problem, scratch, b"")
-    stash = scratch / "stash" / reproduce.EXECUTABLE
-    error = reproduce.compile_tree(tree, set(), 900.0, [], hide, stash)
+    stash = scratch / "stash" / submission.EXECUTABLE
+    error = submission.compile_tree(tree, set(), 900.0, [], hide, stash)
     assert error is None, error
     grade = reproduce.run_suite(problem, reproduce.suite_of(problem), stash, scratch, 600.0, [], None, hide,
                                 reproduce.sha256(stash.read_bytes()))

@@ -12,7 +12,7 @@ from demo_run import run_set
 
 from gitswarm.domain.contribution import Contribution
 from gitswarm.domain.kinds import VERDICTS
-from gitswarm.engine.toolmodels import Search
+from gitswarm.engine.tools.search import SEARCH_HITS, Search, search
 from gitswarm.fakeserver.responders import estimate_tokens
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
@@ -78,7 +78,7 @@ def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, pro
     from gitswarm.engine.config import SolveConfig
     from gitswarm.engine.plan import EpisodePlan
     from gitswarm.engine.runview import RunView
-    from gitswarm.engine.tools import SEARCH_HITS, Toolbox
+    from gitswarm.engine.tools import Toolbox
     from gitswarm.memory.store import Store
 
     memory = Memory.create(tmp_path / "run", load_set(problem_dir), problem_ids=["sum"])
@@ -89,9 +89,9 @@ def test_search_reads_the_newest_items_first_in_one_git_call(tmp_path: Path, pro
     ep = EpisodePlan("e1", "w01", "sum", "answer", "Sum", memory.main())
     tools = Toolbox(Store(memory), index, view, ep, anyio.CapacityLimiter(1))
 
-    found = anyio.run(tools.tool_search, Search(query="text"))
+    found = anyio.run(search, tools, Search(query="text"))
     lines = [ln for ln in found.splitlines() if re.match(r"^\w+s/\S+:\d+: ", ln)]
     assert len(lines) == SEARCH_HITS
     assert lines[0].startswith(f"{paths[-1]}:") and lines[1].startswith(f"{paths[-2]}:")
     assert "<memory-data" in found  # results are other agents' text: fenced
-    assert "no matches" in anyio.run(tools.tool_search, Search(query="no such words anywhere"))
+    assert "no matches" in anyio.run(search, tools, Search(query="no such words anywhere"))

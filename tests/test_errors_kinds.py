@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from gitswarm.cli.common import Exit, describe
 from gitswarm.cli.main import app
 from gitswarm.engine import settings
-from gitswarm.engine.toolargs import ToolError
+from gitswarm.engine.tools.args import ToolError
 from gitswarm.errors import BadInput, EnvironmentFault, Refusal, RunFault
 from gitswarm.memory import books
 from gitswarm.memory.errors import Contention, NotARun, PathRejected

@@ -19,9 +19,8 @@ from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.context import system_prompt
 from gitswarm.engine.plan import Assignment, EpisodePlan, Role, plan
 from gitswarm.engine.runview import RunView
-from gitswarm.engine.toolargs import ToolError
-from gitswarm.engine.tools import Toolbox
-from gitswarm.engine.toolspecs import tool_schemas
+from gitswarm.engine.tools import Toolbox, tool_schemas
+from gitswarm.engine.tools.args import ToolError
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import Store

@@ -22,6 +22,12 @@ FIELDS = "%H%x1f%P%x1f%(trailers:key=Gitswarm-Problem,valueonly)%x1f%(trailers:k
          "%x1f%(trailers:key=Gitswarm-Reviews,valueonly)%x1f%(trailers:key=Gitswarm-Verdict,valueonly)%x1e"
 
 
+def test_the_figures_count_the_kinds_their_definitions_name() -> None:
+    from gitswarm.report.graph import COUNTED_KINDS
+
+    assert COUNTED_KINDS == KINDS  # derived from domain.kinds: a kind added there is counted only on purpose
+
+
 @pytest.fixture(scope="session")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return demo_run(tmp_path_factory)

@@ -25,14 +25,13 @@ from gitswarm.problems.loader import load_set
 from gitswarm.referee.builds import COMPILE_TIMEOUT
 from gitswarm.referee.reproduce import (
     BRANCH_TIMEOUT,
-    EXECUTABLE,
-    compile_tree,
     grade_reproduce,
     hidden,
     run_suite,
     sha256,
     suite_of,
 )
+from gitswarm.referee.submission import EXECUTABLE, compile_tree
 from gitswarm.sandbox import containment
 
 pytestmark = pytest.mark.skipif(containment().backend is None, reason=(

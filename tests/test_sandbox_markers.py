@@ -30,7 +30,8 @@ from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.problems.suite import read_suite
 from gitswarm.referee.builds import reference_executable
-from gitswarm.referee.reproduce import compile_tree, hidden, run_branch
+from gitswarm.referee.reproduce import hidden, run_branch
+from gitswarm.referee.submission import compile_tree
 from gitswarm.resources import data_dir, resolve_set
 from gitswarm.sandbox import containment
 

@@ -19,7 +19,8 @@ from test_shell import Episode
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.problems.suite import read_suite
-from gitswarm.referee.reproduce import compile_tree, run_branch
+from gitswarm.referee.reproduce import run_branch
+from gitswarm.referee.submission import compile_tree
 from gitswarm.sandbox import programs_in
 from gitswarm.sandbox.container import image
 

@@ -16,11 +16,11 @@ from test_episode_replies import PROBLEM, call, one_episode, said
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.plan import EpisodePlan
+from gitswarm.engine.plan import EpisodePlan, Role
 from gitswarm.engine.runview import RunView
-from gitswarm.engine.toolargs import BadArguments, Fields, Flag, Number, Text, Texts, ToolArgs, Whole, check
-from gitswarm.engine.toolmodels import ROLES
 from gitswarm.engine.tools import Final, Toolbox, ToolError
+from gitswarm.engine.tools.args import BadArguments, Fields, Flag, Number, Text, Texts, ToolArgs, Whole, check
+from gitswarm.engine.tools.registry import of_role
 from gitswarm.fakeserver import FakeReply
 from gitswarm.memory import indexing
 from gitswarm.memory.repo import Memory
@@ -28,7 +28,7 @@ from gitswarm.memory.store import Store
 from gitswarm.problems.loader import load_set
 from gitswarm.resources import resolve_set
 
-SCHEMAS = ROLES["worker"]
+SCHEMAS = {name: tool.args for name, tool in of_role(Role.WORKER).items()}
 
 
 class EveryType(ToolArgs):

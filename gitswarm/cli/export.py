@@ -62,7 +62,7 @@ def export(
     readable transcript: its labels say `"lossless": false` and what is `missing` (tool call
     ids are then made up). Every label can be recomputed with git alone (docs/exports.md).
     """
-    from gitswarm.engine.toolspecs import tool_schemas
+    from gitswarm.engine.tools import tool_schemas
     from gitswarm.export.labels import read_facts
     from gitswarm.export.run import Filters
     from gitswarm.export.run import export as records

@@ -11,14 +11,12 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import Counter, defaultdict
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from gitswarm.domain.kinds import CANDIDATE_FOLDERS, ITEM_FOLDERS, Kind, candidate_path, episode_order
 from gitswarm.domain.review import Review
-
-if TYPE_CHECKING:
-    from gitswarm.domain.selection import Standing
 
 
 @dataclass(frozen=True)
@@ -62,13 +60,12 @@ class ProblemIndex:
     reviews: dict[str, dict[str, Review]] = field(default_factory=dict)
     """Candidate commit -> reviewer worker -> that worker's latest review of it (its author's
     own reviews included: `MemoryIndex.reviews_of` leaves them out)."""
-    found: dict[str, str] | None = field(default=None, repr=False, compare=False)
-    """`MemoryIndex.candidates` of these items, kept until they change (`MemoryIndex.add`
-    clears it): the scheduler, each step and selection ask for it again and again."""
-    standing: dict[tuple[bool, bool], list[Standing]] = field(default_factory=dict, repr=False, compare=False)
-    """`selection.standings` of these candidates, votes and reviews by the rule's way of
-    counting (`in_row`, `people_count`), kept until they change, as `found`: the scheduler
-    weighs every open problem's candidates at each pick."""
+    derived: dict[Hashable, Any] = field(default_factory=dict, repr=False, compare=False)
+    """What readers derive from these items alone (`MemoryIndex.candidates`, the selection's
+    `standings`), kept until they change (`MemoryIndex.add` starts a new one): the scheduler
+    asks for every open problem's at each pick, each step and selection again, and a walk of
+    a problem's items each time made a run's cost per episode grow with its size. A reader
+    stores into the dict it read from, so a value computed while an update ran is dropped."""
 
 
 def _problems() -> defaultdict[str, ProblemIndex]:
@@ -111,7 +108,7 @@ class MemoryIndex:
         """Take in one contribution commit of main, in the order of main's history."""
         key, index = facts.commit, self.problems[facts.problem]
         index.kinds[facts.kind] += 1
-        index.found, index.standing = None, {}  # what is kept of the problem's items and votes
+        index.derived = {}
         self.files_of[key] = (facts.problem, list(facts.written))
         inherited = bool(facts.run) and facts.run in self.inherited_runs
         # an earlier run's w01 is not this run's w01: its work is not "yours", and is reviewable by any
@@ -161,7 +158,7 @@ class MemoryIndex:
             return kept
         own = self.problems[problem]
         frozen = ProblemIndex(dict(own.items), Counter(own.kinds), Counter(own.nominations), set(own.nominators),
-                              {c: dict(by) for c, by in own.reviews.items()}, own.found, own.standing)
+                              {c: dict(by) for c, by in own.reviews.items()}, dict(own.derived))
         part = MemoryIndex(cited=self.cited, files_of=self.files_of, authors=self.authors, answered=self.answered,
                            people=self.people, inherited_runs=self.inherited_runs, inherited=self.inherited,
                            seen_tip=self.seen_tip, lock=self.lock)  # the maps it shares are guarded by the one lock
@@ -196,13 +193,14 @@ class MemoryIndex:
         is the newest that wrote one of its files: its tree holds the codebase as it is now.
         Kept with the items until they change (shared: read it, never change it)."""
         own = self.problems[problem]
-        if own.found is not None:
-            return own.found
-        found: dict[str, str] = {}
-        for path, commit in own.items.items():
-            if path.startswith(CANDIDATE_FOLDERS):  # a codebase is the newest commit that wrote any of its files
-                found[candidate_path(path)] = commit
-        own.found = found
+        kept = own.derived
+        found: dict[str, str] | None = kept.get("candidates")
+        if found is None:
+            found = {}
+            for path, commit in own.items.items():
+                if path.startswith(CANDIDATE_FOLDERS):  # a codebase is the newest commit that wrote any of its files
+                    found[candidate_path(path)] = commit
+            kept["candidates"] = found
         return found
 
     def path_of(self, commit: str) -> str | None:

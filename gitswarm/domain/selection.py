@@ -27,7 +27,7 @@ all call it). Pure: writing the selected candidate's SOLUTION.md is `engine.sele
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from gitswarm.domain.index import MemoryIndex
@@ -131,17 +131,18 @@ def passes(reviews: Iterable[Review], in_row: bool) -> int:
     return verdicts.count("pass")
 
 
-def standings(index: MemoryIndex, problem: str, rule: Rule) -> list[Standing]:
-    """Every candidate of `problem` the index knows, and every nominated commit; kept with the
-    problem's index until its items or votes change (`ProblemIndex.standing`)."""
-    own, key = index.problems[problem], (rule.in_row, rule.people_count)
-    kept = own.standing.get(key)
-    if kept is None:
-        kept = own.standing[key] = _standings(index, problem, rule)
-    return list(kept)
+def standings(index: MemoryIndex, problem: str, rule: Rule) -> tuple[Standing, ...]:
+    """Every candidate of `problem` the index knows, and every nominated commit (kept with the
+    problem's items until they change: `ProblemIndex.derived`; read them, never change them)."""
+    kept = index.problems[problem].derived
+    key = ("standings", rule.people_count, rule.in_row)
+    found: tuple[Standing, ...] | None = kept.get(key)
+    if found is None:
+        found = kept[key] = _standings(index, problem, rule)
+    return found
 
 
-def _standings(index: MemoryIndex, problem: str, rule: Rule) -> list[Standing]:
+def _standings(index: MemoryIndex, problem: str, rule: Rule) -> tuple[Standing, ...]:
     votes = index.problems[problem].nominations
     commits = dict.fromkeys([*index.candidates(problem).values(), *votes])
     found = []
@@ -150,14 +151,14 @@ def _standings(index: MemoryIndex, problem: str, rule: Rule) -> list[Standing]:
         verdicts = [r.verdict for r in reviews]
         found.append(Standing(commit, votes.get(commit, 0), passes(reviews, rule.in_row),
                               verdicts.count("critical"), verdicts.count("gaps"), order))
-    return found
+    return tuple(found)
 
 
 def leader(index: MemoryIndex, problem: str, rule: Rule, scores: dict[str, float] | None = None) -> Choice | None:
     return choose(standings(index, problem, rule), rule, scores)
 
 
-def settles(found: list[Standing], rule: Rule, scores: dict[str, float] | None = None) -> bool:
+def settles(found: Sequence[Standing], rule: Rule, scores: dict[str, float] | None = None) -> bool:
     """Whether a problem whose candidates stand so is settled: its leader is verified and has no
     verified rival (K > 0), or has the nominations that settle it."""
     choice = choose(found, rule, scores)

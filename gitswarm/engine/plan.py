@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from gitswarm.domain.kinds import CONTRIBUTION_KINDS, KIND_FOLDERS
+from gitswarm.domain.kinds import Kind as CommitKind
 from gitswarm.problems.model import Kind
 
 if TYPE_CHECKING:
@@ -27,7 +29,26 @@ if TYPE_CHECKING:
 
 CODE_KINDS = (Kind.PROGRAM, Kind.REPRODUCE)
 """Problems whose workers have a shell (`CODE_TOOLS`), and whose deliverable is a codebase."""
-CODE_TOOLS = ("shell",)
+
+
+class ToolName(StrEnum):
+    """The worker's tools, in the order they are offered: the one spelling of each name (its
+    module is `engine/tools/<name>.py`, its texts are under its name in prompts/tools.yaml)."""
+
+    LIST_ITEMS = "list_items"
+    READ_FILE = "read_file"
+    SEARCH = "search"
+    IN_FLIGHT = "in_flight"
+    ANNOUNCE = "announce"
+    WRITE_FILE = "write_file"
+    RUN_PYTHON = "run_python"
+    SHELL = "shell"
+    CONTRIBUTE = "contribute"
+    NOMINATE = "nominate"
+    ABSTAIN = "abstain"
+
+
+CODE_TOOLS = (ToolName.SHELL,)
 """Tools offered only for problems of `CODE_KINDS`."""
 
 
@@ -46,11 +67,12 @@ class Role(StrEnum):
 class Powers:
     """What one role may see and do."""
 
-    tools: tuple[str, ...]
-    """The tools it is offered, in the order they are offered (`toolmodels.ROLES` holds their
-    argument models; `CODE_TOOLS` only for code problems)."""
-    kinds: tuple[str, ...]
-    """The contribution kinds it may commit (a review's: `review` alone)."""
+    tools: tuple[ToolName, ...]
+    """The tools it is offered, in the order they are offered (`tools.registry` holds what
+    each is in this role; `CODE_TOOLS` only for code problems)."""
+    kinds: tuple[CommitKind, ...]
+    """The kinds it may `contribute` (a review's: `review` alone), which its `contribute`
+    offers and checks."""
     sees_memory: bool
     """It reads main as it grows (the index, the overview, the items): False for an episode
     that sees no one's work (an isolated attempt, a blind review), whose view stays its start."""
@@ -69,23 +91,32 @@ class Powers:
     """It runs on the reviewer model (where the run has one)."""
 
 
-_READ = ("list_items", "read_file", "search", "in_flight")
-_WORK = ("write_file", "run_python", "shell")
-_SWARM_KINDS = ("note", "lemma", "attempt", "review", "code", "summary")
-_ISOLATED = Powers(("read_file", "search", *_WORK, "contribute", "abstain"), ("note", "lemma", "attempt", "code"),
-                   sees_memory=False, sees_others=False, writes=("notes/", "lemmas/", "attempts/", "code/"),
-                   system="attempt_system.md.j2")
+_READ = (ToolName.LIST_ITEMS, ToolName.READ_FILE, ToolName.SEARCH, ToolName.IN_FLIGHT)
+_WORK = (ToolName.WRITE_FILE, ToolName.RUN_PYTHON, ToolName.SHELL)
+_END = (ToolName.CONTRIBUTE, ToolName.ABSTAIN)
+_SWARM = (*_READ, ToolName.ANNOUNCE, *_WORK, ToolName.CONTRIBUTE, ToolName.NOMINATE, ToolName.ABSTAIN)
+_SWARM_KINDS = tuple(k for k in CommitKind if k in CONTRIBUTION_KINDS and k != CommitKind.NOMINATION)
+"""What `contribute` commits: every contribution kind but a nomination (`nominate`'s)."""
+_REVIEW = (CommitKind.REVIEW,)
+_ATTEMPT = tuple(k for k in _SWARM_KINDS if k not in (CommitKind.REVIEW, CommitKind.SUMMARY))
+
+
+def _folders(kinds: tuple[CommitKind, ...]) -> tuple[str, ...]:
+    """The folders the items of `kinds` are written below."""
+    return tuple(f"{KIND_FOLDERS[kind]}/" for kind in kinds)
+
+
+_ISOLATED = Powers((ToolName.READ_FILE, ToolName.SEARCH, *_WORK, *_END), _ATTEMPT, sees_memory=False,
+                   sees_others=False, writes=_folders(_ATTEMPT), system="attempt_system.md.j2")
 POWERS: dict[Role, Powers] = {
-    Role.WORKER: Powers((*_READ, "announce", *_WORK, "contribute", "nominate", "abstain"), _SWARM_KINDS,
-                        sees_memory=True, sees_others=True, writes=None, system="worker_system.md.j2"),
-    Role.FREE: Powers((*_READ, "announce", *_WORK, "contribute", "nominate", "abstain"),
-                      tuple(k for k in _SWARM_KINDS if k != "review"), sees_memory=True, sees_others=True,
-                      writes=None, system="worker_system.md.j2"),
-    Role.REVIEW: Powers((*_READ, *_WORK, "contribute", "abstain"), ("review",), sees_memory=True,
-                        sees_others=True, writes=("reviews/",), system="review_system.md.j2", on_reviewer=True),
-    Role.BLIND: Powers(("read_file", *_WORK, "contribute", "abstain"), ("review",), sees_memory=False,
-                       sees_others=False, writes=("reviews/",), system="review_system.md.j2", shows="candidate",
-                       on_reviewer=True),
+    Role.WORKER: Powers(_SWARM, _SWARM_KINDS, sees_memory=True, sees_others=True, writes=None,
+                        system="worker_system.md.j2"),
+    Role.FREE: Powers(_SWARM, tuple(k for k in _SWARM_KINDS if k != CommitKind.REVIEW), sees_memory=True,
+                      sees_others=True, writes=None, system="worker_system.md.j2"),
+    Role.REVIEW: Powers((*_READ, *_WORK, *_END), _REVIEW, sees_memory=True, sees_others=True,
+                        writes=_folders(_REVIEW), system="review_system.md.j2", on_reviewer=True),
+    Role.BLIND: Powers((ToolName.READ_FILE, *_WORK, *_END), _REVIEW, sees_memory=False, sees_others=False,
+                       writes=_folders(_REVIEW), system="review_system.md.j2", shows="candidate", on_reviewer=True),
     Role.INDEPENDENT: _ISOLATED,
     Role.BEST_OF_N: _ISOLATED,
 }
@@ -139,27 +170,34 @@ class EpisodePlan:
         return self.kind in CODE_KINDS
 
     @property
-    def tools(self) -> tuple[str, ...]:
-        """The names of the tools it is offered."""
-        return tuple(t for t in self.powers.tools if self.code or t not in CODE_TOOLS)
+    def tools(self) -> tuple[ToolName, ...]:
+        """The tools it is offered, in order (`tool_names`)."""
+        return tool_names(self.role, self.kind)
 
     @property
-    def deliverable(self) -> str:
+    def deliverable(self) -> CommitKind:
         """The kind of its problem's candidates: `code` (a codebase `code/<slug>/`) for a code
         problem, in every role, else `attempt`."""
-        return "code" if self.code else "attempt"
+        return CommitKind.CODE if self.code else CommitKind.ATTEMPT
 
     @property
-    def kinds(self) -> tuple[str, ...]:
+    def kinds(self) -> tuple[CommitKind, ...]:
         """The contribution kinds it may commit: its role's, where a candidate is its
         problem's deliverable alone (a code problem's attempt is a codebase)."""
-        other = "attempt" if self.code else "code"
+        other = CommitKind.ATTEMPT if self.code else CommitKind.CODE
         return tuple(k for k in self.powers.kinds if k != other or self.role in (Role.WORKER, Role.FREE))
 
     def may_write(self, rel: str) -> bool:
         """Whether it may stage `rel` (relative to its problem folder)."""
         writes = self.powers.writes
         return writes is None or rel.startswith(writes)
+
+
+def tool_names(role: Role, kind: str | None) -> tuple[ToolName, ...]:
+    """The tools an episode of `role` on a problem of `kind` is offered (None: every tool of
+    the role), in order: `CODE_TOOLS` only on a code problem. The one list an episode's
+    schemas (`tools.specs`) and its calls (`Toolbox.call`) come from."""
+    return tuple(t for t in POWERS[role].tools if kind is None or kind in CODE_KINDS or t not in CODE_TOOLS)
 
 
 def role_for(cfg: SolveConfig, review: Assignment | None) -> Role:

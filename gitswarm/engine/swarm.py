@@ -112,8 +112,12 @@ def _involved(index: MemoryIndex, problem: str) -> set[str]:
     are not among them: with them, a long run's every worker was involved everywhere, and each
     pick asked C x problems times again."""
     own = index.problems[problem]
-    return (set(own.nominators) | {index.authors.get(c, "") for c in index.candidates(problem).values()}
-            | {w for by in own.reviews.values() for w in by})
+    kept = own.derived  # kept with the problem's items until they change: a pick asks for every open problem's
+    involved: set[str] | None = kept.get("involved")
+    if involved is None:
+        authors = {index.authors.get(c, "") for c in index.candidates(problem).values()}
+        involved = kept["involved"] = set(own.nominators) | authors | {w for by in own.reviews.values() for w in by}
+    return involved
 
 
 @dataclass

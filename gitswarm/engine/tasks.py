@@ -65,22 +65,15 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
     A run without nominations (best-of-n) asks for no nomination and no revision: each attempt
     there is independent of the others. Without `reviews` (an episode that may not review: the
     run assigns reviews as episodes of their own), the step after the reviews."""
-    verify = rule.verify
-    candidates = list(index.candidates(problem).items())[::-1]  # newest first
-    found = {s.commit: s for s in selection.standings(index, problem, rule)}
-    votes = index.problems[problem]
-    matter = selection.nominations_matter(found.values(), rule)
-    verified = {s.commit for s in selection.verified_of(found.values(), rule)} if verify else set()
-    good = [(p, c) for p, c in candidates if c in verified]
-    if good and matter and worker not in votes.nominators:
-        path, commit = max(good, key=lambda pc: votes.nominations[pc[1]])
+    verify, facts = rule.verify, _facts_of(index, problem, rule)
+    found, votes = facts.found, index.problems[problem]
+    if facts.verified and facts.matter and worker not in votes.nominators:
+        path, commit = max(facts.verified, key=lambda pc: votes.nominations[pc[1]])
         return Task(NOMINATE, 2.5, path, commit, nominations=votes.nominations[commit])
-    mine = {c for _, c in candidates if index.authors.get(c) == worker}
-    # a pattern only for a path the announcements name at all: one per candidate thrashed re's cache
-    reviewing = {p: len(re.findall(rf"\b{re.escape(p)}\b", busy)) if p in busy else 0 for p, _ in candidates}
-    reviewable = [(p, c) for p, c in candidates
-                  if c not in mine and not found[c].critical and reviewing[p] < max(verify - found[c].passes, 1)
-                  and (found[c].passes < verify or (not verify and not index.reviews_of(problem, c)))
+    mine = facts.by_author.get(worker, frozenset())
+    reviewing = _named(facts, busy)
+    reviewable = [(p, c) for p, c in facts.unsettled
+                  if c not in mine and reviewing.get(p, 0) < max(verify - found[c].passes, 1)
                   and worker not in votes.reviews.get(c, {})]
     if reviewable and reviews:
         path, commit = max(reviewable, key=lambda pc: found[pc[1]].passes)  # max keeps the newest of a tie
@@ -88,25 +81,88 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
         value = 3 + passes / max(verify, 1)
         if verify and in_flight >= verify - passes:  # as many episodes there as passes are missing
             value = FILLER
-        ahead = [p for p, c in candidates if reviewing[p] and not found[c].critical and found[c].passes > passes]
-        if ahead:  # the leader's verdict is coming: a rival's review matters only if it fails
-            value = FILLER
+        if any(not found[c].critical and found[c].passes > passes for c in (facts.paths[p] for p in reviewing)):
+            value = FILLER  # the leader's verdict is coming: a rival's review matters only if it fails
         return Task(VERIFY if passes else REVIEW, value, path, commit, passes)
-    for path, commit in candidates if rule.nominations else ():
-        critical = [r for r in index.reviews_of(problem, commit) if r.verdict == "critical"]
+    for path, commit, critical in facts.blocked if rule.nominations else ():
         answered = commit in index.answered or any(r.commit in index.answered for r in critical)
-        if critical and not answered and path not in busy:
+        if not answered and path not in busy:
             return Task(REVISE, 2, path, commit, review_episode=critical[0].episode,
                         review_commit=critical[0].commit)
-    if not candidates:  # a first attempt; beside one under way, a second one only in the swarm
+    if not facts.candidates:  # a first attempt; beside one under way, a second one only in the swarm
         wait = landing or tight or not rule.nominations or in_flight >= share
         return Task(ATTEMPT, 2 if not in_flight else FILLER if wait else 1.5)
-    alive = [c for _, c in candidates if not found[c].critical and found[c].passes < verify]
-    if alive and set(alive) <= mine:  # its only open task would be reviewing its own work
+    if facts.alive and facts.alive <= mine:  # its only open task would be reviewing its own work
         return Task(ATTEMPT, 0)
-    if not rule.nominations and all(found[c].critical for _, c in candidates):  # the leader failed
+    if not rule.nominations and facts.all_failed:  # the leader failed
         return Task(ATTEMPT, FILLER if in_flight else 2)
     return Task(ATTEMPT, FILLER)
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """What `next_task` reads of one problem whatever the worker, kept with the problem's items
+    until they change (`ProblemIndex.derived`): a pick asks for every open problem's, and a walk
+    of each problem's candidates at every pick made a run's cost per episode grow with its size."""
+
+    candidates: tuple[tuple[str, str], ...]
+    """(path, commit), newest first."""
+    paths: dict[str, str]
+    """Path -> commit."""
+    found: dict[str, selection.Standing]
+    verified: tuple[tuple[str, str], ...]
+    """The verified candidates, newest first."""
+    matter: bool
+    """Nominations can still change the outcome (`selection.nominations_matter`)."""
+    unsettled: tuple[tuple[str, str], ...]
+    """The candidates a review may still count for: no critical review, and short of K passes
+    (with K = 0: not reviewed at all), newest first."""
+    blocked: tuple[tuple[str, str, tuple], ...]
+    """(path, commit, its critical reviews) of the candidates a critical review blocks, newest first."""
+    by_author: dict[str, frozenset[str]]
+    """Worker -> the commits of the candidates it wrote."""
+    alive: frozenset[str]
+    """The candidates not critical and short of K passes."""
+    all_failed: bool
+    """Every candidate has a critical review."""
+
+
+def _facts_of(index: MemoryIndex, problem: str, rule: Rule) -> _Facts:
+    kept = index.problems[problem].derived
+    facts: _Facts | None = kept.get(("tasks", rule))
+    if facts is None:
+        facts = kept[("tasks", rule)] = _facts(index, problem, rule)
+    return facts
+
+
+def _facts(index: MemoryIndex, problem: str, rule: Rule) -> _Facts:
+    verify = rule.verify
+    candidates = tuple(index.candidates(problem).items())[::-1]
+    found = {s.commit: s for s in selection.standings(index, problem, rule)}
+    verified = {s.commit for s in selection.verified_of(found.values(), rule)} if verify else set()
+    unsettled = tuple((p, c) for p, c in candidates if not found[c].critical
+                      and (found[c].passes < verify or (not verify and not index.reviews_of(problem, c))))
+    blocked = []
+    for path, commit in candidates:
+        critical = tuple(r for r in index.reviews_of(problem, commit) if r.verdict == "critical")
+        if critical:
+            blocked.append((path, commit, critical))
+    by_author: dict[str, set[str]] = {}
+    for _, commit in candidates:
+        by_author.setdefault(index.authors.get(commit, ""), set()).add(commit)
+    return _Facts(candidates, dict(candidates), found, tuple((p, c) for p, c in candidates if c in verified),
+                  selection.nominations_matter(found.values(), rule), unsettled, tuple(blocked),
+                  {w: frozenset(cs) for w, cs in by_author.items()},
+                  frozenset(c for _, c in candidates if not found[c].critical and found[c].passes < verify),
+                  all(found[c].critical for _, c in candidates))
+
+
+def _named(facts: _Facts, busy: str) -> dict[str, int]:
+    """How many times the episodes in flight name each candidate in what they announced (a path
+    as a whole word); only the candidates named at all."""
+    if not busy:
+        return {}
+    return {p: n for p in facts.paths if p in busy and (n := len(re.findall(rf"\b{re.escape(p)}\b", busy)))}
 
 
 def needs(index: MemoryIndex, problem: str, rule: Rule, settled: bool, writing: Sequence[dict] = ()) -> str:

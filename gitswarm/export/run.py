@@ -14,7 +14,7 @@ from gitswarm.memory.repo import Memory
 
 Format = Literal["chat", "steps"]
 ToolsOf = Callable[[str | None], list[dict]]
-"""The tool schemas a problem of a kind was offered (`engine.toolspecs.tool_schemas`), which the
+"""The tool schemas a problem of a kind was offered (`engine.tools.tool_schemas`), which the
 command passes in: an old run's readable transcript names its tools by them."""
 OUTCOME_FILTERS = (*OUTCOMES.values(), "failed:model", "failed:provider", "failed:engine")
 

@@ -30,7 +30,6 @@ unconfined) and such a copy exists, the problem is not graded there.
 
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
@@ -38,28 +37,24 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from gitswarm.errors import BadInput
 from gitswarm.problems.model import Problem
 from gitswarm.problems.suite import SUITE_FILE, Branch, Suite, SuiteError, canonical, read_suite
 from gitswarm.referee.builds import (
     COMPILE_TIMEOUT,
     ReproduceGradingError,
     Step,
-    compile_limits,
     reference_digest,
     reference_executable,
-    regular_file,
     sha256,
     step_of,
 )
 from gitswarm.referee.junit import Case, read_cases
+from gitswarm.referee.submission import EXECUTABLE, compile_tree, copy_candidate, remove_clean, remove_stale
 from gitswarm.sandbox import Limits, in_force, programs_in, run
 from gitswarm.sandbox.copies import copies, refusal
 
 BRANCH_TIMEOUT = 2400.0
 RESOLVED, ALMOST_RESOLVED = 1.0, 0.95
-COMPILE = ["/bin/sh", "-c", "chmod +x ./compile.sh && ./compile.sh"]
-EXECUTABLE = "executable"
 REPORT = "eval/results.xml"
 STATUSES = ("passed", "failure", "error", "skipped", "not_run")
 _PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
@@ -205,68 +200,6 @@ def _mismatch(executable: bytes | None, digest: str | None) -> str | None:
     """Why the executable about to be tested is not the one built (None: it is)."""
     found = sha256(executable) if executable is not None else "nothing"
     return None if digest is not None and found == digest else f"expected {digest}, got {found}"
-
-
-def copy_candidate(candidate: Path | dict[str, bytes], tree: Path) -> None:
-    """A fresh copy of the candidate: a folder (symlinks kept as links, `.git` left out), or files."""
-    if isinstance(candidate, Path):
-        shutil.copytree(candidate, tree, symlinks=True, ignore=shutil.ignore_patterns(".git"))
-        return
-    tree.mkdir(parents=True)
-    for name, data in candidate.items():
-        path = tree / name
-        if not path.resolve().is_relative_to(tree.resolve()):
-            raise BadInput(f"candidate file {name!r} lies outside its folder")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-        if data.startswith(b"#!"):
-            path.chmod(0o755)
-
-
-def remove_clean(tree: Path, clean: set[str]) -> list[str]:
-    """Delete every regular file of `tree` whose sha256 is in `clean`; return their paths."""
-    removed = []
-    for folder, _dirs, names in os.walk(tree):
-        for name in names:
-            path = Path(folder, name)
-            if path.is_file() and not path.is_symlink() and sha256(path.read_bytes()) in clean:
-                path.unlink()
-                removed.append(f"removed {path.relative_to(tree).as_posix()} (a clean hash)")
-    return removed
-
-
-def remove_stale(tree: Path) -> list[str]:
-    """Delete a `./executable` the candidate shipped: compile.sh must build it (ProgramBench
-    v1.2.4, after a submission smuggled in a prebuilt binary)."""
-    stale = tree / EXECUTABLE
-    if not os.path.lexists(stale):
-        return []
-    if stale.is_dir() and not stale.is_symlink():
-        shutil.rmtree(stale)
-    else:
-        stale.unlink()
-    return [f"removed {EXECUTABLE} (a stale build: compile.sh must make it)"]
-
-
-def compile_tree(tree: Path, clean: set[str], timeout: float, steps: list[Step],
-                 hide: tuple[Path, ...], stash: Path) -> str | None:
-    """Run compile.sh in `tree` and move the executable it made to `stash`; None, or the error code."""
-    if not (tree / "compile.sh").is_file():
-        return "no_compile_script"
-    result = run(COMPILE, workdir=tree, limits=compile_limits(timeout), hide=hide)
-    steps.append(step_of("compile", result))
-    if not result.ok:
-        return "compile_failed"
-    built = regular_file(tree, EXECUTABLE)
-    if built is None:
-        return "no_executable"
-    data = built.read_bytes()
-    if sha256(data) in clean:
-        return "reference_copy"
-    stash.parent.mkdir(parents=True, exist_ok=True)
-    stash.write_bytes(data)
-    built.unlink()
-    return None
 
 
 def run_branch(tests_dir: Path, branch: Branch, executable: bytes, work: Path,

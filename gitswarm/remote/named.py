@@ -4,9 +4,9 @@ A local episode can only name what it read, and it reads main: every commit it c
 (`informed_by`), the candidate it nominates (`Nomination.candidate`) and the one it reviews
 (`Review.reviews`) come from the index, which follows main, and the last two are an attempt or a program of its
 own problem (`MemoryIndex.resolve`). Its tools also shape the files: a nomination is the one
-file `nominations/<episode>.md`, whose front matter names the candidate (`tool_nominate`), no
-other contribution writes there (`tool_write_file`), and every review file is headed by front
-matter naming what it reviews, the verdict and the episode (`Toolbox._stamped`). The run's
+file `nominations/<episode>.md`, whose front matter names the candidate (`engine/tools/nominate.py`), no
+other contribution writes there (`engine/tools/write_file.py`), and every review file is headed by front
+matter naming what it reviews, the verdict and the episode (`tools.contribute._stamped`). The run's
 read model and selection trust those records and that front matter once a commit is on
 main, so a pushed commit must show the same, or a worker could cite commits no one can read,
 nominate another problem's attempt, or vote under another episode's name.

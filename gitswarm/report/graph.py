@@ -22,10 +22,13 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from gitswarm.domain.kinds import CONTRIBUTION_KINDS, Kind
 from gitswarm.memory.read import info
 from gitswarm.memory.snapshot import Snapshot
 
-CONTRIBUTION_KINDS = ("note", "lemma", "attempt", "review", "code")
+COUNTED_KINDS = CONTRIBUTION_KINDS - {Kind.SUMMARY, Kind.NOMINATION}
+"""The kinds the figures count as a problem's contributions: what an episode writes (the
+domain's `CONTRIBUTION_KINDS`) but a summary or a nomination (this module's docstring)."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ class Graph:
     nodes: dict[str, Node] = field(default_factory=dict)
 
     def contributions(self, problem: str) -> list[Node]:
-        return [n for n in self.nodes.values() if n.problem == problem and n.kind in CONTRIBUTION_KINDS]
+        return [n for n in self.nodes.values() if n.problem == problem and n.kind in COUNTED_KINDS]
 
     def closure(self, start: str, citations: bool = True) -> set[str]:
         """Commits reachable from `start` by parents (and citations), `start` included."""

@@ -1,7 +1,8 @@
 """The tools' specs as each episode is offered them, in the OpenAI function-calling format, by
-problem kind and by the episode's role: each schema generated from the tool's argument model
-(`toolmodels.ROLES`), its descriptions from prompts/tools.yaml (a tool's, its properties',
-and a role's own, under `roles:`)."""
+problem kind and by the episode's role: the tools of `plan.tool_names`, each schema generated
+from the tool's argument model in that role (`registry.of_role`), its descriptions from
+prompts/tools.yaml, keyed by `ToolName` (a tool's, its properties', and a role's own, under
+`roles:`)."""
 
 from __future__ import annotations
 
@@ -13,30 +14,30 @@ import yaml
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
-from gitswarm.engine.plan import CODE_KINDS, CODE_TOOLS, Role
-from gitswarm.engine.toolargs import ToolArgs
-from gitswarm.engine.toolmodels import ROLES
+from gitswarm.engine.plan import Role, ToolName, tool_names
+from gitswarm.engine.tools.args import ToolArgs
+from gitswarm.engine.tools.registry import of_role
 from gitswarm.resources import data_dir
 
 
 @cache
-def tool_schemas(kind: str | None = None, role: Role = Role.WORKER) -> list[dict]:
+def tool_schemas(kind: str | None = None, role: Role = Role.WORKER) -> list[dict[str, Any]]:
     """The tools a problem of `kind` gets (None: every tool) in `role`, in the OpenAI
     function-calling format. One list per kind and role, so a run's requests share prefixes."""
-    texts = descriptions()
-    return [{"type": "function", "function": _spec(name, model, texts[name], role)}
-            for name, model in ROLES[role].items() if kind is None or kind in CODE_KINDS or name not in CODE_TOOLS]
+    texts, tools = descriptions(), of_role(role)
+    return [{"type": "function", "function": _spec(name, tools[name].args, texts[name], role)}
+            for name in tool_names(role, kind)]
 
 
 @cache
-def descriptions() -> dict[str, dict]:
+def descriptions() -> dict[ToolName, dict[str, Any]]:
     """prompts/tools.yaml by tool name: each tool's `description`, its `properties`' and its
     `roles`' own."""
     specs = yaml.safe_load((data_dir("prompts") / "tools.yaml").read_text(encoding="utf-8"))
-    return {spec["name"]: spec for spec in specs}
+    return {ToolName(spec["name"]): spec for spec in specs}
 
 
-def _spec(name: str, model: type[ToolArgs], texts: dict, role: str) -> dict:
+def _spec(name: ToolName, model: type[ToolArgs], texts: dict[str, Any], role: str) -> dict[str, Any]:
     """A tool's spec as `role` gets it: its model's schema, with the descriptions of its role
     where tools.yaml gives them, else its own."""
     told = texts.get("roles", {}).get(role, {})
@@ -45,7 +46,7 @@ def _spec(name: str, model: type[ToolArgs], texts: dict, role: str) -> dict:
     for key, text in described.items():
         if key in parameters["properties"]:
             parameters["properties"][key]["description"] = text
-    return {"name": name, "description": told.get("description", texts["description"]), "parameters": parameters}
+    return {"name": name.value, "description": told.get("description", texts["description"]), "parameters": parameters}
 
 
 def schema(model: type[ToolArgs]) -> dict[str, Any]:

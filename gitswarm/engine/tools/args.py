@@ -1,14 +1,15 @@
-"""A tool call's arguments, checked by the tool's pydantic argument model (`toolmodels`) before
+"""A tool call's arguments, checked by the tool's pydantic argument model (`Tool.args`) before
 the tool runs: a model's call is input from outside, whatever JSON value it sent.
 
 Every problem of one call is reported at once, each naming the field, what it must be and
 what was sent. Only unambiguous mistakes are mended, by `mode="before"` validators on the field
 types below (`Text`, `Texts`, `Whole`, `Number`, `Flag`, `Fields`), and each mend is said in a
 note the model reads: a number for a string, one string for a list of strings, 3.0 or "3" for
-an integer, "true"/"false" for a boolean. Unknown fields are dropped with a note, and an
-optional field sent as null counts as left out. A string JSON gave a lone surrogate is
-refused: no file, commit message or program text can hold it. The models are strict past
-their validators, so pydantic converts nothing silently."""
+an integer, "true"/"false" for a boolean. A field that takes one of a list of words known at
+run time (the run's kinds, a role's) is `Annotated[str, OneOf(words), AS_TEXT]`. Unknown fields
+are dropped with a note, and an optional field sent as null counts as left out. A string JSON
+gave a lone surrogate is refused: no file, commit message or program text can hold it. The
+models are strict past their validators, so pydantic converts nothing silently."""
 
 from __future__ import annotations
 
@@ -16,8 +17,16 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeGuard, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo, model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    GetCoreSchemaHandler,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from gitswarm.errors import Refusal
 
@@ -46,7 +55,7 @@ class BadArguments(ToolError):
 
 class ToolArgs(BaseModel):
     """The arguments of one tool: its fields are the schema the model is offered
-    (`toolspecs.tool_schemas`); `check` validates a call by it."""
+    (`specs.tool_schemas`); `check` validates a call by it."""
 
     model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
@@ -211,6 +220,18 @@ def _fields(value: object, info: ValidationInfo) -> object:
     if isinstance(value, dict):
         return value
     raise _misfit(f"must be an object of named fields; you sent {sent(value)}")
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """A string field that takes one of `words`, as a `Literal` of them would: offered as an
+    enum, checked as one. For words the engine knows at run time (the domain's kinds), where a
+    `Literal` would spell them again."""
+
+    words: tuple[str, ...]
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.literal_schema([str(word) for word in self.words])
 
 
 AS_TEXT = BeforeValidator(_text)
