@@ -65,8 +65,13 @@ def test_k_plus_one_charged_episodes_per_problem_in_both_arms_and_no_model_summa
         assert all(k == ["attempt", "review", "review"] for k in by_problem.values()), (arm, by_problem)
         subjects = git(run, "log", "--all", "--format=%s")
         assert "the merger's summary" not in subjects, arm
-        if arm == "best-of-n":  # no one reads a summary in an isolated arm
-            assert not re.search(r"^summary\(", subjects, re.M)
+        if arm == "best-of-n":  # no episode reads a summary in an isolated arm: digests alone, no model call
+            summaries = re.findall(r"^summary\(.*$", subjects, re.M)
+            assert summaries and all("without a model call" in s for s in summaries), summaries
+        for problem in PROBLEMS:  # in both arms SUMMARY.md says where the problem stands, for the person reading
+            assert "No work on this problem yet" not in git(run, "show", f"main:problems/{problem}/SUMMARY.md"), arm
+    shown = CliRunner().invoke(app, ["status", str(tmp_path / "exp" / "runs" / "best-of-n-s0")])
+    assert shown.exit_code == 0 and "reviews blind, isolation best-of-n" in shown.output, shown.output
 
 
 def test_a_second_attempt_waits_while_a_first_is_under_way_unless_the_leader_failed(memory: Memory):

@@ -58,6 +58,7 @@ def test_each_role_is_offered_its_tools_told_its_prompt_and_allowed_its_kinds(ro
         assert not SWARM_ONLY & set(offered)
         assert not re.search(r"nominat|announce|in_flight|build on the memory", prompt, re.I), prompt
         assert "independent" in prompt and "review" not in ep.kinds and "summary" not in ep.kinds
+        assert set(ep.kinds) <= {"attempt", "code"}  # its candidate alone: a note there is read by no one
         assert ep.start_commit == "b" * 40 and not ep.powers.sees_memory  # the run's first commit
     if kind == "reproduce":  # a codebase in every role: never an attempt where one works alone
         assert ep.deliverable == "code"
@@ -95,6 +96,11 @@ def test_the_first_prompt_of_every_role_on_a_reproduce_problem_names_its_documen
         else:
             first = context.overview(memory, view, index if ep.powers.sees_memory else MemoryIndex(), ep, "")
         assert f"`docs/rpn.md` ({size} bytes)" in first, (role, first)
+        assert ("another worker wrote" in first) == (role in (Role.WORKER, Role.FREE)), role  # isolated: its own
+        if ep.powers.shows == "memory":  # the state block's last line names the role's final actions alone
+            state = context.header(view, index if ep.powers.sees_memory else MemoryIndex(), ep, 1, [])
+            ends = re.search(r"end with (.*) before step", state)
+            assert ends and ("nominate" in ends.group(1)) == ("nominate" in ep.tools), (role, state)
 
 
 def test_read_file_lists_a_folder_search_reads_the_docs_and_a_miss_says_what_there_is(tmp_path: Path):
@@ -121,3 +127,40 @@ def test_read_file_lists_a_folder_search_reads_the_docs_and_a_miss_says_what_the
         anyio.run(lambda: tools.call("nominate", {"candidate": "x", "rationale": "y"}))
     with pytest.raises(ToolError, match="writes only under"):
         anyio.run(lambda: tools.call("write_file", {"path": "SUMMARY.md", "content": "x"}))
+
+
+def test_the_items_table_shows_a_codebases_title_and_keeps_a_bar(tmp_path: Path):
+    """A codebase's row shows its contribution's title (its files' first lines are code), and a
+    `|` in a title stays one, escaped for the table (written `/`, `10^100 | n!` said the opposite)."""
+    shipped = load_set(resolve_set("reproduce"))
+    memory = Memory.create(tmp_path / "run", shipped, problem_ids=["rpn"])
+    memory.contribute(Contribution("rpn", "e0", "w02", "code", "RPN in C: a | b pipes", {
+        "code/mine/compile.sh": "#!/bin/sh\ncc -o executable rpn.c\n"}, memory.main(), "e0-final"))
+    memory.contribute(Contribution("rpn", "e1", "w03", "note", "n", {
+        "notes/divides.md": "# 10^100 | n! holds for n >= 405\n"}, memory.main(), "e1-final"))
+    memory.compose(["e0", "e1"])
+    index = MemoryIndex()
+    indexing.update(index, memory.repo, memory.main())
+    cfg, made = plan_of(Role.WORKER, "reproduce", shipped.path, memory.path, (memory.main(), memory.root()))
+    ep = EpisodePlan("e2", "w01", "rpn", "reproduce", "RPN", memory.main(), None, made.role)
+    first = context.overview(memory, RunView(cfg, problems=["rpn"]), index, ep, "")
+    rows = {line.split(" | ")[0].removeprefix("| "): line for line in first.splitlines() if line.startswith("| ")}
+    assert rows["code/mine/"].endswith(r"| RPN in C: a \| b pipes |"), rows
+    assert rows["notes/divides.md"].endswith(r"| 10^100 \| n! holds for n >= 405 |"), rows
+    assert "#!/bin/sh" not in first
+
+
+def test_a_second_attempt_beside_a_first_under_way_is_told_so(tmp_path: Path):
+    """Where the scheduler starts a second attempt beside a first one being written (the swarm,
+    more workers than problems), its state says that is its task, not only that a first attempt is
+    under way (read as: wait for it); with a worker per problem it is not advised."""
+    shipped = load_set(resolve_set("reproduce"))
+    memory = Memory.create(tmp_path / "run", shipped, problem_ids=["rpn"])
+    for workers, problems, advised in ((4, ["rpn"], True), (3, ["rpn", "fcut", "stencil"], False)):
+        cfg = SolveConfig(problems=shipped.path, run=memory.path, model="m", workers=workers)
+        view = RunView(cfg, problems=problems)
+        view.working("w01", "e1", "rpn", 3)
+        ep = plan(cfg, "e2", "w02", ("rpn", "reproduce", "RPN", None), (memory.main(), memory.root()), None)
+        state = context.header(view, MemoryIndex(), ep, 1, [])
+        assert "a first attempt is under way (w01's e1 at step 3)" in state
+        assert ("most useful next: a second attempt" in state) == advised, (workers, state)

@@ -19,7 +19,7 @@ import pytest
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.engine.config import SolveConfig
-from gitswarm.engine.plan import EpisodePlan
+from gitswarm.engine.plan import Assignment, EpisodePlan, Role
 from gitswarm.engine.references import References
 from gitswarm.engine.runview import RunView
 from gitswarm.engine.tools import Final, Toolbox, ToolError, tool_schemas
@@ -52,15 +52,15 @@ class Episode:
     """A real Toolbox on one problem of a real run, with its own references folder."""
 
     def __init__(self, memory: Memory, problems: ProblemSet, problem: str, folder: Path | None,
-                 episode: str = "e00001") -> None:
+                 episode: str = "e00001", review: Assignment | None = None) -> None:
         self.memory, self.problems = memory, problems
         found = problems.get(problem)
         index = MemoryIndex()
         indexing.update(index, memory.repo, memory.main())
         view = RunView(SolveConfig(problems=problems.path, run=memory.path, model="m"), [problem])
         ep = EpisodePlan(episode, "w01", problem, found.kind.value, found.title, memory.main(),
-                         found.executable, image=found.image,
-                         reference_in_image=found.reference_in_image)
+                         found.executable, role=Role.REVIEW if review else Role.WORKER, review=review,
+                         image=found.image, reference_in_image=found.reference_in_image)
         limiter = anyio.CapacityLimiter(2)
         self.tools = Toolbox(Store(memory), index, view, ep, limiter,
                              References(problems, limiter, folder) if folder else None)
@@ -148,6 +148,30 @@ def test_deletions_of_committed_files_are_committed(tally: Episode, tmp_path: Pa
     index = MemoryIndex()
     indexing.update(index, later.memory.repo, later.memory.main())
     assert "code/py/OLD.txt" not in index.problems["tally"].items
+
+
+def test_a_review_never_changes_the_codebase_it_reviews(tally: Episode, tmp_path: Path, episodes) -> None:
+    """A review's shell leaves what it builds, writes or removes in the candidate's folder in its
+    tree, says so, and stages none of it: its contribution is its reviews/ files alone."""
+    tally.shell("mkdir -p py && printf 'cp main.py executable\\n' > py/compile.sh && echo 'print(1)' > py/main.py "
+                "&& echo old > py/OLD.txt")
+    first = tally.commit(tally.call("contribute", kind="code", title="start", summary="s"))
+    review = episodes(tally.memory, tally.problems, "tally", tmp_path / "references", episode="e00002",
+                      review=Assignment("code/py", first))
+    out = review.shell("cd py && sh compile.sh > build.log && rm OLD.txt && mkdir -p ../.scratch "
+                       "&& echo t > ../.scratch/t.sh && ls")
+    assert out.startswith("exit code 0") and "build.log" in out
+    assert "nothing under code/ is staged" in out and "deleted (removed" not in out
+    assert "- code/py/build.log: left in your tree, not committed" in out
+    assert "- code/py/OLD.txt: removed from your tree only" in out
+    assert review.tools.staged == {} and review.tools.deleted == set()
+    assert "build.log" in review.shell("ls py")  # still there for its next commands
+    review.call("write_file", path="reviews/py.md", content="It builds.\n\nVerdict: pass\n")
+    done = review.commit(review.call("contribute", kind="review", title="py passes", summary="s",
+                                     reviews="code/py", verdict="pass"))
+    assert review.memory.commit(done).trailers.get("Deleted") is None
+    assert review.memory.read_file("problems/tally/code/py/OLD.txt") == b"old\n"
+    assert review.memory.read_file("problems/tally/code/py/build.log") is None
 
 
 def test_syncing_the_tree_never_writes_or_deletes_through_a_link(tally: Episode, tmp_path: Path,

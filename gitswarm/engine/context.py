@@ -80,8 +80,9 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodePlan, step: int, staged
     rule = Rule.of(cfg)
     settled = ep.problem_id in view.settled
     busy = view.others_on(ep.problem_id, ep.worker)
-    task = _task(view, index, ep, rule, settled, len(busy))
     open_ = len([p for p in view.problems if p not in view.settled and p not in view.verified])
+    share = -(-cfg.workers // max(1, len([p for p in view.problems if p not in view.settled])))
+    task = _task(view, index, ep, rule, settled, len(busy), share)
     return render("state_header.md.j2", problem={"id": ep.problem_id, "kind": ep.kind},
                   settled=settled, episode=ep.episode, worker=ep.worker,
                   step=step, max_steps=cfg.steps(ep.kind), budget_left=max(0, cfg.budget - view.charged),
@@ -94,20 +95,22 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodePlan, step: int, staged
                   run={"problems": len(view.problems), "settled": len(view.settled & set(view.problems)),
                        "verified": len(view.verified & set(view.problems)), "open": open_},
                   verify=cfg.verify, settle_nominations=cfg.settle_nominations, isolated=not ep.powers.sees_others,
-                  assigned=ep.review is not None, deliverable=ep.deliverable)
+                  assigned=ep.review is not None, deliverable=ep.deliverable, finals=ep.finals, second=tasks.SECOND)
 
 
 def _task(view: RunView, index: MemoryIndex, ep: EpisodePlan, rule: Rule, settled: bool,
-          in_flight: int) -> tasks.Task | None:
+          in_flight: int, share: int) -> tasks.Task | None:
     """The step the state block advises: an assigned review's one task; none for an isolated
-    episode or a settled problem; else `tasks.next_task`, without reviews where the run assigns
-    them, and `ASSIGNED` where the problem's next step is such a review (not this episode's)."""
+    episode or a settled problem; else `tasks.next_task` (`share`: the workers per problem not
+    settled, as the scheduler counts them), without reviews where the run assigns them, and
+    `ASSIGNED` where the problem's next step is such a review (not this episode's)."""
     if ep.review is not None:
         return tasks.Task(tasks.REVIEW, 3, ep.review.path, ep.review.commit)
     if not ep.powers.sees_others or settled:
         return None
     busy, assigned = view.busy_on(ep.problem_id, ep.worker), "review" not in ep.kinds
-    task = tasks.next_task(index, ep.problem_id, ep.worker, rule, busy, in_flight, reviews=not assigned)
+    task = tasks.next_task(index, ep.problem_id, ep.worker, rule, busy, in_flight, reviews=not assigned,
+                           share=share)
     if assigned and task.action == tasks.ATTEMPT and tasks.next_task(
             index, ep.problem_id, ep.worker, rule, busy, in_flight).action in (tasks.REVIEW, tasks.VERIFY):
         return tasks.Task(tasks.ASSIGNED, 0)
@@ -154,7 +157,8 @@ def overview(memory: Memory, view: RunView, index: MemoryIndex, ep: EpisodePlan,
         rows.append({"path": path + ("/" if path.startswith("code/") else ""), "commit": commit,
                      "cited": index.cited[commit], "author": index.authors.get(commit) or "?",
                      "yours": index.authors.get(commit) == ep.worker, "mark": index.mark(commit),
-                     "title": _first_line(memory, f"{base}/{first}", at),
+                     "title": _title(memory, commit) if path.startswith("code/") else
+                     _first_line(memory, f"{base}/{first}", at),
                      "review": reviews_text(index, ep.problem_id, commit)
                      if path.startswith(CANDIDATE_FOLDERS) else ""})
     total = len({candidate_path(p) for p in items})
@@ -179,10 +183,11 @@ def own_files(memory: Memory, problem: str, at: str) -> list[dict]:
 
 
 def _code_work(ep: EpisodePlan) -> str:
-    """How to work with the shell, for the problems that have one ("" for the others)."""
+    """How to work with the shell, for the problems that have one ("" for the others); an
+    episode that sees the memory builds on the codebases there, an isolated one on nothing."""
     if ep.kind not in CODE_KINDS:
         return ""
-    return render("code_work.md.j2", kind=ep.kind, executable=ep.executable)
+    return render("code_work.md.j2", kind=ep.kind, executable=ep.executable, builds_on=ep.powers.sees_memory)
 
 
 def _first_line(memory: Memory, path: str, at: str) -> str:
@@ -193,5 +198,17 @@ def _first_line(memory: Memory, path: str, at: str) -> str:
     for line in text.splitlines():
         line = re.sub(r"^#+\s+", "", line.strip())  # a Markdown heading's marks, not a `#!` line's
         if line and not line.startswith("---"):
-            return line.replace("|", "/")[:80]
+            return _cell(line)
     return ""
+
+
+def _title(memory: Memory, commit: str) -> str:
+    """A codebase's title: its newest contribution's (its files' first lines are code, a
+    compile.sh's `#!/bin/sh`)."""
+    return _cell(memory.commit(commit).subject.partition("): ")[2])
+
+
+def _cell(text: str) -> str:
+    """`text` as one cell of the items table: 80 characters, a `|` escaped, not changed (a
+    `10^100 | n!` written `10^100 / n!` says the opposite)."""
+    return text[:80].replace("|", "\\|")

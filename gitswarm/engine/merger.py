@@ -135,13 +135,14 @@ class Merger:
         for problem in sorted(view.settled - before):  # no more episodes go there; selected at the end
             shared.events.emit(Settled(problem=problem))
         shared.events.emit(Merged(commit=tip, episodes=result.merged, parents=len(result.merged) + 1))
-        if summaries_read(view.config):
-            await self._summaries(result)
+        await self._summaries(result, summaries_read(view.config))
 
-    async def _summaries(self, result: Composed) -> None:
+    async def _summaries(self, result: Composed, read: bool) -> None:
         """SUMMARY.md of each problem the merge touched: the merger model's every
         `summary_every` merges on an open problem (a settled one's is read by no one who could
-        change it), else a digest."""
+        change it) where episodes `read` them, else a digest: an isolated arm's episodes read
+        none, so it calls no model for them, but its SUMMARY.md still says where the problem
+        stands for the person reading the run."""
         shared = self.shared
         touched = set()
         for episode in result.merged:
@@ -150,7 +151,7 @@ class Merger:
                 self.merges_since_summary[record.problem] += 1
                 touched.add(record.problem)
         for problem, count in list(self.merges_since_summary.items()):
-            if count >= shared.view.config.summary_every and problem not in shared.view.settled:
+            if read and count >= shared.view.config.summary_every and problem not in shared.view.settled:
                 self.merges_since_summary[problem] = 0
                 if await self._summarise(problem):
                     touched.discard(problem)

@@ -48,6 +48,10 @@ class ToolName(StrEnum):
     ABSTAIN = "abstain"
 
 
+FINAL_TOOLS = (ToolName.CONTRIBUTE, ToolName.NOMINATE, ToolName.ABSTAIN)
+"""The tools that end an episode."""
+
+
 CODE_TOOLS = (ToolName.SHELL,)
 """Tools offered only for problems of `CODE_KINDS`."""
 
@@ -98,7 +102,9 @@ _SWARM = (*_READ, ToolName.ANNOUNCE, *_WORK, ToolName.CONTRIBUTE, ToolName.NOMIN
 _SWARM_KINDS = tuple(k for k in CommitKind if k in CONTRIBUTION_KINDS and k != CommitKind.NOMINATION)
 """What `contribute` commits: every contribution kind but a nomination (`nominate`'s)."""
 _REVIEW = (CommitKind.REVIEW,)
-_ATTEMPT = tuple(k for k in _SWARM_KINDS if k not in (CommitKind.REVIEW, CommitKind.SUMMARY))
+_ATTEMPT = (CommitKind.ATTEMPT, CommitKind.CODE)
+"""An isolated attempt's kinds: its candidate alone (a note or a lemma there is charged and
+read by no one: no other episode sees it)."""
 
 
 def _folders(kinds: tuple[CommitKind, ...]) -> tuple[str, ...]:
@@ -173,6 +179,11 @@ class EpisodePlan:
     def tools(self) -> tuple[ToolName, ...]:
         """The tools it is offered, in order (`tool_names`)."""
         return tool_names(self.role, self.kind)
+
+    @property
+    def finals(self) -> tuple[ToolName, ...]:
+        """Its tools that end the episode, in order (what the state block says to end with)."""
+        return tuple(t for t in self.tools if t in FINAL_TOOLS)
 
     @property
     def deliverable(self) -> CommitKind:

@@ -165,11 +165,24 @@ class Shell:
             return result, tree.scan(limits, limits.max_files - len(others))
 
         result, scan = await anyio.to_thread.run_sync(step, limiter=self.sandbox)
+        scan = self._kept(scan)
         staged = {**others, **scan.staged}
         text = render("shell_result.md.j2", result=result, timeout=seconds, note=note,
                       skipped=scan.skipped[:SKIPPED_SHOWN], more_skipped=max(0, len(scan.skipped) - SKIPPED_SHOWN),
                       staged=sorted(scan.staged), deleted=sorted(scan.deleted))
         return Ran(text, staged, scan.deleted)
+
+    def _kept(self, scan: workspace.Scan) -> workspace.Scan:
+        """`scan` with the changes the episode's plan may not commit (a review's, under the
+        codebase it reviews) said as left in the tree, not staged: a review never changes the
+        codebase it reviews, and its shell says so rather than promising a commit."""
+        if self.ep.may_write(workspace.PREFIX):
+            return scan
+        left = [workspace.Skipped(path, "left in your tree, not committed: your review commits its reviews/ files "
+                                        "alone (scratch work: .scratch/)") for path in sorted(scan.staged)]
+        left += [workspace.Skipped(path, "removed from your tree only: the codebase you review stays as it is")
+                 for path in sorted(scan.deleted)]
+        return workspace.Scan({}, set(), [*left, *scan.skipped])
 
     async def rebase(self, at: str, staged: dict[str, str], deleted: set[str]) -> tuple[dict[str, str], set[str]]:
         """The staging as changes to main at `at`, where the contribution is made: a tree of an

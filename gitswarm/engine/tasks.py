@@ -29,6 +29,10 @@ FILLER = 1
 beside candidates that wait for other workers' reviews, or a review whose missing passes the
 episodes in flight there may already give. The scheduler starts one only when nothing is in
 flight (the episodes in flight may change what is worth doing)."""
+SECOND = 1.5
+"""The value of a second attempt beside a first one being written, in the swarm while the
+problem has fewer episodes than its share of the workers: worth less than a first (it may
+duplicate it), worth more than a filler (two independent tries, at a price)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +95,7 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
                         review_commit=critical[0].commit)
     if not facts.candidates:  # a first attempt; beside one under way, a second one only in the swarm
         wait = landing or tight or not rule.nominations or in_flight >= share
-        return Task(ATTEMPT, 2 if not in_flight else FILLER if wait else 1.5)
+        return Task(ATTEMPT, 2 if not in_flight else FILLER if wait else SECOND)
     if facts.alive and facts.alive <= mine:  # its only open task would be reviewing its own work
         return Task(ATTEMPT, 0)
     if not rule.nominations and facts.all_failed:  # the leader failed

@@ -31,9 +31,15 @@ def rule_line(settings: RunSettings) -> str:
     """The run's rule in a few words, as `status` shows it: K (in a row), who reviews and on
     which model, the isolation."""
     parts = [f"verify K = {settings.verify}" + (" in a row" if settings.in_row else "")]
-    parts.append(f"reviews {settings.reviews or 'open'}" + (f" on {settings.reviewer}" if settings.reviewer else ""))
+    parts.append(f"reviews {review_mode(settings)}" + (f" on {settings.reviewer}" if settings.reviewer else ""))
     parts.append(f"isolation {settings.isolation or 'shared'}")
     return "rule: " + ", ".join(parts)
+
+
+def review_mode(settings: RunSettings) -> str:
+    """How the run's candidates were reviewed: as set (open, assigned, blind), but blind in a
+    best-of-n run whatever its setting, as its reviews are."""
+    return "blind" if settings.isolation == "best-of-n" else settings.reviews or "open"
 
 
 def unconfined_line(settings: RunSettings) -> str:

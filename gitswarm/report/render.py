@@ -11,7 +11,7 @@ from gitswarm.report import story
 from gitswarm.report.collect import ProblemReport, RunReport, grade_cell
 from gitswarm.report.graph import Graph
 from gitswarm.report.inherited import Inherited
-from gitswarm.report.lines import failed_line, unconfined_line, usage_line
+from gitswarm.report.lines import failed_line, review_mode, unconfined_line, usage_line
 from gitswarm.report.selector import SelectorQuality
 from gitswarm.report.settings import RunSettings
 
@@ -82,7 +82,7 @@ def settings_line(settings: RunSettings, processes: list[str]) -> str:
             else "no review needed, plain plurality (verify K = 0)")
     resumed = f"; started {settings.starts} times (resumed)" if settings.starts > 1 else ""
     reviews = ({"assigned": "reviews assigned to one candidate each", "blind": "blind reviews (the statement "
-                "and the candidate alone)"}.get(settings.reviews or "", "")
+                "and the candidate alone)"}.get(review_mode(settings), "")
                + (f" on {settings.reviewer}" if settings.reviewer else ""))
     settle = ("the first verified candidate settles a problem (best-of-n: independent attempts, no nominations)"
               if settings.isolation == "best-of-n" else
