@@ -103,11 +103,13 @@ def field_docs(model: type) -> dict[str, str]:
 
 def _flags(command: str) -> dict[str, str]:
     """The options of `gitswarm COMMAND` by their parameter's name: `time_limit` -> `--time-limit`."""
+    import typer
     import typer.main
 
     from gitswarm.cli.main import app
 
-    click_command = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
+    group = typer.main.get_command(app)
+    click_command = group.get_command(typer.Context(group), command)  # type: ignore[attr-defined]
     return {p.name: p.opts[0] for p in click_command.params if p.opts and p.opts[0].startswith("--")}
 
 

@@ -23,7 +23,8 @@ NOT_FIELDS = {"solve": {"mirror", "claim_ttl", "patience", "prune_batch", "as_js
 
 
 def command(name: str) -> click.Command:
-    return typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+    group = typer.main.get_command(app)
+    return group.get_command(typer.Context(group), name)  # type: ignore[attr-defined]
 
 
 def options(name: str) -> dict[str, click.Parameter]:

@@ -81,7 +81,8 @@ def test_an_index_of_another_history_is_built_again(run: Path, moved: str):
     assert stored_tip(repo) == tip
 
 
-@pytest.mark.parametrize("content", [b"", b"not marshal at all", b"\xe9\x01\x00"])
+@pytest.mark.parametrize("content", [b"", b"not json at all", b"\xe9\x01\x00", b"[]", b'{"format": "gitswarm-index/3"}',
+                                     b'{"format": "gitswarm-index/2", "tip": "x"}'])
 def test_an_unreadable_file_is_ignored_and_written_again(run: Path, content: bytes):
     repo = pygit2.Repository(str(run))
     tip = first_parents(repo)[-1]

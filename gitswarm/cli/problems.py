@@ -12,7 +12,7 @@ import typer
 from gitswarm.cli.common import Exit, fail, user_errors
 
 app = typer.Typer(help="Check, list and import problem sets (folders of `<id>.md` files).",
-                  no_args_is_help=True)
+                  no_args_is_help=True, rich_markup_mode=None, add_completion=False)
 
 SetArg = Annotated[str, typer.Argument(
     metavar="SET", help="Problem-set folder, e.g. problems/imo (or the name of a shipped set: answers, demo, "

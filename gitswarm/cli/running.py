@@ -14,6 +14,7 @@ import anyio
 import typer
 
 from gitswarm.cli.common import STOP_EXIT, Exit, user_errors
+from gitswarm.report.lines import spent_line
 
 
 @dataclass(frozen=True)
@@ -199,15 +200,8 @@ async def signals(control, scope) -> None:
                            "same command resumes the run", err=True)
 
 
-def usd(cost: float, known: bool) -> str:
-    """Money spent, honest about calls litellm has no price for."""
-    if known:
-        return f"USD {cost:.4f}"
-    return "cost unknown (no price for this model)" if cost == 0 else f"USD {cost:.4f} + unpriced calls"
-
-
 def _summary(cfg, result) -> None:
-    cost = usd(result.cost, result.cost_known)
+    cost = spent_line(result.cost, result.cost_known)
     failed = STOP_EXIT[result.reason.reason] == Exit.FAILED  # its detail is the last line, on stderr
     said = f"Stopped ({result.reason.reason.value})" if failed else result.reason.detail
     typer.echo(f"\n{said}. {result.charged} charged episodes of {cfg.budget} "

@@ -10,7 +10,7 @@ import typer
 from gitswarm.cli.common import Exit, user_errors
 
 app = typer.Typer(help="The sandbox that runs the programs of code problems (program, reproduce).",
-                  no_args_is_help=True)
+                  no_args_is_help=True, rich_markup_mode=None, add_completion=False)
 
 
 def report() -> dict:

@@ -106,15 +106,17 @@ def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: li
 
 def _involved(index: MemoryIndex, problem: str) -> set[str]:
     """The workers `tasks.next_task` may answer differently for on `problem`: its nominators, the
-    authors of its items and the reviewers of its candidates. To every other worker it gives
-    one task, so `pick` asks for it once per problem, not once per free worker (C of them at a
-    run's start: C x C x problems calls)."""
+    authors of its candidates and their reviewers (the only ways it reads the worker). To every
+    other worker it gives one task, so `pick` asks for it once per problem, not once per free
+    worker (C of them at a run's start: C x C x problems calls). The authors of its other items
+    are not among them: with them, a long run's every worker was involved everywhere, and each
+    pick asked C x problems times again."""
     own = index.problems[problem]
     kept = own.derived  # kept with the problem's items until they change: a pick asks for every open problem's
     involved: set[str] | None = kept.get("involved")
     if involved is None:
-        involved = kept["involved"] = (set(own.nominators) | {index.authors.get(c, "") for c in own.items.values()}
-                                       | {w for by in own.reviews.values() for w in by})
+        authors = {index.authors.get(c, "") for c in index.candidates(problem).values()}
+        involved = kept["involved"] = set(own.nominators) | authors | {w for by in own.reviews.values() for w in by}
     return involved
 
 

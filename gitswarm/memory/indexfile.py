@@ -9,19 +9,19 @@ seconds) and at the run's end.
 
 It is never the truth: git is. A file that is missing, unreadable, of another format, of
 another run, or whose tip is not in main's history (main moved back or was rewritten) is
-ignored and the index built again from git. The format is `marshal` of plain values (no code
-is run to read it, unlike pickle), tagged with its version.
+ignored and the index built again from git. The format is JSON, tagged with its version
+(`FORMAT`): a run folder may come from elsewhere, and JSON runs no code and is read the same
+by every Python (marshal and pickle are neither).
 """
 
 from __future__ import annotations
 
 import gc
-import marshal
+import json
 import os
 import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pygit2
 
@@ -31,7 +31,7 @@ from gitswarm.memory import indexing
 
 FILE = "gitswarm-index"
 """The file's name in the run's git folder (git ignores files it does not know there)."""
-FORMAT = "gitswarm-index/2"
+FORMAT = "gitswarm-index/3"
 
 
 def path_of(repo: pygit2.Repository) -> Path:
@@ -59,9 +59,8 @@ def load(repo: pygit2.Repository) -> MemoryIndex | None:
     collecting = gc.isenabled()
     gc.disable()  # a million new objects, none of them garbage: the collector would walk them all
     try:
-        data = marshal.loads(path_of(repo).read_bytes())
-        return _decode(data) if isinstance(data, tuple) and data[:1] == (FORMAT,) else None
-    except (OSError, EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return _decode(path_of(repo).read_bytes())
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):  # JSONDecodeError is a ValueError
         return None
     finally:
         if collecting:
@@ -72,7 +71,7 @@ def save(index: MemoryIndex, repo: pygit2.Repository) -> None:
     """Write the index to the file, whole or not at all (a temporary file renamed over it).
     A run folder this process may not write keeps its old file: the next reader builds on it."""
     with index.lock:  # the engine's live index: nothing taken in, nothing added, while it is copied
-        data = marshal.dumps(_encode(index))
+        data = _encode(index)
     target = path_of(repo)
     try:
         fd, part = tempfile.mkstemp(prefix=f".{FILE}.", dir=target.parent)
@@ -87,25 +86,48 @@ def save(index: MemoryIndex, repo: pygit2.Repository) -> None:
         raise
 
 
-def _encode(index: MemoryIndex) -> tuple[Any, ...]:
-    """Plain values. A commit id is one string object in `taken`, `files_of`, `authors` and the
-    items (`indexing` makes it once), and marshal writes an object met again as a reference, so
-    it is stored and read once; of the taken commits only those that wrote no files are listed
-    (the rest are `files_of`'s keys)."""
-    problems = {pid: (p.items, dict(p.kinds), dict(p.nominations), p.nominators,
-                      {c: {w: r.as_dict() for w, r in by.items()} for c, by in p.reviews.items()})
+def _encode(index: MemoryIndex) -> bytes:
+    """One JSON object, by columns: every commit that wrote files once (`commits`), each
+    problem and worker name once, and each problem's items naming their commit by its number
+    there (an item's commit wrote it), so that reading makes one string per commit, shared by
+    the maps that name it (as `indexing` makes them), and builds the large maps in C."""
+    commits = list(index.files_of)
+    number = {c: i for i, c in enumerate(commits)}
+    pids = list(dict.fromkeys([*index.problems, *(p for p, _ in index.files_of.values())]))
+    pid_number = {p: i for i, p in enumerate(pids)}
+    workers = sorted(set(index.authors.values()))
+    worker_number = {w: i for i, w in enumerate(workers)}
+    problems = {pid: [list(p.items), [number[c] for c in p.items.values()], p.kinds, p.nominations,
+                      sorted(p.nominators),
+                      {c: [[w, r.as_dict()] for w, r in by.items()] for c, by in p.reviews.items()}]
                 for pid, p in index.problems.items()}
-    return (FORMAT, index.seen_tip, problems, dict(index.cited), index.files_of, index.authors,
-            index.answered, index.taken - index.files_of.keys(), index.people, index.inherited_runs,
-            index.inherited, dict(index.built_on))
+    data = {"format": FORMAT, "tip": index.seen_tip, "commits": commits, "problems": pids, "workers": workers,
+            "problem": [pid_number[index.files_of[c][0]] for c in commits],
+            "files": [index.files_of[c][1] for c in commits],
+            "author": [worker_number[index.authors[c]] for c in commits],
+            "others": sorted(index.taken - index.files_of.keys()),
+            "other_authors": {c: w for c, w in index.authors.items() if c not in number},
+            "by_problem": problems, "cited": index.cited, "answered": sorted(index.answered), "people": index.people,
+            "inherited_runs": sorted(index.inherited_runs), "inherited": index.inherited, "built_on": index.built_on}
+    return json.dumps(data, separators=(",", ":")).encode()
 
 
-def _decode(data: tuple[Any, ...]) -> MemoryIndex:
-    _, tip, problems, cited, files_of, authors, answered, others, people, inherited_runs, inherited, built_on = data
-    index = MemoryIndex(cited=Counter(cited), files_of=files_of, authors=authors, answered=answered,
-                        people=people, inherited_runs=frozenset(inherited_runs), inherited=inherited,
-                        built_on=Counter(built_on), seen_tip=tip, taken=others.union(files_of))
-    for pid, (items, kinds, nominations, nominators, reviews) in problems.items():
-        index.problems[pid] = ProblemIndex(items, Counter(kinds), Counter(nominations), nominators,
-                                           {c: {w: Review(**r) for w, r in by.items()} for c, by in reviews.items()})
+def _decode(raw: bytes) -> MemoryIndex | None:
+    data = json.loads(raw)
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return None
+    commits: list[str] = data["commits"]
+    at = commits.__getitem__
+    files_of = dict(zip(commits, zip(map(data["problems"].__getitem__, data["problem"]), data["files"], strict=True),
+                        strict=True))
+    authors = dict(zip(commits, map(data["workers"].__getitem__, data["author"]), strict=True))
+    index = MemoryIndex(cited=Counter(data["cited"]), files_of=files_of, authors=authors | data["other_authors"],
+                        answered=set(data["answered"]), people=data["people"],
+                        inherited_runs=frozenset(data["inherited_runs"]), inherited=data["inherited"],
+                        built_on=Counter(data["built_on"]), seen_tip=data["tip"],
+                        taken=set(commits).union(data["others"]))
+    for pid, (paths, numbers, kinds, nominations, nominators, reviews) in data["by_problem"].items():
+        index.problems[pid] = ProblemIndex(dict(zip(paths, map(at, numbers), strict=True)), Counter(kinds),
+                                           Counter(nominations), set(nominators),
+                                           {c: {w: Review(**r) for w, r in by} for c, by in reviews.items()})
     return index

@@ -175,7 +175,7 @@ class Snapshot:
     def read_with(self, reader: Callable[Concatenate[GitReader, P], T], *args: P.args,
                   **kwargs: P.kwargs) -> T:
         """`reader(repository, *args)`: a read function of a layer above this one that takes the
-        repository's `GitReader` (`remote.publish.read_stop`, `remote.exits.read_exits`,
+        repository's `GitReader` (`remote.published.read_stop`, `remote.exits.read_exits`,
         `memory.conversations.read_conversation`). It reads the refs it names as they are now."""
         return reader(GitReader(self._repo), *args, **kwargs)
 

@@ -73,7 +73,7 @@ def read_workers(snapshot: Snapshot, scheduler: dict) -> tuple[WorkerState, ...]
     run has stopped (its stop ref holds a stop), a process that holds nothing has exited; before
     that, one whose mark is newer than its last push."""
     from gitswarm.remote.exits import read_exits
-    from gitswarm.remote.publish import read_stop
+    from gitswarm.remote.published import read_stop
 
     spending = given if isinstance(given := scheduler.get("spending"), dict) else {}
     counted = given if isinstance(given := spending.get("processes"), dict) else {}

@@ -13,8 +13,9 @@ detail; workers fetch it and stop claiming. `Publisher` pushes the coordinator's
 (main, meta, ledger, notes, op refs, grades, the stop), each leased on the value the remote
 had when it last looked, and never over a value outside the local ref's history.
 
-The coordinator's ledger (`refs/gitswarm/ledger`) is published too: workers read the run's
-totals, its spending (`remote.spending`) and the problems set aside (`RunStreaks`) from it.
+Readers read the settings and the stop back with `remote.published`. The coordinator's
+ledger (`refs/gitswarm/ledger`) is published too: workers read the run's totals, its spending
+(`remote.spending`) and the problems set aside (`RunStreaks`) from it.
 """
 
 from __future__ import annotations
@@ -24,29 +25,27 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gitswarm import __version__
-from gitswarm.core.stops import Stop, StopReason
+from gitswarm.core.stops import Stop
 from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.engine.config import PARTS, SolveConfig
 from gitswarm.engine.setaside import Streaks
 from gitswarm.errors import BadInput
-from gitswarm.memory import books
-from gitswarm.memory.errors import NotARun
 from gitswarm.memory.gitdir import GitReader
-from gitswarm.memory.repo import META_BOOK, META_REF, Memory
+from gitswarm.memory.repo import META_BOOK, Memory
+from gitswarm.memory.repo import META_REF as META_REF
 from gitswarm.problems.model import Kind, Problem, ProblemSet
 from gitswarm.remote.errors import OtherProtocol, PushRejected, RefMoved, RemoteError, StaleLease
+from gitswarm.remote.published import SETTINGS, STOP_BOOK, STOP_FILE, published
+from gitswarm.remote.published import STOP_REF as STOP_REF  # the publisher's names, as its users know them
+from gitswarm.remote.published import read_stop as read_stop
 from gitswarm.remote.transport import Remote, Update
 
-SETTINGS = "settings.json"
 PROTOCOL = 2
 """The run protocol: what coordinator and workers exchange (the refs of `layout`, claim
 commits, ledger records, the spending record, these settings). Raised with any change one
 side would misread; a worker joins only a run of its own protocol (`OtherProtocol`).
 2: the run's settings are published whole (1 left out `isolation`: workers of an independent
 run worked as a swarm), with the coordinator's model."""
-STOP_BOOK = "stop"
-STOP_REF = books.ref_name(STOP_BOOK)
-STOP_FILE = "stop.json"
 
 
 def settings_of(cfg: SolveConfig, problem_set: ProblemSet, problems: list[str], claim_ttl_s: float) -> dict:
@@ -64,17 +63,6 @@ def write_settings(memory: Memory, settings: dict) -> bool:
     False when they are unchanged."""
     data = json.dumps(settings, indent=1, sort_keys=True).encode()
     return memory.put_files(META_BOOK, {SETTINGS: data}, "gitswarm: the run's settings for remote workers") is not None
-
-
-def published(repo: GitReader) -> dict:
-    """The settings a coordinator published, of whatever run protocol (readers such as the
-    report read older runs too); `NotARun` when there are none."""
-    ref = repo.ref(META_REF)
-    data = repo.file(ref, SETTINGS) if ref is not None else None
-    if data is None:
-        raise NotARun("the remote holds no gitswarm run published by a coordinator (no "
-                      f"{META_REF}:{SETTINGS}); start `gitswarm solve SET --run URL` first")
-    return json.loads(data)
 
 
 def read_settings(repo: GitReader, url: str = "the remote") -> dict:
@@ -127,16 +115,6 @@ def write_stop(memory: Memory, stop: Stop | None) -> None:
     else:
         data = json.dumps({"reason": stop.reason.value, "detail": stop.detail}).encode()
         memory.put_files(STOP_BOOK, {STOP_FILE: data}, f"gitswarm: run stopped: {stop.detail}")
-
-
-def read_stop(repo: GitReader, ref: str = STOP_REF) -> Stop | None:
-    """The stop at `ref`, or None while the run goes on (no stop, or a stop cleared)."""
-    found = repo.ref(ref)
-    text = repo.file(found, STOP_FILE) if found is not None else None
-    if text is None:
-        return None
-    data = json.loads(text)
-    return Stop(StopReason(data["reason"]), data["detail"])
 
 
 class Publisher:

@@ -11,6 +11,7 @@ from gitswarm.report import story
 from gitswarm.report.collect import ProblemReport, RunReport, grade_cell
 from gitswarm.report.graph import Graph
 from gitswarm.report.inherited import Inherited
+from gitswarm.report.lines import failed_line, review_mode, unconfined_line, usage_line
 from gitswarm.report.selector import SelectorQuality
 from gitswarm.report.settings import RunSettings
 
@@ -35,22 +36,6 @@ def pct(share: float | None) -> str:
 
 def usd(cost: float | None) -> str:
     return "unknown" if cost is None else f"{cost:.4f}"
-
-
-def usage_line(parts: dict[str, int]) -> str:
-    """The parts of a run's usage in one line (`Totals.parts()`)."""
-    return (f"input {parts['tokens_in']:,} tokens (cache read {parts['cache_read']:,}, cache write "
-            f"{parts['cache_write']:,}), output {parts['tokens_out']:,} (reasoning {parts['reasoning']:,}); "
-            f"{parts['calls']:,} calls, {parts['failed_calls']:,} failed"
-            + (f"; {parts['estimated_tokens']:,} of the tokens counted by gitswarm (the server sent no count)"
-               if parts.get("estimated_tokens") else ""))
-
-
-def failed_line(failed: dict[str, int]) -> str:
-    """Failed episodes by class, in one phrase: whose failure each was."""
-    return ("failed episodes: " + ", ".join(f"{n:,} {kind}" for kind, n in failed.items())
-            + " (provider: no whole reply; model: its replies went nowhere; engine: an error inside gitswarm; "
-            "context: the conversation outgrew the model's context window)")
 
 
 def context_line(context: dict) -> str:
@@ -97,7 +82,7 @@ def settings_line(settings: RunSettings, processes: list[str]) -> str:
             else "no review needed, plain plurality (verify K = 0)")
     resumed = f"; started {settings.starts} times (resumed)" if settings.starts > 1 else ""
     reviews = ({"assigned": "reviews assigned to one candidate each", "blind": "blind reviews (the statement "
-                "and the candidate alone)"}.get(_reviews(settings), "")
+                "and the candidate alone)"}.get(review_mode(settings), "")
                + (f" on {settings.reviewer}" if settings.reviewer else ""))
     settle = ("the first verified candidate settles a problem (best-of-n: independent attempts, no nominations)"
               if settings.isolation == "best-of-n" else
@@ -105,27 +90,6 @@ def settings_line(settings: RunSettings, processes: list[str]) -> str:
     return (f"Model {settings.model or unknown}; budget {budget}{cap}; workers {workers}{resumed}. "
             f"Verification: {rule}{f'; {reviews.strip()}' if reviews.strip() else ''}; {settle}."
             + (f" {unconfined_line(settings)}" if settings.unconfined else ""))
-
-
-def rule_line(settings: RunSettings) -> str:
-    """The run's rule in a few words, as `status` shows it: K (in a row), who reviews and on
-    which model, the isolation."""
-    parts = [f"verify K = {settings.verify}" + (" in a row" if settings.in_row else "")]
-    parts.append(f"reviews {_reviews(settings)}" + (f" on {settings.reviewer}" if settings.reviewer else ""))
-    parts.append(f"isolation {settings.isolation or 'shared'}")
-    return "rule: " + ", ".join(parts)
-
-
-def _reviews(settings: RunSettings) -> str:
-    """How the run's candidates were reviewed: as set (open, assigned, blind), but blind in a
-    best-of-n run whatever its setting, as its reviews are."""
-    return "blind" if settings.isolation == "best-of-n" else settings.reviews or "open"
-
-
-def unconfined_line(settings: RunSettings) -> str:
-    """What `status` and the report say of a run whose programs ran without a sandbox."""
-    return (f"Programs ran UNCONFINED (solve --unconfined; sandbox: {settings.sandbox}): they could read this "
-            "machine's files, hidden tests and references included, so code grades are not evidence.")
 
 
 def totals_line(report: RunReport) -> str:

@@ -103,7 +103,7 @@ def _published(memory: Memory) -> dict:
     """The settings a coordinator published, of any run protocol (older runs read too); {} for
     a local run, which publishes none."""
     from gitswarm.memory.errors import NotARun
-    from gitswarm.remote.publish import published
+    from gitswarm.remote.published import published
 
     try:
         settings = memory.snapshot().read_with(published)
