@@ -146,7 +146,7 @@ def test_a_set_without_the_problem_or_whose_reference_does_not_build_is_refused(
 
 
 def test_the_prompt_promises_the_reference_only_to_an_episode_that_has_it():
-    has = render("code_work.md.j2", kind="reproduce", executable="shout")
-    lacks = render("code_work.md.j2", kind="reproduce", executable=None)
+    has = render("code_work.md.j2", kind="reproduce", executable="shout", builds_on=True)
+    lacks = render("code_work.md.j2", kind="reproduce", executable=None, builds_on=True)
     assert "`shout`, is on the shell's PATH" in has
     assert "PATH" not in lacks and "no reference executable" in lacks and "./executable" in lacks
