@@ -150,3 +150,20 @@ def test_a_run_in_use_is_refused_before_the_model_library_loads(tmp_path: Path, 
                               capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 2 and "another gitswarm" in done.stderr, done.stderr
     assert "litellm not loaded" in done.stdout
+
+
+def test_every_roles_model_is_checked_for_credentials_before_the_run(tmp_path: Path, problem_dir: Path,
+                                                                     monkeypatch):
+    """A reviewer (or merger) model on a provider whose key is missing is refused at the start
+    with what to set, naming its role, not at its first call; the workers' model on a local
+    server (OPENAI_API_BASE) needs none. (With --api-base every role goes to that server, a
+    proxy may hold the keys, and nothing is asked.)"""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:9/v1")
+    base = ["solve", str(problem_dir), "--run", str(tmp_path / "run"), "--model", "openai/local",
+            "--workers", "3", "--no-tui"]
+    for flag, role in (("--reviewer-model", "the reviewer's model"), ("--merger-model", "the merger's model")):
+        result = runner.invoke(app, [*base, flag, "anthropic/claude-opus-4"])
+        assert result.exit_code == 2, result.output
+        assert f"{role}: " in result.output and "ANTHROPIC_API_KEY" in result.output, result.output
+        assert not (tmp_path / "run").exists()  # nothing made, nothing spent

@@ -91,11 +91,10 @@ def experiment(
 def _checked_judge(spec):
     """The referee model of the spec's [grade] (None without one), after the credentials check."""
     from gitswarm.cli.grade import judge_for
-    from gitswarm.models.credentials import credentials_hint
+    from gitswarm.cli.running import missing_credentials
 
     if spec.scripted is None:
-        cfg = spec.runs[0].config
-        hint = credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
+        hint = next(filter(None, (missing_credentials(run.config.models) for run in spec.runs)), None)
         if hint:
             raise fail(hint)
     return judge_for(spec.grade)

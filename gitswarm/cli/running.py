@@ -51,6 +51,26 @@ def clients(models):
     return model, merger, reviewer
 
 
+def missing_credentials(models) -> str | None:
+    """What to set for the first of a run's `models` (the workers', the merger's, the
+    reviewer's) whose provider wants credentials this process does not have; None: none is
+    missing. Checked before anything is spent, so a reviewer on another provider fails at the
+    start, not at the first review."""
+    from gitswarm.models.credentials import credentials_hint
+
+    seen = set()
+    for role, config in (("", models.worker), ("the merger's model: ", models.merger),
+                         ("the reviewer's model: ", models.reviewer)):
+        key = None if config is None else (config.model, config.api_base, config.api_key)
+        if key is None or key in seen:
+            continue
+        seen.add(key)
+        hint = credentials_hint(config.model, api_base=config.api_base, api_key=config.api_key)
+        if hint:
+            return role + hint
+    return None
+
+
 def run_swarm(cfg, problem_set, as_json: bool, responder=None, faults=None, tui: bool = False,
               personality: str = "openai", remote: RemoteRun | None = None, after=None) -> int:
     """Run on a fresh event loop with Ctrl-C handling (or inside the dashboard with `tui`);

@@ -12,7 +12,7 @@ import typer
 from gitswarm.cli.common import CompactBy, Effort, Isolation, Reviews, ToolProtocol, fail, user_errors
 from gitswarm.cli.fieldopts import field_values, option
 from gitswarm.cli.resume import check_resume
-from gitswarm.cli.running import RemoteRun, refuse_busy, run_swarm
+from gitswarm.cli.running import RemoteRun, missing_credentials, refuse_busy, run_swarm
 from gitswarm.engine.config import EPISODES_PER_CHARGE, SolveConfig
 from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS
 
@@ -271,10 +271,10 @@ def _check(cfg: SolveConfig, problem_set) -> None:
 
     refuse_busy(cfg.run)
     confine(cfg, problem_set, "--unconfined")
-    hint = credentials.credentials_hint(cfg.model, api_base=cfg.api_base, api_key=cfg.api_key)
+    models = cfg.models  # a bad combination of prices is refused here
+    hint = missing_credentials(models)
     if hint:
         raise fail(hint)
-    models = cfg.models  # a bad combination of prices is refused here
     unpriced = list(dict.fromkeys(c.model for c in models.each if not credentials.has_price(c)))
     if cfg.max_usd is not None and unpriced:
         raise fail(f"--max-usd cannot be enforced: litellm has no price for {' or '.join(unpriced)}. Give "
