@@ -165,3 +165,26 @@ def test_a_second_attempt_beside_a_first_under_way_is_told_so(tmp_path: Path):
         state = context.header(view, MemoryIndex(), ep, 1, [])
         assert "a first attempt is under way (w01's e1 at step 3)" in state
         assert ("most useful next: a second attempt" in state) == advised, (workers, state)
+
+
+def test_a_candidates_contribution_must_stage_its_candidate(tmp_path: Path):
+    """Kind attempt commits a file under attempts/, kind code a change under code/: a revision
+    that staged only SUMMARY.md (its attempt's write refused) would answer the critical review it
+    cites with no candidate, and leave its problem with nothing for anyone to do."""
+    shipped = load_set(resolve_set("demo"))
+    memory = Memory.create(tmp_path / "run", shipped, problem_ids=["demo-odd-sum"])
+    made = plan_of(Role.WORKER, "proof", shipped.path, memory.path, (memory.main(), memory.root()))
+    ep = EpisodePlan("e1", "w01", "demo-odd-sum", "proof", "Odd sum", memory.main(), None, made.role,
+                     terms=made.terms)
+    tools = Toolbox(Store(memory), MemoryIndex(), RunView(problems=["demo-odd-sum"]), ep, anyio.CapacityLimiter(1))
+
+    def call(name: str, **args):
+        return anyio.run(lambda: tools.call(name, args))
+
+    call("write_file", path="SUMMARY.md", content="# Summary\n\nA plan.\n")
+    for kind, folder in (("attempt", "attempts/"), ("code", "code/")):
+        with pytest.raises(ToolError, match=f"nothing is staged under {folder}.*other work is kind note"):
+            call("contribute", kind=kind, title="t", summary="s")
+    assert call("contribute", kind="note", title="a plan", summary="s").contribution.kind == "note"
+    call("write_file", path="attempts/a.md", content="Proof.\n")
+    assert call("contribute", kind="attempt", title="t", summary="s").contribution.kind == "attempt"

@@ -134,6 +134,7 @@ async def contribute(box: Toolbox, args: ContributeArgs) -> Final:
     if kind == Kind.CODE and ep.kind == ProblemKind.REPRODUCE and (  # a candidate is code/<slug>/ with compile.sh
             problem := await box.code.codebase_problem(box.staged, box.deleted, box.at)):
         raise ToolError(problem)
+    _writes_its_candidate(box, kind)
     reviewed = _reviewed(box, kind, reviews, verdict)
     if reviewed:  # a review changes nothing of what it reviews, whoever writes it
         _reviews_only(box)
@@ -146,6 +147,19 @@ async def contribute(box: Toolbox, args: ContributeArgs) -> Final:
     of, said = (reviewed[0], str(verdict)) if reviewed else ("", "")  # a review's: what it reviews, its verdict
     made = box.contribution(kind, title, args.summary, files, cited, args.self_assessment, reviews=of, verdict=said)
     return Final(Status.CONTRIBUTE, replace(made, deleted=tuple(sorted(box.deleted))))
+
+
+def _writes_its_candidate(box: Toolbox, kind: str) -> None:
+    """A candidate's contribution writes its candidate: kind attempt a file under attempts/,
+    kind code a change under code/. Without one it would commit no candidate, yet answer the
+    critical review it cites (a revision that revises nothing), and leave its problem with
+    nothing for anyone to do."""
+    folder = {Kind.ATTEMPT: "attempts/", Kind.CODE: "code/"}.get(Kind(kind))
+    if folder and not any(p.startswith(folder) for p in [*box.staged, *box.deleted]):
+        where = "attempts/<name>.md" if kind == Kind.ATTEMPT else "code/<slug>/"
+        other = "; other work is kind note" if Kind.NOTE in box.ep.kinds else ""
+        raise ToolError(f"kind {kind} commits a candidate, and nothing is staged under {folder}: stage it "
+                        f"({where}) with {ToolName.WRITE_FILE}, then {ToolName.CONTRIBUTE}{other}")
 
 
 def _reviews_only(box: Toolbox) -> None:
