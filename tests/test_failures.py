@@ -96,7 +96,7 @@ class Exploding:
     def may_force_tools(self) -> bool:
         return False
 
-    async def complete(self, messages, tools=None, *, tool_choice=None, on_retry=None) -> Reply:
+    async def complete(self, messages, tools=None, *, tool_choice=None, on_retry=None, on_cut=None) -> Reply:
         self.calls += 1
         if self.calls in self.bad:
             raise RuntimeError(f"boom in call {self.calls}")

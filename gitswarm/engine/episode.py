@@ -33,6 +33,7 @@ from gitswarm.models.calls import CallLog
 from gitswarm.models.capabilities import known_context_window
 from gitswarm.models.errors import ModelError
 from gitswarm.resources import render
+from gitswarm.usage import Usage
 
 if TYPE_CHECKING:
     from gitswarm.models.errors import Retry
@@ -59,8 +60,8 @@ async def run_episode(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, cu
     """Run the tool loop and commit its final action. Nothing raised inside ends more than this
     episode: a failed model call and an unexpected error end it as `failed`, with its class
     (`engine.failures`); what it staged is kept as an incomplete note, its transcript always,
-    also when the scheduler cuts it short (`cut`: then `stopped`, its last call's tokens, cut
-    off mid-reply, uncounted)."""
+    also when the scheduler cuts it short (`cut`: then `stopped`, its last call counted, its
+    tokens, cut off mid-reply, not)."""
     cut = cut or Cut()
     terms = ep.terms
     record.model, record.reviews = ep.model, ep.reviews
@@ -190,9 +191,15 @@ async def _call(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, messages
                                     delay=round(retry.delay_s, 1)))
 
     began, who = time.monotonic(), Caller(ep.worker, record.model, ep.episode, ep.problem_id, step)
+
+    def cut_off(spent: Usage) -> None:  # a stop or the wall clock: the attempts sent are counted still
+        shared.ledger.charge(record, spent)
+        replied(shared, spent, began, who, error="cut")
+
     try:
         tools = tool_schemas(ep.kind, ep.role)
-        reply = await shared.model_of(ep).complete(messages, tools=tools, tool_choice=tool_choice, on_retry=retrying)
+        reply = await shared.model_of(ep).complete(messages, tools=tools, tool_choice=tool_choice,
+                                                   on_retry=retrying, on_cut=cut_off)
     except ModelError as exc:
         shared.ledger.charge(record, exc.usage)
         replied(shared, exc.usage, began, who, error=exc.kind)

@@ -39,8 +39,10 @@ class Model(Protocol):
         """The provider lets a request force a tool call."""
 
     async def complete(self, messages: list[dict], tools: list[dict] | None = None, *,
-                       tool_choice: str | None = None, on_retry: Callable[[Retry], None] | None = None):
-        """One reply; `on_retry` hears of each failed attempt before the next."""
+                       tool_choice: str | None = None, on_retry: Callable[[Retry], None] | None = None,
+                       on_cut: Callable[[Usage], None] | None = None):
+        """One reply; `on_retry` hears of each failed attempt before the next, `on_cut` what a
+        cancelled call spent."""
 
 
 @dataclass

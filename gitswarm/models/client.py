@@ -16,10 +16,11 @@ import contextlib
 import functools
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from gitswarm.models import calls, capabilities, leaked, textproto
 from gitswarm.models.config import DEFAULT_OUTPUT_TOKENS, ModelConfig
@@ -54,6 +55,18 @@ TEXT_PROTOCOL = "gitswarm_text_protocol"
 """Marks an assistant message whose content holds its calls in the text protocol already."""
 PROSE_BEFORE_TEXT = 2
 """Replies in a row without any tool call, despite `tools`, after which `auto` turns to the text protocol."""
+
+
+@dataclass
+class _Spending:
+    """What one call has spent so far, and whether an attempt of it is out at the server."""
+
+    spent: Usage = Usage()
+    sending: bool = False
+
+    def so_far(self) -> Usage:
+        """The attempts done, and one cut off mid-reply: sent, maybe billed, its tokens unknown."""
+        return self.spent + Usage(calls=1, failed_calls=1) if self.sending else self.spent
 
 
 class LiteLLMModel:
@@ -98,20 +111,35 @@ class LiteLLMModel:
         return self.protocol == "native" and self.forces_tools and may_force_tools(self.config)
 
     async def complete(self, messages: list[dict], tools: list[dict] | None = None, *,
-                       tool_choice: str | None = None, on_retry: Callable[[Retry], None] | None = None) -> Reply:
+                       tool_choice: str | None = None, on_retry: Callable[[Retry], None] | None = None,
+                       on_cut: Callable[[Usage], None] | None = None) -> Reply:
         """One reply. Transient failures are retried (a timeout once), each announced to
         `on_retry` before its wait; the reply's usage and a ModelError's `usage` count every
-        attempt, failed ones included."""
-        spent, attempt, retries, timeouts, adapted = Usage(), 0, 0, 0, set()
+        attempt, failed ones included. A call cancelled (a stop, an episode's wall clock) hands
+        `on_cut` what it spent before the cancellation goes on: its attempts so far, and the
+        one cut off mid-reply as a failed call whose tokens no one counted."""
+        spending = _Spending()
+        try:
+            return await self._complete(messages, tools, tool_choice, on_retry, spending)
+        except anyio.get_cancelled_exc_class():
+            if on_cut is not None:
+                on_cut(spending.so_far())
+            raise
+
+    async def _complete(self, messages: list[dict], tools: list[dict] | None, tool_choice: str | None,
+                        on_retry: Callable[[Retry], None] | None, spending: _Spending) -> Reply:
+        attempt, retries, timeouts, adapted = 0, 0, 0, set()
         streak: list[str] = []  # the kinds of the failed attempts, for "N times in a row"
         while True:
             attempt += 1
             sent_with = (self.output_limit, self.protocol, self.streams(bool(tools)))  # concurrent calls change them
             try:
                 async with self.turns or contextlib.nullcontext():  # the reply timeout starts in turn
+                    await anyio.lowlevel.checkpoint_if_cancelled()  # no request leaves a cancelled call
+                    spending.sending = True
                     reply = await self._attempt(messages, tools, tool_choice, attempt)
             except ModelError as error:
-                spent += error.usage
+                spending.sending, spending.spent = False, spending.spent + error.usage
                 change = self._adapt(error, tools, *sent_with)
                 if change is None and tool_choice == "required" and error.kind == "server" and self.config.api_base:
                     self.forces_tools, tool_choice, change = False, None, "unforced"
@@ -123,7 +151,7 @@ class LiteLLMModel:
                 streak = [*streak, error.kind] if streak[-1:] == [error.kind] else [error.kind]
                 if (not error.retryable or retries > self.config.max_retries
                         or timeouts > self.config.timeout_retries):
-                    error.usage = spent
+                    error.usage = spending.spent
                     if error.retryable:
                         raise given_up(error, len(streak)) from error
                     raise
@@ -133,8 +161,9 @@ class LiteLLMModel:
                     on_retry(retry_of(error, attempt, delay))
                 await anyio.sleep(delay)
                 continue
+            spending.sending = False
             self._learn(reply, tools, sent_with[1])
-            return replace(reply, usage=spent + reply.usage)
+            return replace(reply, usage=spending.spent + reply.usage)
 
     def streams(self, with_tools: bool) -> bool:
         """A request (with tools, or without) is streamed, by the settings and what this client learnt."""
