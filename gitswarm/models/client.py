@@ -16,7 +16,7 @@ import contextlib
 import functools
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -61,7 +61,7 @@ PROSE_BEFORE_TEXT = 2
 class _Spending:
     """What one call has spent so far, and whether an attempt of it is out at the server."""
 
-    spent: Usage = Usage()
+    spent: Usage = field(default_factory=Usage)
     sending: bool = False
 
     def so_far(self) -> Usage:
