@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pygit2
 from pygit2.enums import FileMode
 
-from gitswarm.memory import commitmeta, objects, refnames, trees
+from gitswarm.memory import commitmeta, gitrefs, objects, refnames, trees
 from gitswarm.memory.errors import Contention
 from gitswarm.memory.write import committer
 
@@ -219,9 +219,23 @@ def _message(run_id: str, repo: pygit2.Repository, parents: list[pygit2.Oid], ep
 
 def _advance(repo: pygit2.Repository, expected: pygit2.Oid, commit: pygit2.Oid | None,
              done: dict[str, pygit2.Oid]) -> None:
-    """Move main from `expected` to `commit` and drop the merged branches, in one transaction."""
+    """Move main from `expected` to `commit` and drop the merged branches, in one transaction:
+    libgit2's while no branch is packed (under packed-refs.lock, so none becomes packed),
+    else git's (`gitrefs`: libgit2 would rewrite packed-refs from a stale copy)."""
     if commit is None and not done:
         return
+    message = f"gitswarm: compose {len(done)} branch(es)"
+    with gitrefs.packed_locked(repo):
+        if not gitrefs.packed(repo, [BRANCH_PREFIX + e for e in done]):
+            _advance_loose(repo, expected, commit, done, message)
+            return
+    main = gitrefs.RefChange(MAIN, str(commit if commit is not None else expected), str(expected))
+    branches = [gitrefs.RefChange(BRANCH_PREFIX + episode, None, str(head)) for episode, head in done.items()]
+    gitrefs.transact(repo, [main, *branches], message)
+
+
+def _advance_loose(repo: pygit2.Repository, expected: pygit2.Oid, commit: pygit2.Oid | None,
+                   done: dict[str, pygit2.Oid], message: str) -> None:
     with repo.transaction() as txn:
         txn.lock_ref(MAIN)
         for episode in done:
@@ -233,6 +247,6 @@ def _advance(repo: pygit2.Repository, expected: pygit2.Oid, commit: pygit2.Oid |
             if ref is None or ref.target != head:
                 raise Contention(f"branch swarm/{episode} moved during compose")
         if commit is not None:
-            txn.set_target(MAIN, commit, message=f"gitswarm: compose {len(done)} branch(es)")
+            txn.set_target(MAIN, commit, message=message)
         for episode in done:
             txn.remove(BRANCH_PREFIX + episode)

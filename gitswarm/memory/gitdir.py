@@ -19,7 +19,7 @@ import pygit2
 from pygit2.enums import RepositoryOpenFlag
 
 from gitswarm.domain.contribution import Contribution
-from gitswarm.memory import books, commitmeta, objects, read, refnames, trees, write
+from gitswarm.memory import books, commitmeta, gitrefs, objects, read, refnames, trees, write
 from gitswarm.memory.errors import MemoryError_
 from gitswarm.memory.model import CommitInfo
 from gitswarm.memory.paths import WriteLimits
@@ -241,11 +241,12 @@ class GitDir(GitReader):
         """Set ref `name` to `new`, or delete it (None), whatever it held: for a mirror's ref
         after the remote moved it by its own lease (the remote's value is the truth there)."""
         def action() -> None:
+            if new is None:  # git deletes it: the ref may be packed (`gitrefs`)
+                if self._repo.references.get(name) is not None:
+                    gitrefs.transact(self._repo, [gitrefs.RefChange(name, None)], f"gitswarm: follow {name}")
+                return
             with self._repo.transaction() as txn:
                 txn.lock_ref(name)
-                if new is not None:
-                    txn.set_target(name, pygit2.Oid(hex=new), message=f"gitswarm: follow {name}")
-                elif self._repo.references.get(name) is not None:
-                    txn.remove(name)
+                txn.set_target(name, pygit2.Oid(hex=new), message=f"gitswarm: follow {name}")
         retry(action)
 

@@ -18,13 +18,13 @@ from pygit2.enums import ObjectType, RepositoryOpenFlag
 
 from gitswarm import __version__
 from gitswarm.domain.contribution import Contribution
-from gitswarm.memory import books, commitmeta, inherit, objects, read, refdirs, trees, write
+from gitswarm.memory import books, commitmeta, gitrefs, inherit, objects, read, refdirs, trees, write
 from gitswarm.memory import compose as composer
 from gitswarm.memory.errors import NotARun, RunTooNew
 from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.model import CommitInfo, Item, Written
 from gitswarm.memory.paths import WriteLimits
-from gitswarm.memory.retry import is_transient, retry
+from gitswarm.memory.retry import retry
 from gitswarm.memory.snapshot import Snapshot
 from gitswarm.problems.model import Problem, ProblemSet
 from gitswarm.resources import render
@@ -113,17 +113,15 @@ class Memory:
             return retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions, self._line))
 
     def pack_refs(self) -> None:
-        """Pack loose refs (one op ref per write) so that listing them is one file read.
+        """Pack loose refs (one op ref per write) so that listing them is one file read, by
+        git (`gitrefs.pack`: libgit2's packing could undo a `git gc` running beside it).
 
         Only when no branch waits (the end of a run): deleting a packed branch rewrites the
         whole packed-refs file, one line per op ever written (31 ms at 20,000 lines, against
-        1.5 ms for a loose one), and every merge deletes the branches it took in."""
+        1.5 ms for a loose one), and every merge deletes the branches it took in. A lock
+        another writer holds only means someone else is writing: pack next time."""
         with self._lock:
-            try:
-                self.repo.references.compress()
-            except (pygit2.GitError, OSError) as exc:
-                if not is_transient(exc):
-                    raise  # a held lock only means someone else is writing: pack next time
+            gitrefs.pack(self.repo)
 
     def commit_to_main(self, files: dict[str, bytes], subject: str, record: MainRecord) -> Written:
         """A system write straight onto main (SOLUTION.md, the merger's summaries), idempotent by
