@@ -124,7 +124,11 @@ def _stale(lock: Path) -> bool:
 
 
 def _git(repo: pygit2.Repository, args: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
-    """git on this repository alone: no GIT_* variable of the caller's redirects it."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    return subprocess.run(["git", "--git-dir", repo.path, *args], input=stdin, capture_output=True, text=True,
-                          env=env, timeout=TIMEOUT_S, check=False)
+    """git on this repository alone (no GIT_* variable of the caller's redirects it), its
+    messages in English (they are read above)."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, "LC_ALL": "C", "LANGUAGE": "C"}
+    try:
+        return subprocess.run(["git", "--git-dir", repo.path, *args], input=stdin, capture_output=True, text=True,
+                              env=env, timeout=TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        raise RefChangeFailed(f"git {args[0]} did not finish in {TIMEOUT_S} s on {repo.path}") from None
