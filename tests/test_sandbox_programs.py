@@ -14,6 +14,7 @@ from test_shell import SHIPPED, Episode
 
 from gitswarm.engine.shell import OUTPUT_BYTES
 from gitswarm.engine.tools import ToolError, tool_schemas
+from gitswarm.engine.tools.args import BadArguments
 from gitswarm.memory.repo import Memory
 from gitswarm.problems.loader import load_set
 from gitswarm.sandbox import containment
@@ -57,6 +58,17 @@ def test_run_python_computes_with_the_standard_library_only(tally: Episode) -> N
         "    except ImportError:\n        print('no', name)\n"))
     assert out.startswith("exit code 0") and '["1", 2, "2d711642"]' in out, out
     assert "no gitswarm" in out and "no pytest" in out and "no pygit2" in out
+
+
+def test_run_python_runs_as_long_as_its_timeout_gives(tally: Episode) -> None:
+    """30 s by default, as the model asks up to 600: past it the program is killed, and said so."""
+    slow = "import time\ntime.sleep(2)\nprint('woke')\n"
+    cut = tally.call("run_python", code=slow, timeout=1)
+    assert cut.startswith("timed out after 1 s") and "woke" not in cut, cut
+    done = tally.call("run_python", code=slow, timeout=5)
+    assert done.startswith("exit code 0") and "woke" in done, done
+    with pytest.raises(BadArguments):
+        tally.call("run_python", code=slow, timeout=601)
 
 
 def test_a_sandbox_that_cannot_start_is_a_tool_message(tally: Episode) -> None:

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from pydantic import Field
+
 from gitswarm.engine.plan import ToolName
-from gitswarm.engine.tools.args import Text, ToolArgs
+from gitswarm.engine.tools.args import Text, ToolArgs, Whole
 from gitswarm.engine.tools.tool import Tool, sandbox_faults
 from gitswarm.sandbox import SandboxResult
 
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
 
 class RunPython(ToolArgs):
     code: Text
+    timeout: Whole = Field(30, ge=1, le=600)
+    """Seconds before the program is killed (wall clock and CPU alike), as for `shell`."""
 
 
 async def run_python(box: Toolbox, args: RunPython) -> str:
@@ -28,7 +32,7 @@ async def run_python(box: Toolbox, args: RunPython) -> str:
     for path, text in box.staged.items():
         if path.startswith("code/"):
             files[path.split("/", 2)[-1]] = text.encode()
-    limits = Limits(wall_seconds=30, cpu_seconds=20, memory_bytes=1 << 30)
+    limits = Limits(wall_seconds=args.timeout, cpu_seconds=args.timeout, memory_bytes=1 << 30)
     hide = await box.hide()
 
     def python() -> SandboxResult:  # in the problem's image (its python3), where it names one
@@ -37,7 +41,7 @@ async def run_python(box: Toolbox, args: RunPython) -> str:
 
     with sandbox_faults(ToolName.RUN_PYTHON):  # the standard library only: no package is declared
         result = await anyio.to_thread.run_sync(python, limiter=box.sandbox)
-    status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
+    status = f"timed out after {args.timeout} s" if result.timed_out else f"exit code {result.exit_code}"
     return f"{status}\n--- stdout ---\n{result.stdout}\n--- stderr ---\n{result.stderr}"
 
 
