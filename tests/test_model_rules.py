@@ -135,6 +135,29 @@ def test_user_prices_bill_cache_reads_and_writes_at_their_own_price() -> None:
     assert Pricer(plain).user_cost(parts) == pytest.approx((1_000_000 * 3.0 + 10_000 * 15.0) / 1e6)
 
 
+def test_a_model_litellm_prices_at_zero_is_priced_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local model's replies cost nothing known: litellm is asked once, not at every call. A
+    priced model's empty reply (0 USD) says nothing of its next one, which is priced again."""
+    import litellm
+
+    asked: list[str] = []
+    real = litellm.completion_cost
+    monkeypatch.setattr(litellm, "completion_cost", lambda **kw: asked.append(kw["model"]) or real(**kw))
+
+    def reply(model: str, tokens_in: int, tokens_out: int) -> litellm.ModelResponse:
+        return litellm.ModelResponse(model=model, usage=litellm.Usage(
+            prompt_tokens=tokens_in, completion_tokens=tokens_out, total_tokens=tokens_in + tokens_out))
+
+    parts = {"tokens_in": 1200, "tokens_out": 80}
+    local = Pricer(ModelConfig("ollama/llama3"))  # in litellm's map, at 0 USD a token
+    assert [local.cost(reply("llama3", 1200, 80), parts) for _ in range(3)] == [None] * 3
+    assert asked == ["ollama/llama3"]
+    priced = Pricer(ModelConfig("gpt-4o-mini"))
+    assert priced.cost(reply("gpt-4o-mini", 0, 0), {"tokens_in": 0, "tokens_out": 0}) is None
+    assert priced.cost(reply("gpt-4o-mini", 1200, 80), parts) > 0
+    assert asked[1:] == ["gpt-4o-mini", "gpt-4o-mini"]
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize(("personality", "name"), [("openai", "openai/fake-model"),
                                                    ("anthropic", "anthropic/claude-sonnet-4-5")])

@@ -11,7 +11,8 @@ from gitswarm.models.lib import litellm_module
 
 class Pricer:
     """Prices the calls to one model; remembers the models litellm cannot price (each failed
-    lookup scans its whole map)."""
+    lookup scans its whole map) or prices at 0 (a local model: pricing it again, every call,
+    cost about a millisecond)."""
 
     def __init__(self, config: ModelConfig) -> None:
         self.config = config
@@ -32,7 +33,11 @@ class Pricer:
         except Exception:  # litellm raises assorted types for a model it cannot price: cost unknown
             self._unpriced.add(served_by)
             return None
-        return cost if cost > 0 else None  # litellm's fallback rules price unmapped models at 0
+        if cost > 0:
+            return cost
+        if parts.get("tokens_in", 0) > 0 and parts.get("tokens_out", 0) > 0:
+            self._unpriced.add(served_by)  # litellm's fallback rules price an unmapped model at 0: it always will
+        return None
 
     def user_cost(self, parts: dict[str, int]) -> float:
         """The user's prices per million tokens; cache reads and writes at their own price when
