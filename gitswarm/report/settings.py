@@ -10,6 +10,7 @@ published on the meta ref, and the workers are the worker processes the read mod
 from __future__ import annotations
 
 import json
+import mmap
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -91,12 +92,25 @@ def read_settings(memory: Memory, run: Path) -> RunSettings:
 
 
 def _starts(log: Path) -> list[RunStarted]:
-    """Every `run_started` event (other events are not parsed)."""
-    if not log.exists():
+    """Every `run_started` event. A long run's log is tens of megabytes, of which these are a
+    few lines: the file is searched for them as bytes, and only their lines are decoded."""
+    try:
+        with log.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return [event for line in _lines_with(data, b'"run_started"')
+                    if isinstance(event := read_line(line), RunStarted)]
+    except (FileNotFoundError, ValueError):  # no log, or an empty one (which mmap refuses)
         return []
-    with log.open(encoding="utf-8", errors="replace") as lines:
-        return [event for line in lines
-                if '"run_started"' in line and isinstance(event := read_line(line), RunStarted)]
+
+
+def _lines_with(data: mmap.mmap, word: bytes) -> list[bytes]:
+    """The lines of `data` that hold `word`, in order."""
+    lines, at = [], data.find(word)
+    while at >= 0:
+        start, end = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+        end = len(data) if end < 0 else end
+        lines.append(data[start:end])
+        at = data.find(word, end)
+    return lines
 
 
 def _published(memory: Memory) -> dict:
