@@ -45,7 +45,8 @@ SEARCH = r'''
 import os, subprocess, sys
 words, _, roots = " ".join(sys.argv[1:]).partition(" -- ")
 markers = [bytes.fromhex(h).decode() for h in words.split()]
-tops = roots.split() or [os.path.join("/", n) for n in os.listdir("/") if n not in ("proc", "sys", "dev")] + ["/dev/shm"]
+everything = [os.path.join("/", n) for n in os.listdir("/") if n not in ("proc", "sys", "dev")] + ["/dev/shm"]
+tops = roots.split() or everything
 pats = [a for m in markers for a in ("-e", m)]
 grep = subprocess.run(["grep", "-rlsF", "--devices=skip", *pats, *tops], capture_output=True, text=True,
                       env={**os.environ, "LC_ALL": "C"}).stdout.splitlines()

@@ -7,7 +7,6 @@ import sys
 from typing import TYPE_CHECKING
 
 import anyio
-
 from pydantic import Field
 
 from gitswarm.engine.plan import ToolName
