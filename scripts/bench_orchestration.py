@@ -39,6 +39,9 @@ async def serve_brain(port: int, latency: float, log: Path) -> None:
     with log.open("a", buffering=1) as out:
         def timed(body: dict):
             out.write(f"{time.time() - latency:.4f} {int(bool(body.get('tools')))}\n")
+            if body.get("tools"):  # a worker's call, for the baseline that replays them (`bare --replay`);
+                with requests_of(log).open("a") as bodies:  # opened each time: bench.py moves the file away
+                    bodies.write(json.dumps({k: body.get(k) for k in ("messages", "tools", "tool_choice")}) + "\n")
             return respond(body)
 
         async with serve(timed, FaultPlan(latency_s=latency), port=port):
@@ -59,6 +62,11 @@ def wait_for_port(port: int, timeout: float = 30) -> None:
                 return
         time.sleep(0.05)
     raise RuntimeError(f"the fake server did not listen on port {port}")
+
+
+def requests_of(log: Path) -> Path:
+    """Where the server beside `log` writes the worker calls it received, one JSON line each."""
+    return log.with_name(log.name + ".requests")
 
 
 @contextmanager
@@ -194,9 +202,11 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
     return figures
 
 
-async def bare(c: int, port: int, rounds: int) -> dict:
-    """The baseline: C tasks that do nothing but call the model through the same LiteLLMModel
-    (first-prompt-sized messages, the tool schemas), `rounds` calls each, no engine at all."""
+async def bare(c: int, port: int, rounds: int, replay: Path | None = None) -> dict:
+    """The baseline: C tasks that do nothing but call the model through the same LiteLLMModel,
+    no engine at all: `rounds` calls each of first-prompt-sized messages with the tool schemas,
+    or, with `replay`, the worker calls an engine run made (its messages, tools and tool choice,
+    as the server received them), shared among the C tasks: the same calls without the engine."""
     from gitswarm.engine.tools import tool_schemas
     from gitswarm.models.client import LiteLLMModel
     from gitswarm.models.config import ModelConfig
@@ -213,10 +223,21 @@ async def bare(c: int, port: int, rounds: int) -> dict:
                                                        blind=False)},
                 {"role": "user", "content": "Problem p001: what is 1 + 1? Give the number.\n" * 40}]
     tools = tool_schemas()
+    made = [0]
+
+    def calls() -> Iterator[tuple[list[dict], list[dict], str | None]]:  # read as they are made: RSS as the engine's
+        if replay is None:
+            yield from [(messages, tools, None)] * (c * rounds)
+            return
+        with replay.open() as lines:
+            for body in map(json.loads, lines):
+                yield body["messages"], body["tools"], body["tool_choice"]
+    queue = calls()
 
     async def worker() -> None:
-        for _ in range(rounds):
-            await model.complete(messages, tools=tools)
+        for asked, offered, choice in queue:  # one generator: each task takes the next call
+            made[0] += 1
+            await model.complete(asked, tools=offered, tool_choice=choice)
 
     collector = GcTime()
     t0, cpu0, usage0 = time.time(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
@@ -224,10 +245,10 @@ async def bare(c: int, port: int, rounds: int) -> dict:
         for _ in range(c):
             tg.start_soon(worker)
     wall, cpu = time.time() - t0, time.process_time() - cpu0
-    return {"c": c, "calls": c * rounds, "rusage": rusage_since(usage0), "gc": collector.figures(),
+    return {"c": c, "calls": made[0], "rusage": rusage_since(usage0), "gc": collector.figures(),
             "wall": wall,
-            "calls_per_s": c * rounds / wall,
-            "cpu_per_call": cpu / (c * rounds),
+            "calls_per_s": made[0] / wall,
+            "cpu_per_call": cpu / made[0],
             "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
@@ -305,12 +326,13 @@ def main() -> None:
     b.add_argument("c", type=int)
     b.add_argument("port", type=int)
     b.add_argument("--rounds", type=int, default=6)
+    b.add_argument("--replay", type=Path, help="the worker calls a server logged (`requests_of`), made again")
     args = cli.parse_args()
     if args.mode == "serve":
         anyio.run(serve_brain, args.port, args.latency, args.log)
         return
     if args.mode == "bare":
-        json.dump(anyio.run(bare, args.c, args.port, args.rounds), sys.stdout)
+        json.dump(anyio.run(bare, args.c, args.port, args.rounds, args.replay), sys.stdout)
         print()
         return
     problems = args.problems or max(4, args.c // 4)
