@@ -67,7 +67,7 @@ def orchestration(c: int, latency: float, per_worker: int, profile: bool, rounds
         log = Path(tmp) / "arrivals"
         # The merger's model answers at once: its conflict calls run one at a time, so at 1 s
         # each they would add minutes of tail (reported below) and hide the workers' figure.
-        with serving(latency, log) as url, serving(0.0, Path(tmp) / "merger") as merger_url:
+        with serving(latency, log, requests=True) as url, serving(0.0, Path(tmp) / "merger") as merger_url:
             for n in range(rounds):
                 engine = run("engine", str(c), port(url), port(merger_url), "--per-worker", str(per_worker),
                              *(["--profile"] if profile and n == 0 else []))

@@ -31,15 +31,16 @@ import anyio
 from bench_history import write_set
 
 
-async def serve_brain(port: int, latency: float, log: Path) -> None:
-    """The scripted model with a fixed latency; logs each worker call's arrival time."""
+async def serve_brain(port: int, latency: float, log: Path, requests: bool = False) -> None:
+    """The scripted model with a fixed latency; logs each worker call's arrival time, and with
+    `requests` the call itself (`requests_of`)."""
     from gitswarm.demo.brain import respond
     from gitswarm.fakeserver import FaultPlan, serve
 
     with log.open("a", buffering=1) as out:
         def timed(body: dict):
             out.write(f"{time.time() - latency:.4f} {int(bool(body.get('tools')))}\n")
-            if body.get("tools"):  # a worker's call, for the baseline that replays them (`bare --replay`);
+            if requests and body.get("tools"):  # a worker's call, for the baseline that replays them (`bare --replay`);
                 with requests_of(log).open("a") as bodies:  # opened each time: bench.py moves the file away
                     bodies.write(json.dumps({k: body.get(k) for k in ("messages", "tools", "tool_choice")}) + "\n")
             return respond(body)
@@ -70,10 +71,12 @@ def requests_of(log: Path) -> Path:
 
 
 @contextmanager
-def serving(latency: float, log: Path) -> Iterator[str]:
-    """The scripted model behind the fake server in its own process; yields its URL."""
+def serving(latency: float, log: Path, requests: bool = False) -> Iterator[str]:
+    """The scripted model behind the fake server in its own process; yields its URL. With
+    `requests` it logs every worker call it receives (tens of kilobytes each: not for long runs)."""
     port = free_port()
-    server = subprocess.Popen([sys.executable, __file__, "serve", str(port), str(latency), str(log)])
+    server = subprocess.Popen([sys.executable, __file__, "serve", str(port), str(latency), str(log),
+                               *(["--requests"] if requests else [])])
     try:
         wait_for_port(port)
         yield f"http://127.0.0.1:{port}/v1"
@@ -315,6 +318,7 @@ def main() -> None:
     s.add_argument("port", type=int)
     s.add_argument("latency", type=float)
     s.add_argument("log", type=Path)
+    s.add_argument("--requests", action="store_true", help="log each worker call too (`requests_of`)")
     e = sub.add_parser("engine")
     e.add_argument("c", type=int)
     e.add_argument("port", type=int)
@@ -329,7 +333,7 @@ def main() -> None:
     b.add_argument("--replay", type=Path, help="the worker calls a server logged (`requests_of`), made again")
     args = cli.parse_args()
     if args.mode == "serve":
-        anyio.run(serve_brain, args.port, args.latency, args.log)
+        anyio.run(serve_brain, args.port, args.latency, args.log, args.requests)
         return
     if args.mode == "bare":
         json.dump(anyio.run(bare, args.c, args.port, args.rounds, args.replay), sys.stdout)
