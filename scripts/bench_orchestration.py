@@ -31,9 +31,10 @@ import anyio
 from bench_history import write_set
 
 
-async def serve_brain(port: int, latency: float, log: Path, requests: bool = False) -> None:
+async def serve_brain(port: int, latency: float, log: Path, requests: bool = False, persist: bool = False) -> None:
     """The scripted model with a fixed latency; logs each worker call's arrival time, and with
-    `requests` the call itself (`requests_of`)."""
+    `requests` the call itself (`requests_of`); `persist`: it attempts again where it would
+    abstain (`brain.respond`)."""
     from gitswarm.demo.brain import respond
     from gitswarm.fakeserver import FaultPlan, serve
 
@@ -43,7 +44,7 @@ async def serve_brain(port: int, latency: float, log: Path, requests: bool = Fal
             if requests and body.get("tools"):  # a worker's call, for the baseline that replays them (`bare --replay`);
                 with requests_of(log).open("a") as bodies:  # opened each time: bench.py moves the file away
                     bodies.write(json.dumps({k: body.get(k) for k in ("messages", "tools", "tool_choice")}) + "\n")
-            return respond(body)
+            return respond(body, persist)
 
         async with serve(timed, FaultPlan(latency_s=latency), port=port):
             await anyio.sleep_forever()
@@ -71,12 +72,13 @@ def requests_of(log: Path) -> Path:
 
 
 @contextmanager
-def serving(latency: float, log: Path, requests: bool = False) -> Iterator[str]:
+def serving(latency: float, log: Path, requests: bool = False, persist: bool = False) -> Iterator[str]:
     """The scripted model behind the fake server in its own process; yields its URL. With
-    `requests` it logs every worker call it receives (tens of kilobytes each: not for long runs)."""
+    `requests` it logs every worker call it receives (tens of kilobytes each: not for long runs);
+    `persist` makes it attempt again where it would abstain."""
     port = free_port()
     server = subprocess.Popen([sys.executable, __file__, "serve", str(port), str(latency), str(log),
-                               *(["--requests"] if requests else [])])
+                               *(["--requests"] if requests else []), *(["--persist"] if persist else [])])
     try:
         wait_for_port(port)
         yield f"http://127.0.0.1:{port}/v1"
@@ -319,6 +321,7 @@ def main() -> None:
     s.add_argument("latency", type=float)
     s.add_argument("log", type=Path)
     s.add_argument("--requests", action="store_true", help="log each worker call too (`requests_of`)")
+    s.add_argument("--persist", action="store_true", help="attempt again where the scripted model would abstain")
     e = sub.add_parser("engine")
     e.add_argument("c", type=int)
     e.add_argument("port", type=int)
@@ -333,7 +336,7 @@ def main() -> None:
     b.add_argument("--replay", type=Path, help="the worker calls a server logged (`requests_of`), made again")
     args = cli.parse_args()
     if args.mode == "serve":
-        anyio.run(serve_brain, args.port, args.latency, args.log, args.requests)
+        anyio.run(serve_brain, args.port, args.latency, args.log, args.requests, args.persist)
         return
     if args.mode == "bare":
         json.dump(anyio.run(bare, args.c, args.port, args.rounds, args.replay), sys.stdout)

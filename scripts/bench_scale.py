@@ -64,7 +64,9 @@ async def one_process(root: Path, problems: int, per_problem: int, workers: int,
                 print(f"{len(ended):,} episodes, {time.monotonic() - began:.0f} s: engine CPU {ms:.1f} ms per "
                       f"episode over the last {window:,}, peak RSS {rss:.0f} MB", file=sys.stderr, flush=True)
 
-    with serving(latency, root / "arrivals") as url, serving(0.0, root / "merger") as merger_url:
+    # The scripted model attempts again where it would abstain: with nothing settling (nominations
+    # are never enough), a model that waits for others would end the run by the no-progress rule.
+    with serving(latency, root / "arrivals", persist=True) as url, serving(0.0, root / "merger") as merger_url:
         config = ModelConfig(model="openai/gitswarm-scripted", api_base=url, api_key="k", reply_timeout_s=300)
         merger = ModelConfig(model="openai/gitswarm-scripted", api_base=merger_url, api_key="k", reply_timeout_s=300)
         cfg = SolveConfig(problems=folder, run=root / "run", model=config.model, workers=workers,

@@ -42,9 +42,11 @@ CODE_KINDS = ("program", "reproduce")
 FENCED = re.compile(r'<memory-data source="([^"]+)">\n(.*?)\n</memory-data>', re.DOTALL)
 
 
-def respond(request: dict) -> FakeReply:
+def respond(request: dict, persist: bool = False) -> FakeReply:
     """Answer one chat-completion request as the engine's worker or merger would: with native
-    tool calls, or in the text protocol when the tools are described in the prompt instead."""
+    tool calls, or in the text protocol when the tools are described in the prompt instead.
+    `persist`: where nothing is advised, another attempt rather than an abstention, as a real
+    model on a problem that stays open keeps trying (a benchmark's long run; `_plan`)."""
     messages = request.get("messages", [])
     if messages and judge.is_judge_request(text_of(messages[0])):
         return FakeReply(content=judge.judge(text_of(messages[-1])))
@@ -66,7 +68,7 @@ def respond(request: dict) -> FakeReply:
         items.setdefault(path.split("/")[0], []).append((path, commit))
     done = sum(1 for m in messages if m["role"] == "assistant")
     exits = EXIT.findall("\n".join(text_of(m) for m in messages[1:] if m["role"] in ("tool", "user")))
-    plan = _plan(problem, kind, episode, items, first, exits[-1] if exits else None)
+    plan = _plan(problem, kind, episode, items, first, exits[-1] if exits else None, persist)
     call = plan[min(done, len(plan) - 1)]
     if text_protocol:
         return FakeReply(content=textproto.format_calls([(call["name"], call["arguments"])]))
@@ -104,13 +106,14 @@ def _nomination_plan(candidate: str, note_path: str) -> list[dict]:
                   rationale="Verified by other workers' reviews, and checked again: correct and complete.")]
 
 
-def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_exit: str | None) -> list[dict]:
+def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_exit: str | None,
+          persist: bool = False) -> list[dict]:
     """The tool calls of this episode, one per step, chosen from what the memory holds and
     what the header advises: a note, then an attempt (the script's flawed first try where it
     has one), then the advised nomination, review or revision, then a nomination of a
-    verified candidate; with nothing left to do for this worker, it abstains. `last_exit` is the exit
-    code of the last shell command so far: a review of a program passes only when its check
-    ran clean."""
+    verified candidate; with nothing left to do for this worker, it abstains, or (`persist`)
+    makes another attempt. `last_exit` is the exit code of the last shell command so far: a
+    review of a program passes only when its check ran clean."""
     text = script().get(problem) or script()["default"]
     if assigned := ASSIGNED.search(prompt):  # a review episode: its review, nothing else
         return _review_plan(kind, episode, text, assigned.group(1), last_exit, assigned=True)
@@ -144,6 +147,9 @@ def _plan(problem: str, kind: str, episode: str, items: dict, prompt: str, last_
         made = [_candidate(p) for p, _ in items.get("attempts", []) + items.get("code", [])]
         shown = [p for p in made if not p.startswith(FIRST_TRY)][-1:] or made[-1:]
         return _nomination_plan(shown[0], note_path)
+    if persist:
+        return _attempt_plan(kind, episode, text, text.get("attempt", ""), f"attempts/attempt-{episode}.md",
+                             [note, *hints], f"Another attempt, built on {note_path}.", note_path)
     return [tool_call("abstain", reason="nothing to review, revise or nominate yet: waiting for other workers")]
 
 
