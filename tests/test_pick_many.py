@@ -1,11 +1,13 @@
-"""The scheduler's pick asks for a worker's task once per problem for all the workers with no
-part in it (`swarm._involved`): the same pick as asking every free worker."""
+"""The scheduler's pick asks for the free workers' tasks on a problem a group at a time
+(`tasks.best_task`): the same pick as asking every free worker for its own, each answered by the
+walk `next_task` once was (`test_next_task_kept.walked`, the oracle)."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
+from test_next_task_kept import walked
 
 from gitswarm.domain.index import CommitFacts, MemoryIndex
 from gitswarm.domain.rule import Rule
@@ -13,7 +15,7 @@ from gitswarm.engine import tasks
 from gitswarm.engine.swarm import pick
 
 
-def every_worker(index, open_, busy, free_workers, unmerged, rule, rng, waiting, tight=False):
+def every_worker(index, open_, busy, free_workers, unmerged, rule, rng, waiting, announced, tight=False):
     """`pick` as it was: every free worker's task on every open problem."""
     recent = {(where, worker) for where, worker, _ in unmerged.values()}
     landing = [where for where, _, _ in unmerged.values()]
@@ -23,11 +25,12 @@ def every_worker(index, open_, busy, free_workers, unmerged, rule, rng, waiting,
     for problem in open_:
         work = sum(index.problems[problem].kinds.values()) + 2 * busy.count(problem)
         tie = rng.random()
+        notes = " ".join(a for a in announced.values() if a.startswith(f"{problem}: "))
         for worker in free_workers:
             if (problem, worker) in recent:
                 continue
-            value = tasks.next_task(index, problem, worker, rule, "", pending.count(problem), tight,
-                                    landing=landing.count(problem), share=share).value
+            value = walked(index, problem, worker, rule, notes, pending.count(problem), tight,
+                           landing=landing.count(problem), share=share).value
             key = (-value, work, tie)
             if value > 0 and (best is None or key < best[0]):
                 best = (key, problem, worker)
@@ -39,8 +42,8 @@ def every_worker(index, open_, busy, free_workers, unmerged, rule, rng, waiting,
 def memory_of(seed: int) -> MemoryIndex:
     """Problems with attempts by a few authors, some reviewed or nominated by others."""
     index, rng = MemoryIndex(), random.Random(seed)
-    for n in range(40):
-        problem, author = f"p{n % 5}", f"a{rng.randrange(4)}"
+    for n in range(80):
+        problem, author = f"p{n % 5}", f"a{rng.randrange(6)}"
         commit = f"{n:040x}"
         kind = rng.choice(["attempt", "attempt", "note", "review", "nomination"])
         if kind == "attempt":
@@ -58,19 +61,23 @@ def memory_of(seed: int) -> MemoryIndex:
     return index
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_one_task_per_problem_for_the_uninvolved_picks_as_every_worker(seed: int):
+@pytest.mark.parametrize("seed", range(40))
+def test_tasks_asked_by_groups_pick_as_every_worker(seed: int):
     index = memory_of(seed)
-    authors = [f"a{k}" for k in range(4)]
+    authors = [f"a{k}" for k in range(6)]
     random.Random(seed).shuffle(authors)
     strangers = [f"w{n:02d}" for n in range(40, 60)]
     free = [*authors, *strangers] if seed % 2 else [*strangers[:3], *authors, *strangers[3:]]
     open_ = sorted(index.problems)
     unmerged = {"c0ffee": (open_[0], free[-1], "contribute")} if seed % 3 == 0 else {}
+    named = [path for _, files in index.files_of.values() for path in files if path.startswith("attempts/")]
+    said = random.Random(seed).sample(named, min(len(named), seed % 4))
+    announced = {f"x{k}": f"{open_[k % len(open_)]}: reviewing {path}" for k, path in enumerate(said)}
     for rule in (Rule(verify=2, settle_nominations=3), Rule(verify=0, settle_nominations=3), Rule(verify=1)):
         for waiting in (False, True):
             args = (index, open_, [open_[-1]] * (seed % 3), free, unmerged, rule)
-            assert pick(*args, random.Random(seed), waiting) == every_worker(*args, random.Random(seed), waiting)
+            assert (pick(*args, random.Random(seed), waiting, announced)
+                    == every_worker(*args, random.Random(seed), waiting, announced))
 
 
 def test_an_author_first_in_line_does_not_hide_a_reviewer():

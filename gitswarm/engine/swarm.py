@@ -76,48 +76,31 @@ def pick(index: MemoryIndex, open_: list[str], busy: list[str], free_workers: li
     what is worth doing. When no pair is worth starting and nothing is in flight, being claimed
     or waiting to be merged (not `waiting`), the first problem goes to the first free worker, so that a run that cannot
     progress ends by the no-progress rule."""
-    announced = announced or {}
-    recent = {(where, worker) for where, worker, _ in unmerged.values()}
+    recent: dict[str, set[str]] = {}  # problem -> the workers with work there not merged yet
+    for where, worker, _ in unmerged.values():
+        recent.setdefault(where, set()).add(worker)
     landing = [where for where, _, _ in unmerged.values()]
-    pending, landed = Counter(busy + landing), Counter(landing)
+    working, pending, landed = Counter(busy), Counter(busy + landing), Counter(landing)
     share = -(-(len(free_workers) + len(busy)) // max(1, len(open_)))  # the workers per open problem
+    notes: dict[str, list[str]] = {}
+    for said in (announced or {}).values():  # "problem: intent" (a problem's id holds no ": ")
+        notes.setdefault(said.partition(": ")[0], []).append(said)
     best: tuple[tuple, str, str] | None = None
     for problem in open_:
-        work = sum(index.problems[problem].kinds.values()) + 2 * busy.count(problem)
+        work = sum(index.problems[problem].kinds.values()) + 2 * working[problem]
         tie = rng.random()
-        notes = " ".join(a for w, a in announced.items() if a.startswith(f"{problem}: "))
-        involved, stranger = _involved(index, problem), False
-        for worker in free_workers:
-            if (problem, worker) in recent:
-                continue
-            if worker not in involved:  # its task is every such worker's: the first one's key wins ties
-                if stranger:
-                    continue
-                stranger = True
-            value = tasks.next_task(index, problem, worker, rule, notes, pending[problem], tight,
-                                    landing=landed[problem], share=share).value
-            key = (-value, work, tie)
-            if value > 0 and (best is None or key < best[0]):
-                best = (key, problem, worker)
+        mine = recent.get(problem, ())
+        workers = [worker for worker in free_workers if worker not in mine] if mine else free_workers
+        if not workers:
+            continue
+        worker, task = tasks.best_task(index, problem, workers, rule, " ".join(notes.get(problem, ())),
+                                       pending[problem], tight, landing=landed[problem], share=share)
+        key = (-task.value, work, tie)
+        if task.value > 0 and (best is None or key < best[0]):
+            best = (key, problem, worker)
     if best is not None and (-best[0][0] > tasks.FILLER or not waiting):
         return best[1], best[2]
     return (open_[0], free_workers[0]) if open_ and free_workers and not waiting else None
-
-
-def _involved(index: MemoryIndex, problem: str) -> set[str]:
-    """The workers `tasks.next_task` may answer differently for on `problem`: its nominators, the
-    authors of its candidates and their reviewers (the only ways it reads the worker). To every
-    other worker it gives one task, so `pick` asks for it once per problem, not once per free
-    worker (C of them at a run's start: C x C x problems calls). The authors of its other items
-    are not among them: with them, a long run's every worker was involved everywhere, and each
-    pick asked C x problems times again."""
-    own = index.problems[problem]
-    kept = own.derived  # kept with the problem's items until they change: a pick asks for every open problem's
-    involved: set[str] | None = kept.get("involved")
-    if involved is None:
-        authors = {index.authors.get(c, "") for c in index.candidates(problem).values()}
-        involved = kept["involved"] = set(own.nominators) | authors | {w for by in own.reviews.values() for w in by}
-    return involved
 
 
 @dataclass

@@ -12,7 +12,7 @@ be reviewing its own work), and the scheduler sends it elsewhere or lets it wait
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from gitswarm.domain import selection
@@ -69,38 +69,81 @@ def next_task(index: MemoryIndex, problem: str, worker: str, rule: Rule, busy: s
     A run without nominations (best-of-n) asks for no nomination and no revision: each attempt
     there is independent of the others. Without `reviews` (an episode that may not review: the
     run assigns reviews as episodes of their own), the step after the reviews."""
+    return best_task(index, problem, [worker], rule, busy, in_flight, tight, reviews, landing, share)[1]
+
+
+def best_task(index: MemoryIndex, problem: str, workers: Sequence[str], rule: Rule, busy: str = "",
+              in_flight: int = 0, tight: bool = False, reviews: bool = True, landing: int = 0,
+              share: int = 1) -> tuple[str, Task]:
+    """The worker of `workers` (at least one) whose `next_task` on `problem` is worth the most,
+    the first of them in a tie, and that task: what the scheduler asks of every open problem at
+    each pick. The workers are answered a group at a time, each group given one step alike
+    (`_groups`), so that its cost is that of the steps, not of the workers: in a long run every
+    free worker has written or reviewed something on every problem, and a `next_task` for each
+    of them at each pick made the cost per episode grow with the run."""
+    best: tuple[Task, str] | None = None
+    for task, takers in _groups(index, problem, list(workers), rule, busy, in_flight, tight, reviews, landing, share):
+        if best is None or task.value > best[0].value or (
+                task.value == best[0].value and workers.index(takers[0]) < workers.index(best[1])):
+            best = task, takers[0]
+    assert best is not None, "every worker is in a group"
+    return best[1], best[0]
+
+
+def _groups(index: MemoryIndex, problem: str, workers: list[str], rule: Rule, busy: str, in_flight: int,
+            tight: bool, reviews: bool, landing: int, share: int) -> Iterator[tuple[Task, list[str]]]:
+    """`workers` split by their next step on `problem`, in the order the steps are weighed (each
+    group in the workers' order): a nomination goes to every worker but the problem's nominators,
+    the review of a candidate to every worker but its author and its reviewers (the candidates
+    in the order a worker takes them: most passes first, the newest of a tie), and the steps
+    after the reviews to all the rest alike, but for the author of every candidate still alive,
+    who has nothing to do there."""
     verify, facts = rule.verify, _facts_of(index, problem, rule)
     found, votes = facts.found, index.problems[problem]
-    if facts.verified and facts.matter and worker not in votes.nominators:
+    if facts.verified and facts.matter:
         path, commit = max(facts.verified, key=lambda pc: votes.nominations[pc[1]])
-        return Task(NOMINATE, 2.5, path, commit, nominations=votes.nominations[commit])
-    mine = facts.by_author.get(worker, frozenset())
-    reviewing = _named(facts, busy)
-    reviewable = [(p, c) for p, c in facts.unsettled
-                  if c not in mine and reviewing.get(p, 0) < max(verify - found[c].passes, 1)
-                  and worker not in votes.reviews.get(c, {})]
-    if reviewable and reviews:
-        path, commit = max(reviewable, key=lambda pc: found[pc[1]].passes)  # max keeps the newest of a tie
+        takers = [w for w in workers if w not in votes.nominators]
+        workers = [w for w in workers if w in votes.nominators]
+        if takers:
+            yield Task(NOMINATE, 2.5, path, commit, nominations=votes.nominations[commit]), takers
+    reviewing = _named(facts, busy) if reviews and workers else {}
+    for path, commit in facts.by_passes if reviews else ():
+        if not workers:
+            return
         passes = found[commit].passes
-        value = 3 + passes / max(verify, 1)
-        if verify and in_flight >= verify - passes:  # as many episodes there as passes are missing
-            value = FILLER
-        if any(not found[c].critical and found[c].passes > passes for c in (facts.paths[p] for p in reviewing)):
-            value = FILLER  # the leader's verdict is coming: a rival's review matters only if it fails
-        return Task(VERIFY if passes else REVIEW, value, path, commit, passes)
+        if reviewing.get(path, 0) >= max(verify - passes, 1):
+            continue
+        author, reviewers = index.authors.get(commit, ""), votes.reviews.get(commit, {})
+        takers = [w for w in workers if w != author and w not in reviewers]
+        if takers:
+            workers = [w for w in workers if w == author or w in reviewers]
+            value = 3 + passes / max(verify, 1)
+            if verify and in_flight >= verify - passes:  # as many episodes there as passes are missing
+                value = FILLER
+            if any(not found[c].critical and found[c].passes > passes for c in (facts.paths[p] for p in reviewing)):
+                value = FILLER  # the leader's verdict is coming: a rival's review matters only if it fails
+            yield Task(VERIFY if passes else REVIEW, value, path, commit, passes), takers
+    if not workers:
+        return
     for path, commit, critical in facts.blocked if rule.nominations else ():
         answered = commit in index.answered or any(r.commit in index.answered for r in critical)
         if not answered and path not in busy:
-            return Task(REVISE, 2, path, commit, review_episode=critical[0].episode,
-                        review_commit=critical[0].commit)
+            yield Task(REVISE, 2, path, commit, review_episode=critical[0].episode,
+                       review_commit=critical[0].commit), workers
+            return
     if not facts.candidates:  # a first attempt; beside one under way, a second one only in the swarm
         wait = landing or tight or not rule.nominations or in_flight >= share
-        return Task(ATTEMPT, 2 if not in_flight else FILLER if wait else SECOND)
-    if facts.alive and facts.alive <= mine:  # its only open task would be reviewing its own work
-        return Task(ATTEMPT, 0)
+        yield Task(ATTEMPT, 2 if not in_flight else FILLER if wait else SECOND), workers
+        return
+    if facts.sole in workers:  # its only open task would be reviewing its own work
+        yield Task(ATTEMPT, 0), [facts.sole]
+        workers = [w for w in workers if w != facts.sole]
+        if not workers:
+            return
     if not rule.nominations and facts.all_failed:  # the leader failed
-        return Task(ATTEMPT, FILLER if in_flight else 2)
-    return Task(ATTEMPT, FILLER)
+        yield Task(ATTEMPT, FILLER if in_flight else 2), workers
+        return
+    yield Task(ATTEMPT, FILLER), workers
 
 
 @dataclass(frozen=True)
@@ -121,12 +164,17 @@ class _Facts:
     unsettled: tuple[tuple[str, str], ...]
     """The candidates a review may still count for: no critical review, and short of K passes
     (with K = 0: not reviewed at all), newest first."""
+    by_passes: tuple[tuple[str, str], ...]
+    """`unsettled`, most passes first (the newest of a tie first): the order a reviewer takes them."""
     blocked: tuple[tuple[str, str, tuple], ...]
     """(path, commit, its critical reviews) of the candidates a critical review blocks, newest first."""
     by_author: dict[str, frozenset[str]]
     """Worker -> the commits of the candidates it wrote."""
     alive: frozenset[str]
     """The candidates not critical and short of K passes."""
+    sole: str | None
+    """The author of every candidate in `alive`, when one worker wrote them all: its only open
+    task there would be reviewing its own work."""
     all_failed: bool
     """Every candidate has a critical review."""
 
@@ -151,14 +199,17 @@ def _facts(index: MemoryIndex, problem: str, rule: Rule) -> _Facts:
         critical = tuple(r for r in index.reviews_of(problem, commit) if r.verdict == "critical")
         if critical:
             blocked.append((path, commit, critical))
+    alive = frozenset(c for _, c in candidates if not found[c].critical and found[c].passes < verify)
+    writers = {index.authors.get(c, "") for c in alive}
+    sole = writers.pop() if len(writers) == 1 else None
     by_author: dict[str, set[str]] = {}
     for _, commit in candidates:
         by_author.setdefault(index.authors.get(commit, ""), set()).add(commit)
+    by_passes = tuple(sorted(unsettled, key=lambda pc: -found[pc[1]].passes))  # stable: the newest of a tie first
     return _Facts(candidates, dict(candidates), found, tuple((p, c) for p, c in candidates if c in verified),
-                  selection.nominations_matter(found.values(), rule), unsettled, tuple(blocked),
+                  selection.nominations_matter(found.values(), rule), unsettled, by_passes, tuple(blocked),
                   {w: frozenset(cs) for w, cs in by_author.items()},
-                  frozenset(c for _, c in candidates if not found[c].critical and found[c].passes < verify),
-                  all(found[c].critical for _, c in candidates))
+                  alive, sole, all(found[c].critical for _, c in candidates))
 
 
 def _named(facts: _Facts, busy: str) -> dict[str, int]:
