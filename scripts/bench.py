@@ -10,7 +10,8 @@
 - start-up: `gitswarm --help` and `gitswarm status` on a run of 100,000 commits;
 - context economy: prompt tokens of an episode's first model call (real engine, scripted model)
   as one problem's memory grows from 10 to 10,000 contributions;
-- footprint: peak RSS of the engine process at C = 256.
+- footprint: peak RSS of the engine process at C = 256, against the same calls made again alone
+  (target within 10%).
 
 `--remote` measures a run on a git remote instead (scripts/bench_remote_run.py: the real CLI, a
 coordinator with `--workers 0` and `gitswarm worker` processes over a `file://` bare remote):
@@ -178,13 +179,15 @@ def orchestration_rows(results: list[dict], latency: float) -> list[Row]:
                      "call (streamed); streamed / not", f"{streamed / flat:.2f}x", "-", None))
     big = results[-1]
     contribute, compose = big["contribute"] / big["raw_write"], big["compose_total"] / max(big["merged"], 1)
+    footprint = big["rss_mb"] / max(big["bare"]["rss_mb"], 1)  # the same calls, with and without the engine
     rows += [(f"memory in run (C={big['c']}): contribute {big['contribute'] * 1000:.2f} ms vs raw pygit2 "
               f"{big['raw_write'] * 1000:.2f} ms", f"{contribute:.2f}x", "<= 1.5x", contribute <= 1.5),
              (f"memory in run: compose per merged contribution ({big['merged']} merged)",
               f"{compose * 1000:.2f} ms = {compose / big['raw_write']:.2f}x raw", "< 2 ms", compose < 0.002),
-             (f"footprint: peak RSS of the engine at C={big['c']} (first-prompt model calls alone, no engine: "
-              f"{big['bare_first']['rss_mb']:.0f} MB; the engine's calls made again: {big['bare']['rss_mb']:.0f} MB)",
-              f"{big['rss_mb']:.0f} MB", "< 300 MB", big["rss_mb"] < 300)]
+             (f"footprint: peak RSS of the engine at C={big['c']}, {big['rss_mb']:.0f} MB, against the engine's calls "
+              f"made again alone, no engine: {big['bare']['rss_mb']:.0f} MB (first-prompt calls alone: "
+              f"{big['bare_first']['rss_mb']:.0f} MB, litellm's floor)",
+              f"{footprint:.2f}x", "<= 1.1x", footprint <= 1.1)]
     return rows
 
 
