@@ -102,3 +102,19 @@ def test_next_task_answers_as_the_walk_did_after_every_commit(seed):
                 assert tasks.next_task(index, "p", worker, rule, **args) == walked(index, "p", worker, rule, **args)
                 asked += 1
     assert asked == 60 * len(RULES) * len(WORKERS)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_needs_kept_with_the_items_says_what_a_fresh_index_says(seed):
+    """`tasks.needs` keeps its case with the problem's items: after every commit, for every rule,
+    settled or not, it says what it says over an index that was never asked anything."""
+    index, seen = MemoryIndex(), []
+    for facts in commits(seed):
+        index.add(facts)
+        seen.append(facts)
+        for rule in RULES:
+            for settled in (False, True):
+                fresh = MemoryIndex()
+                for earlier in seen:
+                    fresh.add(earlier)
+                assert tasks.needs(index, "p", rule, settled) == tasks.needs(fresh, "p", rule, settled)

@@ -4,6 +4,7 @@ whose size does not depend on how large the memory grows (the rest is one tool c
 from __future__ import annotations
 
 import re
+from itertools import islice
 
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.kinds import CANDIDATE_FOLDERS, VERDICTS, candidate_path
@@ -74,9 +75,9 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodePlan, step: int, staged
     counts = ", ".join(f"{n} {k}" for k, n in sorted(problem.kinds.items())) or "no contributions yet"
     votes = ", ".join(f"{_path_of(index, ep.problem_id, c)} ({c[:12]}) x{n}"
                       for c, n in problem.nominations.most_common(5))
-    candidates = list(index.candidates(ep.problem_id).items())[::-1]
+    candidates = index.candidates(ep.problem_id)  # the newest few, not a copy of them all at every step
     reviewed = [{"path": path, "text": reviews_text(index, ep.problem_id, commit)}
-                for path, commit in candidates[:HEADER_REVIEWED]]
+                for path, commit in islice(reversed(candidates.items()), HEADER_REVIEWED)]
     rule = cfg.rule
     settled = ep.problem_id in view.settled
     busy = view.others_on(ep.problem_id, ep.worker)

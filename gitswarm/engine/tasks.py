@@ -224,11 +224,16 @@ def needs(index: MemoryIndex, problem: str, rule: Rule, settled: bool, writing: 
     """What the problem still needs before its solution is chosen, in one sentence
     (`problem_needs.md.j2`); `writing`: the other episodes in flight there (worker, episode,
     step), named where the first attempt is what it needs (one of them is writing it)."""
-    return render("problem_needs.md.j2", writing=list(writing), **_need(index, problem, rule, settled)).strip()
+    kept = index.problems[problem].derived  # kept with the problem's items: every step of every episode asks
+    need: dict | None = kept.get(("needs", rule, settled))
+    if need is None:
+        need = kept[("needs", rule, settled)] = _need(index, problem, rule, settled)
+    return render("problem_needs.md.j2", writing=list(writing), **need).strip()
 
 
 def _need(index: MemoryIndex, problem: str, rule: Rule, settled: bool) -> dict:
-    """The case of `problem_needs.md.j2` the problem is in, and the values its sentence names."""
+    """The case of `problem_needs.md.j2` the problem is in, and the values its sentence names:
+    read from the problem's items alone (their standings, candidates and authors)."""
     found = selection.standings(index, problem, rule)
     paths = {c: p for p, c in index.candidates(problem).items()}
     choice = selection.choose(found, rule)
