@@ -8,7 +8,7 @@ import pytest
 from demo_run import demo_run
 
 from gitswarm.domain import selection
-from gitswarm.domain.index import MemoryIndex
+from gitswarm.domain.index import CommitFacts, MemoryIndex
 from gitswarm.domain.rule import Rule
 from gitswarm.memory import indexing
 
@@ -99,3 +99,22 @@ def test_standings_kept_with_the_items_follow_every_commit(tmp_path_factory, rul
     for view, problem, then in views:  # each view still stands as its tip did
         assert selection.standings(view, problem, rule) == then
     assert any(selection.standings(followed, p, rule) for p in followed.problems)
+
+
+def test_resolve_names_a_candidate_by_path_or_commit_as_it_stood():
+    """A review or nomination names what it means by path or by (a prefix of) a commit: the
+    candidate as it stands, an earlier version of it by that version's commit, never another
+    problem's."""
+    index = MemoryIndex()
+    old, new, other, note = "a1" + "0" * 38, "b2" + "0" * 38, "c3" + "0" * 38, "d4" + "0" * 38
+    index.add(CommitFacts(old, "p", "attempt", "w1", "e00001", ("attempts/x.md",)))
+    index.add(CommitFacts(note, "p", "note", "w1", "e00002", ("notes/n.md",)))
+    index.add(CommitFacts(other, "q", "attempt", "w2", "e00003", ("attempts/y.md",)))
+    index.add(CommitFacts(new, "p", "attempt", "w3", "e00004", ("attempts/x.md",)))
+    assert index.resolve("p", "attempts/x.md") == (new, "attempts/x.md")
+    assert index.resolve("p", "problems/p/attempts/x.md") == (new, "attempts/x.md")
+    assert index.resolve("p", new) == index.resolve("p", new[:12].upper()) == (new, "attempts/x.md")
+    assert index.resolve("p", old[:9]) == (old, "attempts/x.md")  # the earlier version, by its own commit
+    assert index.resolve("p", other) is None and index.resolve("q", other[:7]) == (other, "attempts/y.md")
+    assert index.resolve("p", note) is None  # a note is no candidate
+    assert index.resolve("p", new[:6]) is None  # too short to be a commit's name

@@ -232,9 +232,13 @@ class MemoryIndex:
             if path == ref or path.startswith(ref + "/") or (path.startswith("code/") and ref.startswith(path + "/")):
                 return commit, path
         if len(ref) >= 7:
+            prefix = ref.lower()
+            current = [c for c in self.candidates(problem).values() if c.startswith(prefix)]
+            if len(current) == 1:  # a candidate as it stands, the usual case: found without a walk of the run
+                return current[0], next(p for p, c in self.candidates(problem).items() if c == current[0])
             with self.lock:
                 found = [(c, files) for c, (owner, files) in self.files_of.items()
-                         if owner == problem and c.startswith(ref.lower())]
+                         if owner == problem and c.startswith(prefix)]
             for commit, files in found:
                 shown = [f for f in files if f.startswith(CANDIDATE_FOLDERS)]
                 if shown:

@@ -113,10 +113,12 @@ def _groups(index: MemoryIndex, problem: str, workers: list[str], rule: Rule, bu
         passes = found[commit].passes
         if reviewing.get(path, 0) >= max(verify - passes, 1):
             continue
-        author, reviewers = index.authors.get(commit, ""), votes.reviews.get(commit, {})
-        takers = [w for w in workers if w != author and w not in reviewers]
+        excluded = votes.reviews.get(commit, {}).keys() | {index.authors.get(commit, "")}
+        if excluded.issuperset(workers):  # in C: late in a run, every free worker has reviewed it
+            continue
+        takers = [w for w in workers if w not in excluded]
         if takers:
-            workers = [w for w in workers if w == author or w in reviewers]
+            workers = [w for w in workers if w in excluded]
             value = 3 + passes / max(verify, 1)
             if verify and in_flight >= verify - passes:  # as many episodes there as passes are missing
                 value = FILLER
