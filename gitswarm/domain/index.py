@@ -233,9 +233,9 @@ class MemoryIndex:
                 return commit, path
         if len(ref) >= 7:
             prefix = ref.lower()
-            current = [c for c in self.candidates(problem).values() if c.startswith(prefix)]
+            current = [(c, p) for p, c in self.candidates(problem).items() if c.startswith(prefix)]
             if len(current) == 1:  # a candidate as it stands, the usual case: found without a walk of the run
-                return current[0], next(p for p, c in self.candidates(problem).items() if c == current[0])
+                return current[0]
             with self.lock:
                 found = [(c, files) for c, (owner, files) in self.files_of.items()
                          if owner == problem and c.startswith(prefix)]

@@ -163,20 +163,15 @@ class _Facts:
     """The verified candidates, newest first."""
     matter: bool
     """Nominations can still change the outcome (`selection.nominations_matter`)."""
-    unsettled: tuple[tuple[str, str], ...]
-    """The candidates a review may still count for: no critical review, and short of K passes
-    (with K = 0: not reviewed at all), newest first."""
     by_passes: tuple[tuple[str, str], ...]
-    """`unsettled`, most passes first (the newest of a tie first): the order a reviewer takes them."""
+    """The candidates a review may still count for (no critical review, and short of K passes;
+    with K = 0: not reviewed at all), most passes first, the newest of a tie first: the order a
+    reviewer takes them."""
     blocked: tuple[tuple[str, str, tuple], ...]
     """(path, commit, its critical reviews) of the candidates a critical review blocks, newest first."""
-    by_author: dict[str, frozenset[str]]
-    """Worker -> the commits of the candidates it wrote."""
-    alive: frozenset[str]
-    """The candidates not critical and short of K passes."""
     sole: str | None
-    """The author of every candidate in `alive`, when one worker wrote them all: its only open
-    task there would be reviewing its own work."""
+    """The author of every candidate still alive (not critical, short of K passes), when one
+    worker wrote them all: its only open task there would be reviewing its own work."""
     all_failed: bool
     """Every candidate has a critical review."""
 
@@ -201,17 +196,12 @@ def _facts(index: MemoryIndex, problem: str, rule: Rule) -> _Facts:
         critical = tuple(r for r in index.reviews_of(problem, commit) if r.verdict == "critical")
         if critical:
             blocked.append((path, commit, critical))
-    alive = frozenset(c for _, c in candidates if not found[c].critical and found[c].passes < verify)
-    writers = {index.authors.get(c, "") for c in alive}
+    writers = {index.authors.get(c, "") for _, c in candidates if not found[c].critical and found[c].passes < verify}
     sole = writers.pop() if len(writers) == 1 else None
-    by_author: dict[str, set[str]] = {}
-    for _, commit in candidates:
-        by_author.setdefault(index.authors.get(commit, ""), set()).add(commit)
     by_passes = tuple(sorted(unsettled, key=lambda pc: -found[pc[1]].passes))  # stable: the newest of a tie first
     return _Facts(candidates, dict(candidates), found, tuple((p, c) for p, c in candidates if c in verified),
-                  selection.nominations_matter(found.values(), rule), unsettled, by_passes, tuple(blocked),
-                  {w: frozenset(cs) for w, cs in by_author.items()},
-                  alive, sole, all(found[c].critical for _, c in candidates))
+                  selection.nominations_matter(found.values(), rule), by_passes, tuple(blocked), sole,
+                  all(found[c].critical for _, c in candidates))
 
 
 def _named(facts: _Facts, busy: str) -> dict[str, int]:
