@@ -113,12 +113,10 @@ def _groups(index: MemoryIndex, problem: str, workers: list[str], rule: Rule, bu
         passes = found[commit].passes
         if reviewing.get(path, 0) >= max(verify - passes, 1):
             continue
-        excluded = votes.reviews.get(commit, {}).keys() | {index.authors.get(commit, "")}
-        if excluded.issuperset(workers):  # in C: late in a run, every free worker has reviewed it
-            continue
-        takers = [w for w in workers if w not in excluded]
+        reviewers, author = votes.reviews.get(commit, {}), index.authors.get(commit, "")
+        takers = [w for w in workers if w not in reviewers and w != author]  # by the free workers, not the reviews
         if takers:
-            workers = [w for w in workers if w in excluded]
+            workers = [w for w in workers if w in reviewers or w == author]
             value = 3 + passes / max(verify, 1)
             if verify and in_flight >= verify - passes:  # as many episodes there as passes are missing
                 value = FILLER
