@@ -53,16 +53,24 @@ async def one_process(root: Path, problems: int, per_problem: int, workers: int,
     litellm_module()  # a one-off import of seconds, not the engine's work per episode
     folder = write_set(root / "set", problems)
     ended: list[float] = []
+    calls_at: list[int] = []  # the model calls ended (every attempt of each, the merger's too) at each episode's end
+    calls = 0
     began = time.monotonic()
 
     def listener(event) -> None:
-        if event.kind in ENDED:
+        nonlocal calls
+        if event.kind == "reply":
+            calls += 1
+        elif event.kind in ENDED:
             ended.append(time.process_time())
+            calls_at.append(calls)
             if len(ended) % window == 0 and len(ended) > window:
-                ms = (ended[-1] - ended[-window - 1]) / window * 1000
+                cpu = (ended[-1] - ended[-window - 1]) * 1000
+                per_call = cpu / max(1, calls_at[-1] - calls_at[-window - 1])
                 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-                print(f"{len(ended):,} episodes, {time.monotonic() - began:.0f} s: engine CPU {ms:.1f} ms per "
-                      f"episode over the last {window:,}, peak RSS {rss:.0f} MB", file=sys.stderr, flush=True)
+                print(f"{len(ended):,} episodes, {time.monotonic() - began:.0f} s: engine CPU {cpu / window:.1f} ms "
+                      f"per episode, {per_call:.1f} ms per model call over the last {window:,}, peak RSS "
+                      f"{rss:.0f} MB", file=sys.stderr, flush=True)
 
     # The scripted model attempts again where it would abstain: with nothing settling (nominations
     # are never enough), a model that waits for others would end the run by the no-progress rule.
@@ -74,18 +82,23 @@ async def one_process(root: Path, problems: int, per_problem: int, workers: int,
         started, cpu0 = time.monotonic(), time.process_time()
         result = await solve(cfg, load_set(folder), LiteLLMModel(config), LiteLLMModel(merger), [listener])
         wall, cpu = time.monotonic() - started, time.process_time() - cpu0
-    return {"run": str(cfg.run), "ended": ended, "wall": wall, "cpu": cpu, "charged": result.charged,
-            "reason": str(result.reason), "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+    return {"run": str(cfg.run), "ended": ended, "calls_at": calls_at, "wall": wall, "cpu": cpu,
+            "charged": result.charged, "reason": str(result.reason),
+            "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
-def per_episode(ended: list[float], window: int) -> tuple[float, float, int]:
-    """CPU ms per episode over the first and the last `window` episode ends (fewer in a small run)."""
+def per_episode(ended: list[float], calls_at: list[int], window: int) -> tuple[float, float, float, float, int]:
+    """CPU ms per episode and per model call over the first and the last `window` episode ends
+    (fewer in a small run): (per episode first, last, per call first, last, window). An episode's
+    calls vary with what it does (an attempt, a review), the cost of a call does not."""
     n = max(2, min(window, len(ended) // 2))
 
-    def rate(part: list[float]) -> float:
-        return (part[-1] - part[0]) / (len(part) - 1) * 1000
+    def rates(first: int, last: int) -> tuple[float, float]:
+        cpu = (ended[last] - ended[first]) * 1000
+        return cpu / (last - first), cpu / max(1, calls_at[last] - calls_at[first])
 
-    return rate(ended[:n]), rate(ended[-n:]), n
+    (episode_first, call_first), (episode_last, call_last) = rates(0, n - 1), rates(len(ended) - n, len(ended) - 1)
+    return episode_first, episode_last, call_first, call_last, n
 
 
 def repository(run: Path) -> dict:
@@ -146,19 +159,21 @@ def main() -> None:
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
     root.mkdir(parents=True, exist_ok=True)
     local = anyio.run(one_process, root, args.problems, args.per_problem, args.workers, args.latency, args.window)
-    first, last, n = per_episode(local["ended"], args.window)
+    first, last, call_first, call_last, n = per_episode(local["ended"], local["calls_at"], args.window)
     run = Path(local["run"])
     status_wall, status_cpu = status_time(run)
     read, refresh = dashboard_times(run)
     figures = {"problems": args.problems, "per_problem": args.per_problem, "workers": args.workers,
                "episodes": len(local["ended"]), "charged": local["charged"], "reason": local["reason"],
                "wall_s": local["wall"], "engine_cpu_s": local["cpu"],
-               "cpu_ms_per_episode_first": first, "cpu_ms_per_episode_last": last, "window": n,
+               "cpu_ms_per_episode_first": first, "cpu_ms_per_episode_last": last,
+               "cpu_ms_per_call_first": call_first, "cpu_ms_per_call_last": call_last, "window": n,
                "repository": repository(run), "status_s": status_wall, "status_cpu_s": status_cpu,
                "dashboard_first_read_s": read, "dashboard_refresh_s": refresh, "peak_rss_mb": local["rss_mb"]}
     print(f"one process: {figures['episodes']:,} episodes ({args.problems} x {args.per_problem}, C={args.workers}) "
           f"in {local['wall']:.0f} s; engine CPU per episode {first:.1f} ms over the first {n}, {last:.1f} ms "
-          f"over the last {n} (x{last / max(first, 1e-9):.2f})")
+          f"over the last {n} (x{last / max(first, 1e-9):.2f}); per model call {call_first:.1f} ms, then "
+          f"{call_last:.1f} ms (x{call_last / max(call_first, 1e-9):.2f})")
     repo = figures["repository"]
     print(f"repository {repo['mb']:.1f} MB, {repo['commits_on_main']:,} commits on main, {repo['refs']:,} refs; "
           f"status {status_wall:.2f} s ({status_cpu:.2f} s CPU); dashboard first read {read:.2f} s, "
