@@ -10,6 +10,7 @@ and there is no write method: a reader cannot move a ref or add an object throug
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from types import MappingProxyType
 from typing import Concatenate, ParamSpec, TypeAlias, TypeVar
 
@@ -94,6 +95,12 @@ class Snapshot:
         entry = trees.lookup(tree, path)
         return objects.tree(self._repo, entry[0]) if entry is not None and entry[1] == FileMode.TREE else None
 
+    def folder_id(self, tree: pygit2.Tree | None, path: str) -> str | None:
+        """The tree id of the folder at `path` below `tree`, without reading it; None (absent,
+        or a file)."""
+        entry = trees.lookup(tree, path)
+        return str(entry[0]) if entry is not None and entry[1] == FileMode.TREE else None
+
     def blob(self, tree: pygit2.Tree | None, path: str) -> bytes | None:
         """The content of the file at `path` below `tree`, or None (absent, or a folder)."""
         found = _file_id(tree, path)
@@ -171,6 +178,11 @@ class Snapshot:
         """The index of the pinned main from the file kept beside the run, brought up to it
         (built from git when the file cannot be used; `indexfile.kept`)."""
         return indexfile.kept(self._repo, self.main)
+
+    def kept_file(self, name: str) -> Path:
+        """Where a reader keeps its file `name` beside the run, in its git folder (git ignores
+        the files it does not know there): derived data, never the truth."""
+        return Path(self._repo.path) / name
 
     def read_with(self, reader: Callable[Concatenate[GitReader, P], T], *args: P.args,
                   **kwargs: P.kwargs) -> T:

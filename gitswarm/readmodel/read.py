@@ -4,7 +4,8 @@ totals and the grades, once.
 Candidates, reviews, verification, nominations, settling and the leader come from the same
 code the engine selects with: a `MemoryIndex` over main's history (the commits' trailers)
 and `domain.selection`'s rule over it, so a view cannot show a leader selection would not
-write. Main's tree gives the rest (item counts, the kind, SOLUTION.md); the ledger's
+write. Main's tree gives the rest (item counts, the kind, SOLUTION.md), kept by each problem
+folder's tree id (`readmodel.folders`, so a read unpacks only the folders that changed); the ledger's
 scheduler record the rule the run uses and the problems set aside.
 """
 
@@ -25,6 +26,7 @@ from gitswarm.domain.selection import Selection
 from gitswarm.memory import ledgerbook
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.snapshot import Snapshot, Tree
+from gitswarm.readmodel.folders import FILE, Folder, Folders
 from gitswarm.readmodel.model import FOLDERS, Counts, ProblemState, RunState, RunTotals
 from gitswarm.readmodel.reviews import ProblemReviews, read_reviews
 from gitswarm.readmodel.tree import FRONTS
@@ -51,8 +53,10 @@ def read_run(memory: Memory, index: MemoryIndex | None = None) -> RunState:
     store = GradeStore(memory)
     pids = memory.problems()
     settled = selection.settled(index, pids, rule)
-    problems = tuple(read_problem(snapshot, pid, root, index, store, rule, pid in aside, pid in settled)
-                     for pid in pids)
+    folders, problems_tree = Folders(snapshot.kept_file(FILE)), snapshot.subtree(root, "problems")
+    problems = tuple(read_problem(pid, read_folder(snapshot, problems_tree, pid, folders), index, store, rule,
+                                  pid in aside, pid in settled) for pid in pids)
+    folders.save()
     totals = run_totals(memory.run_id, ledgerbook.summary(memory), len(snapshot.pending))
     return RunState(totals, problems, read_workers(snapshot, state))
 
@@ -84,23 +88,35 @@ def shown_grade(grades: list[Grade]) -> Grade | None:
     return max(grades, key=lambda g: (g.graded, g.time, g.key), default=None)
 
 
-def read_problem(snapshot: Snapshot, pid: str, root: Tree, index: MemoryIndex, store: GradeStore,
-                 rule: Rule, aside: bool, settled: bool) -> ProblemState:
+def read_folder(snapshot: Snapshot, problems: Tree | None, pid: str, folders: Folders) -> Folder:
+    """What main's tree says of problem `pid` (`problems`: main's `problems/` folder): its
+    folder's counts, kind and selection, read from the trees only when `folders` does not
+    already hold that folder's tree."""
+    tree_id = snapshot.folder_id(problems, pid)
+
+    def make() -> Folder:
+        base = snapshot.subtree(problems, pid)
+        return Folder(Counts(**{f: _count(snapshot, base, f) for f in FOLDERS}), _kind(snapshot, base),
+                      _selection(snapshot, base))
+
+    return folders.get(tree_id, make) if tree_id is not None else make()
+
+
+def read_problem(pid: str, folder: Folder, index: MemoryIndex, store: GradeStore, rule: Rule, aside: bool,
+                 settled: bool) -> ProblemState:
     """One problem's state: its candidates, reviews, nominations and leader from `index` by
     `domain.selection`'s rule (`settled`: `selection.settled` says so), its counts, kind and
-    selection from main's tree (`root`), its grades from `store`."""
-    base = snapshot.subtree(root, f"problems/{pid}")
-    counts = Counts(**{f: _count(snapshot, base, f) for f in FOLDERS})
+    selection from its folder on main (`read_folder`), its grades from `store`."""
+    counts, selected = folder.counts, folder.selected
     votes = index.problems[pid].nominations
     grades = store.for_problem(pid)
     candidates = _candidates(index, pid, grades, read_reviews(index, pid, rule.people_count), rule)
     chosen = selection.leader(index, pid, rule, scores_of(grades) if grades else None)
-    selected = _selection(snapshot, base)
     stands_on = selected.candidate if selected else chosen.commit if chosen else None
     grade = shown_grade([g for g in grades if g.candidate == stands_on]) if stands_on else None
     state = _state(counts, bool(votes), selected, settled, aside)
     verified = selected.verified if selected else chosen.verified if chosen else None
-    return ProblemState(pid, _kind(snapshot, base), state, counts, candidates, selected,
+    return ProblemState(pid, folder.kind, state, counts, candidates, selected,
                         chosen.commit if chosen else None, grade, verified, rule.verify)
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from gitswarm.memory.read import ParsedBlobs
-from gitswarm.problems.frontmatter import FrontMatterError, split
 
 
 def front(data: bytes | None) -> dict:
     """A file's YAML front matter, or {} when it has none that parses."""
     if not data:
         return {}
+    from gitswarm.problems.frontmatter import FrontMatterError, split  # YAML: only when a folder is read
+
     try:
         values = split(data.decode("utf-8", "replace")).values
     except FrontMatterError:
