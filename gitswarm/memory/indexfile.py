@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import gc
 import json
-import os
-import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -27,7 +25,7 @@ import pygit2
 
 from gitswarm.domain.index import MemoryIndex, ProblemIndex
 from gitswarm.domain.review import Review
-from gitswarm.memory import indexing
+from gitswarm.memory import beside, indexing
 
 FILE = "gitswarm-index"
 """The file's name in the run's git folder (git ignores files it does not know there)."""
@@ -68,22 +66,11 @@ def load(repo: pygit2.Repository) -> MemoryIndex | None:
 
 
 def save(index: MemoryIndex, repo: pygit2.Repository) -> None:
-    """Write the index to the file, whole or not at all (a temporary file renamed over it).
-    A run folder this process may not write keeps its old file: the next reader builds on it."""
+    """Write the index to the file, whole or not at all (`beside.write_whole`). A run folder
+    this process may not write keeps its old file: the next reader builds on it."""
     with index.lock:  # the engine's live index: nothing taken in, nothing added, while it is copied
         data = _encode(index)
-    target = path_of(repo)
-    try:
-        fd, part = tempfile.mkstemp(prefix=f".{FILE}.", dir=target.parent)
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(part, target)
-    except BaseException:
-        Path(part).unlink(missing_ok=True)
-        raise
+    beside.write_whole(path_of(repo), data)
 
 
 def _encode(index: MemoryIndex) -> bytes:

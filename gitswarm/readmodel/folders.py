@@ -15,13 +15,12 @@ format is ignored, and a folder read again from git.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from gitswarm.domain.selection import Selection
+from gitswarm.memory.beside import write_whole
 from gitswarm.readmodel.model import Counts
 
 FILE = "gitswarm-folders"
@@ -80,16 +79,7 @@ class Folders:
             return
         data = json.dumps({"format": FORMAT, "folders": {t: f.as_json() for t, f in self._used.items()}},
                           separators=(",", ":")).encode()
-        try:
-            fd, part = tempfile.mkstemp(prefix=f".{FILE}.", dir=self.path.parent)
-        except OSError:
-            return
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.replace(part, self.path)
-        except OSError:
-            Path(part).unlink(missing_ok=True)
+        write_whole(self.path, data)
 
 
 def _load(path: Path) -> dict[str, Folder]:
