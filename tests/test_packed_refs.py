@@ -115,3 +115,54 @@ def test_git_refusing_a_transaction_for_another_reason_is_a_fault_not_a_retry(me
         gitrefs.transact(memory.repo, [gitrefs.RefChange("refs/heads/bad..name", None)], "test")
     with pytest.raises(Contention, match="cannot lock ref"):
         gitrefs.transact(memory.repo, [gitrefs.RefChange("refs/heads/main", None, "1" * 40)], "test")
+
+
+def loose_ops(run: Path) -> list[str]:
+    folder = run / "refs" / "gitswarm" / "ops"
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+def test_a_merge_packs_the_refs_once_enough_commits_were_written(memory: Memory, monkeypatch: pytest.MonkeyPatch):
+    """Op refs are packed as the run goes, right after a merge, so that the run's last packing
+    has few loose refs to read (each one's object, out of the page cache at 19,000 episodes:
+    longer than git is allowed). The branches still waiting are packed with them and are
+    merged and deleted as any other."""
+    import gitswarm.memory.repo as repo_module
+
+    monkeypatch.setattr(repo_module, "PACK_EVERY", 3)
+    for e in ("e1", "e2"):
+        contribute(memory, e)
+    assert memory.compose(["e1"]).merged == ["e1"]
+    assert loose_ops(memory.path) == ["e1-c", "e2-c"]  # 2 written: not yet
+    contribute(memory, "e3")
+    contribute(memory, "e4")
+    assert memory.compose(["e3"]).merged == ["e3"]  # 4 written: packed after this merge
+    assert loose_ops(memory.path) == []
+    assert {f"refs/gitswarm/ops/{e}-c" for e in ("e1", "e2", "e3", "e4")} | {
+        "refs/heads/swarm/e2", "refs/heads/swarm/e4"} <= packed_names(memory.path)
+    contribute(memory, "e5")  # loose again; the count began anew
+    assert loose_ops(memory.path) == ["e5-c"]
+    assert memory.compose().merged == ["e2", "e4", "e5"] and memory.pending() == {}
+    assert memory.op_commit("e2-c") is not None and fsck_clean(memory.path)
+
+
+def test_a_packing_git_cannot_finish_in_time_is_put_off_and_leaves_no_lock(memory: Memory,
+                                                                           monkeypatch: pytest.MonkeyPatch):
+    """Stopped at its timeout by SIGTERM, git removes the lock files it holds (a SIGKILL would
+    leave packed-refs.lock, and every ref change would wait out STALE_S), every ref keeps its
+    value, and the packing is put off, not the run's failure; the next one packs."""
+    run, main = memory.path, memory.main()
+    lines = "".join(f"create refs/gitswarm/ops/x{i} {main}\n" for i in range(1500))
+    subprocess.run(["git", "--git-dir", str(run), "update-ref", "--stdin"], input=lines, text=True, check=True)
+    before = git(run, "for-each-ref", "--format=%(refname) %(objectname)")
+    monkeypatch.setattr(gitrefs, "TIMEOUT_S", 0.02)
+    assert memory.pack_refs() is False
+    assert not (run / "packed-refs.lock").exists()
+    assert git(run, "for-each-ref", "--format=%(refname) %(objectname)") == before
+    monkeypatch.setattr(gitrefs, "TIMEOUT_S", 120)
+    assert memory.pack_refs() is True
+    assert loose_ops(run) == [] and git(run, "for-each-ref", "--format=%(refname) %(objectname)") == before
+    with pytest.raises(gitrefs.GitTimedOut, match="did not finish"):  # a transaction so stopped is a fault
+        monkeypatch.setattr(gitrefs, "TIMEOUT_S", 0.0)
+        gitrefs.transact(memory.repo, [gitrefs.RefChange("refs/heads/new", main)], "test")
+    assert fsck_clean(run)

@@ -34,7 +34,10 @@ from gitswarm.errors import RunFault
 from gitswarm.memory.errors import Contention, MemoryError_
 
 TIMEOUT_S = 120
-"""A git that takes longer than this holds the run's refs: a fault, not a wait."""
+"""A git that takes longer than this holds the run's refs: a fault for a transaction, for a
+packing only a delay (pack next time)."""
+GRACE_S = 10
+"""How long a git stopped at its timeout has to remove its lock files (git does on SIGTERM)."""
 PACKED = "packed-refs"
 STALE_S = 60.0
 """A packed-refs.lock this old was left by a writer that died holding it (git and we hold it
@@ -79,9 +82,14 @@ def transact(repo: pygit2.Repository, changes: Sequence[RefChange], message: str
 
 
 def pack(repo: pygit2.Repository) -> bool:
-    """Pack every loose ref; False when another writer held packed-refs.lock past git's wait
-    (pack next time: nothing depends on it)."""
-    done = _git(repo, ["pack-refs", "--all"], "")
+    """Pack every loose ref; False when another writer held packed-refs.lock past git's wait or
+    git did not finish in `TIMEOUT_S` (pack next time: nothing depends on it). A loose ref's
+    object is read to be packed (git peels it): thousands of them, out of the page cache, took
+    minutes, hence `Memory`'s packing as the run goes."""
+    try:
+        done = _git(repo, ["pack-refs", "--all"], "")
+    except GitTimedOut:
+        return False
     if done.returncode == 0:
         return True
     if "File exists" in done.stderr:
@@ -123,12 +131,27 @@ def _stale(lock: Path) -> bool:
         return False
 
 
+class GitTimedOut(RefChangeFailed):
+    """git did not finish in `TIMEOUT_S`; it was stopped, and its lock files are gone."""
+
+
 def _git(repo: pygit2.Repository, args: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
     """git on this repository alone (no GIT_* variable of the caller's redirects it), its
-    messages in English (they are read above)."""
+    messages in English (they are read above). One that outlives `TIMEOUT_S` is stopped by
+    SIGTERM, on which git removes the lock files it holds (a SIGKILL would leave them, and
+    every ref change would wait out `STALE_S`), then `GitTimedOut`."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, "LC_ALL": "C", "LANGUAGE": "C"}
-    try:
-        return subprocess.run(["git", "--git-dir", repo.path, *args], input=stdin, capture_output=True, text=True,
-                              env=env, timeout=TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        raise RefChangeFailed(f"git {args[0]} did not finish in {TIMEOUT_S} s on {repo.path}") from None
+    command = ["git", "--git-dir", repo.path, *args]
+    with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, env=env) as git:
+        try:
+            out, err = git.communicate(stdin, timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            git.terminate()
+            try:
+                git.communicate(timeout=GRACE_S)
+            except subprocess.TimeoutExpired:
+                git.kill()
+                git.communicate()
+            raise GitTimedOut(f"git {args[0]} did not finish in {TIMEOUT_S} s on {repo.path}") from None
+    return subprocess.CompletedProcess(command, git.returncode, out, err)

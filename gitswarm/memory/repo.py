@@ -37,6 +37,10 @@ NOTES_REF = "refs/notes/transcripts"
 TRANSCRIPTS = "transcripts"
 """The book (`refs/gitswarm/transcripts`) of the transcripts of episodes without a commit."""
 INITIAL_SUMMARY = "# Summary\n\nNo work on this problem yet.\n"
+PACK_EVERY = 1000
+"""Commits written (each with its loose op ref) after which a merge packs the refs. git reads a
+loose ref's object to pack it: packed soon after they are written, their objects are still in
+the page cache, and the run's last packing has at most this many left."""
 MainRecord = commitmeta.Solution | commitmeta.ContributionRecord | commitmeta.Merge | commitmeta.Other
 """The records of a system write on main (`Memory.commit_to_main`): each has its run and op."""
 
@@ -61,6 +65,8 @@ class Memory:
         self._lock = threading.RLock()
         self._line = composer.MainLine()
         self._root: str | None = None
+        self._unpacked = 0
+        """Op refs this process wrote since it last packed refs."""
         refdirs.keep(self.repo)
         _cache_trees()
 
@@ -98,30 +104,40 @@ class Memory:
             if done is not None:
                 return Written(done, existed=True)
             files = write.validate(self.repo, contribution, self.limits)
-            return retry(lambda: write.write(self.repo, self.run_id, contribution, files))
+            written = retry(lambda: write.write(self.repo, self.run_id, contribution, files))
+            self._unpacked += not written.existed
+            return written
 
     def adopt(self, episode: str, op: str, commit: str) -> bool:
         """Put a commit a remote worker pushed, checked by intake, on `swarm/<episode>` with its
         op ref; False when the op is already in the run (a retried intake)."""
         with self._lock:
-            return retry(lambda: write.adopt(self.repo, episode, op, commit))
+            adopted = retry(lambda: write.adopt(self.repo, episode, op, commit))
+            self._unpacked += adopted
+            return adopted
 
     def compose(self, episodes: list[str] | None = None,
                 resolutions: Sequence[composer.Resolution] = ()) -> composer.Composed:
         """Merge pending branches (all, or `episodes`) into main; retried until main is ours."""
         with self._lock:
-            return retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions, self._line))
+            composed = retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions, self._line))
+            if self._unpacked >= PACK_EVERY:
+                self.pack_refs()
+            return composed
 
-    def pack_refs(self) -> None:
+    def pack_refs(self) -> bool:
         """Pack loose refs (one op ref per write) so that listing them is one file read, by
-        git (`gitrefs.pack`: libgit2's packing could undo a `git gc` running beside it).
+        git (`gitrefs.pack`: libgit2's packing could undo a `git gc` running beside it). False
+        when it was put off (another writer packing, or git too slow): pack next time.
 
-        Only when no branch waits (the end of a run): deleting a packed branch rewrites the
-        whole packed-refs file, one line per op ever written (31 ms at 20,000 lines, against
-        1.5 ms for a loose one), and every merge deletes the branches it took in. A lock
-        another writer holds only means someone else is writing: pack next time."""
+        At the end of a run, and right after a merge once `PACK_EVERY` commits were written:
+        the merge has just deleted the branches it took in, and deleting one of the few still
+        waiting, packed now, rewrites the whole packed-refs file, one line per op ever written
+        (31 ms at 20,000 lines against 1.5 ms for a loose one); the next merge deletes them all
+        in one such rewrite."""
         with self._lock:
-            gitrefs.pack(self.repo)
+            self._unpacked = 0
+            return gitrefs.pack(self.repo)
 
     def commit_to_main(self, files: dict[str, bytes], subject: str, record: MainRecord) -> Written:
         """A system write straight onto main (SOLUTION.md, the merger's summaries), idempotent by
@@ -131,7 +147,9 @@ class Memory:
             if done is not None:
                 return Written(done, existed=True)
             message = commitmeta.encode(replace(record, run=self.run_id), subject)
-            return retry(lambda: write.to_main(self.repo, files, message, record.op))
+            written = retry(lambda: write.to_main(self.repo, files, message, record.op))
+            self._unpacked += not written.existed
+            return written
 
     def put_records(self, book: str, records: dict[str, object], message: str) -> None:
         """Write bookkeeping records (ledger, grades) agents never read; see books.py."""

@@ -100,8 +100,8 @@ class Store:
         """The transcript of an episode without a commit, kept in its book; where, for `git show`."""
         return await self.run(self.memory.put_transcript, episode, text)
 
-    async def pack_refs(self) -> None:
-        await self.run(self.memory.pack_refs)
+    async def pack_refs(self) -> bool:
+        return await self.run(self.memory.pack_refs)
 
     # -- reads ----------------------------------------------------------------------------
 
