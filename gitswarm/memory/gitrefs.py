@@ -37,7 +37,7 @@ TIMEOUT_S = 120
 """A git that takes longer than this holds the run's refs: a fault for a transaction, for a
 packing only a delay (pack next time)."""
 GRACE_S = 10
-"""How long a git stopped at its timeout has to remove its lock files (git does on SIGTERM)."""
+"""How long a git stopped at its timeout has to remove its lock files (it does on SIGTERM)."""
 PACKED = "packed-refs"
 STALE_S = 60.0
 """A packed-refs.lock this old was left by a writer that died holding it (git and we hold it
@@ -83,9 +83,9 @@ def transact(repo: pygit2.Repository, changes: Sequence[RefChange], message: str
 
 def pack(repo: pygit2.Repository) -> bool:
     """Pack every loose ref; False when another writer held packed-refs.lock past git's wait or
-    git did not finish in `TIMEOUT_S` (pack next time: nothing depends on it). A loose ref's
-    object is read to be packed (git peels it): thousands of them, out of the page cache, took
-    minutes, hence `Memory`'s packing as the run goes."""
+    git did not finish in `TIMEOUT_S` (pack next time: nothing depends on it). git reads each
+    loose ref's object to pack it (it peels it): thousands of them, out of the page cache,
+    took minutes."""
     try:
         done = _git(repo, ["pack-refs", "--all"], "")
     except GitTimedOut:
@@ -132,14 +132,15 @@ def _stale(lock: Path) -> bool:
 
 
 class GitTimedOut(RefChangeFailed):
-    """git did not finish in `TIMEOUT_S`; it was stopped, and its lock files are gone."""
+    """git did not finish in `TIMEOUT_S` and was stopped (see `_git`)."""
 
 
 def _git(repo: pygit2.Repository, args: list[str], stdin: str) -> subprocess.CompletedProcess[str]:
     """git on this repository alone (no GIT_* variable of the caller's redirects it), its
     messages in English (they are read above). One that outlives `TIMEOUT_S` is stopped by
-    SIGTERM, on which git removes the lock files it holds (a SIGKILL would leave them, and
-    every ref change would wait out `STALE_S`), then `GitTimedOut`."""
+    SIGTERM, on which git removes packed-refs.lock and most ref locks it holds (a SIGKILL would
+    leave them all; a loose ref's lock `git pack-refs` was pruning may stay, which the next
+    run's start clears, `engine.runlock.clear_stale_locks`), then `GitTimedOut`."""
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("GIT_")}, "LC_ALL": "C", "LANGUAGE": "C"}
     command = ["git", "--git-dir", repo.path, *args]
     with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

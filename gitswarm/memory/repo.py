@@ -37,10 +37,6 @@ NOTES_REF = "refs/notes/transcripts"
 TRANSCRIPTS = "transcripts"
 """The book (`refs/gitswarm/transcripts`) of the transcripts of episodes without a commit."""
 INITIAL_SUMMARY = "# Summary\n\nNo work on this problem yet.\n"
-PACK_EVERY = 1000
-"""Commits written (each with its loose op ref) after which a merge packs the refs. git reads a
-loose ref's object to pack it: packed soon after they are written, their objects are still in
-the page cache, and the run's last packing has at most this many left."""
 MainRecord = commitmeta.Solution | commitmeta.ContributionRecord | commitmeta.Merge | commitmeta.Other
 """The records of a system write on main (`Memory.commit_to_main`): each has its run and op."""
 
@@ -65,8 +61,6 @@ class Memory:
         self._lock = threading.RLock()
         self._line = composer.MainLine()
         self._root: str | None = None
-        self._unpacked = 0
-        """Op refs this process wrote since it last packed refs."""
         refdirs.keep(self.repo)
         _cache_trees()
 
@@ -104,39 +98,31 @@ class Memory:
             if done is not None:
                 return Written(done, existed=True)
             files = write.validate(self.repo, contribution, self.limits)
-            written = retry(lambda: write.write(self.repo, self.run_id, contribution, files))
-            self._unpacked += not written.existed
-            return written
+            return retry(lambda: write.write(self.repo, self.run_id, contribution, files))
 
     def adopt(self, episode: str, op: str, commit: str) -> bool:
         """Put a commit a remote worker pushed, checked by intake, on `swarm/<episode>` with its
         op ref; False when the op is already in the run (a retried intake)."""
         with self._lock:
-            adopted = retry(lambda: write.adopt(self.repo, episode, op, commit))
-            self._unpacked += adopted
-            return adopted
+            return retry(lambda: write.adopt(self.repo, episode, op, commit))
 
     def compose(self, episodes: list[str] | None = None,
                 resolutions: Sequence[composer.Resolution] = ()) -> composer.Composed:
         """Merge pending branches (all, or `episodes`) into main; retried until main is ours."""
         with self._lock:
-            composed = retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions, self._line))
-            if self._unpacked >= PACK_EVERY:
-                self.pack_refs()
-            return composed
+            return retry(lambda: composer.compose(self.repo, self.run_id, episodes, resolutions, self._line))
 
     def pack_refs(self) -> bool:
         """Pack loose refs (one op ref per write) so that listing them is one file read, by
         git (`gitrefs.pack`: libgit2's packing could undo a `git gc` running beside it). False
         when it was put off (another writer packing, or git too slow): pack next time.
 
-        At the end of a run, and right after a merge once `PACK_EVERY` commits were written:
-        the merge has just deleted the branches it took in, and deleting one of the few still
-        waiting, packed now, rewrites the whole packed-refs file, one line per op ever written
-        (31 ms at 20,000 lines against 1.5 ms for a loose one); the next merge deletes them all
-        in one such rewrite."""
+        Only at the end of a run, once its result is written: deleting a packed branch
+        rewrites the whole packed-refs file, one line per op ever written (31 ms at 20,000
+        lines, against 1.5 ms for a loose one), and every merge deletes the branches it took
+        in. git reads each loose ref's object to pack it: at 19,000 episodes, with the early
+        ones' objects out of the page cache, that took longer than git is allowed."""
         with self._lock:
-            self._unpacked = 0
             return gitrefs.pack(self.repo)
 
     def commit_to_main(self, files: dict[str, bytes], subject: str, record: MainRecord) -> Written:
@@ -147,9 +133,7 @@ class Memory:
             if done is not None:
                 return Written(done, existed=True)
             message = commitmeta.encode(replace(record, run=self.run_id), subject)
-            written = retry(lambda: write.to_main(self.repo, files, message, record.op))
-            self._unpacked += not written.existed
-            return written
+            return retry(lambda: write.to_main(self.repo, files, message, record.op))
 
     def put_records(self, book: str, records: dict[str, object], message: str) -> None:
         """Write bookkeeping records (ledger, grades) agents never read; see books.py."""
