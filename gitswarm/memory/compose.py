@@ -167,7 +167,7 @@ def _merge_one(repo: pygit2.Repository, tip: pygit2.Commit, overlay: trees.Chang
     theirs = objects.commit(repo, head).tree
     changes: trees.Changes = {}
     conflicts: list[Conflict] = []
-    for path, their_entry in trees.diff(base, theirs).items():
+    for path, their_entry in trees.diff(repo, base, theirs).items():
         base_entry = trees.lookup(base, path)
         our_entry = overlay[path] if path in overlay else trees.lookup(tip.tree, path)
         if our_entry in (base_entry, their_entry):

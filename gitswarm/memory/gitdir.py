@@ -132,7 +132,8 @@ class GitReader:
         found = objects.commit(self._repo, commit)
         if not found.parents:
             return []
-        return [path for path, entry in trees.diff(found.parents[0].tree, found.tree).items() if entry is not None]
+        changed = trees.diff(self._repo, found.parents[0].tree, found.tree)
+        return [path for path, entry in changed.items() if entry is not None]
 
     def in_history(self, commit: str | None, tip: str | None) -> bool:
         """`commit` is `tip` or one of its ancestors (False when either is None or unknown)."""

@@ -64,14 +64,56 @@ def blobs(repo: pygit2.Repository, files: dict[str, bytes], prefix: str = "") ->
     return {f"{prefix}{path}": (repo.create_blob(data), FileMode.BLOB) for path, data in files.items()}
 
 
-def diff(base: pygit2.Tree, other: pygit2.Tree) -> Changes:
-    """What `other` changed relative to `base`, as path changes (renames are delete+add)."""
+def diff(repo: pygit2.Repository, base: pygit2.Tree, other: pygit2.Tree) -> Changes:
+    """What `other` changed relative to `base`, as path changes (renames are delete+add).
+
+    Folders whose tree ids are equal are not opened: libgit2's tree diff walks every entry of
+    both trees, subfolders equal or not (72 ms for one changed file in a run of 100,000
+    commits, and every merge diffs each branch it takes in), so it is used only on a pair of
+    folders that hold no folders."""
     changes: Changes = {}
-    for delta in base.diff_to_tree(other).deltas:
-        if delta.status == DeltaStatus.DELETED:
-            changes[delta.old_file.path] = None
-        else:
-            if delta.old_file.path != delta.new_file.path:
-                changes[delta.old_file.path] = None
-            changes[delta.new_file.path] = (delta.new_file.id, delta.new_file.mode)
+    _diff(repo, base, other, "", changes)
     return changes
+
+
+def _diff(repo: pygit2.Repository, base: pygit2.Tree, other: pygit2.Tree, prefix: str, changes: Changes) -> None:
+    if base.id == other.id:
+        return
+    if not (_holds_folders(base) or _holds_folders(other)):
+        for delta in base.diff_to_tree(other).deltas:
+            if delta.status == DeltaStatus.DELETED:
+                changes[prefix + delta.old_file.path] = None
+            else:
+                if delta.old_file.path != delta.new_file.path:
+                    changes[prefix + delta.old_file.path] = None
+                changes[prefix + delta.new_file.path] = (delta.new_file.id, delta.new_file.mode)
+        return
+    before = {entry.name: entry for entry in base}
+    for entry in other:
+        old = before.pop(entry.name, None)
+        if old is not None and old.id == entry.id and old.filemode == entry.filemode:
+            continue
+        path = f"{prefix}{entry.name}"
+        if old is not None and old.filemode == FOLDER and entry.filemode == FOLDER:
+            _diff(repo, objects.tree(repo, old.id), objects.tree(repo, entry.id), f"{path}/", changes)
+            continue
+        if old is not None:
+            _files(repo, old, path, changes, added=False)
+        _files(repo, entry, path, changes, added=True)
+    for name, old in before.items():
+        _files(repo, old, f"{prefix}{name}", changes, added=False)
+
+
+def _holds_folders(tree: pygit2.Tree) -> bool:
+    """Whether `tree` may hold a folder: its raw entries begin `<mode> <name>`, a folder's mode
+    is 40000 (a file name holding those bytes only sends it the slower, equal way)."""
+    return b"40000 " in tree.read_raw()
+
+
+def _files(repo: pygit2.Repository, entry: pygit2.Object, path: str, changes: Changes, added: bool) -> None:
+    """The file `entry` at `path`, or every file under it if it is a folder, as added or deleted."""
+    if entry.filemode != FOLDER:
+        changes[path] = (entry.id, entry.filemode) if added else None
+        return
+    for inner in objects.tree(repo, entry.id):
+        _files(repo, inner, f"{path}/{inner.name}", changes, added)
