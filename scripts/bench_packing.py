@@ -1,6 +1,6 @@
 """Whether a run should pack its refs: writes with the op refs loose against packed, and what packing costs.
 
-`python scripts/bench_packing.py [--commits 20000] [--more 300] [--rounds 3]` builds a run of
+`python scripts/bench_packing.py [--commits 20000] [--more 300] [--rounds 3] [--cold]` builds a run of
 `--commits` contributions through `Memory` (a merge every 8, as the merger does), so that it holds
 one loose op ref per commit, the state a long run leaves. Then, on two copies of it:
 
@@ -10,9 +10,9 @@ one loose op ref per commit, the state a long run leaves. Then, on two copies of
 It writes `--more` contributions and their merges to each copy in turns, `--rounds` times, and
 prints the CPU per commit written on each and their ratio (libgit2 checks a new ref's name
 against every packed ref): whether packing as the run goes would slow its writes. It also
-prints what the packing itself took, with the page cache warm and, as root, emptied
-(`/proc/sys/vm/drop_caches`): git reads each loose ref's object to pack it, and late in a long
-run those objects have left the cache. Without root the cold figure is not measured and says so.
+prints what the packing itself took, with the page cache warm and, with `--cold` as root,
+emptied (`/proc/sys/vm/drop_caches`, the whole machine's): git reads each loose ref's object to
+pack it, and late in a long run those objects have left the cache.
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ def main() -> None:
     cli.add_argument("--commits", type=int, default=20_000, help="contributions of the run built first")
     cli.add_argument("--more", type=int, default=300, help="contributions written to each copy in a round")
     cli.add_argument("--rounds", type=int, default=3, help="rounds, each copy written in turn")
+    cli.add_argument("--cold", action="store_true", help="also pack with the page cache emptied (root)")
     args = cli.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -86,7 +87,7 @@ def main() -> None:
             copies[name] = root / name
             shutil.copytree(memory.path, copies[name], symlinks=True)
         warm = pack(copies["packed"])
-        cold = pack(copies["cold"]) if emptied_cache() else None
+        cold = pack(copies["cold"]) if args.cold and emptied_cache() else None
         runs = {name: Memory(copies[name]) for name in ("loose", "packed")}
         cpu: dict[str, list[float]] = {name: [] for name in runs}
         for k in range(args.rounds):
@@ -100,7 +101,8 @@ def main() -> None:
         print(f"  op refs {name:6}: {value * 1000:.2f} ms CPU per commit written (rounds: {spread})")
     print(f"  packed / loose: {packed / loose:.2f}x")
     print(f"git pack-refs --all: {warm:.1f} s with the page cache warm, "
-          + (f"{cold:.1f} s with it emptied" if cold is not None else "cold not measured (needs root)"))
+          + (f"{cold:.1f} s with it emptied" if cold is not None else
+             "cold not measured (--cold, as root)"))
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ SMOKES = {
                          "valid native tool calls per 100 calls", needs="model server"),
     "bench_looks": Smoke("bench_looks.py", ("--claims", "20", "--moved", "4", "--repeat", "1"), "nothing moved"),
     "bench_memory": Smoke("bench_memory.py", ("--commits", "20", "--tree-files", "50"), "Memory.contribute"),
+    "bench_packing": Smoke("bench_packing.py", ("--commits", "40", "--more", "8", "--rounds", "1"), "packed / loose"),
     "bench_path": Smoke("bench_path.py", ("--list",), '"exit": 0, "merged": true'),
     "bench_refnames": Smoke("bench_refnames.py", ("--episodes", "50", "--claims", "8", "--repeat", "2"),
                             "claims (every step)"),
