@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pygit2
-from pygit2.enums import DeltaStatus, FileMode
+from pygit2.enums import DeltaStatus, FileMode, ObjectType
 
 from gitswarm.memory import objects
 
@@ -17,6 +17,9 @@ FOLDER = int(FileMode.TREE)
 """The file mode of a folder's entry (a tree), for readers that tell folders from files."""
 FILE = int(FileMode.BLOB)
 """The file mode of a plain file (not executable, not a link)."""
+BLOB = int(ObjectType.BLOB)
+"""An entry's object type (`.type`, an int) when it is a file; reading `.type` costs a tenth of
+reading `.filemode`, which makes an enum each time (1.6 us)."""
 
 
 def lookup(tree: pygit2.Tree | None, path: str) -> Entry | None:
@@ -91,8 +94,8 @@ def _diff(repo: pygit2.Repository, base: pygit2.Tree, other: pygit2.Tree, prefix
     before = {entry.name: entry for entry in base}
     for entry in other:
         old = before.pop(entry.name, None)
-        if old is not None and old.id == entry.id and old.filemode == entry.filemode:
-            continue
+        if old is not None and old.id == entry.id and (entry.type != BLOB or old.filemode == entry.filemode):
+            continue  # the same folder or file; only a file's mode may differ (`filemode` is slow)
         path = f"{prefix}{entry.name}"
         if old is not None and old.filemode == FOLDER and entry.filemode == FOLDER:
             _diff(repo, objects.tree(repo, old.id), objects.tree(repo, entry.id), f"{path}/", changes)
