@@ -146,6 +146,19 @@ class MemoryIndex:
             by.pop(review.worker, None)
             by[review.worker] = review
 
+    def copy(self) -> MemoryIndex:
+        """The whole index as it stands, in maps of its own (under `lock` when another thread
+        takes commits in): a writer reads the copy at leisure while the run goes on. The
+        values are shared: a commit's files, a review, never change once taken in."""
+        problems = _problems()
+        for pid, own in self.problems.items():
+            problems[pid] = ProblemIndex(dict(own.items), Counter(own.kinds), Counter(own.nominations),
+                                         set(own.nominators), {c: dict(by) for c, by in own.reviews.items()})
+        return MemoryIndex(problems=problems, cited=Counter(self.cited), files_of=dict(self.files_of),
+                           authors=dict(self.authors), answered=set(self.answered), people=dict(self.people),
+                           inherited_runs=self.inherited_runs, inherited=dict(self.inherited),
+                           built_on=Counter(self.built_on), seen_tip=self.seen_tip, taken=set(self.taken))
+
     def pinned(self, problem: str) -> MemoryIndex:
         """`problem`'s part of the index as it stands now, frozen: one step's view of main at
         `seen_tip`, which the merger's later updates do not change (git thread, where the

@@ -27,8 +27,12 @@ from gitswarm.memory.snapshot import Snapshot
 
 T = TypeVar("T")
 KEEP_EVERY = 15.0
-"""Seconds between two writes of the engine's index beside the run (its readers take in the
-commits since from git; a write at 100,000 commits takes about 0.1 s of the git thread)."""
+"""Seconds at least between two writes of the engine's index beside the run (its readers take
+in the commits since from git, 35 us each)."""
+KEEP_SHARE = 0.01
+"""At most this share of the git thread's time goes to writing the index: a write takes time in
+proportion to the run's size (0.35 s at 100,000 commits), so the next waits the longer of
+`KEEP_EVERY` and the last write's time divided by this."""
 
 
 class GitThread:
@@ -51,6 +55,7 @@ class Store:
         """The memory itself, for work that already runs on the git thread (`run`'s functions)."""
         self._thread = thread or GitThread()
         self._kept_at = time.monotonic()
+        self._keep_every = KEEP_EVERY
 
     @classmethod
     async def open(cls, opener: Callable[[], Memory]) -> Store:
@@ -107,7 +112,8 @@ class Store:
 
     async def update_index(self, index: MemoryIndex, tip: str) -> None:
         """`index` brought up to main's commit `tip` (`memory.indexing.update`), and written
-        beside the run for its readers at most every `KEEP_EVERY` seconds (`memory.indexfile`)."""
+        beside the run for its readers every `KEEP_EVERY` seconds or more (`KEEP_SHARE`;
+        `memory.indexfile`)."""
         await self.run(self._update_index, index, tip)
 
     async def kept_index(self, tip: str) -> MemoryIndex:
@@ -121,12 +127,14 @@ class Store:
 
     def _update_index(self, index: MemoryIndex, tip: str) -> None:
         indexing.update(index, self.memory.repo, tip)
-        if time.monotonic() - self._kept_at >= KEEP_EVERY:
+        if time.monotonic() - self._kept_at >= self._keep_every:
             self._keep(index)
 
     def _keep(self, index: MemoryIndex) -> None:
+        started = time.monotonic()
         indexfile.save(index, self.memory.repo)
         self._kept_at = time.monotonic()
+        self._keep_every = max(KEEP_EVERY, (self._kept_at - started) / KEEP_SHARE)
 
     async def main(self) -> str:
         """Main's tip now."""
