@@ -28,7 +28,7 @@ def state(index: MemoryIndex) -> dict:
                     {c: list(r.items()) for c, r in i.reviews.items()})
                 for p, i in index.problems.items()}
     return {"problems": problems, "cited": index.cited, "files_of": index.files_of, "authors": index.authors,
-            "answered": index.answered, "taken": index.taken}
+            "candidate_paths": index.candidate_paths, "answered": index.answered, "taken": index.taken}
 
 
 @pytest.mark.parametrize("stride", [1, 3])

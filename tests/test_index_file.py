@@ -4,6 +4,7 @@ tip, or it is built again from git (the file is never the truth)."""
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pygit2
@@ -16,6 +17,8 @@ from typer.testing import CliRunner
 from gitswarm.cli.main import app
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.memory import indexfile, indexing
+from gitswarm.memory.repo import Memory
+from gitswarm.readmodel.read import read_run
 
 
 @pytest.fixture
@@ -63,7 +66,7 @@ def test_the_kept_index_follows_main_and_is_the_one_git_gives(run: Path):
         kept = indexfile.kept(repo, tip)
         assert state(kept) == state(built(repo, tip))
         took = len(kept.taken) - (len(before.taken) if before is not None else 0)
-        if before is None or took * indexfile.REREAD > len(before.taken):
+        if before is None or took * indexfile.REREAD > len(before.authors):
             assert stored_tip(repo) == tip  # written back as it moved far
             assert state(indexfile.load(repo)) == state(kept)  # type: ignore[arg-type]
         else:
@@ -111,8 +114,8 @@ def test_an_index_of_another_history_is_built_again(run: Path, moved: str):
     assert stored_tip(repo) == tip
 
 
-@pytest.mark.parametrize("content", [b"", b"not json at all", b"\xe9\x01\x00", b"[]", b'{"format": "gitswarm-index/3"}',
-                                     b'{"format": "gitswarm-index/2", "tip": "x"}'])
+@pytest.mark.parametrize("content", [b"", b"not json at all", b"\xe9\x01\x00", b"[]", b'{"format": "gitswarm-index/4"}',
+                                     b'{"format": "gitswarm-index/3", "tip": "x"}'])
 def test_an_unreadable_file_is_ignored_and_written_again(run: Path, content: bytes):
     repo = pygit2.Repository(str(run))
     tip = first_parents(repo)[-1]
@@ -134,3 +137,34 @@ def test_status_reads_the_same_with_and_without_the_file(run: Path):
     assert again.output == first.output
     indexfile.path_of(repo).unlink()
     assert runner.invoke(app, ["status", str(run), "--json"]).output == first.output
+
+
+def test_a_reader_leaves_the_engine_s_maps_unread_and_they_are_git_s_when_read(run: Path):
+    repo = pygit2.Repository(str(run))
+    memory = Memory(run)
+    indexfile.save(built(repo, first_parents(repo)[-1]), repo)  # the file at main's tip: a quiet run
+    index = memory.snapshot().kept_index()
+    read_run(memory, index)  # what `status` reads
+    assert set(index._deferred) == {"files_of", "taken"}  # never made: a status does not pay for them
+    whole = built(repo, index.seen_tip)  # type: ignore[arg-type]
+    assert index.taken == whole.taken and index.files_of == whole.files_of  # made on first read
+    assert not index._deferred
+
+
+def test_two_threads_reading_a_deferred_map_first_get_the_one_map(run: Path):
+    repo = pygit2.Repository(str(run))
+    index = indexfile.load(repo)
+    assert index is not None
+    with ThreadPoolExecutor(8) as pool:
+        found = list(pool.map(lambda _: index.files_of, range(64)))
+    assert all(f is found[0] for f in found) and found[0]
+
+
+def test_a_file_whose_engine_line_changed_is_ignored(run: Path):
+    repo = pygit2.Repository(str(run))
+    path = indexfile.path_of(repo)
+    head, _, engine = path.read_bytes().partition(b"\n")
+    path.write_bytes(head + b"\n" + engine.replace(b"notes/", b"Notes/", 1))
+    assert indexfile.load(repo) is None
+    path.write_bytes(head)  # the second line lost
+    assert indexfile.load(repo) is None

@@ -11,9 +11,9 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitswarm.domain.kinds import CANDIDATE_FOLDERS, ITEM_FOLDERS, Kind, candidate_path, episode_order
 from gitswarm.domain.review import Review
@@ -80,6 +80,10 @@ class MemoryIndex:
     cited: Counter[str] = field(default_factory=Counter)
     files_of: dict[str, tuple[str, list[str]]] = field(default_factory=dict)
     """Commit -> (problem, files it wrote)."""
+    candidate_paths: dict[str, str] = field(default_factory=dict)
+    """Commit -> the candidate it wrote, below its problem's folder (`attempts/<file>` or
+    `code/<slug>`), for the commits that wrote one (`path_of`: the read model asks it of every
+    reviewed candidate, and a reader need not make `files_of` for that)."""
     authors: dict[str, str] = field(default_factory=dict)
     """Commit -> the worker that wrote it (its record's `worker`)."""
     answered: set[str] = field(default_factory=set)
@@ -103,6 +107,30 @@ class MemoryIndex:
     views: dict[str, MemoryIndex] = field(default_factory=dict, repr=False, compare=False)
     """Problem -> its frozen part (`pinned`) taken at some tip: while that is still `seen_tip`,
     every step of every episode on the problem reads that one copy."""
+    _deferred: dict[str, Callable[[], Any]] = field(default_factory=dict, repr=False, compare=False)
+    """Maps not made yet (`defer`), by name, with what makes each."""
+
+    def defer(self, name: str, make: Callable[[], Any]) -> None:
+        """Leave the map `name` (`files_of`, `taken`) unmade until it is first read, when `make`
+        makes it: a reader of the index kept beside the run (`status`) that never asks for the
+        map of every commit's files never pays for it (70 ms of a status at 100,000 commits)."""
+        self._deferred[name] = make
+        del self.__dict__[name]
+
+    if not TYPE_CHECKING:  # for the type checker, the maps are plain fields
+
+        def __getattr__(self, name: str) -> Any:
+            """A deferred map, made on its first read (normal lookup found no attribute)."""
+            deferred = self.__dict__.get("_deferred")
+            if deferred:
+                with self.__dict__["lock"]:  # two threads' first reads make it once
+                    if name in self.__dict__:  # made by the other
+                        return self.__dict__[name]
+                    if name in deferred:
+                        self.__dict__[name] = value = deferred[name]()
+                        del deferred[name]
+                        return value
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def add(self, facts: CommitFacts) -> None:
         """Take in one contribution commit of main, in the order of main's history."""
@@ -110,6 +138,9 @@ class MemoryIndex:
         index.kinds[facts.kind] += 1
         index.derived = {}
         self.files_of[key] = (facts.problem, list(facts.written))
+        shown = next((f for f in facts.written if f.startswith(CANDIDATE_FOLDERS)), None)
+        if shown:
+            self.candidate_paths[key] = candidate_path(shown)
         inherited = bool(facts.run) and facts.run in self.inherited_runs
         # an earlier run's w01 is not this run's w01: its work is not "yours", and is reviewable by any
         self.authors[key] = f"{facts.worker} of {facts.run}" if inherited else facts.worker
@@ -155,7 +186,8 @@ class MemoryIndex:
             problems[pid] = ProblemIndex(dict(own.items), Counter(own.kinds), Counter(own.nominations),
                                          set(own.nominators), {c: dict(by) for c, by in own.reviews.items()})
         return MemoryIndex(problems=problems, cited=Counter(self.cited), files_of=dict(self.files_of),
-                           authors=dict(self.authors), answered=set(self.answered), people=dict(self.people),
+                           candidate_paths=dict(self.candidate_paths), authors=dict(self.authors),
+                           answered=set(self.answered), people=dict(self.people),
                            inherited_runs=self.inherited_runs, inherited=dict(self.inherited),
                            built_on=Counter(self.built_on), seen_tip=self.seen_tip, taken=set(self.taken))
 
@@ -172,7 +204,8 @@ class MemoryIndex:
         own = self.problems[problem]
         frozen = ProblemIndex(dict(own.items), Counter(own.kinds), Counter(own.nominations), set(own.nominators),
                               {c: dict(by) for c, by in own.reviews.items()}, dict(own.derived))
-        part = MemoryIndex(cited=self.cited, files_of=self.files_of, authors=self.authors, answered=self.answered,
+        part = MemoryIndex(cited=self.cited, files_of=self.files_of, candidate_paths=self.candidate_paths,
+                           authors=self.authors, answered=self.answered,
                            people=self.people, inherited_runs=self.inherited_runs, inherited=self.inherited,
                            seen_tip=self.seen_tip, lock=self.lock)  # the maps it shares are guarded by the one lock
         part.problems[problem] = frozen
@@ -219,9 +252,7 @@ class MemoryIndex:
     def path_of(self, commit: str) -> str | None:
         """The candidate `commit` wrote, below its problem's folder (`attempts/<file>` or
         `code/<slug>`); None when the index knows no candidate of that commit."""
-        files = self.files_of.get(commit, ("", []))[1]
-        shown = next((f for f in files if f.startswith(CANDIDATE_FOLDERS)), None)
-        return candidate_path(shown) if shown else None
+        return self.candidate_paths.get(commit)
 
     def shown(self, problem: str, cited: int, newest: int) -> list[tuple[str, str]]:
         """(path, commit) of the items an overview shows: the `cited` most cited (cited at least

@@ -27,18 +27,18 @@ def update(index: MemoryIndex, repo: pygit2.Repository, tip: str) -> None:
     _take(index, repo, new, tip)
 
 
-def extend(index: MemoryIndex, repo: pygit2.Repository, tip: str) -> bool:
+def extend(index: MemoryIndex, repo: pygit2.Repository, tip: str) -> int | None:
     """Take in the commits after the index's last seen tip up to `tip`, when that tip is in
-    `tip`'s history; False (the index untouched) when it is not: main moved back or was
-    rewritten, and an index of another history must be built again."""
+    `tip`'s history: how many it took in. None (the index untouched) when it is not: main
+    moved back or was rewritten, and an index of another history must be built again."""
     if index.seen_tip is None:
         update(index, repo, tip)
-        return True
+        return len(index.taken)
     new, met = _after_taken(index, repo, tip)
     if not met:
-        return False
+        return None
     _take(index, repo, new, tip)
-    return True
+    return len(new)
 
 
 def _take(index: MemoryIndex, repo: pygit2.Repository, new: Iterable[pygit2.Commit], tip: str) -> None:
@@ -64,6 +64,8 @@ def _after_taken(index: MemoryIndex, repo: pygit2.Repository, tip: str) -> tuple
     A walk hiding the last tip would go through the whole history each time (13 ms at
     2,000 commits); this one stops at the taken commits."""
     found: list[pygit2.Commit] = []
+    if tip == index.seen_tip:  # nothing new, and `taken` (maybe deferred: `MemoryIndex.defer`) not read
+        return found, True
     if tip in index.taken:
         return found, tip == index.seen_tip
     met = False
