@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from gitswarm.cli.main import app
 from gitswarm.demo import audit
 from gitswarm.engine.config import SolveConfig
+from gitswarm.engine.conversation import encoded
 from gitswarm.engine.ledger import Ledger
 from gitswarm.engine.run import solve
 from gitswarm.fakeserver import FakeError, FakeReply, ScriptedResponder, serve
@@ -212,3 +213,15 @@ async def test_a_text_protocol_call_is_kept_as_the_text_sent(tmp_path: Path):
     text = conv["calls"][2]["request"]
     assert "tools" not in text and "<call name=" in text["messages"][0]["content"]
     assert conv["calls"][1]["request"]["tool_choice"] == "required"
+
+
+def test_a_record_is_stored_compact_and_reads_back_whole_but_its_secrets():
+    secret = 'sk-"quoted"\\key-∑-12345'
+    record = {"episode": "e00001", "calls": [{"error": f"bad key {secret}", "reply": {"content": "∑ n² \ud800 ok"}}],
+              "z": [1.5, None, True], "a": {"nested": secret}}
+    stored = encoded(record, [secret, "short"])
+    assert stored.isascii() and b"\n" not in stored and b": " not in stored  # compact, one line
+    back = json.loads(stored)
+    assert back["calls"][0]["reply"]["content"] == "∑ n² \ud800 ok" and back["z"] == [1.5, None, True]
+    assert back["calls"][0]["error"] == "bad key [redacted]" and back["a"] == {"nested": "[redacted]"}
+    assert list(back) == sorted(back)
