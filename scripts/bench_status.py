@@ -12,7 +12,9 @@ the one in `--run`. Then, in turn for `--rounds` rounds, the previous way and th
 - one dashboard refresh: `tui.reader.Snapshots.read` with its index (and the read model's
   front matter by blob id, `readmodel.tree.FRONTS`) kept from the read before;
 - the front matter of every problem's SOLUTION.md as a refresh reads it: `split` on each
-  blob, and `memory.read.ParsedBlobs` keyed by blob id, warm (nothing new since the last read).
+  blob, and `memory.read.ParsedBlobs` keyed by blob id, warm (nothing new since the last read);
+- the index kept beside the run: its load, a reader whose file is a little behind main, and
+  how long the engine's write holds the index's lock (`kept_index_ways`).
 Prints medians (CPU time) and before/after ratios, and checks both ways give the same read model.
 
     python scripts/bench_status.py                       # build in a temporary folder
@@ -21,6 +23,7 @@ Prints medians (CPU time) and before/after ratios, and checks both ways give the
 
 from __future__ import annotations
 
+import functools
 import statistics
 import tempfile
 import time
@@ -32,8 +35,9 @@ import pygit2
 import yaml
 from bench_export import built, options
 
+from gitswarm.cli.status import collector_paused
 from gitswarm.domain.index import MemoryIndex
-from gitswarm.memory import objects, trees
+from gitswarm.memory import indexfile, indexing, objects, trees
 from gitswarm.memory.read import ParsedBlobs
 from gitswarm.memory.repo import Memory
 from gitswarm.problems import frontmatter
@@ -145,7 +149,59 @@ def ways(run: Path) -> dict[str, tuple[Way, Way]]:
     return {"read_run (fresh index, as status)": (fresh, fresh), "status --json (CLI)": (cli, cli),
             "dashboard refresh (Snapshots, kept index)": (dashboard, dashboard),
             f"SOLUTION.md front matter x{len(ids)}: split": (split, split),
-            f"SOLUTION.md front matter x{len(ids)}: ParsedBlobs": (split, cached)}
+            f"SOLUTION.md front matter x{len(ids)}: ParsedBlobs": (split, cached)} | kept_index_ways(run)
+
+
+@functools.cache  # built once: `ways` is asked again each round
+def kept_index_ways(run: Path) -> dict[str, tuple[Way, Way]]:
+    """The kept index (`memory/indexfile.py`), before and now:
+    - its load: with every map made at once (the engine's per-commit files and taken commits
+      too, as the one-line format made them), and with those left until asked for;
+    - a reader (a status) whose file is behind main by the commits of a few seconds of a run
+      (1 in 200): writing the whole file back as before, and not writing it for so few now;
+    - the engine's write, as the index's lock is held: through the encoding before, through a
+      copy of the index now."""
+    repo = Memory(run).repo
+    main = Memory(run).main()
+    chain = [str(c.id) for c in repo.walk(pygit2.Oid(hex=main), pygit2.enums.SortMode.TOPOLOGICAL)]
+    behind = indexing_built(repo, chain[max(1, len(chain) // 200)])
+    file = indexfile.path_of(repo)
+    whole = indexing_built(repo, main)
+    indexfile.save(whole, repo)
+    at_main, behind_main = file.read_bytes(), indexfile._encode(behind)
+
+    def load(made: bool) -> list[float]:
+        file.write_bytes(at_main)
+
+        def read() -> None:
+            index = indexfile.load(repo)
+            assert index is not None
+            if made:
+                len(index.files_of), len(index.taken)
+
+        with collector_paused():  # as `status` reads
+            return [timed(read)]
+
+    def reader(rule: int) -> list[float]:
+        file.write_bytes(behind_main)
+        kept, indexfile.REREAD = indexfile.REREAD, rule
+        try:
+            with collector_paused():
+                return [timed(lambda: indexfile.kept(repo, main))]
+        finally:
+            indexfile.REREAD = kept
+            file.write_bytes(at_main)
+
+    return {"kept index: load": (lambda: load(True), lambda: load(False)),
+            "kept index: a reader behind main, 1/200": (lambda: reader(10 ** 9), lambda: reader(indexfile.REREAD)),
+            "kept index: the engine's write, lock held": (lambda: [timed(lambda: indexfile._encode(whole))],
+                                                         lambda: [timed(whole.copy)])}
+
+
+def indexing_built(repo: pygit2.Repository, tip: str) -> MemoryIndex:
+    index = MemoryIndex()
+    indexing.update(index, repo, tip)
+    return index
 
 
 def measure(run: Path, rounds: int) -> dict[str, tuple[list[float], list[float]]]:

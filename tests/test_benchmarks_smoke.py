@@ -69,7 +69,7 @@ SMOKES = {
     "bench_sandbox": Smoke("bench_sandbox.py", ("--repeat", "1"), "x1.00 of old", needs="sandbox"),
     "bench_window": Smoke("bench_window.py", ("--steps", "20", "--kb", "8"), "total input tokens, policy on"),
     "bench_status": Smoke("bench_status.py", ("--episodes", "12", "--problems", "2", "--workers", "3",
-                                              "--rounds", "1"), "read_run (fresh index, as status)"),
+                                              "--rounds", "1"), "kept index: the engine's write, lock held"),
     "chaos": Smoke("chaos.py", ("kill", "flaky", "gitgc", "hidden", "hostile", "--kills", "1", "--budget", "8",
                                 "--workers", "4", "--sets", "demo", "--big-mb", "1", "--many-files", "100"),
                    "kill: PASS  flaky: PASS  gitgc: PASS  hidden: PASS  hostile: PASS"),
