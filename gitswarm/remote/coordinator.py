@@ -42,6 +42,9 @@ from gitswarm.remote.spending import Spending
 from gitswarm.remote.transport import Remote
 
 OWN_REFS = (layout.MAIN, META_REF, "refs/gitswarm/ledger", NOTES_REF, "refs/gitswarm/grades", publish.STOP_REF)
+CHECK_S = 5.0
+"""Seconds at least between two reads of the remote's main while the coordinator has no new
+main to push (one `git ls-remote`): someone else's main stops the run within that."""
 LANDING_S = 10.0
 """How long a closed claim's results may stay out of sight before it counts as closed without
 them: a remote moves the refs of one atomic push one by one (in name order, claims first),
@@ -86,6 +89,9 @@ class Coordinator:
     """How long `run` waits before the next step: longer while steps find nothing new."""
     people_seen: set[str] = field(default_factory=set)
     """People's contributions taken in or refused (`remote.people`): looked at once each."""
+    main_checked: float = 0.0
+    """When the remote's main was last read by `Publisher.check` (every `CHECK_S` at most,
+    while no push of main leases it)."""
 
     @property
     def config(self):
@@ -147,9 +153,13 @@ class Coordinator:
         ops = await self.shared.store.run(self.ops.unpublished, memory, len(self.ledger.episodes))
         while True:
             try:
-                if await self._remote(self.publisher.push, [*OWN_REFS, *ops]) is None:
+                pushed = await self._remote(self.publisher.push, [*OWN_REFS, *ops])
+                if pushed is None:
                     return False
                 self.ops.published.update(ops)
+                if layout.MAIN not in pushed and time.monotonic() - self.main_checked >= CHECK_S:
+                    self.main_checked = time.monotonic()
+                    await self._remote(self.publisher.check, layout.MAIN)
                 return True
             except RefMoved as exc:
                 self.moved = self.moved or exc

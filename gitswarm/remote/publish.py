@@ -166,6 +166,24 @@ class Publisher:
             return [u.ref for u in updates]
         return []
 
+    def check(self, ref: str) -> None:
+        """Read the remote's `ref` when no push of ours has leased it lately: a value moved
+        back along our history is taken as the lease (the next push moves it on); any other
+        value is someone else's, and `RefMoved` says so as a push would. A push leases only the
+        refs it moves, and a coordinator whose workers all fail on a main someone else pushed
+        (their episodes cannot write a problem it lacks) would have nothing to push."""
+        if ref in self.refused:
+            return
+        there = self.remote.refs(ref).get(ref)
+        if there is None or there == self.known.get(ref):
+            return
+        repo = self.remote.gitdir()
+        value = repo.ref(ref)
+        if not _ours(repo, value, there):
+            self.refused[ref] = there
+            raise RefMoved(self.remote.shown, ref, there, value)
+        self.known[ref] = there
+
     def _updates(self, refs: list[str]) -> list[Update]:
         repo = self.remote.gitdir()
         updates = []
