@@ -179,12 +179,15 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
                 started.append((time.time(), time.process_time()))
         profiler = cProfile.Profile() if profile else None
         t0, cpu0, usage0 = time.time(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
+        children0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if profiler:
             profiler.enable()
         result = await solve(cfg, load_set(folder), model, merger, [listener])
         if profiler:
             profiler.disable()
         wall, cpu = time.time() - t0, time.process_time() - cpu0
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the book writer, ended with the run
+        writer_cpu = (children.ru_utime - children0.ru_utime) + (children.ru_stime - children0.ru_stime)
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         usage = rusage_since(usage0)
         raw = raw_baseline(cfg.run)
@@ -197,7 +200,7 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
                "git_busy": sum(sum(v) for k, v in timings.run.items() if not k.startswith("memory.")),
                "git_queue_p50": statistics.median(timings.queued), "git_queue_max": max(timings.queued),
                "git_calls": len(timings.queued),
-               "git_cpu": sum(timings.cpu.values()), "git_sys": timings.system,
+               "git_cpu": sum(timings.cpu.values()), "git_sys": timings.system, "writer_cpu": writer_cpu,
                "git_by_fn": sorted(((k, sum(v), len(v), timings.cpu[k]) for k, v in timings.run.items()
                                     if not k.startswith("memory.")),
                                    key=lambda t: -t[1])[:8]}

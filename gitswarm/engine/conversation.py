@@ -58,7 +58,7 @@ from collections.abc import Iterable
 from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.engine.plan import EpisodePlan
 from gitswarm.memory.conversations import BOOK, path_of
-from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
 from gitswarm.models.calls import CallLog
 
 VERSION = 1
@@ -77,11 +77,11 @@ def of_episode(log: CallLog, ep: EpisodePlan, record: EpisodeRecord, model: str,
             "started": record.started, "ended": time.time()}
 
 
-def keep(memory: Memory, conversation: dict, secrets: Iterable[str] = ()) -> None:
+async def keep(store: Store, conversation: dict, secrets: Iterable[str] = ()) -> None:
     """Write the record to the run's book (its messages as `CallLog.delta` kept them), any text equal to one of
     `secrets` (the api keys its requests carried) removed."""
-    memory.put_files(BOOK, {path_of(conversation["episode"]): encoded(conversation, secrets)},
-                     f"conversation of {conversation['episode']}")
+    await store.put_files(BOOK, {path_of(conversation["episode"]): encoded(conversation, secrets)},
+                          f"conversation of {conversation['episode']}")
 
 
 def encoded(record: dict, secrets: Iterable[str] = ()) -> bytes:

@@ -104,7 +104,7 @@ async def run_episode(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, cu
     record.compactions, record.stubbed = window.compactions, window.stubbed
     await _keep_transcript(shared, record, messages, window.trims)
     lossless = conversation.of_episode(calls, ep, record, record.model, window.kept(messages))
-    await shared.store.run(conversation.keep, shared.memory, lossless, calls.secrets)
+    await conversation.keep(shared.store, lossless, calls.secrets)
     return Ended(record, stop, _review_of(index, ep, record, final))
 
 

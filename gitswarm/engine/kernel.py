@@ -43,7 +43,7 @@ from gitswarm.engine.selection import select
 from gitswarm.engine.setaside import Streaks
 from gitswarm.engine.shared import Model, Shared
 from gitswarm.memory.repo import Memory
-from gitswarm.memory.store import Store
+from gitswarm.memory.store import WRITER_FROM, Store
 from gitswarm.sandbox import containment as sandbox_containment
 from gitswarm.sandbox import in_force as sandbox_in_force
 
@@ -230,8 +230,9 @@ class Run:
         """The run in `cfg.run`, its store's memory opened by `opener` on a new git thread, under the run
         lock and with the stale ref locks cleared; on the way out, exceptions included, its event
         log and its `references` (the run's from here on) are closed."""
+        store: Store | None = None
         try:
-            store = await Store.open(opener)
+            store = await Store.open(opener, writer=cfg.workers >= WRITER_FROM)
             with run_lock(cfg.run):
                 removed = await store.run(clear_stale_locks, cfg.run)
                 run = cls(cfg, store, [str(p.relative_to(cfg.run)) for p in removed], references)
@@ -241,6 +242,9 @@ class Run:
                     if run.built is not None:
                         run.built.events.close()
         finally:
+            if store is not None:
+                with anyio.CancelScope(shield=True):
+                    await store.close()
             if references is not None:
                 references.close()
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import threading
 from dataclasses import asdict, dataclass, field
 
+import anyio
+
 from gitswarm.core.status import Status
 from gitswarm.domain.episode import EpisodeRecord, Totals, figures_of
 from gitswarm.memory import ledgerbook
@@ -49,6 +51,7 @@ class Ledger:
     _state: dict = field(default_factory=dict, repr=False)
     _state_changed: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _flushing: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
 
     def __post_init__(self) -> None:
         for record in self.episodes.values():
@@ -110,26 +113,15 @@ class Ledger:
         return state if self.spending is None else {**state, "spending": self.spending}
 
     def flush(self, memory: Memory) -> None:
-        """Write every changed record and the scheduler state in one commit; in the git thread.
-
-        Group commit: when many episodes end at once their saves queue behind each other, and
-        the first flush writes them all, so the ones after it find nothing left to do."""
-        with self._lock:
-            batch, self._dirty, state = self._dirty, {}, self._state
-            restated, self._state_changed = self._state_changed, False
-        if not batch and not restated:
+        """Write every changed record and the scheduler state in one commit, from a thread that
+        may write (`save`); the engine's writes go through `written`."""
+        taken = self._take()
+        if taken is None:
             return
         try:
-            records: dict[str, object] = {r.path: asdict(r) for r in batch.values()}
-            records[ledgerbook.SCHEDULER] = state
-            shown = ", ".join(f"{r.episode} {r.status}" for r in list(batch.values())[:4])
-            more = f" and {len(batch) - 4} more" if len(batch) > 4 else ""
-            message = f"ledger: {shown}{more}" if batch else "ledger: scheduler state"
-            memory.put_records(ledgerbook.BOOK, records, message)
+            memory.put_records(ledgerbook.BOOK, *taken[2:])
         except BaseException:
-            with self._lock:  # not written: the next flush takes them again
-                self._dirty = {**batch, **self._dirty}
-                self._state_changed = self._state_changed or restated
+            self._put_back(*taken[:2])
             raise
 
     async def write(self, store: Store, record: EpisodeRecord) -> None:
@@ -138,8 +130,40 @@ class Ledger:
         await self.written(store)
 
     async def written(self, store: Store) -> None:
-        """`flush` on the store's git thread: returns once every change is in the repository."""
-        await store.run(self.flush, store.memory)
+        """Every change in the repository, in one commit of the book (`Store.put_records`).
+
+        Group commit: when many episodes end at once their saves queue behind each other, and
+        the first writes them all, so the ones after it find nothing left to do. One at a time:
+        a save that finds its record taken by a write still in hand returns after that write."""
+        async with self._flushing:
+            taken = self._take()
+            if taken is None:
+                return
+            try:
+                await store.put_records(ledgerbook.BOOK, *taken[2:])
+            except BaseException:
+                self._put_back(*taken[:2])
+                raise
+
+    def _take(self) -> tuple[dict[str, EpisodeRecord], bool, dict[str, object], str] | None:
+        """What the next commit writes: the changed records and whether the state changed alone
+        (for `_put_back`), the book's files and the commit's message; None when nothing changed."""
+        with self._lock:
+            batch, self._dirty, state = self._dirty, {}, self._state
+            restated, self._state_changed = self._state_changed, False
+        if not batch and not restated:
+            return None
+        records: dict[str, object] = {r.path: asdict(r) for r in batch.values()}
+        records[ledgerbook.SCHEDULER] = state
+        shown = ", ".join(f"{r.episode} {r.status}" for r in list(batch.values())[:4])
+        more = f" and {len(batch) - 4} more" if len(batch) > 4 else ""
+        return batch, restated, records, f"ledger: {shown}{more}" if batch else "ledger: scheduler state"
+
+    def _put_back(self, batch: dict[str, EpisodeRecord], restated: bool) -> None:
+        """A commit not written: the next one takes its changes again."""
+        with self._lock:
+            self._dirty = {**batch, **self._dirty}
+            self._state_changed = self._state_changed or restated
 
     def save(self, memory: Memory, record: EpisodeRecord) -> None:
         """Save `record` now, from a thread that may write (tests, tools)."""

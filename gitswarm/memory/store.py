@@ -5,7 +5,9 @@ the engine makes often, `run` for compound work that reads the memory (and the i
 git thread, `reader` and `snapshot` for readers. No pygit2 type is in its signatures.
 
 All git work of the process goes through one thread: pygit2 holds the GIL while it works, so
-more writer threads would only queue, and the event loop must never wait on git.
+more writer threads would only queue, and the event loop must never wait on git. A store opened
+with a writer (`open(..., writer=True)`) hands the books' writes (the ledger, conversations,
+transcripts) to a process of their own instead (`memory/writer.py`), off the process's core.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.model import CommitInfo, Written
 from gitswarm.memory.repo import MainRecord, Memory
 from gitswarm.memory.snapshot import Snapshot
+from gitswarm.memory.writer import BookWriter, WriterLost
 
 T = TypeVar("T")
 KEEP_EVERY = 15.0
@@ -33,6 +36,11 @@ KEEP_SHARE = 0.01
 """At most this share of the git thread's time goes to writing the index: a write takes time in
 proportion to the run's size (0.35 s at 100,000 commits), so the next waits the longer of
 `KEEP_EVERY` and the last write's time divided by this."""
+WRITER_FROM = 32
+"""A run of this many episodes in flight or more writes its books by a writer process
+(`memory/writer.py`): below it the engine's process is far from filling its core (at C = 16
+its CPU per model call is that of the model calls alone), and the process costs its start
+(a fifth of a second of CPU) and its memory (about 40 MB)."""
 
 
 class GitThread:
@@ -50,18 +58,54 @@ class Store:
     """The run's memory, awaited: each call runs on the store's git thread, one at a time, and
     a call that has started finishes even when its caller is cancelled."""
 
-    def __init__(self, memory: Memory, thread: GitThread | None = None) -> None:
+    def __init__(self, memory: Memory, thread: GitThread | None = None, writer: BookWriter | None = None) -> None:
         self.memory = memory
         """The memory itself, for work that already runs on the git thread (`run`'s functions)."""
         self._thread = thread or GitThread()
         self._kept_at = time.monotonic()
         self._keep_every = KEEP_EVERY
+        self._writer = writer
+        self._writing = anyio.CapacityLimiter(1)
+        self.writer_lost: str | None = None
+        """Why the writer process ended before the store closed it; its writes and all after it
+        were made on the git thread."""
 
     @classmethod
-    async def open(cls, opener: Callable[[], Memory]) -> Store:
-        """The store of the memory `opener` opens (or creates), opened on a new git thread."""
+    async def open(cls, opener: Callable[[], Memory], *, writer: bool = False) -> Store:
+        """The store of the memory `opener` opens (or creates), opened on a new git thread;
+        `writer`: the books written by a writer process (`close` ends it)."""
         thread = GitThread()
-        return cls(await thread(opener), thread)
+        memory = await thread(opener)
+        started = await anyio.to_thread.run_sync(BookWriter, memory.path, memory.limits) if writer else None
+        return cls(memory, thread, started)
+
+    async def close(self) -> None:
+        """End the writer process, once its write in hand is made."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            await anyio.to_thread.run_sync(writer.close, limiter=self._writing)
+
+    @property
+    def writes_elsewhere(self) -> bool:
+        """The books are written by a writer process (until it is lost)."""
+        return self._writer is not None
+
+    async def _book_write(self, method: str, *args: object) -> T:
+        """`Memory.<method>(*args)`, a book's write: by the writer process when there is one,
+        else on the git thread. A writer that is lost is closed, and its write and every one
+        after it made here (each write is idempotent)."""
+        writer = self._writer
+        if writer is not None:
+            try:
+                value: T = await anyio.to_thread.run_sync(writer.call, method, *args, limiter=self._writing)
+                return value
+            except WriterLost as lost:
+                self.writer_lost = str(lost)
+                if self._writer is writer:
+                    self._writer = None
+                    await anyio.to_thread.run_sync(writer.close)
+        found: T = await self.run(getattr(self.memory, method), *args)
+        return found
 
     async def run(self, fn: Callable[..., T], *args: object) -> T:
         """`fn(*args)` on the git thread: compound work that reads the memory (and the index)."""
@@ -92,18 +136,24 @@ class Store:
 
     async def put_records(self, book: str, records: dict[str, object], message: str) -> None:
         """Records written to the book `refs/gitswarm/<book>` (`Memory.put_records`)."""
-        await self.run(self.memory.put_records, book, records, message)
+        await self._book_write("put_records", book, records, message)
+
+    async def put_files(self, book: str, files: dict[str, bytes | None], message: str) -> str | None:
+        """Files written to (or removed from) the book `refs/gitswarm/<book>` (`Memory.put_files`)."""
+        found: str | None = await self._book_write("put_files", book, files, message)
+        return found
 
     async def add_transcripts(self, transcripts: dict[str, str]) -> None:
         """Transcripts attached to their commits as notes (`Memory.add_transcripts`)."""
-        await self.run(self.memory.add_transcripts, transcripts)
+        await self._book_write("add_transcripts", transcripts)
 
     async def add_transcript(self, commit: str, text: str) -> None:
         await self.add_transcripts({commit: text})
 
     async def put_transcript(self, episode: str, text: str) -> str:
         """The transcript of an episode without a commit, kept in its book; where, for `git show`."""
-        return await self.run(self.memory.put_transcript, episode, text)
+        found: str = await self._book_write("put_transcript", episode, text)
+        return found
 
     async def pack_refs(self) -> bool:
         return await self.run(self.memory.pack_refs)

@@ -1,0 +1,126 @@
+"""The books written by a process of their own (`memory/writer.py`) through the store: the writes
+land in the run and read back in the engine's process, a writer's error is raised as its own, a
+writer killed mid-run costs no write (the store writes on itself), Ctrl-C leaves the writer to
+the engine, and the ledger's group commit still returns each save only once it is written."""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import asdict
+from pathlib import Path
+
+import anyio
+import pygit2
+import pytest
+from conftest import git
+
+from gitswarm.domain.episode import EpisodeRecord
+from gitswarm.engine.ledger import Ledger
+from gitswarm.memory import ledgerbook
+from gitswarm.memory.repo import Memory
+from gitswarm.memory.store import Store
+from gitswarm.memory.writer import BookWriter, WriterLost
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def _store(memory: Memory) -> Store:
+    store = await Store.open(lambda: Memory(memory.path), writer=True)
+    assert store.writes_elsewhere
+    return store
+
+
+@pytest.mark.anyio
+async def test_the_books_land_in_the_run_written_by_another_process(memory: Memory):
+    store = await _store(memory)
+    try:
+        await store.put_records("grades", {"a.json": {"score": 1}}, "a grade")
+        tip = await store.put_files("conversations", {"e1.json": b"{}"}, "conversation of e1")
+        await store.add_transcript(memory.main(), "the transcript of the first commit")
+        where = await store.put_transcript("e00002", "an episode without a commit")
+    finally:
+        await store.close()
+    assert memory.record("grades", "a.json") == {"score": 1}
+    assert tip == git(memory.path, "rev-parse", "refs/gitswarm/conversations").strip()
+    assert memory.transcript(memory.main()) == "the transcript of the first commit"
+    assert memory.book_text(where) == "an episode without a commit"
+    assert not store.writes_elsewhere and store.writer_lost is None
+
+
+def test_a_writers_error_is_raised_as_its_own_and_the_writer_goes_on(memory: Memory):
+    writer = BookWriter(memory.path)
+    try:
+        assert writer.pid != os.getpid()
+        with pytest.raises(pygit2.GitError, match="invalid name for a tree entry"):
+            writer.call("put_files", "notes", {"../escape": b"x"}, "a path git refuses")
+        with pytest.raises(ValueError, match="not a write"):
+            writer.call("read_file", "README.md")
+        assert writer.call("put_files", "notes", {"kept.md": b"x"}, "a good one") is not None
+    finally:
+        writer.close()
+    assert writer.returncode == 0
+    assert memory.book_text("refs/gitswarm/notes:kept.md") == "x"
+    with pytest.raises(WriterLost, match="closed"):
+        writer.call("put_files", "notes", {"late.md": b"x"}, "after the end")
+
+
+@pytest.mark.anyio
+async def test_a_writer_killed_mid_run_costs_no_write(memory: Memory):
+    store = await _store(memory)
+    await store.put_records("grades", {"before.json": 1}, "before")
+    assert store._writer is not None
+    os.kill(store._writer.pid, signal.SIGKILL)
+    await store.put_records("grades", {"after.json": 2}, "after the writer died")
+    await store.close()
+    assert memory.records("grades") == {"before.json": 1, "after.json": 2}
+    assert not store.writes_elsewhere
+    assert store.writer_lost is not None and "exit status -9" in store.writer_lost
+
+
+def test_ctrl_c_leaves_the_writer_to_the_engine(memory: Memory):
+    writer = BookWriter(memory.path)
+    try:
+        writer.call("put_files", "notes", {"a.md": b"1"}, "started")  # its signal handler is set by now
+        os.kill(writer.pid, signal.SIGINT)
+        writer.call("put_files", "notes", {"b.md": b"2"}, "after Ctrl-C")
+    finally:
+        writer.close()
+    assert writer.returncode == 0
+    assert memory.book_text("refs/gitswarm/notes:b.md") == "2"
+
+
+@pytest.mark.anyio
+async def test_each_ledger_save_returns_once_its_record_is_written(memory: Memory):
+    """Many episodes end at once: their saves share commits, and none returns before its record
+    is in the book, though the write of another save may have taken it."""
+    store, ledger = await _store(memory), Ledger()
+    seen: dict[str, object] = {}
+
+    async def save(i: int) -> None:
+        record = EpisodeRecord(f"e{i:05d}", "w01", "p", "contribute")
+        await ledger.write(store, record)
+        seen[record.episode] = await store.run(memory.record, ledgerbook.BOOK, record.path)
+        assert seen[record.episode] == asdict(record)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for i in range(1, 41):
+                tg.start_soon(save, i)
+    finally:
+        await store.close()
+    assert len(seen) == 40
+    commits = int(git(memory.path, "rev-list", "--count", f"refs/gitswarm/{ledgerbook.BOOK}"))
+    assert commits < 40  # group commit: the saves that queued were written together
+
+
+def test_a_writer_of_no_run_says_why(tmp_path: Path):
+    writer = BookWriter(tmp_path)
+    try:
+        with pytest.raises(WriterLost, match=r"exit status 1: .*NotARun"):
+            writer.call("put_files", "notes", {"a.md": b"1"}, "to no run")
+    finally:
+        writer.close()
