@@ -13,13 +13,15 @@ from pathlib import Path
 import anyio
 import pygit2
 import pytest
-from conftest import git
+from conftest import fsck_clean, git
+from demo_run import run_demo
 
+from gitswarm.demo import audit
 from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.engine.ledger import Ledger
 from gitswarm.memory import ledgerbook
 from gitswarm.memory.repo import Memory
-from gitswarm.memory.store import Store
+from gitswarm.memory.store import WRITER_FROM, Store
 from gitswarm.memory.writer import BookWriter, WriterLost
 
 
@@ -124,3 +126,39 @@ def test_a_writer_of_no_run_says_why(tmp_path: Path):
             writer.call("put_files", "notes", {"a.md": b"1"}, "to no run")
     finally:
         writer.close()
+
+
+def _writers_of(pid: int) -> list[int]:
+    """The writer processes `pid` started (Linux: read from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            parent = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            line = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError, IndexError):
+            continue  # not a process, or one that ended as it was read
+        if parent == pid and b"gitswarm.memory.writer" in line:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.anyio
+async def test_a_run_of_many_in_flight_writes_by_its_writer_and_loses_nothing(tmp_path: Path):
+    """The demo at `WRITER_FROM` episodes in flight: a writer process works beside the engine
+    while it runs and is gone after; every episode's record, conversation and transcript is in
+    the run, each charged op written once, and git finds the repository whole."""
+    seen: list[list[int]] = []
+
+    def listener(event) -> None:
+        if event.kind == "episode_started" and not seen:
+            seen.append(_writers_of(os.getpid()))
+
+    run = tmp_path / "run"
+    result = await run_demo(run, listeners=[listener], workers=WRITER_FROM, budget=40)
+    assert seen and len(seen[0]) == 1 and _writers_of(os.getpid()) == []
+    ledger = {path: r for path, r in Memory(run).records(ledgerbook.BOOK, "episodes").items()
+              if Path(path).stem != "merger"}  # the merger's charges: no episode of its own
+    assert result.charged == audit.charged(run) and audit.duplicated(run) == 0 and fsck_clean(run)
+    kept = set(git(run, "ls-tree", "-r", "--name-only", "refs/gitswarm/conversations").split())
+    assert {f"{Path(p).stem}.json" for p in ledger} <= {Path(p).name for p in kept}
+    assert all(r["commit"] or r["transcript"] for r in ledger.values() if r["status"] != "running")
