@@ -51,8 +51,9 @@ def test_the_engine_leaves_the_index_of_main_beside_the_run(run: Path):
     main = repo.references["refs/heads/main"].target
     left = indexfile.load(repo)
     assert left is not None and left.seen_tip is not None
-    # its last merge's tip (the selections the run wrote at its end came after)
-    assert left.seen_tip == str(main) or repo.descendant_of(main, pygit2.Oid(hex=left.seen_tip))
+    # main's tip, the solutions selection wrote at the run's end included: no reader takes them in
+    # again (at 25,000 episodes each took a `status` 2.5 ms, 50 of them, every time)
+    assert left.seen_tip == str(main)
     assert len(left.taken) > 10 and state(left) == state(built(repo, left.seen_tip))
 
 

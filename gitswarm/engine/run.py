@@ -115,7 +115,7 @@ async def solve(cfg: SolveConfig, problem_set: ProblemSet, model: Model, merger_
                               free_workers=[f"w{i:02d}" for i in range(1, cfg.workers + 1)])
         ctx.started(interrupted=len(ledger.running()), stale_locks_removed=run.stale_locks)
         stop = await run.drive(scheduler.loop, merger)
-        await run.store.keep_index(ctx.shared.index)
         chosen = await run.select()
+        await run.store.keep_index(ctx.shared.index, await run.store.main())  # with the solutions' commits
         await run.store.pack_refs()  # last: the run's result is written whether or not this is put off
         return run.end(stop, chosen)

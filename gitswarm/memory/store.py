@@ -171,9 +171,15 @@ class Store:
         (`memory.indexfile.kept`): a run that resumes does not walk its history again."""
         return await self.run(indexfile.kept, self.memory.repo, tip)
 
-    async def keep_index(self, index: MemoryIndex) -> None:
-        """Write `index` beside the run now (the run's end)."""
-        await self.run(self._keep, index)
+    async def keep_index(self, index: MemoryIndex, tip: str | None = None) -> None:
+        """Write `index` beside the run now (the run's end), first brought to main's commit
+        `tip` when given (the solutions selection wrote: each reader would take them in again)."""
+        await self.run(self._keep_at, index, tip)
+
+    def _keep_at(self, index: MemoryIndex, tip: str | None) -> None:
+        if tip is not None:
+            indexing.update(index, self.memory.repo, tip)
+        self._keep(index)
 
     def _update_index(self, index: MemoryIndex, tip: str) -> None:
         indexing.update(index, self.memory.repo, tip)

@@ -65,6 +65,7 @@ async def solve_remote(cfg, problem_set: ProblemSet, url: str, model: Model, mer
         local = [partial(run_worker, options, model, None, Control(), reviewer=reviewer)] if local_slots else []
         stop = await run.drive(partial(coordinator.run, control.stop), merger, local)
         chosen = await coordinator.select()
+        await run.store.keep_index(ctx.shared.index, await run.store.main())  # with the solutions' commits
         await coordinator.pruner.end(coordinator)  # the end state is published: what is left goes
         return run.end(stop, chosen)
 
