@@ -195,7 +195,8 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
                "cpu_window": (started[-1][1] - cpu0) / max(started[-1][0] - t0, 1e-9),
                "rusage": usage, "gc": collector.figures(),
                "charged": result.charged, "reason": str(result.reason), "raw_write": raw,
-               "contribute": statistics.median(timings.run["memory.contribute"]),
+               "contribute": (statistics.median(timings.run["memory.contribute"])  # None: the writer
+                              if timings.run["memory.contribute"] else None),      # process made them
                "compose_total": sum(timings.run["memory.compose"]), "merged": timings.merged,
                "git_busy": sum(sum(v) for k, v in timings.run.items() if not k.startswith("memory.")),
                "git_queue_p50": statistics.median(timings.queued), "git_queue_max": max(timings.queued),

@@ -1,7 +1,8 @@
-"""The books written by a process of their own (`memory/writer.py`) through the store: the writes
-land in the run and read back in the engine's process, a writer's error is raised as its own, a
-writer killed mid-run costs no write (the store writes on itself), Ctrl-C leaves the writer to
-the engine, and the ledger's group commit still returns each save only once it is written."""
+"""The memory's writes made by a process of their own (`memory/writer.py`) through the store: the
+writes land in the run and read back in the engine's process, a writer's error (a refused
+contribution too) is raised as its own, a writer killed mid-run costs no write (the store writes
+on itself), Ctrl-C leaves the writer to the engine, and the ledger's group commit still returns
+each save only once it is written."""
 
 from __future__ import annotations
 
@@ -15,14 +16,16 @@ import pygit2
 import pytest
 from conftest import fsck_clean, git
 from demo_run import run_demo
+from test_memory import contribution
 
 from gitswarm.demo import audit
 from gitswarm.domain.episode import EpisodeRecord
 from gitswarm.engine.ledger import Ledger
 from gitswarm.memory import ledgerbook
+from gitswarm.memory.errors import PathRejected
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import WRITER_FROM, Store
-from gitswarm.memory.writer import BookWriter, WriterLost
+from gitswarm.memory.writer import MemoryWriter, WriterLost
 
 
 @pytest.fixture
@@ -54,7 +57,7 @@ async def test_the_books_land_in_the_run_written_by_another_process(memory: Memo
 
 
 def test_a_writers_error_is_raised_as_its_own_and_the_writer_goes_on(memory: Memory):
-    writer = BookWriter(memory.path)
+    writer = MemoryWriter(memory.path)
     try:
         assert writer.pid != os.getpid()
         with pytest.raises(pygit2.GitError, match="invalid name for a tree entry"):
@@ -84,7 +87,7 @@ async def test_a_writer_killed_mid_run_costs_no_write(memory: Memory):
 
 
 def test_ctrl_c_leaves_the_writer_to_the_engine(memory: Memory):
-    writer = BookWriter(memory.path)
+    writer = MemoryWriter(memory.path)
     try:
         writer.call("put_files", "notes", {"a.md": b"1"}, "started")  # its signal handler is set by now
         os.kill(writer.pid, signal.SIGINT)
@@ -120,12 +123,31 @@ async def test_each_ledger_save_returns_once_its_record_is_written(memory: Memor
 
 
 def test_a_writer_of_no_run_says_why(tmp_path: Path):
-    writer = BookWriter(tmp_path)
+    writer = MemoryWriter(tmp_path)
     try:
         with pytest.raises(WriterLost, match=r"exit status 1: .*NotARun"):
             writer.call("put_files", "notes", {"a.md": b"1"}, "to no run")
     finally:
         writer.close()
+
+
+@pytest.mark.anyio
+async def test_contributions_and_merges_by_the_writer_keep_their_refusals(memory: Memory):
+    """A contribution the memory refuses is refused as itself (the model reads its reason), and
+    one it takes is merged onto main by the writer, read back here."""
+    store = await _store(memory)
+    try:
+        with pytest.raises(PathRejected) as refused:
+            await store.contribute(contribution(memory, "e1", {"../escape.md": "x"}))
+        assert refused.value.path and refused.value.reason
+        written = await store.contribute(contribution(memory, "e2", {"notes/a.md": "first"}))
+        assert (await store.contribute(contribution(memory, "e2", {"notes/a.md": "first"}))).existed
+        composed = await store.compose()
+        assert composed.merged == ["e2"] and await store.main() == composed.commit
+        assert memory.read_file("problems/sum/notes/a.md") == b"first"
+        assert memory.op_commit("e2-contribute") == written.commit
+    finally:
+        await store.close()
 
 
 def _writers_of(pid: int) -> list[int]:

@@ -25,6 +25,9 @@ class PathRejected(ContributionRefused):
         self.path = path
         self.reason = reason
 
+    def __reduce__(self) -> tuple[type[PathRejected], tuple[str, str]]:  # pickled whole (memory/writer.py)
+        return type(self), (self.path, self.reason)
+
 
 class NotARun(MemoryError_, BadInput):
     """A folder is not a gitswarm run repository (or was made by a newer gitswarm)."""

@@ -6,8 +6,9 @@ git thread, `reader` and `snapshot` for readers. No pygit2 type is in its signat
 
 All git work of the process goes through one thread: pygit2 holds the GIL while it works, so
 more writer threads would only queue, and the event loop must never wait on git. A store opened
-with a writer (`open(..., writer=True)`) hands the books' writes (the ledger, conversations,
-transcripts) to a process of their own instead (`memory/writer.py`), off the process's core.
+with a writer (`open(..., writer=True)`) hands its typed writes (contributions, merges, commits
+onto main, the books) to a process of their own instead (`memory/writer.py`), off this
+process's core; reads and `run`'s compound work stay on the git thread.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from gitswarm.memory.gitdir import GitReader
 from gitswarm.memory.model import CommitInfo, Written
 from gitswarm.memory.repo import MainRecord, Memory
 from gitswarm.memory.snapshot import Snapshot
-from gitswarm.memory.writer import BookWriter, WriterLost
+from gitswarm.memory.writer import MemoryWriter, WriterLost
 
 T = TypeVar("T")
 KEEP_EVERY = 15.0
@@ -37,7 +38,7 @@ KEEP_SHARE = 0.01
 proportion to the run's size (0.35 s at 100,000 commits), so the next waits the longer of
 `KEEP_EVERY` and the last write's time divided by this."""
 WRITER_FROM = 32
-"""A run of this many episodes in flight or more writes its books by a writer process
+"""A run of this many episodes in flight or more makes its writes by a writer process
 (`memory/writer.py`): below it the engine's process is far from filling its core (at C = 16
 its CPU per model call is that of the model calls alone), and the process costs its start
 (a fifth of a second of CPU) and its memory (about 40 MB)."""
@@ -58,7 +59,7 @@ class Store:
     """The run's memory, awaited: each call runs on the store's git thread, one at a time, and
     a call that has started finishes even when its caller is cancelled."""
 
-    def __init__(self, memory: Memory, thread: GitThread | None = None, writer: BookWriter | None = None) -> None:
+    def __init__(self, memory: Memory, thread: GitThread | None = None, writer: MemoryWriter | None = None) -> None:
         self.memory = memory
         """The memory itself, for work that already runs on the git thread (`run`'s functions)."""
         self._thread = thread or GitThread()
@@ -73,10 +74,10 @@ class Store:
     @classmethod
     async def open(cls, opener: Callable[[], Memory], *, writer: bool = False) -> Store:
         """The store of the memory `opener` opens (or creates), opened on a new git thread;
-        `writer`: the books written by a writer process (`close` ends it)."""
+        `writer`: the writes made by a writer process (`close` ends it)."""
         thread = GitThread()
         memory = await thread(opener)
-        started = await anyio.to_thread.run_sync(BookWriter, memory.path, memory.limits) if writer else None
+        started = await anyio.to_thread.run_sync(MemoryWriter, memory.path, memory.limits) if writer else None
         return cls(memory, thread, started)
 
     async def close(self) -> None:
@@ -87,11 +88,11 @@ class Store:
 
     @property
     def writes_elsewhere(self) -> bool:
-        """The books are written by a writer process (until it is lost)."""
+        """The writes are made by a writer process (until it is lost)."""
         return self._writer is not None
 
-    async def _book_write(self, method: str, *args: object) -> T:
-        """`Memory.<method>(*args)`, a book's write: by the writer process when there is one,
+    async def _write(self, method: str, *args: object) -> T:
+        """`Memory.<method>(*args)`, a write: by the writer process when there is one,
         else on the git thread. A writer that is lost is closed, and its write and every one
         after it made here (each write is idempotent)."""
         writer = self._writer
@@ -119,40 +120,44 @@ class Store:
 
     async def contribute(self, contribution: Contribution) -> Written:
         """An episode's commit on `swarm/<episode>` (`Memory.contribute`)."""
-        return await self.run(self.memory.contribute, contribution)
+        found: Written = await self._write("contribute", contribution)
+        return found
 
     async def adopt(self, episode: str, op: str, commit: str) -> bool:
         """A remote worker's checked commit put on `swarm/<episode>` (`Memory.adopt`)."""
-        return await self.run(self.memory.adopt, episode, op, commit)
+        found: bool = await self._write("adopt", episode, op, commit)
+        return found
 
     async def compose(self, episodes: list[str] | None = None,
                       resolutions: Sequence[composer.Resolution] = ()) -> composer.Composed:
         """Pending branches merged onto main (`Memory.compose`)."""
-        return await self.run(self.memory.compose, episodes, resolutions)
+        found: composer.Composed = await self._write("compose", episodes, resolutions)
+        return found
 
     async def commit_to_main(self, files: dict[str, bytes], subject: str, record: MainRecord) -> Written:
         """A system write straight onto main (`Memory.commit_to_main`)."""
-        return await self.run(self.memory.commit_to_main, files, subject, record)
+        found: Written = await self._write("commit_to_main", files, subject, record)
+        return found
 
     async def put_records(self, book: str, records: dict[str, object], message: str) -> None:
         """Records written to the book `refs/gitswarm/<book>` (`Memory.put_records`)."""
-        await self._book_write("put_records", book, records, message)
+        await self._write("put_records", book, records, message)
 
     async def put_files(self, book: str, files: dict[str, bytes | None], message: str) -> str | None:
         """Files written to (or removed from) the book `refs/gitswarm/<book>` (`Memory.put_files`)."""
-        found: str | None = await self._book_write("put_files", book, files, message)
+        found: str | None = await self._write("put_files", book, files, message)
         return found
 
     async def add_transcripts(self, transcripts: dict[str, str]) -> None:
         """Transcripts attached to their commits as notes (`Memory.add_transcripts`)."""
-        await self._book_write("add_transcripts", transcripts)
+        await self._write("add_transcripts", transcripts)
 
     async def add_transcript(self, commit: str, text: str) -> None:
         await self.add_transcripts({commit: text})
 
     async def put_transcript(self, episode: str, text: str) -> str:
         """The transcript of an episode without a commit, kept in its book; where, for `git show`."""
-        found: str = await self._book_write("put_transcript", episode, text)
+        found: str = await self._write("put_transcript", episode, text)
         return found
 
     async def pack_refs(self) -> bool:

@@ -1,22 +1,22 @@
-"""`BookWriter`: the writes of the run's books (the ledger, conversations, transcripts) made
-by a process of their own, so that they leave the engine's core.
+"""`MemoryWriter`: the run's writes (contributions, merges, commits onto main, the books: the
+ledger, conversations, transcripts) made by a process of their own, off the engine's core.
 
-pygit2 holds the GIL while it works: in the engine's process every book commit (its objects
-and the ref's transaction, about half a millisecond, several per model call) takes the core
+pygit2 holds the GIL while it works: in the engine's process every commit (its objects and its
+ref's transaction, about half a millisecond to a few, several per model call) takes the core
 that the event loop and the model client share, and at a few hundred episodes in flight that
-core is what bounds the run. The writer is `python -m gitswarm.memory.writer RUN`: it opens
-the run's `Memory` and makes one write at a time, each read from its stdin and answered on
-its stdout, so the engine's process only pickles the request and waits on a pipe (the GIL
-released). Every write stays what it is in `Memory`: a compare-and-swap of its ref, retried;
-the engine's process reads the books from the same repository (libgit2 reads refs and loose
-objects from disk each time).
+core is what bounds the run. The writer is `python -m gitswarm.memory.writer RUN`: it opens the
+run's `Memory` and makes one write at a time, each read from its stdin and answered on its
+stdout, so the engine's process only pickles the request and waits on a pipe (the GIL
+released). Every write stays what it is in `Memory`: idempotent by its op, a compare-and-swap
+of its ref, retried; the engine's process reads what it wrote from the same repository
+(libgit2 reads refs and loose objects from disk each time).
 
 A frame is a 4-byte length and a pickle: first `(PROTOCOL, WriteLimits)`, answered `(True,
 PROTOCOL)` once the memory is open, then a request `(method, args)` at a time, each answered
-`(True, value)` or `(False, exception)`. Pickle is fine here: both ends are this gitswarm, on a pipe no one
-else holds. The writer ends when its stdin closes (the run's end, or the engine killed) once
-the write in hand is made; it ignores Ctrl-C, which the terminal sends to both processes, so
-that the engine decides when it stops.
+`(True, value)` or `(False, exception)`. Pickle is fine here: both ends are this gitswarm, on a
+pipe no one else holds. The writer ends when its stdin closes (the run's end, or the engine
+killed) once the write in hand is made; it ignores Ctrl-C, which the terminal sends to both
+processes, so that the engine decides when it stops.
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ from typing import IO, Any
 from gitswarm.errors import RunFault
 from gitswarm.memory.paths import WriteLimits
 
-WRITES = frozenset({"put_records", "put_files", "add_transcripts", "put_transcript"})
-"""The `Memory` methods a writer makes: the books' writes, which no other process's work waits
-to read back within the run but the engine's own, in order."""
+WRITES = frozenset({"put_records", "put_files", "add_transcripts", "put_transcript",
+                    "contribute", "adopt", "compose", "commit_to_main"})
+"""The `Memory` methods a writer makes: every write of a run's engine but its end's (selection,
+packing), made on its git thread."""
 PROTOCOL = "gitswarm-writer/1"
 """Said by both ends first: a writer started from another gitswarm (one upgraded under a run)
 is refused, not misread."""
@@ -53,7 +54,7 @@ class WriterLost(RunFault):
     be made (each is idempotent: make it again)."""
 
 
-class BookWriter:
+class MemoryWriter:
     """The client of a writer process: `call` sends one write and waits for its reply, one
     caller at a time (a lock), from any thread."""
 
@@ -73,7 +74,7 @@ class BookWriter:
             self.lost = self._why(exc)
         else:
             if ready != (True, PROTOCOL):
-                self.lost = f"the book writer speaks {ready!r}, not {PROTOCOL} (gitswarm changed under the run?)"
+                self.lost = f"the memory's writer speaks {ready!r}, not {PROTOCOL} (gitswarm changed under the run?)"
 
     @property
     def pid(self) -> int:
@@ -88,7 +89,7 @@ class BookWriter:
         """`Memory.<method>(*args)` made by the writer; its value, or its exception raised here.
         `WriterLost` when the process is gone: the write may or may not have been made."""
         if method not in WRITES:
-            raise ValueError(f"{method} is not a write the book writer makes")
+            raise ValueError(f"{method} is not a write the memory's writer makes")
         with self._lock:
             if self.lost is not None:
                 raise WriterLost(self.lost)
@@ -109,7 +110,7 @@ class BookWriter:
         kill it past that."""
         with self._lock:
             if self.lost is None:
-                self.lost = "the book writer was closed"
+                self.lost = "the memory's writer was closed"
             if self._process.stdin is not None:
                 with contextlib.suppress(OSError):  # a broken pipe: the writer is gone already
                     self._process.stdin.close()
@@ -131,7 +132,7 @@ class BookWriter:
             self._process.wait()
         self._said.seek(0)
         said = self._said.read().decode("utf-8", "replace").strip().splitlines()
-        return (f"the book writer process ended (exit status {self._process.returncode}"
+        return (f"the memory's writer process ended (exit status {self._process.returncode}"
                 f"{': ' + said[-1] if said else ''}; {type(exc).__name__} on its pipe)")
 
 
@@ -156,7 +157,7 @@ def serve(run: Path, requests: IO[bytes], replies: IO[bytes]) -> None:
         try:
             reply: tuple[bool, object] = (True, getattr(memory, method)(*args))
         except Exception as exc:  # the engine's process raises it as the call's own
-            reply = (False, exc if _carried(exc) else RunFault(f"the book writer's {method} failed: {exc!r}"))
+            reply = (False, exc if _carried(exc) else RunFault(f"the memory's writer's {method} failed: {exc!r}"))
         _send(replies, reply)
 
 
