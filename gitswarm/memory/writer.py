@@ -39,8 +39,8 @@ from gitswarm.memory.paths import WriteLimits
 
 WRITES = frozenset({"put_records", "put_files", "add_transcripts", "put_transcript",
                     "contribute", "adopt", "compose", "commit_to_main"})
-"""The `Memory` methods a writer makes: every write of a run's engine but its end's (selection,
-packing), made on its git thread."""
+"""The `Memory` methods a writer makes: every write the engine makes while a run goes; those of
+its end (selection, packing) stay on the git thread."""
 PROTOCOL = "gitswarm-writer/1"
 """Said by both ends first: a writer started from another gitswarm (one upgraded under a run)
 is refused, not misread."""
@@ -59,7 +59,8 @@ class MemoryWriter:
     caller at a time (a lock), from any thread."""
 
     def __init__(self, run: Path, limits: WriteLimits | None = None) -> None:
-        self._said = tempfile.TemporaryFile()  # noqa: SIM115 (closed by `close`): what it says on stderr: a file, which never fills up
+        # What the writer says on stderr goes to a file, which never fills up (closed by `close`).
+        self._said = tempfile.TemporaryFile()  # noqa: SIM115
         self._process = subprocess.Popen(
             [sys.executable, "-m", "gitswarm.memory.writer", str(run)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._said)
