@@ -280,7 +280,7 @@ def print_diagnostics(results: list[dict]) -> None:
               f"{f['wall']:.1f} s wall = {f['cpu'] / max(f['calls'], 1) * 1000:.1f} ms CPU per worker call; "
               f"git thread busy {f['git_busy']:.1f} s ({f['git_cpu']:.1f} s CPU, {f['git_sys']:.1f} s system) in "
               f"{f['git_calls']} calls, queue wait p50 {f['git_queue_p50'] * 1000:.1f} ms, "
-              f"max {f['git_queue_max'] * 1000:.0f} ms; the book writer process (memory/writer.py, its own "
+              f"max {f['git_queue_max'] * 1000:.0f} ms; the writer process (memory/writer.py, its own "
               f"core) {f.get('writer_cpu', 0.0) / max(f['calls'], 1) * 1000:.1f} ms CPU per worker call")
         for who, run, calls in (("engine", f, f["calls"]), ("alone", f["bare"], f["bare"]["calls"])):
             usage, gc = run["rusage"], run["gc"]
