@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 import anyio
 
@@ -25,6 +26,16 @@ from gitswarm.memory import ledgerbook
 from gitswarm.memory.repo import Memory
 from gitswarm.memory.store import Store
 from gitswarm.usage import Usage
+
+
+class _Batch(NamedTuple):
+    """One commit of the ledger: the records it takes (and whether the state changed alone), as
+    the book's files, with its message."""
+
+    changed: dict[str, EpisodeRecord]
+    restated: bool
+    records: dict[str, object]
+    message: str
 
 
 @dataclass
@@ -119,9 +130,9 @@ class Ledger:
         if taken is None:
             return
         try:
-            memory.put_records(ledgerbook.BOOK, *taken[2:])
+            memory.put_records(ledgerbook.BOOK, taken.records, taken.message)
         except BaseException:
-            self._put_back(*taken[:2])
+            self._put_back(taken)
             raise
 
     async def write(self, store: Store, record: EpisodeRecord) -> None:
@@ -140,14 +151,13 @@ class Ledger:
             if taken is None:
                 return
             try:
-                await store.put_records(ledgerbook.BOOK, *taken[2:])
+                await store.put_records(ledgerbook.BOOK, taken.records, taken.message)
             except BaseException:
-                self._put_back(*taken[:2])
+                self._put_back(taken)
                 raise
 
-    def _take(self) -> tuple[dict[str, EpisodeRecord], bool, dict[str, object], str] | None:
-        """What the next commit writes: the changed records and whether the state changed alone
-        (for `_put_back`), the book's files and the commit's message; None when nothing changed."""
+    def _take(self) -> _Batch | None:
+        """What the next commit writes, taken out of what waits; None when nothing changed."""
         with self._lock:
             batch, self._dirty, state = self._dirty, {}, self._state
             restated, self._state_changed = self._state_changed, False
@@ -157,13 +167,13 @@ class Ledger:
         records[ledgerbook.SCHEDULER] = state
         shown = ", ".join(f"{r.episode} {r.status}" for r in list(batch.values())[:4])
         more = f" and {len(batch) - 4} more" if len(batch) > 4 else ""
-        return batch, restated, records, f"ledger: {shown}{more}" if batch else "ledger: scheduler state"
+        return _Batch(batch, restated, records, f"ledger: {shown}{more}" if batch else "ledger: scheduler state")
 
-    def _put_back(self, batch: dict[str, EpisodeRecord], restated: bool) -> None:
+    def _put_back(self, taken: _Batch) -> None:
         """A commit not written: the next one takes its changes again."""
         with self._lock:
-            self._dirty = {**batch, **self._dirty}
-            self._state_changed = self._state_changed or restated
+            self._dirty = {**taken.changed, **self._dirty}
+            self._state_changed = self._state_changed or taken.restated
 
     def save(self, memory: Memory, record: EpisodeRecord) -> None:
         """Save `record` now, from a thread that may write (tests, tools)."""

@@ -91,22 +91,21 @@ class Store:
         """The writes are made by a writer process (until it is lost)."""
         return self._writer is not None
 
-    async def _write(self, method: str, *args: object) -> T:
-        """`Memory.<method>(*args)`, a write: by the writer process when there is one,
+    async def _write(self, method: Callable[..., T], *args: object) -> T:
+        """`method(*args)`, a write of `self.memory`: by the writer process when there is one,
         else on the git thread. A writer that is lost is closed, and its write and every one
         after it made here (each write is idempotent)."""
         writer = self._writer
         if writer is not None:
             try:
-                value: T = await anyio.to_thread.run_sync(writer.call, method, *args, limiter=self._writing)
-                return value
+                made: T = await anyio.to_thread.run_sync(writer.call, method.__name__, *args, limiter=self._writing)
+                return made
             except WriterLost as lost:
                 self.writer_lost = str(lost)
                 if self._writer is writer:
                     self._writer = None
                     await anyio.to_thread.run_sync(writer.close)
-        found: T = await self.run(getattr(self.memory, method), *args)
-        return found
+        return await self.run(method, *args)
 
     async def run(self, fn: Callable[..., T], *args: object) -> T:
         """`fn(*args)` on the git thread: compound work that reads the memory (and the index)."""
@@ -120,45 +119,39 @@ class Store:
 
     async def contribute(self, contribution: Contribution) -> Written:
         """An episode's commit on `swarm/<episode>` (`Memory.contribute`)."""
-        found: Written = await self._write("contribute", contribution)
-        return found
+        return await self._write(self.memory.contribute, contribution)
 
     async def adopt(self, episode: str, op: str, commit: str) -> bool:
         """A remote worker's checked commit put on `swarm/<episode>` (`Memory.adopt`)."""
-        found: bool = await self._write("adopt", episode, op, commit)
-        return found
+        return await self._write(self.memory.adopt, episode, op, commit)
 
     async def compose(self, episodes: list[str] | None = None,
                       resolutions: Sequence[composer.Resolution] = ()) -> composer.Composed:
         """Pending branches merged onto main (`Memory.compose`)."""
-        found: composer.Composed = await self._write("compose", episodes, resolutions)
-        return found
+        return await self._write(self.memory.compose, episodes, resolutions)
 
     async def commit_to_main(self, files: dict[str, bytes], subject: str, record: MainRecord) -> Written:
         """A system write straight onto main (`Memory.commit_to_main`)."""
-        found: Written = await self._write("commit_to_main", files, subject, record)
-        return found
+        return await self._write(self.memory.commit_to_main, files, subject, record)
 
     async def put_records(self, book: str, records: dict[str, object], message: str) -> None:
         """Records written to the book `refs/gitswarm/<book>` (`Memory.put_records`)."""
-        await self._write("put_records", book, records, message)
+        await self._write(self.memory.put_records, book, records, message)
 
     async def put_files(self, book: str, files: dict[str, bytes | None], message: str) -> str | None:
         """Files written to (or removed from) the book `refs/gitswarm/<book>` (`Memory.put_files`)."""
-        found: str | None = await self._write("put_files", book, files, message)
-        return found
+        return await self._write(self.memory.put_files, book, files, message)
 
     async def add_transcripts(self, transcripts: dict[str, str]) -> None:
         """Transcripts attached to their commits as notes (`Memory.add_transcripts`)."""
-        await self._write("add_transcripts", transcripts)
+        await self._write(self.memory.add_transcripts, transcripts)
 
     async def add_transcript(self, commit: str, text: str) -> None:
         await self.add_transcripts({commit: text})
 
     async def put_transcript(self, episode: str, text: str) -> str:
         """The transcript of an episode without a commit, kept in its book; where, for `git show`."""
-        found: str = await self._write("put_transcript", episode, text)
-        return found
+        return await self._write(self.memory.put_transcript, episode, text)
 
     async def pack_refs(self) -> bool:
         return await self.run(self.memory.pack_refs)
