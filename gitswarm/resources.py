@@ -70,6 +70,7 @@ def _environment() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
+        auto_reload=False,  # the prompts are installed files: no stat of the template at every render
     )
     env.filters["data"] = fence_safe
     return env
