@@ -122,3 +122,36 @@ def test_every_event_of_a_run_reads_as_its_kind(tmp_path_factory: pytest.TempPat
     assert events and [e for e in events if isinstance(e, Unknown)] == []
     assert {"run_started", "episode_started", "step", "tool", "reply", "committed", "merged", "selected",
             "run_stopped"} <= {e.kind for e in events}
+
+
+def test_an_event_reaches_the_log_within_the_flush_window_while_the_loop_runs(tmp_path: Path):
+    """The engine's events are written in one go per `FLUSH_S` on the loop: a dashboard in
+    another terminal (`LogTail`) sees each within that time, before the run ends; and an error
+    logged, or the log closed, writes what is waiting first."""
+    import anyio
+
+    from gitswarm.engine.events import FLUSH_S, EventLog
+    from gitswarm.tui.tail import LogTail
+
+    step = Step(episode="e01-000", worker="w01", problem="p", step=1, tokens=10)
+    log, follower = EventLog(tmp_path), LogTail(tmp_path)
+    seen: list[list] = []
+
+    async def run() -> None:
+        log.emit(step)
+        log.emit(step)
+        await anyio.sleep(FLUSH_S * 3)
+        seen.append(follower.read())
+        log.emit(step)
+        log.log_error("the engine failed", RuntimeError("boom"))  # a crash's record: the events first
+        seen.append(follower.read())
+        log.emit(step)
+
+    anyio.run(run)
+    assert seen == [[step, step], [step]]
+    log.close()
+    assert follower.read() == [step]
+    log = EventLog(tmp_path)
+    log.emit(step)  # no loop running (a command): written at once
+    assert follower.read() == [step]
+    log.close()

@@ -6,12 +6,19 @@ given to it (the plain progress printer, the dashboard). Listeners never reach b
 
 from __future__ import annotations
 
+import asyncio
 import time
 import traceback
 from pathlib import Path
 
 from gitswarm.core import events
 from gitswarm.core.events import EVENT_LOG, RUN_LOG, Event, Listener
+
+FLUSH_S = 0.1
+"""Seconds an event may wait in the file's buffer before it reaches the log: a run makes
+several events a model call, and a write to the file for each took the engine's core at a few
+hundred episodes in flight. The log is what a reader in another terminal follows (git is the
+truth); a process killed outright loses this much of it at most."""
 
 
 class EventLog:
@@ -21,16 +28,30 @@ class EventLog:
         self.path = Path(run) / EVENT_LOG
         self.listeners = list(listeners or [])
         self._file = self.path.open("a", encoding="utf-8")
+        self._flushing: asyncio.TimerHandle | None = None
 
     def emit(self, event: Event) -> None:
         self._file.write(events.to_line(event) + "\n")
-        self._file.flush()
+        if self._flushing is None:
+            try:  # on the event loop: one write of the file for the events of the next `FLUSH_S`
+                self._flushing = asyncio.get_running_loop().call_later(FLUSH_S, self.flush)
+            except RuntimeError:  # no loop (a command, a thread): written now
+                self._file.flush()
         for listener in self.listeners:
             listener(event)
+
+    def flush(self) -> None:
+        """Write the events emitted so far to the log now."""
+        if self._flushing is not None:
+            self._flushing.cancel()
+            self._flushing = None
+        if not self._file.closed:
+            self._file.flush()
 
     def log_error(self, what: str, error: BaseException) -> Path:
         """Append `error`'s traceback to the run's log (`RUN_LOG`), headed by `what` and the
         time; returns the log's path, for the message that names it."""
+        self.flush()
         log = self.path.with_name(RUN_LOG)
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         trace = "".join(traceback.format_exception(error))
@@ -39,6 +60,7 @@ class EventLog:
         return log
 
     def close(self) -> None:
+        self.flush()
         self._file.close()
 
 

@@ -111,6 +111,7 @@ class RunContext:
             max_episodes=self.cfg.max_episodes, set_aside=sorted(self.streaks.set_aside & set(self.problems)),
             stale_locks_removed=list(stale_locks_removed), sandbox=sandbox_in_force(), interrupted=interrupted,
             worker=worker, remote=remote))
+        self.events.flush()  # the start's settings, which `resume` compares, in the log at once
         rule, view = Rule.of(self.cfg), self.shared.view
         waiting = [p for p in self.problems if p not in view.settled]
         left = max(0, self.cfg.budget - ledger.charged)
