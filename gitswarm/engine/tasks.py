@@ -12,7 +12,7 @@ be reviewing its own work), and the scheduler sends it elsewhere or lets it wait
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from gitswarm.domain import selection
@@ -82,30 +82,32 @@ def best_task(index: MemoryIndex, problem: str, workers: Sequence[str], rule: Ru
     free worker has written or reviewed something on every problem, and a `next_task` for each
     of them at each pick made the cost per episode grow with the run."""
     best: tuple[Task, str] | None = None
-    for task, takers in _groups(index, problem, list(workers), rule, busy, in_flight, tight, reviews, landing, share):
+    for task, taker in _groups(index, problem, list(workers), rule, busy, in_flight, tight, reviews, landing, share):
         if best is None or task.value > best[0].value or (
-                task.value == best[0].value and workers.index(takers[0]) < workers.index(best[1])):
-            best = task, takers[0]
+                task.value == best[0].value and workers.index(taker) < workers.index(best[1])):
+            best = task, taker
     assert best is not None, "every worker is in a group"
     return best[1], best[0]
 
 
 def _groups(index: MemoryIndex, problem: str, workers: list[str], rule: Rule, busy: str, in_flight: int,
-            tight: bool, reviews: bool, landing: int, share: int) -> Iterator[tuple[Task, list[str]]]:
-    """`workers` split by their next step on `problem`, in the order the steps are weighed (each
-    group in the workers' order): a nomination goes to every worker but the problem's nominators,
-    the review of a candidate to every worker but its author and its reviewers (the candidates
-    in the order a worker takes them: most passes first, the newest of a tie), and the steps
-    after the reviews to all the rest alike, but for the author of every candidate still alive,
-    who has nothing to do there."""
+            tight: bool, reviews: bool, landing: int, share: int) -> Iterator[tuple[Task, str]]:
+    """`workers` split by their next step on `problem`, in the order the steps are weighed, each
+    group's step with the first of its workers (the one a tie goes to): a nomination goes to
+    every worker but the problem's nominators, the review of a candidate to every worker but its
+    author and its reviewers (the candidates in the order a worker takes them: most passes first,
+    the newest of a tie), and the steps after the reviews to all the rest alike, but for the
+    author of every candidate still alive, who has nothing to do there. A group is found by its
+    first worker, and only the workers left after it are listed: at a pick nearly every free
+    worker is in the first group."""
     verify, facts = rule.verify, _facts_of(index, problem, rule)
     found, votes = facts.found, index.problems[problem]
     if facts.verified and facts.matter:
         path, commit = max(facts.verified, key=lambda pc: votes.nominations[pc[1]])
-        takers = [w for w in workers if w not in votes.nominators]
+        taker = _first_but(workers, votes.nominators)
         workers = [w for w in workers if w in votes.nominators]
-        if takers:
-            yield Task(NOMINATE, 2.5, path, commit, nominations=votes.nominations[commit]), takers
+        if taker is not None:
+            yield Task(NOMINATE, 2.5, path, commit, nominations=votes.nominations[commit]), taker
     reviewing = _named(facts, busy) if reviews and workers else {}
     for path, commit in facts.by_passes if reviews else ():
         if not workers:
@@ -113,37 +115,42 @@ def _groups(index: MemoryIndex, problem: str, workers: list[str], rule: Rule, bu
         passes = found[commit].passes
         if reviewing.get(path, 0) >= max(verify - passes, 1):
             continue
-        reviewers, author = votes.reviews.get(commit, {}), index.authors.get(commit, "")
-        takers = [w for w in workers if w not in reviewers and w != author]  # by the free workers, not the reviews
-        if takers:
-            workers = [w for w in workers if w in reviewers or w == author]
+        done = votes.reviews.get(commit, {}).keys() | {index.authors.get(commit, "")}  # its reviewers and author
+        taker = _first_but(workers, done)
+        if taker is not None:
+            workers = [w for w in workers if w in done]
             value = 3 + passes / max(verify, 1)
             if verify and in_flight >= verify - passes:  # as many episodes there as passes are missing
                 value = FILLER
             if any(not found[c].critical and found[c].passes > passes for c in (facts.paths[p] for p in reviewing)):
                 value = FILLER  # the leader's verdict is coming: a rival's review matters only if it fails
-            yield Task(VERIFY if passes else REVIEW, value, path, commit, passes), takers
+            yield Task(VERIFY if passes else REVIEW, value, path, commit, passes), taker
     if not workers:
         return
     for path, commit, critical in facts.blocked if rule.nominations else ():
         answered = commit in index.answered or any(r.commit in index.answered for r in critical)
         if not answered and path not in busy:
             yield Task(REVISE, 2, path, commit, review_episode=critical[0].episode,
-                       review_commit=critical[0].commit), workers
+                       review_commit=critical[0].commit), workers[0]
             return
     if not facts.candidates:  # a first attempt; beside one under way, a second one only in the swarm
         wait = landing or tight or not rule.nominations or in_flight >= share
-        yield Task(ATTEMPT, 2 if not in_flight else FILLER if wait else SECOND), workers
+        yield Task(ATTEMPT, 2 if not in_flight else FILLER if wait else SECOND), workers[0]
         return
     if facts.sole in workers:  # its only open task would be reviewing its own work
-        yield Task(ATTEMPT, 0), [facts.sole]
+        yield Task(ATTEMPT, 0), facts.sole
         workers = [w for w in workers if w != facts.sole]
         if not workers:
             return
     if not rule.nominations and facts.all_failed:  # the leader failed
-        yield Task(ATTEMPT, FILLER if in_flight else 2), workers
+        yield Task(ATTEMPT, FILLER if in_flight else 2), workers[0]
         return
-    yield Task(ATTEMPT, FILLER), workers
+    yield Task(ATTEMPT, FILLER), workers[0]
+
+
+def _first_but(workers: list[str], these: Collection[str]) -> str | None:
+    """The first of `workers` not among `these`."""
+    return next((w for w in workers if w not in these), None)
 
 
 @dataclass(frozen=True)
