@@ -46,6 +46,7 @@ SMOKES = {
                              "app frame per event"),
     "bench_export": Smoke("bench_export.py", ("--episodes", "12", "--problems", "2", "--workers", "3",
                                               "--rounds", "1"), "episodes/s"),
+    "bench_gitthread": Smoke("bench_gitthread.py", ("--calls", "200", "--waiting", "8"), "Memory.main (a ref read)"),
     "bench_grading": Smoke("bench_grading.py", ("--tests", "2", "--repeat", "1"), "ratio graded / direct",
                            needs="sandbox"),
     "bench_litellm": Smoke("bench_litellm.py", ("--calls", "8", "--c", "2", "--repeat", "1",

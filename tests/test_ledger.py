@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import resource
 import signal
+import threading
 from contextlib import contextmanager
 from dataclasses import asdict
 
@@ -45,10 +46,10 @@ async def test_saves_queued_behind_a_busy_git_thread_land_in_one_commit(memory):
     ledger, store = Ledger(), Store(memory)
     records = [EpisodeRecord(f"e{i:05d}", "w01", "p") for i in range(1, 11)]
     before = git(memory.path, "rev-list", "--count", "--all")
-    release = anyio.Event()
+    release = threading.Event()
 
     async def busy() -> None:  # hold the git thread while ten saves queue up behind it
-        await store.run(lambda: anyio.from_thread.run(release.wait))
+        await store.run(release.wait, 10)  # 10 s at most, should the test fail before it is set
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(busy)

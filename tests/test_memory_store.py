@@ -74,6 +74,21 @@ async def test_a_started_write_finishes_when_its_caller_is_cancelled(memory: Mem
     assert git(memory.path, "rev-parse", "refs/heads/swarm/e1").strip() == memory.op_commit("e1-contribute")
 
 
+@pytest.mark.anyio
+async def test_a_call_still_queued_when_its_caller_is_cancelled_is_not_made(memory: Memory):
+    """A stop does not wait for the reads queued behind a long one: only a started call is
+    waited for."""
+    store, release, made = Store(memory), threading.Event(), []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(store.run, release.wait, 10)  # the git thread held
+        await anyio.sleep(0.05)
+        with anyio.move_on_after(0.05) as scope:
+            await store.run(made.append, "queued")
+        release.set()
+    assert scope.cancel_called and made == []
+    assert await store.run(made.append, "after") is None and made == ["after"]
+
+
 def test_no_pygit2_type_in_what_the_store_offers():
     for name, member in inspect.getmembers(Store, callable):
         if name.startswith("_") and name != "__init__":
