@@ -118,3 +118,20 @@ def test_needs_kept_with_the_items_says_what_a_fresh_index_says(seed):
                 for earlier in seen:
                     fresh.add(earlier)
                 assert tasks.needs(index, "p", rule, settled) == tasks.needs(fresh, "p", rule, settled)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_state_blocks_memory_lines_kept_with_the_items_say_what_a_fresh_index_says(seed):
+    """The state block's lines of the problem's items (contributions by kind, nominations, the
+    newest candidates' reviews) are kept with the items: after every commit they read as over an
+    index that was never asked anything."""
+    from gitswarm.engine.context import _memory_lines
+
+    index, seen = MemoryIndex(), []
+    for facts in commits(seed):
+        index.add(facts)
+        seen.append(facts)
+        fresh = MemoryIndex()
+        for earlier in seen:
+            fresh.add(earlier)
+        assert _memory_lines(index, "p") == _memory_lines(fresh, "p")

@@ -71,13 +71,7 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodePlan, step: int, staged
     """The state block of every step, from the step's view of main (`index`, pinned at its
     `seen_tip`); `new_items` counts the items landed since the episode started."""
     cfg = ep.terms
-    problem = index.problems[ep.problem_id]
-    counts = ", ".join(f"{n} {k}" for k, n in sorted(problem.kinds.items())) or "no contributions yet"
-    votes = ", ".join(f"{_path_of(index, ep.problem_id, c)} ({c[:12]}) x{n}"
-                      for c, n in problem.nominations.most_common(5))
-    candidates = index.candidates(ep.problem_id)  # the newest few, not a copy of them all at every step
-    reviewed = [{"path": path, "text": reviews_text(index, ep.problem_id, commit)}
-                for path, commit in islice(reversed(candidates.items()), HEADER_REVIEWED)]
+    counts, votes, reviewed, more_reviewed = _memory_lines(index, ep.problem_id)
     rule = cfg.rule
     settled = ep.problem_id in view.settled
     busy = view.others_on(ep.problem_id, ep.worker)
@@ -91,12 +85,30 @@ def header(view: RunView, index: MemoryIndex, ep: EpisodePlan, step: int, staged
                   at=index.seen_tip or ep.start_commit, new_items=new_items,
                   counts=counts, nominations=votes, staged=", ".join(staged), episodes=view.episodes,
                   max_episodes=cfg.max_episodes, set_aside=", ".join(sorted(view.set_aside)), reviewed=reviewed,
-                  more_reviewed=max(0, len(candidates) - HEADER_REVIEWED), task=task,
+                  more_reviewed=more_reviewed, task=task,
                   needs=tasks.needs(index, ep.problem_id, rule, settled, busy) if ep.powers.sees_others else "",
                   run={"problems": len(view.problems), "settled": len(view.settled & set(view.problems)),
                        "verified": len(view.verified & set(view.problems)), "open": open_},
                   verify=rule.verify, settle_nominations=rule.settle_nominations, isolated=not ep.powers.sees_others,
                   assigned=ep.reviewing, deliverable=ep.deliverable, finals=ep.finals, second=tasks.SECOND)
+
+
+def _memory_lines(index: MemoryIndex, problem: str) -> tuple[str, str, list[dict[str, str]], int]:
+    """What the state block says of the problem's items: its contributions by kind, the most
+    nominated candidates, the newest candidates' review lines and how many older ones there
+    are. Read from the items alone, and kept with them (`ProblemIndex.derived`): every step of
+    every episode on the problem shows them, and they change only when the items do."""
+    own = index.problems[problem]
+    kept = own.derived
+    found: tuple[str, str, list[dict[str, str]], int] | None = kept.get("header")
+    if found is None:
+        counts = ", ".join(f"{n} {k}" for k, n in sorted(own.kinds.items())) or "no contributions yet"
+        votes = ", ".join(f"{_path_of(index, problem, c)} ({c[:12]}) x{n}" for c, n in own.nominations.most_common(5))
+        candidates = index.candidates(problem)  # the newest few, not a copy of them all
+        reviewed = [{"path": path, "text": reviews_text(index, problem, commit)}
+                    for path, commit in islice(reversed(candidates.items()), HEADER_REVIEWED)]
+        found = kept["header"] = (counts, votes, reviewed, max(0, len(candidates) - HEADER_REVIEWED))
+    return found
 
 
 def _task(view: RunView, index: MemoryIndex, ep: EpisodePlan, rule: Rule, settled: bool,
