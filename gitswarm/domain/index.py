@@ -193,8 +193,9 @@ class MemoryIndex:
 
     def pinned(self, problem: str) -> MemoryIndex:
         """`problem`'s part of the index as it stands now, frozen: one step's view of main at
-        `seen_tip`, which the merger's later updates do not change (git thread, where the
-        updates run, so the copy is never taken halfway through one). The maps kept for every
+        `seen_tip`, which the merger's later updates do not change (under `lock`, which an
+        update holds while it takes its commits in, so the copy is never taken halfway through
+        one). The maps kept for every
         commit (citations, files, authors) are shared: they only grow, and the problem's own
         items, votes and reviews say which of their commits the view holds. One copy per
         problem and tip, kept for the steps that ask next."""

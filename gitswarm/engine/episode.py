@@ -175,8 +175,8 @@ async def _look(shared: Shared, tools: Toolbox) -> None:
     state, the overview and every tool of the step read the same commit (an episode that sees
     no one's work keeps its empty index and its start commit)."""
     if tools.ep.powers.sees_memory:
-        view = shared.index.viewed(tools.ep.problem_id)  # one copy per problem and tip
-        tools.look(view if view is not None else await shared.store.run(shared.index.pinned, tools.ep.problem_id))
+        with shared.index.lock:  # an update's additions, not its git reads (`indexing._take`)
+            tools.look(shared.index.pinned(tools.ep.problem_id))  # one copy per problem and tip
 
 
 async def _call(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, messages: list[dict], step: int,
