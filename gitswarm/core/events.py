@@ -70,17 +70,31 @@ def data_of(event: run.Record | Unknown) -> dict[str, object]:
     if isinstance(event, Unknown):
         return dict(event.data)
     found: dict[str, object] = {}
-    for each in fields(event):
-        value = getattr(event, each.name)
-        if each.name != "time" and not (value is None and each.default is None):
-            found[each.name] = value
+    for name, optional in _written(type(event)):
+        value = getattr(event, name)
+        if not (value is None and optional):
+            found[name] = value
     return found
+
+
+_WRITTEN: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _written(record: type) -> tuple[tuple[str, bool], ...]:
+    """The fields of `record` a line holds (all but `time`), each with whether it is left out
+    at None; found once a kind (the engine writes several events a model call)."""
+    found = _WRITTEN.get(record)
+    if found is None:
+        found = _WRITTEN[record] = tuple((f.name, f.default is None) for f in fields(record) if f.name != "time")
+    return found
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 def to_line(event: run.Record | Unknown) -> str:
     """The event as one JSON line (without its newline)."""
-    return json.dumps({"kind": event.kind, "data": data_of(event), "time": event.time}, ensure_ascii=False,
-                      default=str)
+    return _ENCODER.encode({"kind": event.kind, "data": data_of(event), "time": event.time})
 
 
 def read_line(line: str | bytes) -> Event | None:
