@@ -2,10 +2,13 @@
 
 - orchestration efficiency at C = 16, 64, 256: worker model calls per second over the ideal
   C / latency, with a fixed-latency fake model in another process, commits and merges included;
-- engine / alone at the largest C: the engine's calls per second over those of C tasks making
-  the same model calls with no engine (the worker calls the engine's run made, as the fake server
-  received them, made again), the median of `--rounds` pairs run in turn (target 0.9); and
-  the CPU per call of each;
+- engine / alone at the largest C: the engine's worker calls per second over those of C tasks
+  making the same model calls with no engine (every call the engine's run made, as the fake
+  servers received them, made again: the workers' by C tasks, the merger's one at a time beside
+  them through the merger's client), the median of `--rounds` rounds run in turn (target 0.9);
+  and the CPU per call of each. Each round also makes the worker calls alone (the baseline
+  before 2026-12-07, which charged the merger's model calls to the engine), shown without a
+  target;
 - memory cost inside that run: Memory.contribute and compose per contribution vs raw pygit2;
 - start-up: `gitswarm --help` and `gitswarm status` on a run of 100,000 commits;
 - context economy: prompt tokens of an episode's first model call (real engine, scripted model)
@@ -68,7 +71,9 @@ def orchestration(c: int, latency: float, per_worker: int, profile: bool, rounds
         log = Path(tmp) / "arrivals"
         # The merger's model answers at once: its conflict calls run one at a time, so at 1 s
         # each they would add minutes of tail (reported below) and hide the workers' figure.
-        with serving(latency, log, requests=True) as url, serving(0.0, Path(tmp) / "merger") as merger_url:
+        merger_log = Path(tmp) / "merger"
+        with serving(latency, log, requests=True) as url, \
+                serving(0.0, merger_log, requests=True, every=True) as merger_url:
             for n in range(rounds):
                 engine = run("engine", str(c), port(url), port(merger_url), "--per-worker", str(per_worker),
                              *(["--profile"] if profile and n == 0 else []))
@@ -76,12 +81,19 @@ def orchestration(c: int, latency: float, per_worker: int, profile: bool, rounds
                             if tools == "1" and float(t) >= engine["t0"]]
                 log.write_text("")
                 _efficiency(engine, arrivals, c, latency)
-                # The baseline, same server and latency: C tasks making the engine's worker calls
-                # again (the messages, tools and tool choice the server received), no engine.
+                # The baseline, same servers and latency: C tasks making the engine's worker calls
+                # again (the messages, tools and tool choice the server received), and the
+                # merger's calls one at a time beside them, no engine; then the worker calls alone.
                 made = requests_of(log).rename(Path(tmp) / f"engine-{n}.requests")
-                alone = run("bare", str(c), port(url), "--replay", str(made))
+                requests_of(merger_log).touch()  # a short run may make no merger call
+                merged = requests_of(merger_log).rename(Path(tmp) / f"merger-{n}.requests")
+                alone = run("bare", str(c), port(url), "--replay", str(made),
+                            "--merger", port(merger_url), str(merged))
+                workers_alone = run("bare", str(c), port(url), "--replay", str(made))
+                alone["workers_only"] = workers_alone
                 log.write_text("")
                 requests_of(log).write_text("")
+                requests_of(merger_log).write_text("")
                 paired.append((engine, alone))
             # What streaming costs per call: first-prompt calls, streamed and not; and litellm's own RSS.
             first = run("bare", str(c), port(url))
@@ -90,6 +102,8 @@ def orchestration(c: int, latency: float, per_worker: int, profile: bool, rounds
     figures["bare"], figures["bare_first"], figures["bare_unstreamed"] = paired[0][1], first, unstreamed
     figures["rounds"] = [{"ratio": e["calls_per_s"] / a["calls_per_s"],
                           "cpu_ratio": a["cpu_per_call"] / (e["cpu"] / max(e["calls"], 1)),
+                          "ratio_workers": e["calls_per_s"] / a["workers_only"]["calls_per_s"],
+                          "cpu_ratio_workers": a["workers_only"]["cpu_per_call"] / (e["cpu"] / max(e["calls"], 1)),
                           "cpu_ratio_no_git": a["cpu_per_call"] / ((e["cpu"] - e["git_cpu"]) / max(e["calls"], 1))}
                          for e, a in paired]
     return figures
@@ -166,10 +180,18 @@ def orchestration_rows(results: list[dict], latency: float) -> list[Row]:
         spread = (f"median of {len(rounds)} pairs run in turn, {min(r['ratio'] for r in rounds):.2f}-"
                   f"{max(r['ratio'] for r in rounds):.2f}; CPU per call alone / in the engine "
                   f"{statistics.median(r['cpu_ratio'] for r in rounds):.2f}; " if len(rounds) > 1 else "")
-        rows.append((f"  baseline C={f['c']}: the engine's {bare['calls']} worker calls made again alone, no engine: "
-                     f"{bare['calls_per_s']:.1f} calls/s ({bare['cpu_per_call'] * 1000:.1f} ms CPU per call in "
-                     f"litellm's stack); {spread}engine / alone",
+        rows.append((f"  baseline C={f['c']}: the engine's {bare['calls']} worker calls and its merger's "
+                     f"{bare['merger_calls']} made again alone, no engine: {bare['calls_per_s']:.1f} worker calls/s "
+                     f"({bare['cpu_per_call'] * 1000:.1f} ms CPU per worker call in litellm's stack); "
+                     f"{spread}engine / alone",
                      f"{ratio:.3f}", ">= 0.9" if target else "-", ratio >= 0.9 if target else None))
+        workers = [r["ratio_workers"] for r in rounds]
+        rows.append((f"  worker calls alone C={f['c']}: the same without the merger's calls, whose litellm CPU it "
+                     f"charges to the engine: {bare['workers_only']['calls_per_s']:.1f} calls/s "
+                     f"({bare['workers_only']['cpu_per_call'] * 1000:.1f} ms CPU per call); median of {len(workers)} "
+                     f"({min(workers):.2f}-{max(workers):.2f}); CPU per call alone / in the engine "
+                     f"{statistics.median(r['cpu_ratio_workers'] for r in rounds):.2f}; engine / alone",
+                     f"{statistics.median(workers):.3f}", "-", None))
         if target:
             rows.append(_without_git(f, rounds))
         flat, streamed = f["bare_unstreamed"]["cpu_per_call"], f["bare_first"]["cpu_per_call"]

@@ -31,9 +31,11 @@ import anyio
 from bench_history import write_set
 
 
-async def serve_brain(port: int, latency: float, log: Path, requests: bool = False, persist: bool = False) -> None:
+async def serve_brain(port: int, latency: float, log: Path, requests: bool = False, persist: bool = False,
+                      every: bool = False) -> None:
     """The scripted model with a fixed latency; logs each worker call's arrival time, and with
-    `requests` the call itself (`requests_of`); `persist`: it attempts again where it would
+    `requests` the call itself (`requests_of`: a worker's, a call with tools; with `every`, every
+    call: the merger's server); `persist`: it attempts again where it would
     abstain (`brain.respond`)."""
     from gitswarm.demo.brain import respond
     from gitswarm.fakeserver import FaultPlan, serve
@@ -41,7 +43,7 @@ async def serve_brain(port: int, latency: float, log: Path, requests: bool = Fal
     with log.open("a", buffering=1) as out:
         def timed(body: dict):
             out.write(f"{time.time() - latency:.4f} {int(bool(body.get('tools')))}\n")
-            if requests and body.get("tools"):  # a worker's call, for the baseline that replays them (`bare --replay`);
+            if requests and (every or body.get("tools")):  # for the baseline that replays them (`bare --replay`);
                 with requests_of(log).open("a") as bodies:  # opened each time: bench.py moves the file away
                     bodies.write(json.dumps({k: body.get(k) for k in ("messages", "tools", "tool_choice")}) + "\n")
             return respond(body, persist)
@@ -72,13 +74,15 @@ def requests_of(log: Path) -> Path:
 
 
 @contextmanager
-def serving(latency: float, log: Path, requests: bool = False, persist: bool = False) -> Iterator[str]:
+def serving(latency: float, log: Path, requests: bool = False, persist: bool = False,
+            every: bool = False) -> Iterator[str]:
     """The scripted model behind the fake server in its own process; yields its URL. With
     `requests` it logs every worker call it receives (tens of kilobytes each: not for long runs);
     `persist` makes it attempt again where it would abstain."""
     port = free_port()
     server = subprocess.Popen([sys.executable, __file__, "serve", str(port), str(latency), str(log),
-                               *(["--requests"] if requests else []), *(["--persist"] if persist else [])])
+                               *(["--requests"] if requests else []), *(["--persist"] if persist else []),
+                               *(["--every"] if every else [])])
     try:
         wait_for_port(port)
         yield f"http://127.0.0.1:{port}/v1"
@@ -211,11 +215,16 @@ async def engine(c: int, port: int, merger_port: int, per_worker: int, problems:
     return figures
 
 
-async def bare(c: int, port: int, rounds: int, replay: Path | None = None) -> dict:
+async def bare(c: int, port: int, rounds: int, replay: Path | None = None,
+               merger: tuple[int, Path] | None = None) -> dict:
     """The baseline: C tasks that do nothing but call the model through the same LiteLLMModel,
     no engine at all: `rounds` calls each of first-prompt-sized messages with the tool schemas,
     or, with `replay`, the worker calls an engine run made (its messages, tools and tool choice,
-    as the server received them), shared among the C tasks: the same calls without the engine."""
+    as the server received them), shared among the C tasks: the same calls without the engine.
+    With `merger` (its server's port and the calls it logged), the merger's calls of that run
+    too, made one at a time beside them through the merger's client as the run builds it (not
+    streamed), as the merger makes them: every model call of the run, without the engine.
+    `calls` counts the worker calls alone, as the engine's figures do."""
     from gitswarm.engine.tools import tool_schemas
     from gitswarm.models.client import LiteLLMModel
     from gitswarm.models.config import ModelConfig
@@ -232,7 +241,8 @@ async def bare(c: int, port: int, rounds: int, replay: Path | None = None) -> di
                                                        blind=False)},
                 {"role": "user", "content": "Problem p001: what is 1 + 1? Give the number.\n" * 40}]
     tools = tool_schemas()
-    made = [0]
+    made, merged = [0], [0]
+    merger_model = _merger_client(merger[0]) if merger else None
 
     def calls() -> Iterator[tuple[list[dict], list[dict], str | None]]:  # read as they are made: RSS as the engine's
         if replay is None:
@@ -248,17 +258,39 @@ async def bare(c: int, port: int, rounds: int, replay: Path | None = None) -> di
             made[0] += 1
             await model.complete(asked, tools=offered, tool_choice=choice)
 
+    async def merging() -> None:
+        assert merger is not None and merger_model is not None
+        with merger[1].open() as lines:
+            for body in map(json.loads, lines):
+                merged[0] += 1
+                await merger_model.complete(body["messages"], tools=body["tools"], tool_choice=body["tool_choice"])
+
     collector = GcTime()
     t0, cpu0, usage0 = time.time(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
     async with anyio.create_task_group() as tg:
         for _ in range(c):
             tg.start_soon(worker)
+        if merger is not None:
+            tg.start_soon(merging)
     wall, cpu = time.time() - t0, time.process_time() - cpu0
-    return {"c": c, "calls": made[0], "rusage": rusage_since(usage0), "gc": collector.figures(),
+    return {"c": c, "calls": made[0], "merger_calls": merged[0], "rusage": rusage_since(usage0),
+            "gc": collector.figures(),
             "wall": wall,
             "calls_per_s": made[0] / wall,
             "cpu_per_call": cpu / made[0],
             "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def _merger_client(port: int):
+    """The merger's client as `engine` builds it (`ModelSettings.merger`: not streamed)."""
+    from gitswarm.engine.config import SolveConfig
+    from gitswarm.engine.modelsettings import ModelSettings
+    from gitswarm.models.client import LiteLLMModel
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = SolveConfig(problems=write_set(Path(tmp) / "set", 1), run=Path(tmp) / "run",
+                          model="openai/gitswarm-scripted", workers=4, budget=4)
+    return LiteLLMModel(ModelSettings.of(cfg, f"http://127.0.0.1:{port}/v1").merger)
 
 
 class GcTime:
@@ -326,6 +358,7 @@ def main() -> None:
     s.add_argument("log", type=Path)
     s.add_argument("--requests", action="store_true", help="log each worker call too (`requests_of`)")
     s.add_argument("--persist", action="store_true", help="attempt again where the scripted model would abstain")
+    s.add_argument("--every", action="store_true", help="with --requests: every call, not only those with tools")
     e = sub.add_parser("engine")
     e.add_argument("c", type=int)
     e.add_argument("port", type=int)
@@ -338,12 +371,15 @@ def main() -> None:
     b.add_argument("port", type=int)
     b.add_argument("--rounds", type=int, default=6)
     b.add_argument("--replay", type=Path, help="the worker calls a server logged (`requests_of`), made again")
+    b.add_argument("--merger", nargs=2, metavar=("PORT", "REQUESTS"),
+                   help="the merger's calls its server logged, made again beside them as the merger makes them")
     args = cli.parse_args()
     if args.mode == "serve":
-        anyio.run(serve_brain, args.port, args.latency, args.log, args.requests, args.persist)
+        anyio.run(serve_brain, args.port, args.latency, args.log, args.requests, args.persist, args.every)
         return
     if args.mode == "bare":
-        json.dump(anyio.run(bare, args.c, args.port, args.rounds, args.replay), sys.stdout)
+        merger = (int(args.merger[0]), Path(args.merger[1])) if args.merger else None
+        json.dump(anyio.run(bare, args.c, args.port, args.rounds, args.replay, merger), sys.stdout)
         print()
         return
     problems = args.problems or max(4, args.c // 4)
