@@ -72,7 +72,7 @@ async def run_episode(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, cu
     calls = CallLog.open()  # the client records each call of this task's episode in it
     stop, failure = None, Failure.MODEL
     try:
-        await _look(shared, tools)
+        _look(shared, tools)
         head = _header(shared, tools, 1)
         if ep.powers.shows == "candidate":
             first = await shared.store.run(reviewing.first_prompt, shared.memory, ep, head)
@@ -134,7 +134,7 @@ async def _loop(shared: Shared, ep: EpisodePlan, record: EpisodeRecord, tools: T
     note, nudges, settled = "", 0, ep.problem_id in shared.view.settled
     for step in range(1, ep.terms.max_steps + 1):
         if step > 1:
-            await _look(shared, tools)
+            _look(shared, tools)
             head = _header(shared, tools, step)
             if not settled and ep.problem_id in shared.view.settled:  # told once, at its next step
                 settled, note = True, "\n\n".join(filter(None, [note, render("settled_meanwhile.md.j2").strip()]))
@@ -170,7 +170,7 @@ def _header(shared: Shared, tools: Toolbox, step: int) -> str:
     return context.header(shared.view, tools.index, tools.ep, step, tools.staged_names(), new)
 
 
-async def _look(shared: Shared, tools: Toolbox) -> None:
+def _look(shared: Shared, tools: Toolbox) -> None:
     """The step's view of main: the problem's part of the index as it stands now, frozen, so the
     state, the overview and every tool of the step read the same commit (an episode that sees
     no one's work keeps its empty index and its start commit)."""
