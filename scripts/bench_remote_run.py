@@ -13,7 +13,9 @@ Measured per run:
   process ran, counted from git's own trace (`GIT_TRACE2_EVENT`: every git command logs its
   name and its parent's, so receive-pack and upload-pack count as part of theirs), and the
   seconds they took; per episode the coordinator took in;
-- the remote at the end: its refs (`git for-each-ref`), and the seconds of a plain one-ref
+- the remote at the end: its refs (`git for-each-ref`), its loose and packed objects (`git
+  count-objects`), what its last automatic `git gc` left in `gc.log` (which stops the next
+  for a day), and the seconds of a plain one-ref
   `git push` to it (`bench_remote.plain_push`), which grows with the refs the remote holds;
   with `--prune-batch N` passed on to the coordinator (0: nothing pruned).
 
@@ -67,9 +69,13 @@ def scratch() -> Iterator[Path]:
             time.sleep(1)
 
 
-def run(slots: list[int], latency: float, per_worker: int, problems: int = 0, prune: int | None = None) -> dict:
+def run(slots: list[int], latency: float, per_worker: int, problems: int = 0, prune: int | None = None,
+        timeout: float = 1800) -> dict:
     """One run: a coordinator with `--workers 0` and one worker process per entry of `slots`
-    (its C), budget = total C x `per_worker`; returns the figures (module docstring)."""
+    (its C), budget = total C x `per_worker`; returns the figures (module docstring), with the
+    time each episode was taken in (`taken_at`) and the CPU seconds of all the processes so far
+    at each sample (`cpu_at`: time, seconds). A process still running after `timeout`
+    seconds is killed and the run fails."""
     total = sum(slots)
     with scratch() as root:
         folder = write_set(root / "set", problems or max(4, total // 4))
@@ -90,7 +96,7 @@ def run(slots: list[int], latency: float, per_worker: int, problems: int = 0, pr
                                       "--workers", str(c),
                                       "--name", f"w{i}", "--dir", str(root / f"w{i}"), "--patience", "120",
                                       "--json") for i, c in enumerate(slots)}
-            cpu = _run_all(commands, env, root)
+            cpu = _run_all(commands, env, root, timeout)
             wall = time.time() - started
             arrivals = [float(t) for t, tools in (ln.split() for ln in log.read_text().splitlines())
                         if tools == "1"]
@@ -100,6 +106,10 @@ def run(slots: list[int], latency: float, per_worker: int, problems: int = 0, pr
         stopped = next(e["data"] for e in reversed(taken) if e["kind"] == "run_stopped")
         refs = len(subprocess.run(["git", "-C", str(remote), "for-each-ref"], capture_output=True, text=True,
                                   check=True).stdout.splitlines())
+        objects = dict(line.split(": ", 1) for line in subprocess.run(
+            ["git", "-C", str(remote), "count-objects", "-v"], capture_output=True, text=True,
+            check=True).stdout.splitlines())
+        gc_said = (remote / "gc.log").read_text().strip() if (remote / "gc.log").exists() else None
         push_s = plain_push(remote.as_uri(), root / "plain.git", 10)
         first, last = min(arrivals), max(starts)  # the steady window
         inside = sum(first <= t <= last for t in arrivals)
@@ -108,22 +118,32 @@ def run(slots: list[int], latency: float, per_worker: int, problems: int = 0, pr
                 "calls_per_s": inside / max(last - first, 1e-9), "cpu": cpu.cores(first, last),
                 "cpu_s": cpu.totals(),
                 "episodes": sum(1 for e in taken if e["kind"] in ENDED), "charged": stopped["charged"],
-                "reason": stopped["reason"], "prune": prune, "remote_refs": refs, "plain_push_ms": 1000 * push_s,
+                "taken_at": [e["time"] for e in taken if e["kind"] in ENDED],
+                "cpu_at": [(t, sum(used.values())) for t, used in cpu.samples],
+                "reason": stopped["reason"], "prune": prune, "remote_refs": refs,
+                "remote_objects": {k: int(objects[k]) for k in ("count", "in-pack", "packs")},
+                "remote_gc_log": gc_said, "plain_push_ms": 1000 * push_s,
                 "git": {"coordinator": _git([root / "trace-coordinator"]),
                         "workers": _git([root / f"trace-w{i}" for i in range(len(slots))])}}
 
 
-def _run_all(commands: dict[str, list[str]], env: dict, root: Path) -> Sampler:
-    """Start every process (each with its own git trace), wait for all; their CPU samples."""
-    processes = {role: subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                        env={**env, "GIT_TRACE2_EVENT": str(root / f"trace-{role}")})
-                 for role, command in commands.items()}
+def _run_all(commands: dict[str, list[str]], env: dict, root: Path, timeout: float) -> Sampler:
+    """Start every process (each with its own git trace, its stderr to a file: a pipe nobody
+    reads while another process is waited for would fill), wait for all (`timeout` seconds in
+    all, from the start); their CPU samples."""
+    errors = {role: root / f"{role}.stderr" for role in commands}
+    processes = {}
+    for role, command in commands.items():
+        with errors[role].open("w") as err:
+            processes[role] = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err,
+                                               env={**env, "GIT_TRACE2_EVENT": str(root / f"trace-{role}")})
+    deadline = time.monotonic() + timeout
     with Sampler({p.pid: role for role, p in processes.items()}) as cpu:
         try:
             for role, p in processes.items():
-                _, err = p.communicate(timeout=1800)
+                p.wait(timeout=max(1.0, deadline - time.monotonic()))
                 if p.returncode != 0:
-                    raise RuntimeError(f"{role} exited with {p.returncode}: {err[-2000:]}")
+                    raise RuntimeError(f"{role} exited with {p.returncode}: {errors[role].read_text()[-2000:]}")
         finally:
             for p in processes.values():
                 if p.poll() is None:
@@ -215,8 +235,8 @@ def main() -> None:
     args = parser.parse_args()
     for split in args.splits:
         for prune in args.prune_batch:
-            print(json.dumps(run([int(c) for c in split.split(",")], args.latency, args.per_worker, prune=prune)),
-                  flush=True)
+            figures = run([int(c) for c in split.split(",")], args.latency, args.per_worker, prune=prune)
+            print(json.dumps({k: v for k, v in figures.items() if k not in ("taken_at", "cpu_at")}), flush=True)
 
 
 if __name__ == "__main__":

@@ -12,9 +12,12 @@ Prints, for the run in one process:
 - `gitswarm status RUN` (its own process: wall and CPU) and a dashboard refresh at the end
   (`tui.reader.Snapshots.read`: the first read, then one more with its index kept);
 - the engine process's peak RSS.
-And for the split run: its wall time, calls per second and the CPU seconds of each process.
+And for the split run: its wall time, calls per second, the wall and the CPU of every process
+per episode taken in over the first and the last `--window` (flat when nothing grows with the
+run), the CPU seconds of each process and the remote at the end.
 
     python scripts/bench_scale.py --problems 50 --per-problem 500 --workers 250   # the paper's 25,000
+    python scripts/bench_scale.py --no-local --split 2    # the same shape split, alone
     python scripts/bench_scale.py --problems 4 --per-problem 6 --workers 4 --split 2 --window 5
 """
 
@@ -134,37 +137,40 @@ def dashboard_times(run: Path) -> tuple[float, float]:
     return first, time.perf_counter() - started
 
 
-def split(problems: int, per_problem: int, workers: int, processes: int, latency: float) -> dict:
-    """The same shape over `processes` worker processes on a git remote (bench_remote_run)."""
+def split(problems: int, per_problem: int, workers: int, processes: int, latency: float, window: int) -> dict:
+    """The same shape over `processes` worker processes on a git remote (bench_remote_run), with
+    the wall seconds per episode the coordinator took in over the first and the last `window`
+    (the run's CPU is spread over its processes and their git: its pace is what stays flat or
+    not)."""
     from bench_remote_run import run
 
     slots = [workers // processes] * processes
     per_worker = max(1, round(problems * per_problem / sum(slots)))
-    figures = run(slots, latency, per_worker, problems=problems)
-    return {k: figures[k] for k in ("slots", "wall", "calls", "calls_per_s", "episodes", "charged", "reason",
-                                    "cpu_s", "remote_refs")}
+    figures = run(slots, latency, per_worker, problems=problems, timeout=12 * 3600)
+    taken, cpu_at = sorted(figures["taken_at"]), figures["cpu_at"]
+    n = max(2, min(window, len(taken) // 2))
+    first, last = (taken[n - 1] - taken[0]) / (n - 1), (taken[-1] - taken[-n]) / (n - 1)
+
+    def cpu(start: float, end: float) -> float:  # every process's CPU seconds between two times (nearest samples)
+        def at(t: float) -> float:
+            return min(cpu_at, key=lambda sample: abs(sample[0] - t))[1]
+        return at(end) - at(start)
+    return {**{k: figures[k] for k in ("slots", "wall", "start_up_s", "calls", "calls_per_s", "episodes", "charged",
+                                       "reason", "cpu_s", "remote_refs", "remote_objects", "remote_gc_log",
+                                       "plain_push_ms", "git")},
+            "wall_ms_per_episode_first": 1000 * first, "wall_ms_per_episode_last": 1000 * last,
+            "cpu_ms_per_episode_first": 1000 * cpu(taken[0], taken[n - 1]) / (n - 1),
+            "cpu_ms_per_episode_last": 1000 * cpu(taken[-n], taken[-1]) / (n - 1), "window": n}
 
 
-def main() -> None:
-    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    cli.add_argument("--problems", type=int, default=50, help="N problems")
-    cli.add_argument("--per-problem", type=int, default=500, help="B episodes per problem (budget N x B)")
-    cli.add_argument("--workers", type=int, default=250, help="episodes in flight (C)")
-    cli.add_argument("--latency", type=float, default=0.0, help="seconds per fake model call")
-    cli.add_argument("--window", type=int, default=1000, help="episodes in the first and the last window")
-    cli.add_argument("--split", type=int, default=2, help="worker processes of the remote run (0: none)")
-    cli.add_argument("--keep", type=Path, help="keep the one-process run in this folder")
-    args = cli.parse_args()
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    root = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
-    root.mkdir(parents=True, exist_ok=True)
+def in_one_process(root: Path, args: argparse.Namespace) -> dict:
+    """The run in this process, and its figures (module docstring), printed as it ends."""
     local = anyio.run(one_process, root, args.problems, args.per_problem, args.workers, args.latency, args.window)
     first, last, call_first, call_last, n = per_episode(local["ended"], local["calls_at"], args.window)
     run = Path(local["run"])
     status_wall, status_cpu = status_time(run)
     read, refresh = dashboard_times(run)
-    figures = {"problems": args.problems, "per_problem": args.per_problem, "workers": args.workers,
-               "episodes": len(local["ended"]), "charged": local["charged"], "reason": local["reason"],
+    figures = {"episodes": len(local["ended"]), "charged": local["charged"], "reason": local["reason"],
                "wall_s": local["wall"], "engine_cpu_s": local["cpu"],
                "cpu_ms_per_episode_first": first, "cpu_ms_per_episode_last": last,
                "cpu_ms_per_call_first": call_first, "cpu_ms_per_call_last": call_last, "window": n,
@@ -178,11 +184,38 @@ def main() -> None:
     print(f"repository {repo['mb']:.1f} MB, {repo['commits_on_main']:,} commits on main, {repo['refs']:,} refs; "
           f"status {status_wall:.2f} s ({status_cpu:.2f} s CPU); dashboard first read {read:.2f} s, "
           f"refresh {refresh:.3f} s; peak RSS {local['rss_mb']:.0f} MB")
+    return figures
+
+
+def main() -> None:
+    cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    cli.add_argument("--problems", type=int, default=50, help="N problems")
+    cli.add_argument("--per-problem", type=int, default=500, help="B episodes per problem (budget N x B)")
+    cli.add_argument("--workers", type=int, default=250, help="episodes in flight (C)")
+    cli.add_argument("--latency", type=float, default=0.0, help="seconds per fake model call")
+    cli.add_argument("--window", type=int, default=1000, help="episodes in the first and the last window")
+    cli.add_argument("--split", type=int, default=2, help="worker processes of the remote run (0: none)")
+    cli.add_argument("--keep", type=Path, help="keep the one-process run in this folder")
+    cli.add_argument("--local", action=argparse.BooleanOptionalAction, default=True,
+                     help="the run in one process (--no-local: the split run alone)")
+    args = cli.parse_args()
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    root = args.keep or Path(tempfile.mkdtemp(prefix="bench-scale-"))
+    root.mkdir(parents=True, exist_ok=True)
+    figures: dict = {"problems": args.problems, "per_problem": args.per_problem, "workers": args.workers}
+    if args.local:
+        figures |= in_one_process(root, args)
     if args.split:
-        figures["split"] = split(args.problems, args.per_problem, args.workers, args.split, args.latency)
-        s = figures["split"]
+        figures["split"] = s = split(args.problems, args.per_problem, args.workers, args.split, args.latency,
+                                     args.window)
         print(f"split over {args.split} worker processes on a git remote: {s['episodes']:,} episodes in "
-              f"{s['wall']:.0f} s, {s['calls_per_s']:.1f} model calls/s; CPU s {s['cpu_s']}")
+              f"{s['wall']:.0f} s, {s['calls_per_s']:.1f} model calls/s; wall per episode taken in "
+              f"{s['wall_ms_per_episode_first']:.1f} ms over the first {s['window']}, "
+              f"{s['wall_ms_per_episode_last']:.1f} ms over the last "
+              f"(x{s['wall_ms_per_episode_last'] / max(s['wall_ms_per_episode_first'], 1e-9):.2f}); CPU of every "
+              f"process per episode {s['cpu_ms_per_episode_first']:.1f} ms, then {s['cpu_ms_per_episode_last']:.1f} ms "
+              f"(x{s['cpu_ms_per_episode_last'] / max(s['cpu_ms_per_episode_first'], 1e-9):.2f}); "
+              f"CPU s {s['cpu_s']}; the remote's refs {s['remote_refs']:,}")
     print(json.dumps(figures))
 
 
