@@ -51,8 +51,9 @@ why it cannot be judged on this machine (a word: `n/a`)."""
 
 def orchestration(c: int, latency: float, per_worker: int, profile: bool, rounds: int = 1) -> dict:
     """One swarm of C workers and the baseline of model calls alone, `rounds` times in turn
-    (engine, alone, engine, alone, ...: the machine's load drifts, so each ratio pairs runs made
-    side by side); adds the efficiency figures to the first round's engine figures."""
+    (engine, alone, alone, engine, engine, alone, ...: the machine's speed drifts, so each ratio
+    pairs runs made side by side, each kind second in half the pairs); adds the efficiency
+    figures to the first round's engine figures."""
     from bench_orchestration import requests_of, serving
 
     def port(url: str) -> str:
@@ -74,27 +75,42 @@ def orchestration(c: int, latency: float, per_worker: int, profile: bool, rounds
         merger_log = Path(tmp) / "merger"
         with serving(latency, log, requests=True) as url, \
                 serving(0.0, merger_log, requests=True, every=True) as merger_url:
-            for n in range(rounds):
+
+            def engine_run(n: int) -> tuple[dict, Path, Path]:
+                """The engine's run, and the worker and merger calls it made (logged by the servers)."""
                 engine = run("engine", str(c), port(url), port(merger_url), "--per-worker", str(per_worker),
                              *(["--profile"] if profile and n == 0 else []))
                 arrivals = [float(t) for t, tools in (ln.split() for ln in log.read_text().splitlines())
                             if tools == "1" and float(t) >= engine["t0"]]
-                log.write_text("")
                 _efficiency(engine, arrivals, c, latency)
-                # The baseline, same servers and latency: C tasks making the engine's worker calls
-                # again (the messages, tools and tool choice the server received), and the
-                # merger's calls one at a time beside them, no engine; then the worker calls alone.
-                made = requests_of(log).rename(Path(tmp) / f"engine-{n}.requests")
                 requests_of(merger_log).touch()  # a short run may make no merger call
+                made = requests_of(log).rename(Path(tmp) / f"engine-{n}.requests")
                 merged = requests_of(merger_log).rename(Path(tmp) / f"merger-{n}.requests")
-                alone = run("bare", str(c), port(url), "--replay", str(made),
-                            "--merger", port(merger_url), str(merged))
-                workers_alone = run("bare", str(c), port(url), "--replay", str(made))
-                alone["workers_only"] = workers_alone
                 log.write_text("")
-                requests_of(log).write_text("")
-                requests_of(merger_log).write_text("")
-                paired.append((engine, alone))
+                return engine, made, merged
+
+            def alone_run(made: Path, merged: Path) -> dict:
+                """The baseline, same servers and latency: C tasks making an engine run's worker
+                calls again (the messages, tools and tool choice the server received), and its
+                merger's calls one at a time beside them, no engine; then the worker calls alone."""
+                alone = run("bare", str(c), port(url), "--replay", str(made), "--merger", port(merger_url), str(merged))
+                alone["workers_only"] = run("bare", str(c), port(url), "--replay", str(made))
+                log.write_text("")
+                requests_of(log).unlink(missing_ok=True)
+                requests_of(merger_log).unlink(missing_ok=True)
+                return alone
+
+            # Rounds in the order engine, alone, alone, engine, engine, alone, ...: a drift of the
+            # machine's speed over minutes favours the second run of a pair, so the pairs take
+            # turns at being second. A round that runs alone first replays the last engine run's calls.
+            for n in range(rounds):
+                if n % 2 == 0:
+                    engine, made, merged = engine_run(n)
+                    paired.append((engine, alone_run(made, merged)))
+                else:
+                    alone = alone_run(made, merged)
+                    engine, made, merged = engine_run(n)
+                    paired.append((engine, alone))
             # What streaming costs per call: first-prompt calls, streamed and not; and litellm's own RSS.
             first = run("bare", str(c), port(url))
             unstreamed = run("bare", str(c), port(url), env={**os.environ, "BENCH_STREAM": "0"})

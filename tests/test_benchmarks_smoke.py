@@ -38,7 +38,7 @@ class Smoke:
 
 SMOKES = {
     "bench": Smoke("bench.py", ("--sizes", "3", "--latency", "0.05", "--per-worker", "2", "--commits", "100",
-                                "--context", "10", "--rounds", "1"), "context: first-call prompt tokens"),
+                                "--context", "10", "--rounds", "2"), "context: first-call prompt tokens"),
     "bench_cache": Smoke("bench_cache.py", ("--workers", "3", "--budget", "4"), "cost recorded USD"),
     "bench_container": Smoke("bench_container.py", ("--repeat", "1"), "container / namespaces", needs="container"),
     "bench_context": Smoke("bench_context.py", ("10",), '"tokens":'),
