@@ -224,7 +224,10 @@ async def bare(c: int, port: int, rounds: int, replay: Path | None = None,
     With `merger` (its server's port and the calls it logged), the merger's calls of that run
     too, made one at a time beside them through the merger's client as the run builds it (not
     streamed), as the merger makes them: every model call of the run, without the engine.
-    `calls` counts the worker calls alone, as the engine's figures do."""
+    `calls` counts the worker calls alone, as the engine's figures do. The garbage collector
+    leaves what is alive as the calls start out of its passes, as the engine's loop does
+    (`engine/collector.py`): the figure is the engine's own work, not that setting's."""
+    from gitswarm.engine.collector import frozen
     from gitswarm.engine.tools import tool_schemas
     from gitswarm.models.client import LiteLLMModel
     from gitswarm.models.config import ModelConfig
@@ -267,11 +270,12 @@ async def bare(c: int, port: int, rounds: int, replay: Path | None = None,
 
     collector = GcTime()
     t0, cpu0, usage0 = time.time(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
-    async with anyio.create_task_group() as tg:
-        for _ in range(c):
-            tg.start_soon(worker)
-        if merger is not None:
-            tg.start_soon(merging)
+    with frozen():  # what is alive now out of the collector's passes, as in the engine's loop
+        async with anyio.create_task_group() as tg:
+            for _ in range(c):
+                tg.start_soon(worker)
+            if merger is not None:
+                tg.start_soon(merging)
     wall, cpu = time.time() - t0, time.process_time() - cpu0
     return {"c": c, "calls": made[0], "merger_calls": merged[0], "rusage": rusage_since(usage0),
             "gc": collector.figures(),

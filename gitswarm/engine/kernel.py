@@ -31,7 +31,7 @@ from gitswarm.domain import selection
 from gitswarm.domain.index import MemoryIndex
 from gitswarm.domain.rule import Rule
 from gitswarm.domain.selection import Selection
-from gitswarm.engine import stoprule
+from gitswarm.engine import collector, stoprule
 from gitswarm.engine.config import SolveConfig
 from gitswarm.engine.events import EventLog
 from gitswarm.engine.ledger import Ledger
@@ -277,15 +277,17 @@ class Run:
                     alongside: Sequence[Callable[[], Coroutine[Any, Any, object]]] = ()) -> Stop:
         """Run `driver` to the run's stop, with `merger` composing main meanwhile and the tasks
         `alongside`; then wait for the merger's last passes and those tasks, and flush the
-        merger's last charges."""
-        async with anyio.create_task_group() as tg:
-            stop_merger = anyio.Event()
-            if merger is not None:
-                tg.start_soon(merger.run, stop_merger)
-            for task in alongside:
-                tg.start_soon(task)
-            stop = await driver()
-            stop_merger.set()
+        merger's last charges. What is alive as it starts is left out of the garbage collector's
+        passes until it ends (`collector.frozen`)."""
+        with collector.frozen():
+            async with anyio.create_task_group() as tg:
+                stop_merger = anyio.Event()
+                if merger is not None:
+                    tg.start_soon(merger.run, stop_merger)
+                for task in alongside:
+                    tg.start_soon(task)
+                stop = await driver()
+                stop_merger.set()
         if merger is not None:
             await self.context.ledger.written(self.store)
         return stop
