@@ -86,6 +86,18 @@ def wait_until(what: str, ready: Callable[[], object], timeout_s: float = 60) ->
     return found
 
 
+def adopted_commits(repo: Path) -> dict[str, str]:
+    """The commits of workers' episodes the coordinator took in that `repo` holds (a remote,
+    or a folder that fetched its main): op -> commit, from its main's history and its op refs
+    (the remote keeps an op ref only while its main does not reach the commit)."""
+    if not git(repo, "for-each-ref", "refs/heads/main"):
+        return {}  # not published yet
+    logged = git(repo, "log", "main", "--format=%H %(trailers:key=Gitswarm-Op,valueonly,separator=)")
+    held = git(repo, "for-each-ref", "--format=%(objectname) %(refname:lstrip=3)", "refs/gitswarm/ops/")
+    found = dict(reversed(line.split(" ", 1)) for line in (logged + "\n" + held).splitlines() if " " in line)
+    return {op: commit for op, commit in found.items() if op.startswith("e") and op.endswith("-final")}
+
+
 def has_stop(folder: Path) -> bool:
     """Whether a worker's folder holds the run's stop ref, as fetched from the remote."""
     found = pygit2.discover_repository(str(folder)) if folder.exists() else None
@@ -177,8 +189,7 @@ def _hostile(url: str, folder: Path, name: str, problem: str, forge: str) -> tup
     nomination of a commit that is no candidate; a note writing a nomination); returns the
     episode and the commit pushed."""
     remote = Remote(url, folder)
-    remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}",
-                  "+refs/gitswarm/ops/*:refs/gitswarm/ops/*"])
+    remote.fetch([f"+{layout.MAIN}:{layout.MAIN}", f"+{META_REF}:{META_REF}"])
     run_id = json.loads(git(folder, "show", f"{META_REF}:run.json"))["run_id"]
     claims = Claims(remote, name, ttl_s=30)
     claim = claims.claim_next([problem], 1000)[0]
@@ -212,8 +223,7 @@ def _hostile(url: str, folder: Path, name: str, problem: str, forge: str) -> tup
     commit = str(repo.create_commit(None, sig, sig, f"{kind}({problem}): hello\n\n{lines}", index.write_tree(repo),
                                     [main.id]))
     if forge == "replay":  # an honest worker's adopted commit, pushed as this episode's
-        commit = next(str(repo.references[r].target) for r in sorted(repo.references)
-                      if r.startswith("refs/gitswarm/ops/e") and r.endswith("-final"))
+        commit = next(iter(adopted_commits(folder).values()))
     branch = layout.worker_ref(name, f"refs/heads/swarm/{claim.episode}")
     claims.finish([claim], [Update(branch, commit, None)])
     return claim.episode, commit
@@ -279,7 +289,7 @@ def test_hostile_pushes_are_refused_and_the_run_goes_on(tmp_path: Path, model_se
     mirror = tmp_path / "mirror"
     with processes(coordinator(url, mirror, model_server)) as running:
         running += [worker(url, tmp_path / name, name, model_server) for name in ("a", "b")]
-        wait_until("an episode adopted", lambda: "-final" in git(remote, "for-each-ref", "refs/gitswarm/ops/"))
+        wait_until("an episode adopted", lambda: adopted_commits(remote))
         problems = sorted(json.loads(git(remote, "show", f"{META_REF}:settings.json"))["problems"])
         forged = {forge: _hostile(url, tmp_path / "mallory", "mallory", problems[i % len(problems)], forge)
                   for i, forge in enumerate(FORGERIES)}
@@ -308,7 +318,7 @@ def test_the_git_daemon_restarted_mid_run(tmp_path: Path, model_server: str, git
     with processes(coordinator(url, mirror, model_server)) as running:
         running += [worker(url, tmp_path / name, name, model_server) for name in ("a", "b")]
         deadline = time.monotonic() + 60
-        while len(git(remote, "for-each-ref", "refs/gitswarm/ops/").split("\n")) < 4:
+        while len(adopted_commits(remote)) < 3:
             assert time.monotonic() < deadline, "no episode adopted within 60 s"
             time.sleep(0.2)
         git_daemon.stop()

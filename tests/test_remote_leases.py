@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import fsck_clean, git
-from test_remote_faults import check_claims, processes, wait_until
+from test_remote_faults import adopted_commits, check_claims, processes, wait_until
 from test_remote_run import BUDGET, check_run, coordinator, finish, server_repo, worker
 
 from gitswarm.core.remote_events import PublishRefused, PushRefused
@@ -75,8 +75,7 @@ def test_the_coordinators_publish_found_stale(tmp_path: Path, model_server: str)
     mirror = tmp_path / "mirror"
     with processes(coordinator(url, mirror, model_server)) as running:
         running += [worker(url, tmp_path / name, name, model_server) for name in ("a", "b")]
-        wait_until("three episodes adopted", lambda: len(git(remote, "for-each-ref", "refs/gitswarm/ops/")
-                                                         .splitlines()) >= 3)
+        wait_until("three episodes adopted", lambda: len(adopted_commits(remote)) >= 3)
         tip = git(remote, "rev-parse", "main").strip()
         git(remote, "update-ref", "refs/heads/main", f"{tip}~1", tip)
         wait_until("main published past the rewound tip", lambda: ancestor(remote, tip) and

@@ -139,6 +139,10 @@ class GitReader:
         """`commit` is `tip` or one of its ancestors (False when either is None or unknown)."""
         return read.in_history(self._repo, tip, commit)
 
+    def since(self, tip: str, seen: str | None) -> Iterator[str]:
+        """The commits of `tip`'s history that `seen`'s lacks (all of it when `seen` is None)."""
+        return read.since(self._repo, tip, seen)
+
     def config(self, key: str) -> str | None:
         """The value of `key` (`section.name`) in the repository's own git config, or None."""
         found = self._repo.config

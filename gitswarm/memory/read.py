@@ -28,6 +28,15 @@ def in_history(repo: pygit2.Repository, tip: str | pygit2.Oid | None, commit: st
         return False
 
 
+def since(repo: pygit2.Repository, tip: str, seen: str | None) -> Iterator[str]:
+    """The commits of `tip`'s history that `seen`'s lacks (all of it when `seen` is None), in
+    no set order: a main's new commits since an older main, read in the work they add."""
+    walker = repo.walk(pygit2.Oid(hex=tip), SortMode.NONE)
+    if seen is not None:
+        walker.hide(pygit2.Oid(hex=seen))
+    return (str(c.id) for c in walker)
+
+
 def items(repo: pygit2.Repository, problem: str, kind: str | None, at: str) -> list[Item]:
     """The items of a problem on commit `at`, read from its tree (no history walk)."""
     tree = repo.revparse_single(at).peel(pygit2.Tree)

@@ -61,6 +61,9 @@ class Memory:
         self._lock = threading.RLock()
         self._line = composer.MainLine()
         self._root: str | None = None
+        self.ops_written: list[str] = []
+        """The op refs this object wrote, in order (appended under the lock): what a reader of
+        new ops (`remote.oprefs`) reads instead of listing every op ref of the run again."""
         refdirs.keep(self.repo)
         _cache_trees()
 
@@ -98,13 +101,19 @@ class Memory:
             if done is not None:
                 return Written(done, existed=True)
             files = write.validate(self.repo, contribution, self.limits)
-            return retry(lambda: write.write(self.repo, self.run_id, contribution, files))
+            written = retry(lambda: write.write(self.repo, self.run_id, contribution, files))
+            if not written.existed:
+                self.ops_written.append(write.op_ref(contribution.op))
+            return written
 
     def adopt(self, episode: str, op: str, commit: str) -> bool:
         """Put a commit a remote worker pushed, checked by intake, on `swarm/<episode>` with its
         op ref; False when the op is already in the run (a retried intake)."""
         with self._lock:
-            return retry(lambda: write.adopt(self.repo, episode, op, commit))
+            adopted = retry(lambda: write.adopt(self.repo, episode, op, commit))
+            if adopted:
+                self.ops_written.append(write.op_ref(op))
+            return adopted
 
     def compose(self, episodes: list[str] | None = None,
                 resolutions: Sequence[composer.Resolution] = ()) -> composer.Composed:
@@ -133,7 +142,9 @@ class Memory:
             if done is not None:
                 return Written(done, existed=True)
             message = commitmeta.encode(replace(record, run=self.run_id), subject)
-            return retry(lambda: write.to_main(self.repo, files, message, record.op))
+            written = retry(lambda: write.to_main(self.repo, files, message, record.op))
+            self.ops_written.append(write.op_ref(record.op))
+            return written
 
     def put_records(self, book: str, records: dict[str, object], message: str) -> None:
         """Write bookkeeping records (ledger, grades) agents never read; see books.py."""

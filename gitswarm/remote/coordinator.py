@@ -6,8 +6,9 @@ workers' refs, take in each episode whose claim its holder closed (`intake`: che
 boundary, then adopted, or refused and said why), record it in the run's ledger, let the
 merger compose main as in a local run, and push main, ledger, notes and op refs by lease.
 When a stop condition holds it publishes the stop, waits for the claims in flight to close,
-composes what is left, selects each problem's solution and publishes the end state. It looks
-every `POLL_S` while claims move, less often while nothing does (`pace.py`).
+composes what is left, selects each problem's solution and publishes the end state (twice: the
+second drops the op refs its main keeps, `oprefs.py`). It looks every `POLL_S` while claims
+move, less often while nothing does (`pace.py`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from gitswarm.memory.repo import META_REF, NOTES_REF
 from gitswarm.remote import intake, layout, people, publish
 from gitswarm.remote.claims import Claim, Claims
 from gitswarm.remote.errors import Outage, RefMoved, Unreachable
+from gitswarm.remote.oprefs import OpRefs
 from gitswarm.remote.pace import POLL_S, Pace
 from gitswarm.remote.prune import Pruner
 from gitswarm.remote.spending import Spending
@@ -81,8 +83,8 @@ class Coordinator:
     """When a claim was last seen open or an episode taken in (or the coordinator started)."""
     pruner: Pruner = field(default_factory=Pruner)
     """Deletes the claim and worker refs of episodes the run is done with (`prune.py`)."""
-    ops: publish.OpRefs = field(default_factory=publish.OpRefs)
-    """The mirror's op refs, and those the remote holds as pushed."""
+    ops: OpRefs = field(default_factory=OpRefs)
+    """The op refs whose commits the remote's main does not reach yet: the only ones it holds."""
     transcripts: dict[str, str] = field(default_factory=dict)
     """The transcripts of the commits adopted this step, noted together (one notes commit)."""
     pace: Pace = field(default_factory=Pace)
@@ -149,17 +151,17 @@ class Coordinator:
         """Push the run's refs; False while the remote is unreachable (the next call pushes).
         A ref someone else moved is left as it is (said once, and the run stops on it); the
         others are pushed, so the workers still see the stop (bounded: one more try per ref)."""
-        memory = self.shared.memory
-        ops = await self.shared.store.run(self.ops.unpublished, memory, len(self.ledger.episodes))
+        publisher = self.publisher
+        ops, gone = await self.shared.store.run(self.ops.changes, self.shared.memory, publisher.known.get(layout.MAIN),
+                                                dict(publisher.known))
         while True:
             try:
-                pushed = await self._remote(self.publisher.push, [*OWN_REFS, *ops])
+                pushed = await self._remote(publisher.push, [*OWN_REFS, *ops], gone, layout.MAIN)
                 if pushed is None:
                     return False
-                self.ops.published.update(ops)
                 if layout.MAIN not in pushed and time.monotonic() - self.main_checked >= CHECK_S:
                     self.main_checked = time.monotonic()
-                    await self._remote(self.publisher.check, layout.MAIN)
+                    await self._remote(publisher.check, layout.MAIN)
                 return True
             except RefMoved as exc:
                 self.moved = self.moved or exc
@@ -297,4 +299,5 @@ class Coordinator:
         chosen = await select_all(shared, shared.view.problems)
         await self.ledger.written(shared.store)
         await self._published()
+        await self._published()  # the op refs whose commits that main reaches, deleted
         return chosen

@@ -1,7 +1,8 @@
 """The refs of a run's remote, and who may push each.
 
 - `refs/heads/main`, `refs/gitswarm/{meta,ledger,grades,ops/*}`, `refs/notes/transcripts`:
-  the coordinator's only, moved by leased pushes (compare-and-swap on its last value);
+  the coordinator's only, moved by leased pushes (compare-and-swap on its last value); of its
+  op refs only those whose commit main does not reach yet (`oprefs.py`);
 - `refs/gitswarm/claims/<episode>`: any worker's, made by an atomic create, then taken over,
   renewed and closed by leased pushes (`claims.py`); deleted by the coordinator once the
   episode is in its published ledger and its results on main or refused (`prune.py`);

@@ -10,8 +10,9 @@ repository at all).
 
 The stop is `refs/gitswarm/stop`, a commit whose `stop.json` holds the `Stop`'s reason and
 detail; workers fetch it and stop claiming. `Publisher` pushes the coordinator's own refs
-(main, meta, ledger, notes, op refs, grades, the stop), each leased on the value the remote
-had when it last looked, and never over a value outside the local ref's history.
+(main, meta, ledger, notes, grades, the stop, and the op refs of commits the remote's main
+does not reach yet: `oprefs.py`), each leased on the value the remote had when it last looked,
+and never over a value outside the local ref's history.
 
 Readers read the settings and the stop back with `remote.published`. The coordinator's
 ledger (`refs/gitswarm/ledger`) is published too: workers read the run's totals, its spending
@@ -139,16 +140,26 @@ class Publisher:
         ops = self.remote.refs("refs/gitswarm/ops/*")
         self.known |= {r: v for r, v in ops.items() if r.startswith("refs/gitswarm/ops/")}
 
-    def push(self, refs: Iterable[str]) -> list[str]:
+    def push(self, refs: Iterable[str], delete: Iterable[str] = (), keeper: str | None = None) -> list[str]:
         """Bring the remote's `refs` to the local values, in one atomic push; the refs moved.
         A lease found stale is read again and, when the remote's value is ours (a push of
-        ours whose answer was lost, or a killed coordinator's last one), pushed once more."""
+        ours whose answer was lost, or a killed coordinator's last one), pushed once more.
+
+        `delete`: refs to delete in the same push, each leased on its value last seen there,
+        whose commits the remote's `keeper` reaches as last seen: the push leases `keeper` too
+        (moved on, or kept where it was), so none goes while the remote's `keeper` is elsewhere,
+        and none once `keeper` is refused."""
         if self._unsure:  # the last push may have landed with its answer lost
             self._read()
             self._unsure = False
-        refs = [ref for ref in refs if ref not in self.refused]
+        refs, delete = [ref for ref in refs if ref not in self.refused], list(delete)
         for again in (True, False):
             updates = self._updates(refs)
+            there = self.known.get(keeper) if keeper is not None and keeper not in self.refused else None
+            if keeper is not None and there is not None:
+                if keeper not in {u.ref for u in updates}:
+                    updates.append(Update(keeper, there, there))  # the lease alone: where it was
+                updates += [Update(ref, None, old) for ref in delete if (old := self.known.get(ref)) is not None]
             try:
                 self.remote.push(updates, follow=False)  # the local refs are the source, and move on
             except StaleLease as exc:
@@ -162,7 +173,10 @@ class Publisher:
                 self._unsure = True
                 raise
             for u in updates:
-                self.known[u.ref] = u.new
+                if u.new is None:
+                    self.known.pop(u.ref)  # an op ref main keeps the commit of: gone for good
+                else:
+                    self.known[u.ref] = u.new
             return [u.ref for u in updates]
         return []
 
@@ -219,30 +233,3 @@ class RunStreaks(Streaks):
     @property
     def set_aside(self) -> set[str]:
         return self.published
-
-
-@dataclass
-class OpRefs:
-    """The op refs `publish` pushes: those of the mirror the remote does not hold yet.
-
-    Listing the mirror's refs at every step (claims, every worker's branches, ops and books,
-    the adopted branches: thousands in a long run) and reading each op ref at every push cost
-    more the longer the run (3% of the coordinator's busy samples at C=256). An op ref appears
-    only when the coordinator takes an episode in (`Memory.adopt`) or writes main (a summary, a
-    selection), so the list is read again only when main or the ledger's episodes changed; and
-    it is written once and never moves, so once a push put it on the remote it is not offered
-    again."""
-
-    published: set[str] = field(default_factory=set)
-    """Op refs a push of ours landed (or found already there, as pushed)."""
-    _listed: list[str] = field(default_factory=list)
-    _key: tuple[str, int] | None = None
-
-    def unpublished(self, memory, episodes: int) -> list[str]:
-        """The op refs to push; `episodes`: how many the ledger holds (in the git thread)."""
-        key = (memory.main(), episodes)
-        if key != self._key:
-            prefix = "refs/gitswarm/ops/"
-            self._listed = sorted(memory.reader().refs(prefix))
-            self._key = key
-        return [r for r in self._listed if r not in self.published]
