@@ -2,11 +2,16 @@
 to `<run>/gitswarm-events.jsonl` as one JSON line (`core.events.to_line`; append-only, beside
 the git data, so a dashboard in another terminal can follow it) and hands it to the listeners
 given to it (the plain progress printer, the dashboard). Listeners never reach back in.
+
+Events are said on the run's event loop: one emitted from another thread while the loop runs
+(a remote worker's push, made in a thread) is handed to the loop, so the file (a text stream,
+which two threads writing at once can corrupt) and the listeners only ever see one thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -29,14 +34,29 @@ class EventLog:
         self.listeners = list(listeners or [])
         self._file = self.path.open("a", encoding="utf-8")
         self._flushing: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop the events were last said on: another thread hands its events to it."""
+        self._lock = threading.Lock()
+        """Held while the file is written: after the loop has ended, threads write it themselves."""
 
     def emit(self, event: Event) -> None:
-        self._file.write(events.to_line(event) + "\n")
-        if self._flushing is None:
-            try:  # on the event loop: one write of the file for the events of the next `FLUSH_S`
-                self._flushing = asyncio.get_running_loop().call_later(FLUSH_S, self.flush)
-            except RuntimeError:  # no loop (a command, a thread): written now
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None and self._loop is not None and self._loop.is_running():
+            try:  # a thread beside the running loop: said there, in turn with the loop's own
+                self._loop.call_soon_threadsafe(self.emit, event)
+                return
+            except RuntimeError:  # the loop closed meanwhile: written here, under the lock
+                pass
+        self._loop = loop
+        with self._lock:
+            self._file.write(events.to_line(event) + "\n")
+            if loop is None:  # no loop (a command, a thread after the run): written now
                 self._file.flush()
+        if loop is not None and self._flushing is None:  # one write of the file for the next `FLUSH_S`'s events
+            self._flushing = loop.call_later(FLUSH_S, self.flush)
         for listener in self.listeners:
             listener(event)
 
@@ -45,8 +65,9 @@ class EventLog:
         if self._flushing is not None:
             self._flushing.cancel()
             self._flushing = None
-        if not self._file.closed:
-            self._file.flush()
+        with self._lock:
+            if not self._file.closed:
+                self._file.flush()
 
     def log_error(self, what: str, error: BaseException) -> Path:
         """Append `error`'s traceback to the run's log (`RUN_LOG`), headed by `what` and the
@@ -61,7 +82,8 @@ class EventLog:
 
     def close(self) -> None:
         self.flush()
-        self._file.close()
+        with self._lock:
+            self._file.close()
 
 
 def read_events(run: Path) -> list[Event]:
