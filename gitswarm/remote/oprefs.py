@@ -50,8 +50,8 @@ class OpRefs:
         repo = memory.reader()
         if main is not None and main not in repo:
             main = None  # someone else's commit: it keeps none of ours
-        if self._walked is not None and not repo.in_history(self._walked, main):  # main moved back, or is
-            self.waiting, self._by_commit, self._read, self._walked = {}, {}, None, None  # not ours: anew
+        if self._walked not in (None, main) and not repo.in_history(self._walked, main):  # main moved back,
+            self.waiting, self._by_commit, self._read, self._walked = {}, {}, None, None  # or is not ours: anew
         if self._read is None:  # first call: every op ref the run has, then only those written since
             self._read = len(memory.ops_written)
             fresh = sorted(repo.refs(PREFIX))
@@ -62,14 +62,10 @@ class OpRefs:
             if commit is not None and ref not in self.waiting:
                 self.waiting[ref] = commit
                 self._by_commit.setdefault(commit, set()).add(ref)
-        if main is not None and main != self._walked:
-            for commit in repo.since(main, self._walked) if self._by_commit else ():
-                self._reached(commit)
+        if main is not None and main != self._walked:  # the new commits only: an op ref read now was written
+            for commit in repo.since(main, self._walked):  # after the main last walked was pushed, so its
+                self._reached(commit)  # commit is not in that main (an adopted one is merged after its adoption)
             self._walked = main
-        for ref in fresh:  # written after the walk that passed their commit: rare, and one look each
-            commit = self.waiting.get(ref)
-            if commit is not None and repo.in_history(commit, main):
-                self._reached(commit)
         delete = [ref for ref, value in remote.items() if ref.startswith(PREFIX) and value is not None
                   and ref not in self.waiting and repo.ref(ref) == value]  # ours, and main keeps its commit
         return sorted(self.waiting), sorted(delete)[:MOST]
