@@ -74,7 +74,7 @@ def run(slots: list[int], latency: float, per_worker: int, problems: int = 0, pr
     """One run: a coordinator with `--workers 0` and one worker process per entry of `slots`
     (its C), budget = total C x `per_worker`; returns the figures (module docstring), with the
     time each episode was taken in (`taken_at`) and the CPU seconds of all the processes so far
-    at each sample (`cpu_at`: time, seconds). A process still running after `timeout`
+    at each sample (`cpu_at`: time, seconds by role). A process still running after `timeout`
     seconds is killed and the run fails."""
     total = sum(slots)
     with scratch() as root:
@@ -119,7 +119,7 @@ def run(slots: list[int], latency: float, per_worker: int, problems: int = 0, pr
                 "cpu_s": cpu.totals(),
                 "episodes": sum(1 for e in taken if e["kind"] in ENDED), "charged": stopped["charged"],
                 "taken_at": [e["time"] for e in taken if e["kind"] in ENDED],
-                "cpu_at": [(t, sum(used.values())) for t, used in cpu.samples],
+                "cpu_at": [(t, dict(used)) for t, used in cpu.samples],
                 "reason": stopped["reason"], "prune": prune, "remote_refs": refs,
                 "remote_objects": {k: int(objects[k]) for k in ("count", "in-pack", "packs")},
                 "remote_gc_log": gc_said, "plain_push_ms": 1000 * push_s,
@@ -152,7 +152,17 @@ def _run_all(commands: dict[str, list[str]], env: dict, root: Path, timeout: flo
 
 
 def _events(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The events of a process's log; a line that is not whole (a process killed mid-write) is
+    left out and said, as `engine.events.read_events` leaves it out, not the run's figures lost."""
+    found, broken = [], 0
+    for line in path.read_bytes().decode("utf-8", "replace").splitlines():
+        try:
+            found.append(json.loads(line))
+        except json.JSONDecodeError:
+            broken += bool(line.strip())
+    if broken:
+        print(f"{path}: {broken} line(s) not whole, left out", file=sys.stderr)
+    return found
 
 
 class Sampler:

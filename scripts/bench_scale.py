@@ -151,16 +151,21 @@ def split(problems: int, per_problem: int, workers: int, processes: int, latency
     n = max(2, min(window, len(taken) // 2))
     first, last = (taken[n - 1] - taken[0]) / (n - 1), (taken[-1] - taken[-n]) / (n - 1)
 
-    def cpu(start: float, end: float) -> float:  # every process's CPU seconds between two times (nearest samples)
-        def at(t: float) -> float:
+    def cpu(start: float, end: float) -> dict[str, float]:  # each role's CPU seconds between two times
+        def at(t: float) -> dict[str, float]:
             return min(cpu_at, key=lambda sample: abs(sample[0] - t))[1]
-        return at(end) - at(start)
+        before, after = at(start), at(end)
+        return {role: after[role] - before.get(role, 0.0) for role in after}
+
+    def per_episode(start: float, end: float) -> dict[str, float]:
+        return {role: round(1000 * used / (n - 1), 1) for role, used in sorted(cpu(start, end).items())}
+    first_roles, last_roles = per_episode(taken[0], taken[n - 1]), per_episode(taken[-n], taken[-1])
     return {**{k: figures[k] for k in ("slots", "wall", "start_up_s", "calls", "calls_per_s", "episodes", "charged",
                                        "reason", "cpu_s", "remote_refs", "remote_objects", "remote_gc_log",
                                        "plain_push_ms", "git")},
             "wall_ms_per_episode_first": 1000 * first, "wall_ms_per_episode_last": 1000 * last,
-            "cpu_ms_per_episode_first": 1000 * cpu(taken[0], taken[n - 1]) / (n - 1),
-            "cpu_ms_per_episode_last": 1000 * cpu(taken[-n], taken[-1]) / (n - 1), "window": n}
+            "cpu_ms_per_episode_first": sum(first_roles.values()), "cpu_ms_per_episode_last": sum(last_roles.values()),
+            "cpu_ms_per_episode_by_process": {"first": first_roles, "last": last_roles}, "window": n}
 
 
 def in_one_process(root: Path, args: argparse.Namespace) -> dict:
@@ -216,6 +221,9 @@ def main() -> None:
               f"process per episode {s['cpu_ms_per_episode_first']:.1f} ms, then {s['cpu_ms_per_episode_last']:.1f} ms "
               f"(x{s['cpu_ms_per_episode_last'] / max(s['cpu_ms_per_episode_first'], 1e-9):.2f}); "
               f"CPU s {s['cpu_s']}; the remote's refs {s['remote_refs']:,}")
+        for when, roles in s["cpu_ms_per_episode_by_process"].items():
+            print(f"  CPU ms per episode over the {when} {s['window']}, by process (with its git): "
+                  + ", ".join(f"{role} {ms:.1f}" for role, ms in roles.items()))
     print(json.dumps(figures))
 
 
