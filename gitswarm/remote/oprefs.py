@@ -12,8 +12,10 @@ and which to delete.
 
 Coverage is judged against the main the remote holds (the publisher's lease), never against
 a main not pushed yet: a delete never runs ahead of the main that keeps its commit. Each call's
-work is bounded by what changed since the last: the op refs written since (`Memory.ops_written`)
-and main's commits since the main last walked. A coordinator started again lists its op refs
+work is bounded by what changed since the last: the op refs written since (`Memory.ops_written`;
+the adoptions are made there, on the git thread; a write by the memory's writer process is not
+among them, but those are commits onto main, which main reaches) and main's commits since the
+main last walked. A coordinator started again lists its op refs
 and walks main's history once.
 """
 
