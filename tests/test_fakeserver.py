@@ -107,7 +107,7 @@ async def test_hundreds_of_slow_requests_are_served_concurrently() -> None:
         async with session.post(f"{url}/chat/completions", json=CHAT) as response:
             assert response.status == 200
 
-    slow = FaultPlan(latency_s=1.0)
+    slow = FaultPlan(latency_s=3.0)  # room for 256 connections to open on a loaded machine (1 s: 163 once)
     with anyio.fail_after(20):
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=300)) as session, \
                 serve(lambda _: FakeReply(content="x"), slow) as server:
@@ -117,7 +117,7 @@ async def test_hundreds_of_slow_requests_are_served_concurrently() -> None:
                     group.start_soon(call, session, server.url)
             elapsed = time.monotonic() - start
     assert len(server.requests) == 256 and server.max_in_flight == 256
-    assert elapsed < 4, f"256 concurrent requests of 1 s took {elapsed:.1f} s"
+    assert elapsed < 6, f"256 concurrent requests of 3 s took {elapsed:.1f} s"
 
 
 def test_fault_plan_is_deterministic_and_checked() -> None:
