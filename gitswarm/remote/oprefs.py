@@ -25,12 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from gitswarm.memory.repo import Memory
+from gitswarm.remote.prune import MOST  # refs in one push at most: an older coordinator's op refs go over several
 
 PREFIX = "refs/gitswarm/ops/"
-MOST = 500
-"""Op refs deleted in one push at most (git's command line holds two arguments per ref): a
-remote that an older coordinator left holding every op ref of a long run sheds them over
-several pushes."""
 
 
 @dataclass
