@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitswarm.memory.gitdir import GitDir
-from gitswarm.remote import gitcli
+from gitswarm.remote import gitcli, housekeeping
 from gitswarm.remote.errors import MissingRef, PushRejected, RefExists, StaleLease
 from gitswarm.remote.urls import mask, scheme
 
@@ -58,7 +58,9 @@ class _Line:
 
 class Remote:
     """One remote URL and its local bare mirror; safe to share between threads (fetches and the
-    mirror's ref updates after a push are serialised). Holds no open repository handle."""
+    mirror's ref updates after a push are serialised). Holds no open repository handle. The
+    mirror is gitswarm's: git's automatic housekeeping is off there, and after a fetch a
+    geometric repack starts in the background when one is due (`housekeeping.py`)."""
 
     def __init__(self, url: str, mirror: Path, *, timeout_s: float = gitcli.TIMEOUT_S) -> None:
         scheme(url)  # refuses an unknown transport before any git call
@@ -69,6 +71,8 @@ class Remote:
         self._writing = threading.Lock()
         if not (self.mirror / "HEAD").exists():
             GitDir.init(self.mirror)
+        housekeeping.own(self.gitdir())
+        self.housekeeper = housekeeping.Housekeeper(self.mirror)
 
     def __repr__(self) -> str:
         return f"Remote({self.shown!r}, {str(self.mirror)!r})"
@@ -91,6 +95,8 @@ class Remote:
                 self.url, *refspecs]
         with self._writing:
             done = self._git(*args, check=False)
+            if done.returncode == 0:
+                self.housekeeper.step()
         if done.returncode != 0:
             if "couldn't find remote ref" in done.stderr:
                 ref = done.stderr.split("couldn't find remote ref", 1)[1].split()[0]
