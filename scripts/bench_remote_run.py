@@ -119,6 +119,7 @@ def run(slots: list[int], latency: float, per_worker: int, problems: int = 0, pr
                 "cpu_s": cpu.totals(),
                 "episodes": sum(1 for e in taken if e["kind"] in ENDED), "charged": stopped["charged"],
                 "taken_at": [e["time"] for e in taken if e["kind"] in ENDED],
+                "last_start": last,
                 "cpu_at": [(t, dict(used)) for t, used in cpu.samples],
                 "reason": stopped["reason"], "prune": prune, "remote_refs": refs,
                 "remote_objects": {k: int(objects[k]) for k in ("count", "in-pack", "packs")},

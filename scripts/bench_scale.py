@@ -13,8 +13,9 @@ Prints, for the run in one process:
   (`tui.reader.Snapshots.read`: the first read, then one more with its index kept);
 - the engine process's peak RSS.
 And for the split run: its wall time, calls per second, the wall and the CPU of every process
-per episode taken in over the first and the last `--window` (flat when nothing grows with the
-run), the CPU seconds of each process and the remote at the end.
+per episode taken in over the first and the last `--window` of the steady run (after the first C
+taken in, before the last start: `split`), the wall per episode of every window in between (flat
+when nothing grows with the run), the CPU seconds of each process and the remote at the end.
 
     python scripts/bench_scale.py --problems 50 --per-problem 500 --workers 250   # the paper's 25,000
     python scripts/bench_scale.py --no-local --split 2    # the same shape split, alone
@@ -139,17 +140,26 @@ def dashboard_times(run: Path) -> tuple[float, float]:
 
 def split(problems: int, per_problem: int, workers: int, processes: int, latency: float, window: int) -> dict:
     """The same shape over `processes` worker processes on a git remote (bench_remote_run), with
-    the wall seconds per episode the coordinator took in over the first and the last `window`
-    (the run's CPU is spread over its processes and their git: its pace is what stays flat or
-    not)."""
+    the wall and CPU seconds per episode the coordinator took in over the first and the last
+    `window` of the steady run (the run's CPU is spread over its processes and their git: its
+    pace is what stays flat or not), and the wall per episode of every `window` in between.
+
+    Steady: after the first C episodes taken in, before the last episode started. The first C
+    start together and end together: they come in tens of milliseconds apart, their work done
+    before the window that takes them in begins; after the last start the swarm drains, fewer
+    in flight each second. Either would make the first window cheap or the last dear for
+    reasons that are not the run's size."""
     from bench_remote_run import run
 
     slots = [workers // processes] * processes
     per_worker = max(1, round(problems * per_problem / sum(slots)))
     figures = run(slots, latency, per_worker, problems=problems, timeout=12 * 3600)
     taken, cpu_at = sorted(figures["taken_at"]), figures["cpu_at"]
-    n = max(2, min(window, len(taken) // 2))
-    first, last = (taken[n - 1] - taken[0]) / (n - 1), (taken[-1] - taken[-n]) / (n - 1)
+    steady = [t for t in taken[sum(slots):] if t <= figures["last_start"]] or taken
+    n = max(2, min(window, len(steady) // 2))
+    first, last = (steady[n - 1] - steady[0]) / (n - 1), (steady[-1] - steady[-n]) / (n - 1)
+    blocks = [round(1000 * (b[-1] - b[0]) / (len(b) - 1), 1)
+              for b in (steady[i:i + n] for i in range(0, len(steady), n)) if len(b) == n]
 
     def cpu(start: float, end: float) -> dict[str, float]:  # each role's CPU seconds between two times
         def at(t: float) -> dict[str, float]:
@@ -159,10 +169,11 @@ def split(problems: int, per_problem: int, workers: int, processes: int, latency
 
     def per_episode(start: float, end: float) -> dict[str, float]:
         return {role: round(1000 * used / (n - 1), 1) for role, used in sorted(cpu(start, end).items())}
-    first_roles, last_roles = per_episode(taken[0], taken[n - 1]), per_episode(taken[-n], taken[-1])
+    first_roles, last_roles = per_episode(steady[0], steady[n - 1]), per_episode(steady[-n], steady[-1])
     return {**{k: figures[k] for k in ("slots", "wall", "start_up_s", "calls", "calls_per_s", "episodes", "charged",
                                        "reason", "cpu_s", "remote_refs", "remote_objects", "remote_gc_log",
                                        "plain_push_ms", "git")},
+            "steady": len(steady), "wall_ms_per_episode_by_window": blocks,
             "wall_ms_per_episode_first": 1000 * first, "wall_ms_per_episode_last": 1000 * last,
             "cpu_ms_per_episode_first": sum(first_roles.values()), "cpu_ms_per_episode_last": sum(last_roles.values()),
             "cpu_ms_per_episode_by_process": {"first": first_roles, "last": last_roles}, "window": n}
@@ -221,6 +232,8 @@ def main() -> None:
               f"process per episode {s['cpu_ms_per_episode_first']:.1f} ms, then {s['cpu_ms_per_episode_last']:.1f} ms "
               f"(x{s['cpu_ms_per_episode_last'] / max(s['cpu_ms_per_episode_first'], 1e-9):.2f}); "
               f"CPU s {s['cpu_s']}; the remote's refs {s['remote_refs']:,}")
+        print(f"  steady: {s['steady']:,} episodes (after the first {args.workers} taken in, before the last start); "
+              f"wall ms per episode by window of {s['window']}: {s['wall_ms_per_episode_by_window']}")
         for when, roles in s["cpu_ms_per_episode_by_process"].items():
             print(f"  CPU ms per episode over the {when} {s['window']}, by process (with its git): "
                   + ", ".join(f"{role} {ms:.1f}" for role, ms in roles.items()))
