@@ -52,6 +52,9 @@ def test_a_fetch_starts_a_repack_once_loose_objects_pass_the_bound(tmp_path: Pat
     remote.housekeeper.wait(60)
     assert remote.housekeeper.repacks == 0  # a handful of objects: nothing due
     written = _blobs(remote.mirror, 2 * housekeeping.LOOSE, "loose")
+    ops = {f"refs/gitswarm/ops/e{i:05d}-final": commit for i in range(300)}  # an op ref per episode
+    for name, value in ops.items():
+        remote.gitdir().follow(name, value)
     assert remote.housekeeper.due()
     remote.fetch(["+refs/heads/main:refs/heads/main"])
     assert remote.housekeeper.repacks == 1
@@ -63,6 +66,9 @@ def test_a_fetch_starts_a_repack_once_loose_objects_pass_the_bound(tmp_path: Pat
     assert not remote.housekeeper.due()
     repo = pygit2.Repository(str(remote.mirror))
     assert all(oid in repo for oid in written) and commit in repo  # unreachable ones kept too
+    assert not list((remote.mirror / "refs" / "gitswarm" / "ops").glob("e*"))  # the refs packed, same values
+    assert {n: remote.local(n) for n in ops} == ops
+    assert "refs/gitswarm/ops/e00299-final" in (remote.mirror / "packed-refs").read_text()
 
 
 def test_writers_beside_a_repack_lose_nothing(tmp_path: Path) -> None:
