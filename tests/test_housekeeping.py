@@ -12,8 +12,8 @@ from pathlib import Path
 import pygit2
 
 from gitswarm.memory.gitdir import GitDir
-from gitswarm.remote import housekeeping
-from gitswarm.remote.transport import Remote
+from gitswarm.remote import housekeeping, transport
+from gitswarm.remote.transport import Remote, Update
 
 
 def _loose(path: Path) -> int:
@@ -116,3 +116,29 @@ exec {real} "$@"
     assert remote.housekeeper.repacks == 1
     assert "geometric" in (remote.housekeeper.stopped or "")
     assert remote.local("refs/heads/main") is not None
+
+
+def test_pushes_run_from_an_outbox_that_holds_no_ref(tmp_path: Path) -> None:
+    """A push of many refs from a mirror of many refs: git matches every refspec against every
+    local ref, so pushes run from the mirror's outbox (no refs, the mirror's objects through
+    a relative alternates path, which still holds once the mirror has moved)."""
+    remote, commit = _remote(tmp_path)
+    remote.fetch(["+refs/heads/main:refs/heads/main"])
+    gd = remote.gitdir()
+    for i in range(2000):
+        gd.follow(f"refs/gitswarm/ops/e{i:05d}-final", commit)
+    ours = [gd.commit({"n.txt": f"{i}\n".encode()}, f"op {i}\n", [commit]) for i in range(200)]
+    remote.push([Update(f"refs/gitswarm/ops/new-{i:03d}", c) for i, c in enumerate(ours)])
+    moved = tmp_path / "moved"
+    remote.mirror.rename(moved)
+    again = Remote(remote.url, moved)
+    last = again.gitdir().commit({"m.txt": b"m\n"}, "moved\n", [commit])
+    again.push([Update("refs/heads/main", last, commit)])
+    there = Remote(remote.url, tmp_path / "reader").refs()
+    assert there["refs/heads/main"] == last
+    assert [there[f"refs/gitswarm/ops/new-{i:03d}"] for i in range(200)] == ours
+    outbox = moved / transport.OUTBOX
+    assert all(p.is_dir() for p in (outbox / "refs").rglob("*"))  # not one ref file
+    assert not (outbox / "packed-refs").exists()
+    assert not [p for p in (outbox / "objects").iterdir() if p.name not in ("info", "pack")]
+    assert not list((outbox / "objects" / "pack").iterdir())

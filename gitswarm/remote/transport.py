@@ -21,6 +21,8 @@ from gitswarm.remote.errors import MissingRef, PushRejected, RefExists, StaleLea
 from gitswarm.remote.urls import mask, scheme
 
 ZERO = "0" * 40
+OUTBOX = "gitswarm-outbox"
+"""The folder in a mirror that pushes run from (`Remote.push`)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class Remote:
             GitDir.init(self.mirror)
         housekeeping.own(self.gitdir())
         self.housekeeper = housekeeping.Housekeeper(self.mirror)
+        self.outbox = self._outbox()
 
     def __repr__(self) -> str:
         return f"Remote({self.shown!r}, {str(self.mirror)!r})"
@@ -82,8 +85,23 @@ class Remote:
         push, refs moved by compare-and-swap."""
         return GitDir(self.mirror)
 
-    def _git(self, *args: str, check: bool = True):
-        return gitcli.run(self.mirror, args, self.url, timeout_s=self.timeout_s, check=check)
+    def _git(self, *args: str, check: bool = True, where: Path | None = None):
+        return gitcli.run(where or self.mirror, args, self.url, timeout_s=self.timeout_s, check=check)
+
+    def _outbox(self) -> Path:
+        """A bare repository in the mirror that holds no ref and reads the mirror's objects
+        through git's alternates (a relative path: the mirror may move). Pushes run there: git
+        matches each refspec of a push against every local ref, and a mirror holds an op ref
+        per episode (a worker's folder four): a push of 300 refs from a coordinator's mirror of
+        9,600 refs took 5.2 s of CPU, 0.08 s from the outbox. Nothing is written there."""
+        outbox = self.mirror / OUTBOX
+        if not (outbox / "HEAD").exists():
+            GitDir.init(outbox)
+        alternates = outbox / "objects" / "info" / "alternates"
+        if not alternates.exists():
+            alternates.parent.mkdir(parents=True, exist_ok=True)
+            alternates.write_text("../../objects\n")
+        return outbox
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -126,7 +144,7 @@ class Remote:
             return
         args = ["push", "--porcelain", "--no-verify", *(["--atomic"] if len(updates) > 1 else []),
                 *(u.lease() for u in updates), self.url, *(u.refspec() for u in updates)]
-        done = self._git(*args, check=False)
+        done = self._git(*args, check=False, where=self.outbox)
         lines = _porcelain(done.stdout)
         if done.returncode != 0 or any(line.flag == "!" for line in lines.values()):
             if not any(line.flag == "!" for line in lines.values()):  # no ref refused: the transport failed
