@@ -104,7 +104,8 @@ class Housekeeper:
         return True
 
     def wait(self, timeout: float | None = None) -> None:
-        """Run the housekeeping under way to its end (tests, and a caller about to remove the folder)."""
+        """Run the housekeeping under way to its end (the tests: a process leaves its last
+        git to finish by itself)."""
         while self.running is not None:
             self.running.wait(timeout)
             self._finished()

@@ -62,7 +62,8 @@ class Remote:
     """One remote URL and its local bare mirror; safe to share between threads (fetches and the
     mirror's ref updates after a push are serialised). Holds no open repository handle. The
     mirror is gitswarm's: git's automatic housekeeping is off there, and after a fetch a
-    geometric repack starts in the background when one is due (`housekeeping.py`)."""
+    geometric repack starts in the background when one is due (`housekeeping.py`); pushes run
+    from its outbox (`_outbox`)."""
 
     def __init__(self, url: str, mirror: Path, *, timeout_s: float = gitcli.TIMEOUT_S) -> None:
         scheme(url)  # refuses an unknown transport before any git call
