@@ -457,3 +457,17 @@ def test_dashboard_without_a_terminal_prints_the_status_and_ends(tmp_path_factor
     assert done.returncode == 0, done.stderr
     assert "needs a terminal" in done.stderr and "\x1b" not in done.stdout
     assert done.stdout.startswith("run ") and "demo-odd-sum" in done.stdout
+
+
+async def test_a_frame_that_fires_while_the_app_shuts_down_draws_nothing(tmp_path: Path):
+    """The frame timer can tick once more while the app takes its widgets down (it did so in a
+    CI run, under load): that frame must fold its events in and draw nothing, not end the app with
+    an error."""
+    app = Dashboard(tmp_path / "run")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0)
+    assert not app.is_running and not app.query("RunHeader")  # the widgets are gone, as during the shutdown
+    app.pending.append(event_of("run_started", {"run": "r", "model": "m", "budget": 3, "workers": 1, "charged": 0,
+                                                "problems": ["a"]}, time.time()))
+    app.flush()
+    assert app.state.header.run == "r"

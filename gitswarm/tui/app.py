@@ -218,7 +218,8 @@ class Dashboard(App):
         self._ticks += 1
         if self._ticks % 10 == 0:
             dirty |= {"header", "workers"}
-        self.redraw(dirty)
+        if self.is_running:  # the timer can tick once more while the app takes its widgets down
+            self.redraw(dirty)
 
     def redraw(self, dirty: set[str]) -> None:
         state = self.state
