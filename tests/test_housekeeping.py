@@ -69,6 +69,10 @@ def test_a_fetch_starts_a_repack_once_loose_objects_pass_the_bound(tmp_path: Pat
     assert not list((remote.mirror / "refs" / "gitswarm" / "ops").glob("e*"))  # the refs packed, same values
     assert {n: remote.local(n) for n in ops} == ops
     assert "refs/gitswarm/ops/e00299-final" in (remote.mirror / "packed-refs").read_text()
+    chain = remote.mirror / "objects" / "info" / "commit-graphs" / "commit-graph-chain"
+    assert chain.is_file()  # a commit-graph layer of the commits the refs name, which git verifies
+    subprocess.run(["git", "-C", str(remote.mirror), "commit-graph", "verify", "--no-progress"], check=True)
+    assert not (remote.mirror / "objects" / "info" / "commit-graph").exists()  # libgit2's file: not written
 
 
 def test_writers_beside_a_repack_lose_nothing(tmp_path: Path) -> None:

@@ -23,7 +23,11 @@ So a repository gitswarm owns has git's automatic housekeeping off (`own`), and 
 rolls the loose objects and the small packs into one pack at least twice the size of the next
 (git's geometric repacking): each object is rewritten about log2(objects) times over the run
 and a lookup searches about as many packs, whatever the run's size; then `git pack-refs --all`
-packs the refs written since. They run in the background, one at a time, never on a fetch's
+packs the refs written since, and `git commit-graph write --split` adds the commits written
+since to the repository's commit-graph: every fetch's connectivity check (`rev-list --not
+--all`) parses the commit of every local ref, a mirror's op refs one per episode, and with the
+graph each is a lookup instead of a parse (a fetch with nothing new in a 10,000-ref mirror:
+0.12-0.15 s of CPU, 0.04-0.05 s with the graph). They run in the background, one at a time, never on a fetch's
 path. The repack deletes only what it packed (a pack it rolled up, a loose object now in a
 pack) and git packs refs under git's own locks, which the memory's ref writes respect
 (`memory/gitrefs.py`), so writers beside them lose nothing. No bitmap is written or read:
@@ -47,6 +51,11 @@ PACKS = 32
 """Packs that start a repack; a geometric progression of a run's objects has fewer."""
 REPACK = ("repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index")
 PACK_REFS = ("pack-refs", "--all")
+COMMIT_GRAPH = ("commit-graph", "write", "--reachable", "--split", "--no-progress")
+"""A layer of git's commit-graph for the commits written since the last (merged geometrically,
+as git's own maintenance does): a fetch's connectivity check and a push's enumeration parse a
+commit for every local ref, and a mirror gains a ref per episode. libgit2 reads only a single
+`objects/info/commit-graph` file, so the memory's own reads are unaffected."""
 _SAMPLE = "17"
 """The object folder whose count, times 256, estimates the loose objects (git's own choice)."""
 
@@ -60,8 +69,8 @@ def own(repo: GitDir) -> None:
 
 class Housekeeper:
     """Starts the housekeeping of one repository when it is due (a geometric repack, then a
-    packing of its refs), one git at a time, in the background. Not thread-safe: `Remote`
-    calls it under its write lock."""
+    packing of its refs and a layer of its commit-graph), one git at a time, in the background.
+    Not thread-safe: `Remote` calls it under its write lock."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -98,7 +107,7 @@ class Housekeeper:
             return False
         if self.stopped is not None or not self.due():
             return False
-        self._next.append(PACK_REFS)
+        self._next.extend((PACK_REFS, COMMIT_GRAPH))
         self._start(REPACK)
         self.repacks += 1
         return True
