@@ -54,8 +54,7 @@ REPACK = ("repack", "-d", "-q", "--geometric=2", "--no-write-bitmap-index")
 PACK_REFS = ("pack-refs", "--all")
 COMMIT_GRAPH = ("commit-graph", "write", "--reachable", "--split", "--no-progress")
 """A layer of git's commit-graph for the commits written since the last (merged geometrically,
-as git's own maintenance does): a fetch's connectivity check and a push's enumeration parse a
-commit for every local ref, and a mirror gains a ref per episode. libgit2 reads only a single
+as git's own maintenance does; why: the module docstring). libgit2 reads only a single
 `objects/info/commit-graph` file, so the memory's own reads are unaffected."""
 _SAMPLE = "17"
 """The object folder whose count, times 256, estimates the loose objects (git's own choice)."""
